@@ -1,0 +1,35 @@
+# permitd: two commands on a fresh machine: `make run` and `make test`.
+GO        ?= go
+PKGS      ?= ./...
+BENCHTIME ?= 1x
+SHARED    ?= ../shared
+
+.PHONY: run test test-short bench lint build fmt
+
+## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
+run:
+	$(GO) run ./cmd/permitd serve
+
+## build: the permitd binary in bin/
+build:
+	$(GO) build -o bin/permitd ./cmd/permitd
+
+## test: every test (Redis tests start redis-server themselves; Kafka runs in process)
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## bench: the performance targets, reported as benchmark metrics
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+
+## lint: gofmt, vet, and OpenSearch bodies against the official spec when ../shared exists
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')

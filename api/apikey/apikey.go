@@ -1,0 +1,84 @@
+// Package apikey authenticates API keys and names the plan each key is on.
+package apikey
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"strconv"
+)
+
+// ErrInvalidKey: the key is missing, malformed or unknown. The API answers
+// 403 without saying which.
+var ErrInvalidKey = errors.New("apikey: invalid key")
+
+// Plan is what a key may do.
+type Plan struct {
+	Name          string
+	RatePerSecond float64 // sustained requests per second
+	Burst         int     // requests admitted at once above the rate
+	MonthlyQuota  int64   // requests per calendar month (UTC); 0 = unlimited
+}
+
+// Principal is an authenticated caller. KeyID is not secret and may be
+// logged; the key itself never is.
+type Principal struct {
+	KeyID string
+	Plan  Plan
+}
+
+// Authenticator checks a presented key.
+type Authenticator interface {
+	// Authenticate returns the key's principal, or ErrInvalidKey.
+	Authenticate(ctx context.Context, key string) (Principal, error)
+}
+
+// DefaultDevPlan is the plan of development keys from PERMITD_API_KEYS.
+var DefaultDevPlan = Plan{Name: "development", RatePerSecond: 1000, Burst: 2000}
+
+// DevKeys authenticates a fixed list of development keys, comparing the
+// SHA-256 of the presented key against each stored hash in constant time
+// (every entry is compared, whatever matched).
+type DevKeys struct {
+	hashes [][32]byte
+	plan   Plan
+}
+
+// NewDevKeys returns an authenticator for keys on plan.
+func NewDevKeys(keys []string, plan Plan) *DevKeys {
+	d := &DevKeys{plan: plan}
+	for _, k := range keys {
+		if k != "" {
+			d.hashes = append(d.hashes, sha256.Sum256([]byte(k)))
+		}
+	}
+	return d
+}
+
+// Authenticate implements Authenticator.
+func (d *DevKeys) Authenticate(_ context.Context, key string) (Principal, error) {
+	if key == "" {
+		return Principal{}, ErrInvalidKey
+	}
+	h := sha256.Sum256([]byte(key))
+	found := -1
+	for i := range d.hashes {
+		if subtle.ConstantTimeCompare(h[:], d.hashes[i][:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Principal{}, ErrInvalidKey
+	}
+	return Principal{KeyID: "dev" + strconv.Itoa(found), Plan: d.plan}, nil
+}
+
+// NewDevKey returns a random development key.
+func NewDevKey() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return "pdk_dev_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Error codes of the standard error body.
+const (
+	CodeValidation  = "VALIDATION_ERROR"
+	CodeNotFound    = "NOT_FOUND"
+	CodeInternal    = "INTERNAL"
+	CodeUnavailable = "BACKEND_UNAVAILABLE"
+	CodeUnsupported = "NOT_IMPLEMENTED"
+)
+
+// ValidationError is a bad input; it always names the parameter.
+type ValidationError struct {
+	Param string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid parameter %q: %s", e.Param, e.Msg)
+}
+
+func invalid(param, format string, args ...any) error {
+	return &ValidationError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// notFound is a 404 with a message naming what was not found.
+type notFound struct{ what string }
+
+func (e notFound) Error() string { return e.what + " not found" }
+func (e notFound) Unwrap() error { return readmodel.ErrNotFound }
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code      string  `json:"code"`
+	Message   string  `json:"message"`
+	RequestID *string `json:"request_id"`
+}
+
+type gatewayBody struct {
+	Message string `json:"message"`
+}
+
+// writeError is the one error mapper: validation -> 422, not found -> 404,
+// backend unavailable -> 500 BACKEND_UNAVAILABLE, anything else -> a
+// generic 500 whose detail is only logged.
+func writeError(c *gin.Context, log *slog.Logger, err error) {
+	var ve *ValidationError
+	var nf notFound
+	status, code, msg := http.StatusInternalServerError, CodeInternal, "internal server error"
+	switch {
+	case errors.As(err, &ve):
+		status, code, msg = http.StatusUnprocessableEntity, CodeValidation, ve.Error()
+	case errors.As(err, &nf):
+		status, code, msg = http.StatusNotFound, CodeNotFound, nf.Error()
+	case errors.Is(err, readmodel.ErrNotFound):
+		status, code, msg = http.StatusNotFound, CodeNotFound, "resource not found"
+	case errors.Is(err, readmodel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		code, msg = CodeUnavailable, "the read model is unavailable; retry later"
+	case errors.Is(err, readmodel.ErrUnsupported):
+		code, msg = CodeUnsupported, "this read is not implemented by the configured backend"
+	}
+	rid := requestID(c)
+	if status == http.StatusInternalServerError {
+		log.Error("request failed", "request_id", rid, "path", c.FullPath(), "err", err)
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: msg, RequestID: &rid}})
+}
+
+func writeGateway(c *gin.Context, status int, msg string) {
+	c.AbortWithStatusJSON(status, gatewayBody{Message: msg})
+}

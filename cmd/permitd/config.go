@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// flagSet returns a FlagSet whose defaults come from PERMITD_* variables:
+// each flag -foo-bar reads PERMITD_FOO_BAR when the flag is not given.
+type flagSet struct {
+	*flag.FlagSet
+	getenv func(string) string
+}
+
+func newFlagSet(name string, e env) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return &flagSet{FlagSet: fs, getenv: e.getenv}
+}
+
+// envName maps a flag name to its variable: kafka-brokers -> PERMITD_KAFKA_BROKERS.
+func envName(flagName string) string {
+	return "PERMITD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse applies the environment, then the command line (which wins).
+func (fs *flagSet) parse(args []string) error {
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := fs.getenv(envName(f.Name)); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s: %w", envName(f.Name), err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return nil
+}
+
+// commonConfig is shared by every long-running command.
+type commonConfig struct {
+	LogLevel  string
+	LogFormat string
+}
+
+func (c *commonConfig) bind(fs *flagSet) {
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+}
+
+func (c *commonConfig) validate() error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("log-level: %w", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return errors.New("log-format must be text or json")
+	}
+	return nil
+}
+
+func (c *commonConfig) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if w == nil {
+		w = os.Stderr
+	}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// parseNow reads the service clock override: RFC 3339 or a date
+// (midnight UTC). Empty means the system clock.
+func parseNow(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("now: want RFC 3339 or YYYY-MM-DD, got %q", s)
+	}
+	return t.UTC(), nil
+}
+
+func validateAddr(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("addr %q: %w", addr, err)
+	}
+	return nil
+}
+
+// mask shows that a secret is set without showing it.
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("***(%d chars)", len(s))
+}
+
+func maskList(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = mask(s)
+	}
+	return out
+}
+
+func splitCSV(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

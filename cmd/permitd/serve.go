@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+)
+
+func init() {
+	register("serve", "serve the API with the embedded indexer (bundled data by default)", runServe)
+}
+
+// serveConfig is the serve command's configuration: flags, with
+// PERMITD_<FLAG> variables as defaults.
+type serveConfig struct {
+	commonConfig
+	Addr            string
+	APIKeys         string
+	Backend         string
+	Data            string
+	Now             string
+	CursorSecret    string
+	ShutdownTimeout time.Duration
+
+	now time.Time // parsed Now
+}
+
+func (c *serveConfig) bind(fs *flagSet) {
+	c.commonConfig.bind(fs)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
+	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory")
+	fs.StringVar(&c.Data, "data", "bundled", "initial events: bundled (the shipped real data) or none")
+	fs.StringVar(&c.Now, "now", "", "service clock override (RFC 3339 or YYYY-MM-DD); empty: system clock")
+	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "HMAC secret for cursors (>= 16 bytes); replicas must share it; random when empty")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown may drain")
+}
+
+// Validate checks every field and fails fast.
+func (c *serveConfig) Validate() error {
+	var errs []error
+	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr))
+	if c.Backend != "memory" {
+		errs = append(errs, fmt.Errorf("backend %q: this build serves memory", c.Backend))
+	}
+	if c.Data != "bundled" && c.Data != "none" {
+		errs = append(errs, fmt.Errorf("data %q: want bundled or none", c.Data))
+	}
+	if c.CursorSecret != "" && len(c.CursorSecret) < 16 {
+		errs = append(errs, errors.New("cursor-secret must be at least 16 bytes"))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	t, err := parseNow(c.Now)
+	errs = append(errs, err)
+	c.now = t
+	return errors.Join(errs...)
+}
+
+// logValue lists the configuration with secrets masked.
+func (c *serveConfig) logValue() []any {
+	return []any{
+		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
+		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
+		"now", c.Now, "log_level", c.LogLevel,
+	}
+}
+
+func runServe(ctx context.Context, e env, args []string) error {
+	var cfg serveConfig
+	fs := newFlagSet("serve", e)
+	cfg.bind(fs)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log := cfg.logger(e.stderr)
+	log.Info("starting permitd serve", cfg.logValue()...)
+
+	keys := splitCSV(cfg.APIKeys)
+	if len(keys) == 0 {
+		k := apikey.NewDevKey()
+		keys = []string{k}
+		fmt.Fprintf(e.stdout, "development API key: %s\n", k)
+	}
+	secret := []byte(cfg.CursorSecret)
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+		log.Warn("no cursor secret configured: cursors will not survive a restart nor work across replicas")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	rm := newMemoryReadModel()
+	dlq := &memoryDeadLetters{log: log}
+	ix, err := indexer.New(indexer.Params{
+		Writer: rm, DeadLetter: dlq.store, Logger: log, Metrics: indexer.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	feed := indexer.NewFeed(ix, 4096)
+
+	clock, source := time.Now, "system"
+	if !cfg.now.IsZero() {
+		fixed := cfg.now
+		clock, source = func() time.Time { return fixed }, "PERMITD_NOW"
+	}
+	oas, err := openAPIDocument()
+	if err != nil {
+		return err
+	}
+	handler, err := api.NewServer(api.Deps{
+		Reader:       rm,
+		Auth:         apikey.NewDevKeys(keys, apikey.DefaultDevPlan),
+		Logger:       log,
+		Now:          clock,
+		ClockSource:  source,
+		CursorSecret: secret,
+		OpenAPI:      oas,
+		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Checks: []api.ReadinessCheck{
+			readModelCheck(rm),
+			func(context.Context) api.Check {
+				p := ix.Progress()
+				return api.Check{Name: "indexer", OK: feed.CaughtUp() && p.Batches > 0, Detail: map[string]any{
+					"source": "embedded:" + cfg.Data, "caught_up": feed.CaughtUp(), "lag": feed.Lag(),
+					"batches_applied": p.Batches, "events_applied": p.Applied, "dead_letters": p.DeadLetters,
+				}}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := newHTTPServer(handler, log)
+	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	g.Go(func() error {
+		start := time.Now()
+		if err := feed.Run(gctx, bundledProducers(cfg.Data)...); err != nil {
+			if gctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("embedded indexer: %w", err)
+		}
+		p := ix.Progress()
+		log.Info("embedded indexer caught up", "events_applied", p.Applied, "dead_letters", p.DeadLetters, "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	})
+	return g.Wait()
+}
+
+// newHTTPServer bounds every phase of a request and the header size.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func readModelCheck(r readmodel.Reader) api.ReadinessCheck {
+	return func(ctx context.Context) api.Check {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		h, err := r.Health(ctx)
+		if err != nil {
+			return api.Check{Name: "read_model", Detail: map[string]any{"error": err.Error()}}
+		}
+		counts := map[string]int64{}
+		for k, v := range h.Counts {
+			counts[string(k)] = v
+		}
+		return api.Check{Name: "read_model", OK: true, Detail: map[string]any{"backend": h.Backend, "documents": counts}}
+	}
+}
+
+// memoryDeadLetters keeps the embedded feed's dead letters. The bundled
+// data is expected to have none; each one is logged with its reason and
+// counted in readiness and metrics.
+type memoryDeadLetters struct {
+	log *slog.Logger
+}
+
+func (d *memoryDeadLetters) store(_ context.Context, m indexer.Message, reason error) error {
+	d.log.Error("dead letter", "topic", m.Topic, "offset", m.Offset, "key", string(m.Key), "reason", reason)
+	return nil
+}
+

@@ -1,0 +1,188 @@
+// Package indexer projects events into the read model:
+//
+//	source -> decode -> project (pure) -> sink (readmodel.Writer) -> commit
+//
+// Sources (Kafka consumer groups, the embedded bundled-data feed) hand the
+// Indexer batches of raw messages with HandleBatch and commit their
+// positions only after it returns nil, which happens once the batch is
+// durable in the read model. Messages that can never be projected go to the
+// dead-letter sink with the reason; transient write failures retry with
+// backoff that honours cancellation. Nothing is logged and skipped.
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Message is one raw event with its source position.
+type Message struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Key       []byte
+	Value     []byte
+}
+
+// DeadLetterFunc stores a message that can never be projected, with the
+// reason. It returns nil once the dead letter is durable; an error makes
+// HandleBatch fail (and the source retry) rather than lose the message.
+type DeadLetterFunc func(ctx context.Context, m Message, reason error) error
+
+// Params configure an Indexer.
+type Params struct {
+	Writer     readmodel.Writer
+	DeadLetter DeadLetterFunc // required
+	Logger     *slog.Logger
+	// MaxMessageBytes rejects larger messages to the dead-letter sink; 0
+	// means 1 MiB.
+	MaxMessageBytes int
+	// Backoff bounds the write retries: first delay, doubled up to Max.
+	BackoffMin, BackoffMax time.Duration
+	Metrics    *Metrics // optional
+}
+
+// Indexer applies message batches to the read model.
+type Indexer struct {
+	p Params
+
+	batches    atomic.Int64
+	applied    atomic.Int64
+	stale      atomic.Int64
+	deadLetter atomic.Int64
+	retries    atomic.Int64
+	lastApply  atomic.Int64 // unix nanos
+}
+
+// New returns an Indexer.
+func New(p Params) (*Indexer, error) {
+	if p.Writer == nil || p.DeadLetter == nil {
+		return nil, errors.New("indexer: Writer and DeadLetter are required")
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	if p.MaxMessageBytes <= 0 {
+		p.MaxMessageBytes = 1 << 20
+	}
+	if p.BackoffMin <= 0 {
+		p.BackoffMin = 50 * time.Millisecond
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = 5 * time.Second
+	}
+	return &Indexer{p: p}, nil
+}
+
+// Progress is the indexer's running count, for readiness and metrics.
+type Progress struct {
+	Batches     int64
+	Applied     int64
+	Stale       int64
+	DeadLetters int64
+	Retries     int64
+	LastApply   time.Time // zero before the first batch
+}
+
+// Progress returns the counts so far.
+func (ix *Indexer) Progress() Progress {
+	p := Progress{
+		Batches:     ix.batches.Load(),
+		Applied:     ix.applied.Load(),
+		Stale:       ix.stale.Load(),
+		DeadLetters: ix.deadLetter.Load(),
+		Retries:     ix.retries.Load(),
+	}
+	if n := ix.lastApply.Load(); n != 0 {
+		p.LastApply = time.Unix(0, n)
+	}
+	return p
+}
+
+// HandleBatch decodes, validates and projects every message, sends the
+// poison ones to the dead-letter sink and writes the rest to the read model
+// as one batch. It returns nil only when every message is either durable in
+// the read model or durable in the dead-letter sink; the caller may then
+// commit the messages' positions. On error nothing may be committed, and
+// handing the same messages again is safe (projection is idempotent).
+func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
+	start := time.Now()
+	var batch readmodel.Batch
+	for _, m := range msgs {
+		b, err := ix.decode(m)
+		if err != nil {
+			if err := ix.p.DeadLetter(ctx, m, err); err != nil {
+				return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+			}
+			ix.deadLetter.Add(1)
+			ix.p.Metrics.deadLetter(m.Topic)
+			continue
+		}
+		batch.Append(b)
+	}
+	if batch.Len() > 0 {
+		res, err := ix.apply(ctx, batch)
+		if err != nil {
+			return err
+		}
+		ix.applied.Add(int64(res.Applied))
+		ix.stale.Add(int64(res.Stale))
+		ix.p.Metrics.applied(res, batch.Len())
+	}
+	ix.batches.Add(1)
+	ix.lastApply.Store(time.Now().UnixNano())
+	ix.p.Metrics.batchDone(time.Since(start))
+	return nil
+}
+
+// decode turns one message into documents or a permanent error.
+func (ix *Indexer) decode(m Message) (readmodel.Batch, error) {
+	if len(m.Value) > ix.p.MaxMessageBytes {
+		return readmodel.Batch{}, fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
+	}
+	env, err := events.Decode(m.Value)
+	if err != nil {
+		return readmodel.Batch{}, err
+	}
+	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
+		return readmodel.Batch{}, fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
+	}
+	b, err := Project(env)
+	if err != nil && !errors.Is(err, events.ErrInvalid) {
+		err = fmt.Errorf("%w: %v", events.ErrInvalid, err)
+	}
+	return b, err
+}
+
+// apply writes the batch, retrying transient failures with exponential
+// backoff until ctx ends.
+func (ix *Indexer) apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	delay := ix.p.BackoffMin
+	for {
+		res, err := ix.p.Writer.Apply(ctx, b)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("indexer: apply: %w", ctx.Err())
+		}
+		ix.retries.Add(1)
+		ix.p.Metrics.retry()
+		ix.p.Logger.Warn("read model write failed; retrying", "err", err, "backoff", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("indexer: apply: %w (last error: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(delay*2, ix.p.BackoffMax)
+	}
+}

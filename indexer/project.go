@@ -1,0 +1,89 @@
+package indexer
+
+import (
+	"fmt"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Project turns one decoded envelope into read-model documents. It is pure:
+// the same envelope always yields the same batch. An error wrapping
+// events.ErrInvalid means the event can never be projected (dead letter).
+func Project(env events.Envelope) (readmodel.Batch, error) {
+	var b readmodel.Batch
+	if env.Type.IsDelete() {
+		kind, ok := kindOf[env.Type.Family()]
+		if !ok {
+			return b, fmt.Errorf("%w: no read-model kind for %s", events.ErrInvalid, env.Type)
+		}
+		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kind, ID: env.EntityID, Version: env.EntityVersion})
+		return b, nil
+	}
+	switch env.Type {
+	case events.LocationUpserted:
+		l, err := projectLocation(env)
+		if err != nil {
+			return b, err
+		}
+		b.Locations = append(b.Locations, l)
+	default:
+		return b, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+	}
+	return b, nil
+}
+
+var kindOf = map[string]readmodel.Kind{
+	"location":    readmodel.KindLocation,
+	"permit":      readmodel.KindPermit,
+	"property":    readmodel.KindProperty,
+	"geo_signal":  readmodel.KindGeoSignal,
+	"permit_lead": readmodel.KindLead,
+	"catalog":     readmodel.KindCatalog,
+}
+
+// ProjectLocation maps a location.upserted envelope to its document.
+func ProjectLocation(env events.Envelope) (readmodel.Location, error) {
+	return projectLocation(env)
+}
+
+func projectLocation(env events.Envelope) (readmodel.Location, error) {
+	var d events.Location
+	if err := events.DecodeData(env, &d); err != nil {
+		return readmodel.Location{}, err
+	}
+	gt, ok := readmodel.ParseGeoType(d.GeoType)
+	if !ok || gt == readmodel.GeoProperty {
+		return readmodel.Location{}, fmt.Errorf("%w: location geo_type %q", events.ErrInvalid, d.GeoType)
+	}
+	if d.Name == "" || d.DisplayName == "" || len(d.State) != 2 {
+		return readmodel.Location{}, fmt.Errorf("%w: location needs name, display_name and a 2-letter state", events.ErrInvalid)
+	}
+	if d.Lat < -90 || d.Lat > 90 || d.Lon < -180 || d.Lon > 180 {
+		return readmodel.Location{}, fmt.Errorf("%w: location lat/lon out of range", events.ErrInvalid)
+	}
+	return readmodel.Location{
+		GeoID:             env.EntityID,
+		GeoType:           gt,
+		Name:              d.Name,
+		DisplayName:       d.DisplayName,
+		FullAddress:       d.FullAddress,
+		State:             d.State,
+		StateName:         d.StateName,
+		County:            d.County,
+		City:              d.City,
+		Zipcode:           d.Zipcode,
+		Jurisdiction:      d.Jurisdiction,
+		StateGeoID:        d.StateGeoID,
+		CountyGeoID:       d.CountyGeoID,
+		CountyGeoIDs:      d.CountyGeoIDs,
+		CityGeoID:         d.CityGeoID,
+		JurisdictionGeoID: d.JurisdictionGeoID,
+		Aliases:           d.Aliases,
+		Lat:               d.Lat,
+		Lon:               d.Lon,
+		Population:        d.Population,
+		Incorporated:      d.Incorporated,
+		Version:           env.EntityVersion,
+	}, nil
+}

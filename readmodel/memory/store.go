@@ -1,0 +1,262 @@
+// Package memory is the embedded read-model backend: every index lives in
+// process behind one RWMutex. Reads run concurrently with each other and
+// see either all or nothing of a batch; Apply holds the write lock for one
+// batch. Nothing internal is handed out: every document returned is a
+// copy.
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Resolver ranks locations for free text. It is kept in step with the
+// location table under the Store's lock: Upsert and Delete are called with
+// the write lock held, Search with the read lock held.
+type Resolver interface {
+	Upsert(loc readmodel.Location)
+	Delete(geoID string)
+	Search(q readmodel.ResolveQuery) []readmodel.Candidate
+}
+
+// Store is the memory backend. The zero value is not usable; call New.
+type Store struct {
+	mu sync.RWMutex
+
+	locations  *table[readmodel.Location]
+	permits    *table[readmodel.Permit]
+	properties *table[readmodel.Property]
+	geoSignals *table[readmodel.GeoSignal]
+	leads      *table[readmodel.Lead]
+	catalog    *table[readmodel.CatalogEntry]
+
+	resolver Resolver
+}
+
+// Options configure a Store.
+type Options struct {
+	// Resolver serves ResolveCandidates; nil makes it ErrUnsupported.
+	Resolver Resolver
+}
+
+var (
+	_ readmodel.Reader    = (*Store)(nil)
+	_ readmodel.Writer    = (*Store)(nil)
+	_ readmodel.Inspector = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	return &Store{
+		locations:  newTable[readmodel.Location](),
+		permits:    newTable[readmodel.Permit](),
+		properties: newTable[readmodel.Property](),
+		geoSignals: newTable[readmodel.GeoSignal](),
+		leads:      newTable[readmodel.Lead](),
+		catalog:    newTable[readmodel.CatalogEntry](),
+		resolver:   opts.Resolver,
+	}
+}
+
+// Apply implements readmodel.Writer. The batch is visible to readers as a
+// whole once Apply returns; memory is the durability this backend has (see
+// the indexer's rebuild-on-start for restarts).
+func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	if err := ctx.Err(); err != nil {
+		return readmodel.ApplyResult{}, err
+	}
+	var res readmodel.ApplyResult
+	count := func(ok bool) {
+		if ok {
+			res.Applied++
+		} else {
+			res.Stale++
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range b.Locations {
+		l = l.Clone()
+		_, _, ok := s.locations.put(l.GeoID, l.Version, l)
+		if ok && s.resolver != nil {
+			s.resolver.Upsert(l)
+		}
+		count(ok)
+	}
+	for _, p := range b.Permits {
+		_, _, ok := s.permits.put(p.PermitID, p.Version, p.Clone())
+		count(ok)
+	}
+	for _, p := range b.Properties {
+		_, _, ok := s.properties.put(p.PropertyID, p.Version, p.Clone())
+		count(ok)
+	}
+	for _, g := range b.GeoSignals {
+		_, _, ok := s.geoSignals.put(g.ID(), g.Version, g.Clone())
+		count(ok)
+	}
+	for _, l := range b.Leads {
+		_, _, ok := s.leads.put(l.LeadID, l.Version, l.Clone())
+		count(ok)
+	}
+	for _, c := range b.Catalog {
+		_, _, ok := s.catalog.put(c.ID(), c.Version, c.Clone())
+		count(ok)
+	}
+	for _, d := range b.Deletes {
+		ok, err := s.delete(d)
+		if err != nil {
+			return res, err
+		}
+		count(ok)
+	}
+	return res, nil
+}
+
+func (s *Store) delete(d readmodel.Delete) (bool, error) {
+	switch d.Kind {
+	case readmodel.KindLocation:
+		_, _, ok := s.locations.del(d.ID, d.Version)
+		if ok && s.resolver != nil {
+			s.resolver.Delete(d.ID)
+		}
+		return ok, nil
+	case readmodel.KindPermit:
+		_, _, ok := s.permits.del(d.ID, d.Version)
+		return ok, nil
+	case readmodel.KindProperty:
+		_, _, ok := s.properties.del(d.ID, d.Version)
+		return ok, nil
+	case readmodel.KindGeoSignal:
+		_, _, ok := s.geoSignals.del(d.ID, d.Version)
+		return ok, nil
+	case readmodel.KindLead:
+		_, _, ok := s.leads.del(d.ID, d.Version)
+		return ok, nil
+	case readmodel.KindCatalog:
+		_, _, ok := s.catalog.del(d.ID, d.Version)
+		return ok, nil
+	}
+	return false, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
+}
+
+// Location implements readmodel.Reader.
+func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, ok := s.locations.get(geoID)
+	if !ok {
+		return readmodel.Location{}, readmodel.ErrNotFound
+	}
+	return l.Clone(), nil
+}
+
+// ResolveCandidates implements readmodel.Reader.
+func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
+	if s.resolver == nil {
+		return nil, readmodel.ErrUnsupported
+	}
+	if q.Limit < 1 || q.Limit > 20 {
+		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.resolver.Search(q), nil
+}
+
+// SearchPermits implements readmodel.Reader.
+func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	return readmodel.PermitPage{}, readmodel.ErrUnsupported
+}
+
+// SearchProperties implements readmodel.Reader.
+func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
+	return nil, readmodel.ErrUnsupported
+}
+
+// PropertyPermits implements readmodel.Reader.
+func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
+	return readmodel.PropertyPermitPage{}, readmodel.ErrUnsupported
+}
+
+// GeoSignalsForLocation implements readmodel.Reader.
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
+	return nil, readmodel.ErrUnsupported
+}
+
+// SearchGeoSignals implements readmodel.Reader.
+func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
+	return readmodel.GeoSignalPage{}, readmodel.ErrUnsupported
+}
+
+// Catalog implements readmodel.Reader.
+func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
+	return nil, readmodel.ErrUnsupported
+}
+
+// PermitLeads implements readmodel.Reader.
+func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
+	return readmodel.LeadPage{}, readmodel.ErrUnsupported
+}
+
+// PermitStats implements readmodel.Reader.
+func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	return readmodel.PermitStats{}, readmodel.ErrUnsupported
+}
+
+// Health implements readmodel.Reader.
+func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
+	counts, err := s.Counts(ctx)
+	return readmodel.Health{Backend: "memory", Counts: counts}, err
+}
+
+// Counts implements readmodel.Inspector.
+func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return map[readmodel.Kind]int64{
+		readmodel.KindLocation:  int64(s.locations.live),
+		readmodel.KindPermit:    int64(s.permits.live),
+		readmodel.KindProperty:  int64(s.properties.live),
+		readmodel.KindGeoSignal: int64(s.geoSignals.live),
+		readmodel.KindLead:      int64(s.leads.live),
+		readmodel.KindCatalog:   int64(s.catalog.live),
+	}, nil
+}
+
+// Digest implements readmodel.Inspector: SHA-256 over the sorted lines
+// "kind id version" of every live document.
+func (s *Store) Digest(ctx context.Context) (string, error) {
+	s.mu.RLock()
+	var lines []string
+	add := func(k readmodel.Kind) func(string, int64) {
+		return func(id string, v int64) {
+			lines = append(lines, string(k)+" "+id+" "+strconv.FormatInt(v, 10))
+		}
+	}
+	eachVersion(s.locations, add(readmodel.KindLocation))
+	eachVersion(s.permits, add(readmodel.KindPermit))
+	eachVersion(s.properties, add(readmodel.KindProperty))
+	eachVersion(s.geoSignals, add(readmodel.KindGeoSignal))
+	eachVersion(s.leads, add(readmodel.KindLead))
+	eachVersion(s.catalog, add(readmodel.KindCatalog))
+	s.mu.RUnlock()
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func eachVersion[T any](t *table[T], fn func(id string, v int64)) {
+	t.each(func(id string, v int64, _ T) { fn(id, v) })
+}

@@ -1,0 +1,80 @@
+package memory
+
+// table holds the versioned documents of one kind. A delete leaves a
+// tombstone carrying its version, so an older upsert that arrives later
+// (replay, reordering) stays deleted. Not safe for concurrent use: the
+// Store's lock guards every table.
+type table[T any] struct {
+	rows map[string]*row[T]
+	live int
+}
+
+type row[T any] struct {
+	version int64
+	deleted bool
+	doc     T
+}
+
+func newTable[T any]() *table[T] {
+	return &table[T]{rows: make(map[string]*row[T])}
+}
+
+// put stores doc at version when it is newer than what is stored. It
+// returns the previous live document (if any) and whether the write took.
+func (t *table[T]) put(id string, version int64, doc T) (prev T, hadPrev, ok bool) {
+	r, exists := t.rows[id]
+	if exists && version <= r.version {
+		return prev, false, false
+	}
+	if !exists {
+		t.rows[id] = &row[T]{version: version, doc: doc}
+		t.live++
+		return prev, false, true
+	}
+	if r.deleted {
+		t.live++
+	} else {
+		prev, hadPrev = r.doc, true
+	}
+	r.version, r.deleted, r.doc = version, false, doc
+	return prev, hadPrev, true
+}
+
+// del tombstones id at version when it is newer than what is stored. It
+// returns the removed live document (if any) and whether the delete took.
+func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
+	r, exists := t.rows[id]
+	if exists && version <= r.version {
+		return prev, false, false
+	}
+	var zero T
+	if !exists {
+		t.rows[id] = &row[T]{version: version, deleted: true}
+		return prev, false, true
+	}
+	if !r.deleted {
+		prev, hadPrev = r.doc, true
+		t.live--
+	}
+	r.version, r.deleted, r.doc = version, true, zero
+	return prev, hadPrev, true
+}
+
+// get returns the live document stored under id.
+func (t *table[T]) get(id string) (T, bool) {
+	r, ok := t.rows[id]
+	if !ok || r.deleted {
+		var zero T
+		return zero, false
+	}
+	return r.doc, true
+}
+
+// each calls fn for every live document, in no particular order.
+func (t *table[T]) each(fn func(id string, version int64, doc T)) {
+	for id, r := range t.rows {
+		if !r.deleted {
+			fn(id, r.version, r.doc)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+// Package readmodel holds the contracts of permitd's read model: the Reader
+// the API serves from, the Writer the indexer projects into, the documents
+// both exchange, the query structs and the sentinel errors.
+//
+// Backends live in sub-packages (memory, opensearch). Nothing in this package
+// knows which backend is wired: the API imports Reader, the indexer imports
+// Writer, and only cmd/ chooses.
+//
+// Documents are backend documents, not API responses: the API maps them to
+// its own response types so a mapping change never leaks to clients.
+package readmodel
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors every backend returns (wrapped or bare; test with errors.Is).
+var (
+	// ErrNotFound: the addressed entity (geo_id, property_id) does not exist.
+	ErrNotFound = errors.New("readmodel: not found")
+	// ErrUnavailable: the backend cannot answer now (connection refused,
+	// cluster red, timeout). The API maps it to 500 BACKEND_UNAVAILABLE.
+	ErrUnavailable = errors.New("readmodel: backend unavailable")
+	// ErrUnsupported: the backend does not implement this read yet. Declared
+	// in Capabilities, never discovered by surprise.
+	ErrUnsupported = errors.New("readmodel: read not supported by this backend")
+	// ErrInvalidQuery: the query struct breaks its documented contract
+	// (for example Limit out of range). The API validates first, so this is a
+	// programming error surfaced as 500 rather than silently clamped.
+	ErrInvalidQuery = errors.New("readmodel: invalid query")
+)
+
+// Kind names one index (document family) of the read model.
+type Kind string
+
+// The read-model indices.
+const (
+	KindLocation  Kind = "location"
+	KindPermit    Kind = "permit"
+	KindProperty  Kind = "property"
+	KindGeoSignal Kind = "geo_signal"
+	KindLead      Kind = "permit_lead"
+	KindCatalog   Kind = "catalog"
+)
+
+// Kinds lists every index in a fixed order.
+var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLead, KindCatalog}
+
+// Reader answers every v1 read. Each method maps to one search request on a
+// search engine (search_after for cursors, aggregations for stats).
+//
+// Common contract:
+//   - Query structs arrive validated by the API (limits in range, dates
+//     well-formed, enums known); a backend may return ErrInvalidQuery for a
+//     violation but never clamps silently.
+//   - Results are copies: the caller may keep and mutate them; a later write
+//     never changes a returned value.
+//   - Paged reads return at most Limit items and a Next key when at least one
+//     more item follows in the sort order; Next is nil on the last page.
+//     Passing Next back as After continues strictly after that item
+//     (search_after semantics): an item present for the whole walk is seen
+//     exactly once, whatever is written in between.
+//   - A read that the backend cannot serve returns ErrUnavailable (wrapped).
+type Reader interface {
+	// Location returns one location by geo_id with PermitCount and
+	// LatestPermitDate current as of the last applied batch.
+	// Unknown geo_id: ErrNotFound.
+	Location(ctx context.Context, geoID string) (Location, error)
+
+	// ResolveCandidates ranks locations (and properties, for the property
+	// scope) for free text. Candidates are ordered by Score descending, ties
+	// broken by population descending then geo_id ascending, at most
+	// q.Limit. No match is an empty slice, not an error.
+	ResolveCandidates(ctx context.Context, q ResolveQuery) ([]Candidate, error)
+
+	// SearchPermits pages the permits linked to q.GeoID, ordered by
+	// issue_date (q.Desc) with permit_id ascending as tie-breaker; permits
+	// without an issue date sort after every dated permit in both orders.
+	// Unknown geo_id: ErrNotFound. A known geo with no permits: empty page.
+	SearchPermits(ctx context.Context, q PermitQuery) (PermitPage, error)
+
+	// SearchProperties returns the properties that plausibly match an
+	// address, best first (MatchConfidence descending, property_id
+	// ascending), at most q.Limit. No plausible match: empty slice.
+	SearchProperties(ctx context.Context, q PropertyQuery) ([]PropertyMatch, error)
+
+	// PropertyPermits pages the permits of one property, issue_date
+	// descending, permit_id ascending (undated last), with the property's
+	// total permit count. Unknown property: ErrNotFound.
+	PropertyPermits(ctx context.Context, q PropertyPermitsQuery) (PropertyPermitPage, error)
+
+	// GeoSignalsForLocation returns the active geo signal rows of one geo_id,
+	// signal_key ascending, restricted to keys when keys is non-empty.
+	// Unknown geo_id: ErrNotFound. Known geo without rows: empty slice.
+	GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]GeoSignal, error)
+
+	// SearchGeoSignals pages geo signal rows of one state ordered by score
+	// descending, signal_key ascending, geo_id ascending.
+	SearchGeoSignals(ctx context.Context, q GeoSignalQuery) (GeoSignalPage, error)
+
+	// Catalog lists catalog entries of one state (active only unless
+	// q.IncludeInactive), family then signal_key ascending.
+	Catalog(ctx context.Context, q CatalogQuery) ([]CatalogEntry, error)
+
+	// PermitLeads pages the leads anchored to q.GeoID that pass q.Filter, in
+	// q.Sort order with lead_id ascending as the final tie-breaker.
+	// Unknown geo_id: ErrNotFound.
+	PermitLeads(ctx context.Context, q LeadQuery) (LeadPage, error)
+
+	// PermitStats aggregates exactly the leads PermitLeads would page for
+	// the same filter: Total equals the number of leads a full walk yields,
+	// and each distribution sums to Total. Unknown geo_id: ErrNotFound.
+	PermitStats(ctx context.Context, q StatsQuery) (PermitStats, error)
+
+	// Health reports whether the backend answers and how much it holds.
+	Health(ctx context.Context) (Health, error)
+}
+
+// Writer is the indexer's side of the read model.
+type Writer interface {
+	// Apply writes one batch. It returns nil only once every document of the
+	// batch is durable and visible to Reader calls (read-your-writes).
+	//
+	// Idempotence: each document carries its entity Version; a document or
+	// delete whose version is not newer than the stored one (including a
+	// tombstone left by a delete) is a no-op counted in Result.Stale, not an
+	// error. Applying the same batch twice leaves the same state.
+	//
+	// An error means the batch may be partly applied; because of the
+	// version rule the caller may retry the whole batch.
+	Apply(ctx context.Context, b Batch) (ApplyResult, error)
+}
+
+// Inspector exposes the content of a backend for tests and the indexer's
+// readiness: exact counts and an order-independent digest of live documents.
+type Inspector interface {
+	// Counts returns the number of live (not deleted) documents per kind.
+	Counts(ctx context.Context) (map[Kind]int64, error)
+	// Digest returns a hex SHA-256 over every live document's kind, id and
+	// version, independent of insertion order.
+	Digest(ctx context.Context) (string, error)
+}
+
+// Batch is one unit of projection output. Documents of one kind are
+// applied in slice order; the version rule makes order within a batch
+// irrelevant for the end state.
+type Batch struct {
+	Locations  []Location
+	Permits    []Permit
+	Properties []Property
+	GeoSignals []GeoSignal
+	Leads      []Lead
+	Catalog    []CatalogEntry
+	Deletes    []Delete
+}
+
+// Len is the number of documents and deletes in the batch.
+func (b *Batch) Len() int {
+	return len(b.Locations) + len(b.Permits) + len(b.Properties) + len(b.GeoSignals) +
+		len(b.Leads) + len(b.Catalog) + len(b.Deletes)
+}
+
+// Append adds every document of o to b.
+func (b *Batch) Append(o Batch) {
+	b.Locations = append(b.Locations, o.Locations...)
+	b.Permits = append(b.Permits, o.Permits...)
+	b.Properties = append(b.Properties, o.Properties...)
+	b.GeoSignals = append(b.GeoSignals, o.GeoSignals...)
+	b.Leads = append(b.Leads, o.Leads...)
+	b.Catalog = append(b.Catalog, o.Catalog...)
+	b.Deletes = append(b.Deletes, o.Deletes...)
+}
+
+// Delete removes one document at a version. The backend keeps a tombstone
+// so that an older upsert delivered later stays deleted.
+type Delete struct {
+	Kind    Kind
+	ID      string
+	Version int64
+}
+
+// ApplyResult counts what a batch did.
+type ApplyResult struct {
+	Applied int // documents and deletes that changed state
+	Stale   int // ignored because a newer or equal version was stored
+}
+
+// Health is a backend's own view of itself.
+type Health struct {
+	Backend string
+	Counts  map[Kind]int64
+}
