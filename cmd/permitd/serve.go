@@ -230,4 +230,3 @@ func (d *memoryDeadLetters) store(_ context.Context, m indexer.Message, reason e
 	d.log.Error("dead letter", "topic", m.Topic, "offset", m.Offset, "key", string(m.Key), "reason", reason)
 	return nil
 }
-
