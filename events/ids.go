@@ -45,3 +45,10 @@ func EventID(t Type, entityID string, version int64) string {
 	sum := sha256.Sum256([]byte(b.String()))
 	return "ev_" + hex.EncodeToString(sum[:12])
 }
+
+// PermitDocID is the document id of a permit: its source and the source's
+// permit number ("seattle_sdci_commercial:6268348"). Permit numbers are
+// unique only within a source.
+func PermitDocID(source, permitNumber string) string {
+	return source + ":" + permitNumber
+}
