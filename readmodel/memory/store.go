@@ -91,24 +91,19 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 		count(ok)
 	}
 	for _, p := range b.Permits {
-		_, _, ok := s.permits.put(p.PermitID, p.Version, p.Clone())
-		count(ok)
+		count(s.putPermit(p.Clone()))
 	}
 	for _, p := range b.Properties {
-		_, _, ok := s.properties.put(p.PropertyID, p.Version, p.Clone())
-		count(ok)
+		count(s.putProperty(p.Clone()))
 	}
 	for _, g := range b.GeoSignals {
-		_, _, ok := s.geoSignals.put(g.ID(), g.Version, g.Clone())
-		count(ok)
+		count(s.putGeoSignal(g.Clone()))
 	}
 	for _, l := range b.Leads {
-		_, _, ok := s.leads.put(l.LeadID, l.Version, l.Clone())
-		count(ok)
+		count(s.putLead(l.Clone()))
 	}
 	for _, c := range b.Catalog {
-		_, _, ok := s.catalog.put(c.ID(), c.Version, c.Clone())
-		count(ok)
+		count(s.putCatalog(c.Clone()))
 	}
 	for _, d := range b.Deletes {
 		ok, err := s.delete(d)
@@ -129,20 +124,15 @@ func (s *Store) delete(d readmodel.Delete) (bool, error) {
 		}
 		return ok, nil
 	case readmodel.KindPermit:
-		_, _, ok := s.permits.del(d.ID, d.Version)
-		return ok, nil
+		return s.delPermit(d.ID, d.Version), nil
 	case readmodel.KindProperty:
-		_, _, ok := s.properties.del(d.ID, d.Version)
-		return ok, nil
+		return s.delProperty(d.ID, d.Version), nil
 	case readmodel.KindGeoSignal:
-		_, _, ok := s.geoSignals.del(d.ID, d.Version)
-		return ok, nil
+		return s.delGeoSignal(d.ID, d.Version), nil
 	case readmodel.KindLead:
-		_, _, ok := s.leads.del(d.ID, d.Version)
-		return ok, nil
+		return s.delLead(d.ID, d.Version), nil
 	case readmodel.KindCatalog:
-		_, _, ok := s.catalog.del(d.ID, d.Version)
-		return ok, nil
+		return s.delCatalog(d.ID, d.Version), nil
 	}
 	return false, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
 }
@@ -169,46 +159,6 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.resolver.Search(q), nil
-}
-
-// SearchPermits implements readmodel.Reader.
-func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	return readmodel.PermitPage{}, readmodel.ErrUnsupported
-}
-
-// SearchProperties implements readmodel.Reader.
-func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
-	return nil, readmodel.ErrUnsupported
-}
-
-// PropertyPermits implements readmodel.Reader.
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	return readmodel.PropertyPermitPage{}, readmodel.ErrUnsupported
-}
-
-// GeoSignalsForLocation implements readmodel.Reader.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
-	return nil, readmodel.ErrUnsupported
-}
-
-// SearchGeoSignals implements readmodel.Reader.
-func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
-	return readmodel.GeoSignalPage{}, readmodel.ErrUnsupported
-}
-
-// Catalog implements readmodel.Reader.
-func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
-	return nil, readmodel.ErrUnsupported
-}
-
-// PermitLeads implements readmodel.Reader.
-func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	return readmodel.LeadPage{}, readmodel.ErrUnsupported
-}
-
-// PermitStats implements readmodel.Reader.
-func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	return readmodel.PermitStats{}, readmodel.ErrUnsupported
 }
 
 // Health implements readmodel.Reader.
