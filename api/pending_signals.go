@@ -6,11 +6,8 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Handlers whose reads land with later issues. They sit behind the key
-// check and the quota already and answer 500 NOT_IMPLEMENTED until then.
-func (s *server) searchPermits(c *gin.Context) error         { return readmodel.ErrUnsupported }
-func (s *server) searchProperty(c *gin.Context) error        { return readmodel.ErrUnsupported }
-func (s *server) propertyPermits(c *gin.Context) error       { return readmodel.ErrUnsupported }
+// Placeholders until the signal reads land (issue 4): they sit behind the
+// key check and quota and answer 500 NOT_IMPLEMENTED. Replace this file.
 func (s *server) catalog(c *gin.Context) error               { return readmodel.ErrUnsupported }
 func (s *server) geoSignalsForLocation(c *gin.Context) error { return readmodel.ErrUnsupported }
 func (s *server) searchGeoSignals(c *gin.Context) error      { return readmodel.ErrUnsupported }
