@@ -56,9 +56,12 @@ func (f *Feed) Run(ctx context.Context, producers ...Producer) error {
 		if err != nil {
 			return err
 		}
-	}
-	if err := flush(); err != nil {
-		return err
+		// A producer's events are applied before the next producer starts,
+		// so later projections can look up what earlier ones wrote
+		// (permits find their ZIP's location).
+		if err := flush(); err != nil {
+			return err
+		}
 	}
 	f.caughtUp.Store(true)
 	return nil

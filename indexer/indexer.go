@@ -39,6 +39,7 @@ type DeadLetterFunc func(ctx context.Context, m Message, reason error) error
 // Params configure an Indexer.
 type Params struct {
 	Writer     readmodel.Writer
+	Lookup     Lookup // locations for denormalising; required for permit and signal events
 	DeadLetter DeadLetterFunc // required
 	Logger     *slog.Logger
 	// MaxMessageBytes rejects larger messages to the dead-letter sink; 0
@@ -116,7 +117,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	var batch readmodel.Batch
 	for _, m := range msgs {
-		b, err := ix.decode(m)
+		b, err := ix.decode(ctx, m)
 		if err != nil {
 			if err := ix.p.DeadLetter(ctx, m, err); err != nil {
 				return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
@@ -143,7 +144,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 }
 
 // decode turns one message into documents or a permanent error.
-func (ix *Indexer) decode(m Message) (readmodel.Batch, error) {
+func (ix *Indexer) decode(ctx context.Context, m Message) (readmodel.Batch, error) {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return readmodel.Batch{}, fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
@@ -154,7 +155,7 @@ func (ix *Indexer) decode(m Message) (readmodel.Batch, error) {
 	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
 		return readmodel.Batch{}, fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 	}
-	b, err := Project(env)
+	b, err := Project(ctx, env, ix.p.Lookup)
 	if err != nil && !errors.Is(err, events.ErrInvalid) {
 		err = fmt.Errorf("%w: %v", events.ErrInvalid, err)
 	}

@@ -1,16 +1,25 @@
 package indexer
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Project turns one decoded envelope into read-model documents. It is pure:
-// the same envelope always yields the same batch. An error wrapping
-// events.ErrInvalid means the event can never be projected (dead letter).
-func Project(env events.Envelope) (readmodel.Batch, error) {
+// Lookup is what projections may read while denormalising: locations by
+// geo_id (for geo matching and display names). The read model implements
+// it; a projection never reads anything else.
+type Lookup interface {
+	Location(ctx context.Context, geoID string) (readmodel.Location, error)
+}
+
+// Project turns one decoded envelope into read-model documents. Given the
+// same envelope and the same looked-up locations it yields the same batch.
+// An error wrapping events.ErrInvalid means the event can never be
+// projected (dead letter); any other error is transient (retry).
+func Project(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Batch, error) {
 	var b readmodel.Batch
 	if env.Type.IsDelete() {
 		kind, ok := kindOf[env.Type.Family()]
@@ -27,6 +36,10 @@ func Project(env events.Envelope) (readmodel.Batch, error) {
 			return b, err
 		}
 		b.Locations = append(b.Locations, l)
+	case events.PermitUpserted, events.PropertyUpserted:
+		return projectPermitFamily(ctx, env, look)
+	case events.GeoSignalUpserted, events.LeadUpserted, events.CatalogUpserted:
+		return projectSignalFamily(ctx, env, look)
 	default:
 		return b, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
 	}

@@ -114,7 +114,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	rm := newMemoryReadModel()
 	dlq := &memoryDeadLetters{log: log}
 	ix, err := indexer.New(indexer.Params{
-		Writer: rm, DeadLetter: dlq.store, Logger: log, Metrics: indexer.NewMetrics(reg),
+		Writer: rm, Lookup: rm, DeadLetter: dlq.store, Logger: log, Metrics: indexer.NewMetrics(reg),
 	})
 	if err != nil {
 		return err
