@@ -39,7 +39,7 @@ type DeadLetterFunc func(ctx context.Context, m Message, reason error) error
 // Params configure an Indexer.
 type Params struct {
 	Writer     readmodel.Writer
-	Lookup     Lookup // locations for denormalising; required for permit and signal events
+	Lookup     Lookup         // locations for denormalising; required for permit and signal events
 	DeadLetter DeadLetterFunc // required
 	Logger     *slog.Logger
 	// MaxMessageBytes rejects larger messages to the dead-letter sink; 0
@@ -47,7 +47,7 @@ type Params struct {
 	MaxMessageBytes int
 	// Backoff bounds the write retries: first delay, doubled up to Max.
 	BackoffMin, BackoffMax time.Duration
-	Metrics    *Metrics // optional
+	Metrics                *Metrics // optional
 }
 
 // Indexer applies message batches to the read model.
