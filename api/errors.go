@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/permitd/permitd/api/cursor"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -63,6 +64,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	var nf notFound
 	status, code, msg := http.StatusInternalServerError, CodeInternal, "internal server error"
 	switch {
+	case errors.Is(err, cursor.ErrInvalid):
+		status, code, msg = http.StatusUnprocessableEntity, CodeValidation, fmt.Sprintf("invalid parameter %q: %v", "cursor", err)
 	case errors.As(err, &ve):
 		status, code, msg = http.StatusUnprocessableEntity, CodeValidation, ve.Error()
 	case errors.As(err, &nf):

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/api/cursor"
 	"github.com/permitd/permitd/api/quota"
 	"github.com/permitd/permitd/readmodel"
 )
@@ -54,7 +55,8 @@ type Check struct {
 // server holds the wired dependencies for the handlers.
 type server struct {
 	Deps
-	log *slog.Logger
+	log     *slog.Logger
+	cursors *cursor.Codec
 }
 
 // NewServer validates deps and returns the HTTP handler.
@@ -77,7 +79,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.ClockSource == "" {
 		d.ClockSource = "system"
 	}
-	s := &server{Deps: d, log: d.Logger}
+	s := &server{Deps: d, log: d.Logger, cursors: cursor.New(d.CursorSecret)}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = false
