@@ -1,0 +1,622 @@
+package gazetteer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/pipeline/data"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+// national is one import of the bundled data, shared by the tests.
+type national struct {
+	raw     []byte
+	report  Report
+	envs    []events.Envelope
+	locs    []events.Location
+	byID    map[string]events.Location
+	elapsed time.Duration
+}
+
+var (
+	nationalOnce sync.Once
+	nationalRun  national
+	nationalErr  error
+)
+
+func loadNational(t testing.TB) national {
+	t.Helper()
+	nationalOnce.Do(func() {
+		var buf bytes.Buffer
+		start := time.Now()
+		rep, err := WriteNDJSON(context.Background(), &buf)
+		n := national{raw: buf.Bytes(), report: rep, elapsed: time.Since(start), byID: map[string]events.Location{}}
+		if err != nil {
+			nationalErr = err
+			return
+		}
+		sc := bufio.NewScanner(bytes.NewReader(n.raw))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			env, err := events.Decode(sc.Bytes())
+			if err != nil {
+				nationalErr = err
+				return
+			}
+			var loc events.Location
+			if err := events.DecodeData(env, &loc); err != nil {
+				nationalErr = err
+				return
+			}
+			n.envs = append(n.envs, env)
+			n.locs = append(n.locs, loc)
+			n.byID[env.EntityID] = loc
+		}
+		nationalErr = sc.Err()
+		nationalRun = n
+	})
+	require.NoError(t, nationalErr)
+	return nationalRun
+}
+
+// dataLines counts the lines of a bundled file.
+func dataLines(t *testing.T, name string) int {
+	t.Helper()
+	rc, err := data.Open(name)
+	require.NoError(t, err)
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+	}
+	require.NoError(t, sc.Err())
+	return n
+}
+
+func TestCounts(t *testing.T) {
+	n := loadNational(t)
+	rep := n.report
+
+	placeRows := dataLines(t, data.Cities) - 1 // header
+	postalRows := dataLines(t, data.PostalCodes)
+	incorporated := 0
+	for _, l := range n.locs {
+		if l.GeoType == TypeCity && l.Incorporated {
+			incorporated++
+		}
+	}
+
+	tests := []struct {
+		geoType string
+		want    int
+	}{
+		{TypeState, 52},
+		{TypeCounty, 3220},
+		{TypeCity, placeRows - rep.SkippedRows(data.Cities)},
+		{TypeZip, postalRows - rep.SkippedRows(data.PostalCodes)},
+		{TypeJurisdiction, incorporated + 3220},
+	}
+	got := map[string]int{}
+	for _, l := range n.locs {
+		got[l.GeoType]++
+	}
+	for _, tc := range tests {
+		t.Run(tc.geoType, func(t *testing.T) {
+			require.Equal(t, tc.want, got[tc.geoType], "decoded events")
+			require.Equal(t, tc.want, rep.Locations[tc.geoType], "report")
+		})
+	}
+	require.Equal(t, len(n.locs), rep.Events)
+	require.Len(t, got, len(tests), "unexpected geo types: %v", got)
+
+	// Absolute expectations on the bundled data, so a silent loss of rows
+	// fails even if the skip accounting is wrong too.
+	require.Equal(t, 30409, got[TypeCity])
+	require.Equal(t, 1, rep.SkippedRows(data.Cities), "only the empty trailing row")
+	require.InDelta(t, 41000, got[TypeZip], 500)
+	require.Equal(t, 0, rep.SkippedRows(data.Counties))
+	for _, s := range rep.Skipped {
+		require.NotEmpty(t, s.Reason)
+		require.Positive(t, s.Rows)
+		require.NotEmpty(t, s.Lines)
+	}
+	t.Logf("locations %v, skipped %+v, adjustments %v", rep.Locations, rep.Skipped, rep.Adjustments)
+}
+
+func TestImportTime(t *testing.T) {
+	// Import alone (emit discards), then the NDJSON encoding on top.
+	start := time.Now()
+	rep, err := Import(context.Background(), data.Open, func(events.Envelope) error { return nil })
+	require.NoError(t, err)
+	imported := time.Since(start)
+
+	start = time.Now()
+	_, err = WriteNDJSON(context.Background(), io.Discard)
+	require.NoError(t, err)
+	written := time.Since(start)
+
+	t.Logf("national import: %d events in %v (%.0f events/s); WriteNDJSON to io.Discard %v",
+		rep.Events, imported, float64(rep.Events)/imported.Seconds(), written)
+	require.Less(t, imported, 2*time.Second, "import of the national gazetteer must stay well under 2 s")
+}
+
+func TestEnvelopes(t *testing.T) {
+	n := loadNational(t)
+	seenEvent := map[string]bool{}
+	for i, env := range n.envs {
+		loc := n.locs[i]
+		require.Equal(t, events.LocationUpserted, env.Type)
+		require.Equal(t, Source, env.Source)
+		require.Equal(t, DatasetVersion, env.EntityVersion)
+		require.True(t, OccurredAt.Equal(env.OccurredAt))
+		require.False(t, seenEvent[env.EventID], "duplicate event id %s", env.EventID)
+		seenEvent[env.EventID] = true
+		require.NotEmpty(t, loc.Name, env.EntityID)
+		require.NotEmpty(t, loc.DisplayName, env.EntityID)
+		require.NotEmpty(t, loc.FullAddress, env.EntityID)
+		require.Len(t, loc.State, 2, env.EntityID)
+		require.NotEmpty(t, loc.StateName, env.EntityID)
+		require.False(t, loc.Lat == 0 && loc.Lon == 0, "%s has no coordinates", loc.DisplayName)
+	}
+	require.Len(t, n.byID, len(n.envs), "geo_ids are unique")
+}
+
+// TestOrder checks the emission order: states, counties, jurisdictions,
+// cities, zips, each in key order.
+func TestOrder(t *testing.T) {
+	n := loadNational(t)
+	rank := map[string]int{TypeState: 0, TypeCounty: 1, TypeJurisdiction: 2, TypeCity: 3, TypeZip: 4}
+	var prevKey string
+	for i := 1; i < len(n.locs); i++ {
+		a, b := n.locs[i-1], n.locs[i]
+		require.LessOrEqual(t, rank[a.GeoType], rank[b.GeoType], "event %d: %s after %s", i, b.GeoType, a.GeoType)
+		if a.GeoType != b.GeoType {
+			prevKey = ""
+			continue
+		}
+		var key string
+		switch b.GeoType {
+		case TypeState:
+			key = b.State
+		case TypeZip:
+			key = b.Zipcode
+		default:
+			continue
+		}
+		require.Less(t, prevKey, key)
+		prevKey = key
+	}
+}
+
+// TestHierarchy checks that every referenced geo_id is an emitted location
+// of the right type, and that every location but a state names its
+// jurisdiction consistently.
+func TestHierarchy(t *testing.T) {
+	n := loadNational(t)
+	ref := func(owner events.Location, id, wantType string) events.Location {
+		t.Helper()
+		target, ok := n.byID[id]
+		require.True(t, ok, "%s %q references missing %s %s", owner.GeoType, owner.DisplayName, wantType, id)
+		require.Equal(t, wantType, target.GeoType, "%s %q", owner.GeoType, owner.DisplayName)
+		return target
+	}
+	for _, l := range n.locs {
+		if l.GeoType == TypeState {
+			require.Empty(t, l.Jurisdiction)
+			require.Empty(t, l.JurisdictionGeoID)
+			require.Empty(t, l.StateGeoID)
+			continue
+		}
+		st := ref(l, l.StateGeoID, TypeState)
+		require.Equal(t, st.State, l.State)
+		require.Equal(t, st.StateName, l.StateName)
+
+		j := ref(l, l.JurisdictionGeoID, TypeJurisdiction)
+		require.Equal(t, j.Name, l.Jurisdiction, "%s %q", l.GeoType, l.DisplayName)
+		require.Equal(t, l.State, j.State)
+
+		switch l.GeoType {
+		case TypeCounty:
+			require.Empty(t, l.CountyGeoID)
+		default:
+			c := ref(l, l.CountyGeoID, TypeCounty)
+			require.Equal(t, c.Name, l.County, "%s %q", l.GeoType, l.DisplayName)
+			require.Equal(t, l.State, c.State)
+		}
+		if l.CityGeoID != "" {
+			c := ref(l, l.CityGeoID, TypeCity)
+			require.Equal(t, l.State, c.State)
+		}
+		for _, id := range l.CountyGeoIDs {
+			ref(l, id, TypeCounty)
+		}
+		if l.GeoType == TypeZip {
+			require.Contains(t, l.CountyGeoIDs, l.CountyGeoID, l.DisplayName)
+		} else {
+			require.Empty(t, l.CountyGeoIDs)
+		}
+	}
+}
+
+func TestSpotChecks(t *testing.T) {
+	n := loadNational(t)
+	var (
+		wa         = events.GeoID("state", "WA")
+		king       = events.GeoID("county", "53033")
+		spokaneCo  = events.GeoID("county", "53063")
+		seattle    = events.GeoID("city", "1840021117")
+		spokane    = events.GeoID("city", "1840021093")
+		seattleJ   = events.GeoID("jurisdiction", "city:1840021117")
+		spokaneJ   = events.GeoID("jurisdiction", "city:1840021093")
+		kingJ      = events.GeoID("jurisdiction", "county:53033")
+		whiteCtr   = events.GeoID("city", "1840037727")
+		valdezCord = events.GeoID("county", "02261")
+	)
+	tests := []struct {
+		name string
+		id   string
+		want events.Location // only the fields set here are compared, plus GeoType
+	}{
+		{"state WA", wa, events.Location{
+			GeoType: "state", Name: "Washington", DisplayName: "Washington", FullAddress: "Washington, US",
+			State: "WA", StateName: "Washington",
+		}},
+		{"county King WA", king, events.Location{
+			GeoType: "county", Name: "King County", DisplayName: "King County, WA", FullAddress: "King County, WA",
+			State: "WA", StateName: "Washington", County: "King County", Jurisdiction: "King County",
+			StateGeoID: wa, JurisdictionGeoID: kingJ,
+		}},
+		{"city Seattle", seattle, events.Location{
+			GeoType: "city", Name: "Seattle", DisplayName: "Seattle, WA", FullAddress: "Seattle, King County, WA",
+			State: "WA", StateName: "Washington", County: "King County", City: "Seattle", Jurisdiction: "City of Seattle",
+			StateGeoID: wa, CountyGeoID: king, JurisdictionGeoID: seattleJ, Incorporated: true,
+		}},
+		{"city Spokane", spokane, events.Location{
+			GeoType: "city", Name: "Spokane", DisplayName: "Spokane, WA", FullAddress: "Spokane, Spokane County, WA",
+			State: "WA", County: "Spokane County", City: "Spokane", Jurisdiction: "City of Spokane",
+			StateGeoID: wa, CountyGeoID: spokaneCo, JurisdictionGeoID: spokaneJ, Incorporated: true,
+		}},
+		{"unincorporated place White Center", whiteCtr, events.Location{
+			GeoType: "city", Name: "White Center", DisplayName: "White Center, WA",
+			County: "King County", Jurisdiction: "King County", CountyGeoID: king, JurisdictionGeoID: kingJ,
+		}},
+		{"jurisdiction City of Seattle", seattleJ, events.Location{
+			GeoType: "jurisdiction", Name: "City of Seattle", DisplayName: "City of Seattle, WA",
+			State: "WA", County: "King County", City: "Seattle", Jurisdiction: "City of Seattle",
+			StateGeoID: wa, CountyGeoID: king, CityGeoID: seattle, JurisdictionGeoID: seattleJ, Incorporated: true,
+		}},
+		{"jurisdiction unincorporated King County", kingJ, events.Location{
+			GeoType: "jurisdiction", Name: "King County", DisplayName: "King County, WA (unincorporated)",
+			State: "WA", County: "King County", Jurisdiction: "King County",
+			StateGeoID: wa, CountyGeoID: king, JurisdictionGeoID: kingJ,
+		}},
+		{"zip 98101", events.GeoID("zip", "98101"), events.Location{
+			GeoType: "zip", Name: "98101", DisplayName: "98101 (Seattle, WA)", FullAddress: "98101, Seattle, WA",
+			State: "WA", StateName: "Washington", County: "King County", City: "Seattle", Zipcode: "98101",
+			Jurisdiction: "City of Seattle", StateGeoID: wa, CountyGeoID: king, CountyGeoIDs: []string{king},
+			CityGeoID: seattle, JurisdictionGeoID: seattleJ, Lat: 47.6114, Lon: -122.3305,
+		}},
+		{"zip 99201", events.GeoID("zip", "99201"), events.Location{
+			GeoType: "zip", DisplayName: "99201 (Spokane, WA)", County: "Spokane County", CityGeoID: spokane,
+			CountyGeoID: spokaneCo, JurisdictionGeoID: spokaneJ,
+		}},
+		{"zip in a 2019 Alaska census area, remapped", events.GeoID("zip", "99686"), events.Location{
+			GeoType: "zip", DisplayName: "99686 (Valdez, AK)", County: "Valdez-Cordova Census Area",
+			CountyGeoID: valdezCord, CountyGeoIDs: []string{valdezCord}, Jurisdiction: "City of Valdez",
+		}},
+		{"accented place keeps an ASCII alias", events.GeoID("city", "1840020510"), events.Location{
+			GeoType: "city", Name: "La Cañada Flintridge", DisplayName: "La Cañada Flintridge, CA",
+			Aliases: []string{"La Canada Flintridge"},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := n.byID[tc.id]
+			require.True(t, ok, "geo_id %s not emitted", tc.id)
+			require.Equal(t, tc.want, project(got, tc.want))
+		})
+	}
+
+	// Population priors (documented sums).
+	require.Greater(t, n.byID[king].Population, n.byID[kingJ].Population)
+	require.Positive(t, n.byID[kingJ].Population)
+	require.Equal(t, int64(3530752), n.byID[seattle].Population)
+	require.Zero(t, n.byID[events.GeoID("zip", "98101")].Population)
+}
+
+// project keeps the fields of got that want sets (GeoType always).
+func project(got, want events.Location) events.Location {
+	out := events.Location{GeoType: got.GeoType}
+	pick := func(dst *string, w, g string) {
+		if w != "" {
+			*dst = g
+		}
+	}
+	pick(&out.Name, want.Name, got.Name)
+	pick(&out.DisplayName, want.DisplayName, got.DisplayName)
+	pick(&out.FullAddress, want.FullAddress, got.FullAddress)
+	pick(&out.State, want.State, got.State)
+	pick(&out.StateName, want.StateName, got.StateName)
+	pick(&out.County, want.County, got.County)
+	pick(&out.City, want.City, got.City)
+	pick(&out.Zipcode, want.Zipcode, got.Zipcode)
+	pick(&out.Jurisdiction, want.Jurisdiction, got.Jurisdiction)
+	pick(&out.StateGeoID, want.StateGeoID, got.StateGeoID)
+	pick(&out.CountyGeoID, want.CountyGeoID, got.CountyGeoID)
+	pick(&out.CityGeoID, want.CityGeoID, got.CityGeoID)
+	pick(&out.JurisdictionGeoID, want.JurisdictionGeoID, got.JurisdictionGeoID)
+	if want.CountyGeoIDs != nil {
+		out.CountyGeoIDs = got.CountyGeoIDs
+	}
+	if want.Aliases != nil {
+		out.Aliases = got.Aliases
+	}
+	if want.Lat != 0 || want.Lon != 0 {
+		out.Lat, out.Lon = got.Lat, got.Lon
+	}
+	if want.Incorporated {
+		out.Incorporated = got.Incorporated
+	}
+	return out
+}
+
+// TestGolden pins the complete events of a few well-known places; run
+// with -update after an intended change (and bump DatasetVersion).
+func TestGolden(t *testing.T) {
+	n := loadNational(t)
+	ids := map[string]bool{}
+	for _, id := range []string{
+		events.GeoID("state", "WA"),
+		events.GeoID("county", "53033"),
+		events.GeoID("jurisdiction", "county:53033"),
+		events.GeoID("jurisdiction", "city:1840021117"),
+		events.GeoID("city", "1840021117"),
+		events.GeoID("city", "1840021093"),
+		events.GeoID("city", "1840037727"),
+		events.GeoID("zip", "98101"),
+		events.GeoID("zip", "98168"),
+		events.GeoID("zip", "99201"),
+		events.GeoID("zip", "06087"),
+	} {
+		ids[id] = true
+	}
+	var got bytes.Buffer
+	for _, line := range bytes.Split(n.raw, []byte("\n")) {
+		env, err := events.Decode(line)
+		if err == nil && ids[env.EntityID] {
+			got.Write(line)
+			got.WriteByte('\n')
+		}
+	}
+	path := filepath.Join("testdata", "golden.ndjson")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, got.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -run TestGolden -update")
+	require.Equal(t, string(want), got.String())
+}
+
+func TestDeterministic(t *testing.T) {
+	n := loadNational(t)
+	var again bytes.Buffer
+	_, err := WriteNDJSON(context.Background(), &again)
+	require.NoError(t, err)
+	require.Equal(t, sha256.Sum256(n.raw), sha256.Sum256(again.Bytes()), "two runs differ")
+	require.Equal(t, len(n.envs), bytes.Count(again.Bytes(), []byte("\n")))
+}
+
+// fakeOpen serves small in-memory sources.
+func fakeOpen(files map[string]string) func(string) (io.ReadCloser, error) {
+	return func(name string) (io.ReadCloser, error) {
+		s, ok := files[name]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return io.NopCloser(strings.NewReader(s)), nil
+	}
+}
+
+const (
+	tinyCounties = countiesHeader + "\n" +
+		"WA|53033|01531933|King County|5479337863|496916128|2115.619|191.861|47.490599|-121.833996\n" +
+		"WA|53063|01529225|Spokane County|4568155898|44006155|1763.776|16.991|47.620376|-117.404327\n" +
+		"WA|5306|x|Broken|1|1|1|1|1|1\n" + // malformed FIPS
+		"ZZ|99001|x|Nowhere County|1|1|1|1|10|10\n" // no such state
+	tinyCities = "city,city_ascii,state_id,state_name,county_fips,county_name,lat,lng,population,density,source,military,incorporated,timezone,ranking,zips,id\r\n" +
+		"Seattle,Seattle,WA,Washington,53033,King,47.6211,-122.3244,3530752,3414,shape,FALSE,TRUE,America/Los_Angeles,1,98101 98104,1840021117\r\n" +
+		"White Center,White Center,WA,Washington,53033,King,47.5108,-122.3471,16631,2257,shape,FALSE,FALSE,America/Los_Angeles,3,98146 98106,1840037727\r\n" +
+		"Spokane,Spokane,WA,Washington,53063,Spokane,47.6671,-117.433,402497,1588,shape,FALSE,TRUE,America/Los_Angeles,2,99201,1840021093\r\n" +
+		"Seattle,Seattle,WA,Washington,53033,King,47.6,-122.3,1,1,shape,FALSE,TRUE,America/Los_Angeles,1,,1840021117\r\n" + // duplicate id
+		"Lost,Lost,WA,Washington,53999,Nowhere,47,-120,5,1,shape,FALSE,TRUE,America/Los_Angeles,3,,1840000001\r\n" + // unknown county
+		"Bad,Bad,WA,Washington,53033,King,north,-120,5,1,shape,FALSE,TRUE,America/Los_Angeles,3,,1840000002\r\n" + // bad lat
+		",,,,,,,,,,,,,,,,"
+	tinyPostal = "US\t98101\tSeattle\tWashington\tWA\tKing\t033\t\t\t47.6114\t-122.3305\t4\n" +
+		"US\t98146\tBurien\tWashington\tWA\tKing\t033\t\t\t47.5, \t-122.35\t4\n" + // bad lat
+		"US\t98106\tSeattle\tWashington\tWA\tKing\t033\t\t\t47.5343\t-122.3548\t4\n" +
+		"US\t99201\tSpokane\tWashington\tWA\tSpokane\t063\t\t\t47.6665\t-117.4365\t4\n" +
+		"US\t99299\tNowhere\tWashington\tWA\t\t\t\t\t47.5\t-117.5\t4\n" + // no county code: USDA, else nearest place
+		"US\t98101\tSeattle\tWashington\tWA\tKing\t033\t\t\t47.6114\t-122.3305\t4\n" + // duplicate
+		"US\t09001\tAPO AA\t\t\t\t\t\t\t38.1\t15.6\t\n" + // military
+		"US\t96960\tMarshall Islands\tMarshall Islands\tMH\tMarshall Islands\t020\t\t\t7.1\t171.2\t1\n" + // not a state
+		"US\t9810\ttoo short\n"
+	tinyUSDA = "zip,fips,county,state\n" +
+		"98101,53033,King,WA\n" +
+		"98106,53033,King,WA\n" +
+		"98106,53063,Spokane,WA\n" + // a second county
+		"99201,53063,Spokane,WA\n" +
+		"99201,53063,Spokane,WA\n" + // duplicate pair
+		"99201,60010,Eastern,AS\n" + // unknown county
+		"98999,53033,King,WA\n" // no such ZIP in the postal file
+)
+
+func TestImportSmall(t *testing.T) {
+	var got []events.Location
+	byID := map[string]events.Location{}
+	rep, err := Import(context.Background(), fakeOpen(map[string]string{
+		data.Counties: tinyCounties, data.Cities: tinyCities, data.PostalCodes: tinyPostal, data.ZipCounties: tinyUSDA,
+	}), func(env events.Envelope) error {
+		var l events.Location
+		if err := events.DecodeData(env, &l); err != nil {
+			return err
+		}
+		got = append(got, l)
+		byID[env.EntityID] = l
+		return nil
+	})
+	require.NoError(t, err)
+
+	type key struct{ file, reason string }
+	skipped := map[key]int{}
+	for _, s := range rep.Skipped {
+		skipped[key{s.File, s.Reason}] = s.Rows
+	}
+	require.Equal(t, map[key]int{
+		{data.Counties, "malformed_row"}:              1,
+		{data.Counties, "unknown_state"}:              1,
+		{data.Cities, "duplicate_id"}:                 1,
+		{data.Cities, "unknown_county"}:               1,
+		{data.Cities, "bad_coordinates"}:              1,
+		{data.Cities, "empty_row"}:                    1,
+		{data.PostalCodes, "bad_coordinates"}:         1,
+		{data.PostalCodes, "duplicate_zip"}:           1,
+		{data.PostalCodes, "no_state_military"}:       1,
+		{data.PostalCodes, "state_not_covered"}:       1,
+		{data.PostalCodes, "malformed_row"}:           1,
+		{data.ZipCounties, "duplicate_pair"}:          1,
+		{data.ZipCounties, "unknown_county"}:          1,
+		{data.ZipCounties, "zip_not_in_postal_codes"}: 1,
+	}, skipped)
+	require.Equal(t, map[string]int{
+		TypeState: 1, TypeCounty: 2, TypeJurisdiction: 4, TypeCity: 3, TypeZip: 4,
+	}, rep.Locations)
+	require.Equal(t, 1, rep.Adjustments["zip_county_nearest_place"], "99299")
+	require.Equal(t, 1, rep.Adjustments["zip_place_unmatched"], "99299")
+
+	z := byID[events.GeoID("zip", "98106")]
+	require.Equal(t, []string{events.GeoID("county", "53033"), events.GeoID("county", "53063")}, z.CountyGeoIDs)
+	require.Equal(t, events.GeoID("county", "53033"), z.CountyGeoID)
+
+	z = byID[events.GeoID("zip", "99299")]
+	require.Equal(t, "Spokane County", z.County, "nearest place is Spokane")
+	require.Equal(t, "Spokane County", z.Jurisdiction, "no place matched: the county's authority")
+	require.Empty(t, z.CityGeoID)
+
+	st := byID[events.GeoID("state", "WA")]
+	require.Equal(t, int64(3530752+16631+402497), st.Population)
+}
+
+func TestImportErrors(t *testing.T) {
+	files := map[string]string{
+		data.Counties: tinyCounties, data.Cities: tinyCities, data.PostalCodes: tinyPostal, data.ZipCounties: tinyUSDA,
+	}
+	t.Run("missing source", func(t *testing.T) {
+		partial := map[string]string{data.Counties: tinyCounties}
+		_, err := Import(context.Background(), fakeOpen(partial), func(events.Envelope) error { return nil })
+		require.ErrorIs(t, err, os.ErrNotExist)
+	})
+	t.Run("bad header", func(t *testing.T) {
+		bad := map[string]string{}
+		for k, v := range files {
+			bad[k] = v
+		}
+		bad[data.Counties] = "USPS|GEOID\n"
+		_, err := Import(context.Background(), fakeOpen(bad), func(events.Envelope) error { return nil })
+		require.ErrorContains(t, err, "unexpected header")
+	})
+	t.Run("emit error stops the import", func(t *testing.T) {
+		boom := errors.New("boom")
+		calls := 0
+		rep, err := Import(context.Background(), fakeOpen(files), func(events.Envelope) error {
+			calls++
+			if calls == 3 {
+				return boom
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, boom)
+		require.Equal(t, 3, calls)
+		require.Equal(t, 2, rep.Events)
+	})
+	t.Run("cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := Import(ctx, fakeOpen(files), func(events.Envelope) error { return nil })
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+func TestNameKey(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{"Saint Louis", "St. Louis"},
+		{"Mount Vernon", "Mt. Vernon"},
+		{"Fort Smith", "Ft Smith"},
+		{"Mc Lean", "McLean"},
+		{"St. Mary's", "Saint Marys"},
+		{"Cañon City", "Canon City"},
+		{"COEUR D'ALENE", "Coeur d'Alene"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.a, func(t *testing.T) {
+			require.Equal(t, nameKey(tc.a), nameKey(tc.b))
+		})
+	}
+	require.NotEqual(t, nameKey("Seattle"), nameKey("Seatac"))
+}
+
+func TestPlaceAliases(t *testing.T) {
+	tests := []struct {
+		name, ascii string
+		want        []string
+	}{
+		{"Seattle", "Seattle", nil},
+		{"La Cañada Flintridge", "La Canada Flintridge", []string{"La Canada Flintridge"}},
+		{"St. Louis", "St. Louis", []string{"Saint Louis"}},
+		{"Mount Vernon", "Mount Vernon", []string{"Mt. Vernon"}},
+		{"Doña Ana County", fold("Doña Ana County"), []string{"Dona Ana County"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, placeAliases(tc.name, tc.ascii))
+		})
+	}
+}
+
+func BenchmarkImport(b *testing.B) {
+	var n int
+	for b.Loop() {
+		n = 0
+		_, err := Import(context.Background(), data.Open, func(events.Envelope) error { n++; return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "events/op")
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
+}
+
+func BenchmarkWriteNDJSON(b *testing.B) {
+	for b.Loop() {
+		if _, err := WriteNDJSON(context.Background(), io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
