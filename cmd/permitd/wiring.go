@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/permitd/permitd/api/openapi"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -20,5 +21,5 @@ func bundledProducers(data string) []indexer.Producer {
 
 // openAPIDocument is served at /v1/openapi.json.
 func openAPIDocument() ([]byte, error) {
-	return []byte(`{}`), nil
+	return openapi.JSON()
 }
