@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -61,6 +63,10 @@ func loadNational(t testing.TB) national {
 			var loc events.Location
 			if err := events.DecodeData(env, &loc); err != nil {
 				nationalErr = err
+				return
+			}
+			if want, err := json.Marshal(env); err != nil || !bytes.Equal(want, sc.Bytes()) {
+				nationalErr = fmt.Errorf("line %d differs from json.Marshal of its envelope (%v):\n%s\n%s", len(n.envs)+1, err, sc.Bytes(), want)
 				return
 			}
 			n.envs = append(n.envs, env)
