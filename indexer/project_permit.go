@@ -2,13 +2,330 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
+// Geo matching of permits and properties.
+//
+// A permit is linked to the geographies its ZIP code belongs to. The ZIP's
+// location (geo_id events.GeoID("zip", zip), written by the gazetteer)
+// carries its hierarchy: city, jurisdiction, main county and state. Each
+// link has a confidence in 0..1 and a method naming how it was made:
+//
+//	zip           zc                    method source_zip or derived_zip
+//	city          zc, x0.85 when the    zip_city
+//	              permit's own city names another place
+//	jurisdiction  as city               zip_jurisdiction
+//	county        zc, x0.9 when the ZIP zip_county
+//	              spans several counties
+//	state         1 (the address's own  source_state
+//	              state; not derived from the ZIP)
+//	property      1                     address (the producer's PropertyID)
+//
+// zc is the producer's zip_confidence; when absent it is 1 for a ZIP the
+// source gave and 0.6 for a derived one (zip_source "nearest_zip"). A
+// derived ZIP therefore lowers the confidence of every ZIP-derived link.
+//
+// A ZIP without a location (not in the gazetteer, or not yet indexed) is
+// not an error: the permit is linked to what can be known without it (its
+// state and property) and keeps its source address. Re-publishing the
+// permit after the ZIP exists links it fully.
+//
+// Errors: a payload that breaks the contract wraps events.ErrInvalid (dead
+// letter); a lookup failure other than readmodel.ErrNotFound is returned
+// as is (transient: the batch is retried).
+
+// Link methods.
+const (
+	MethodSourceZip       = "source_zip"
+	MethodDerivedZip      = "derived_zip"
+	MethodZipCity         = "zip_city"
+	MethodZipJurisdiction = "zip_jurisdiction"
+	MethodZipCounty       = "zip_county"
+	MethodSourceState     = "source_state"
+	MethodAddress         = "address"
+)
+
+// Confidence factors of the geo matching (see the table above).
+const (
+	derivedZipConfidence = 0.6
+	otherCityFactor      = 0.85
+	multiCountyFactor    = 0.9
+)
+
+var (
+	propertyIDRe = regexp.MustCompile(`^prop_[0-9a-f]{32}$`)
+	stateCodeRe  = regexp.MustCompile(`^[A-Z]{2}$`)
+	zipRe        = regexp.MustCompile(`^[0-9]{5}$`)
+)
+
 // projectPermitFamily projects permit.upserted and property.upserted.
 func projectPermitFamily(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Batch, error) {
-	return readmodel.Batch{}, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+	var b readmodel.Batch
+	switch env.Type {
+	case events.PermitUpserted:
+		p, err := ProjectPermit(ctx, env, look)
+		if err != nil {
+			return b, err
+		}
+		b.Permits = append(b.Permits, p)
+	case events.PropertyUpserted:
+		p, err := ProjectProperty(ctx, env, look)
+		if err != nil {
+			return b, err
+		}
+		b.Properties = append(b.Properties, p)
+	default:
+		return b, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+	}
+	return b, nil
+}
+
+// ProjectPermit maps a permit.upserted envelope to its document, linked to
+// its geographies (see the package comment on geo matching).
+func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Permit, error) {
+	var d events.Permit
+	if err := events.DecodeData(env, &d); err != nil {
+		return readmodel.Permit{}, err
+	}
+	if err := validatePermit(env, &d); err != nil {
+		return readmodel.Permit{}, fmt.Errorf("%w: permit %s: %v", events.ErrInvalid, env.EntityID, err)
+	}
+	state := strings.ToUpper(d.Address.State)
+	p := readmodel.Permit{
+		PermitID:        env.EntityID,
+		PermitNumber:    d.PermitNumber,
+		PermitType:      d.PermitType,
+		WorkType:        d.WorkType,
+		Status:          d.Status,
+		ApplicationDate: d.ApplicationDate,
+		IssueDate:       d.IssueDate,
+		CompletionDate:  d.CompletionDate,
+		RawDescription:  d.Description,
+		Contractor:      d.Contractor,
+		Valuation:       d.Valuation,
+		Source:          d.Source,
+		Address: readmodel.Address{
+			FullAddress: fullAddress(d.Address),
+			City:        d.Address.City,
+			State:       state,
+			Zipcode:     d.Address.Zipcode,
+		},
+		Lat:        d.Lat,
+		Lon:        d.Lon,
+		PropertyID: d.PropertyID,
+		Version:    env.EntityVersion,
+	}
+	if d.PropertyID != "" {
+		p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{
+			GeoID: d.PropertyID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: MethodAddress,
+		})
+	}
+	zc := zipConfidence(d.Address)
+	links, zipLoc, err := matchZip(ctx, look, d.Address.Zipcode, d.Address.City, d.Address.ZipSource, zc)
+	if err != nil {
+		return readmodel.Permit{}, err
+	}
+	p.GeoLinks = append(p.GeoLinks, links...)
+	if zipLoc != nil {
+		if p.Address.City == "" {
+			p.Address.City = zipLoc.City
+		}
+		p.Address.County = zipLoc.County
+		p.Address.Jurisdiction = zipLoc.Jurisdiction
+	}
+	p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{
+		GeoID: events.GeoID("state", state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
+	})
+	return p, nil
+}
+
+// ProjectProperty maps a property.upserted envelope to its document,
+// linked to its ZIP's geographies like a permit with a source ZIP.
+func ProjectProperty(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Property, error) {
+	var d events.Property
+	if err := events.DecodeData(env, &d); err != nil {
+		return readmodel.Property{}, err
+	}
+	if err := validateProperty(env, &d); err != nil {
+		return readmodel.Property{}, fmt.Errorf("%w: property %s: %v", events.ErrInvalid, env.EntityID, err)
+	}
+	state := strings.ToUpper(d.State)
+	p := readmodel.Property{
+		PropertyID:        env.EntityID,
+		CanonicalAddress:  d.CanonicalAddress,
+		NormalizedAddress: d.NormalizedAddress,
+		City:              d.City,
+		State:             state,
+		Zipcode:           d.Zipcode,
+		ParcelID:          d.ParcelID,
+		Lat:               d.Lat,
+		Lon:               d.Lon,
+		Version:           env.EntityVersion,
+	}
+	links, _, err := matchZip(ctx, look, d.Zipcode, d.City, "source", 1)
+	if err != nil {
+		return readmodel.Property{}, err
+	}
+	p.GeoLinks = append(links, readmodel.GeoLink{
+		GeoID: events.GeoID("state", state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
+	})
+	return p, nil
+}
+
+// zipConfidence is the confidence of the permit's ZIP.
+func zipConfidence(a events.PermitAddress) float64 {
+	if a.ZipConfidence > 0 {
+		return a.ZipConfidence
+	}
+	if derivedZip(a.ZipSource) {
+		return derivedZipConfidence
+	}
+	return 1
+}
+
+func derivedZip(source string) bool { return source != "" && source != "source" }
+
+// matchZip links a ZIP and its hierarchy. It returns no links (and a nil
+// location) when zip is empty or has no location.
+func matchZip(ctx context.Context, look Lookup, zip, city, zipSource string, zc float64) ([]readmodel.GeoLink, *readmodel.Location, error) {
+	if zip == "" {
+		return nil, nil, nil
+	}
+	if look == nil {
+		return nil, nil, errors.New("indexer: permit projection needs a Lookup")
+	}
+	loc, err := look.Location(ctx, events.GeoID("zip", zip))
+	if errors.Is(err, readmodel.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("indexer: look up ZIP %s: %w", zip, err)
+	}
+	method := MethodSourceZip
+	if derivedZip(zipSource) {
+		method = MethodDerivedZip
+	}
+	links := []readmodel.GeoLink{{GeoID: loc.GeoID, GeoType: readmodel.GeoZip, Confidence: zc, Method: method}}
+	cityConf := zc
+	if city != "" && loc.City != "" && !sameName(city, loc.City) {
+		cityConf = zc * otherCityFactor
+	}
+	if loc.CityGeoID != "" {
+		links = append(links, readmodel.GeoLink{GeoID: loc.CityGeoID, GeoType: readmodel.GeoCity, Confidence: round6(cityConf), Method: MethodZipCity})
+	}
+	if loc.JurisdictionGeoID != "" {
+		links = append(links, readmodel.GeoLink{GeoID: loc.JurisdictionGeoID, GeoType: readmodel.GeoJurisdiction, Confidence: round6(cityConf), Method: MethodZipJurisdiction})
+	}
+	if loc.CountyGeoID != "" {
+		c := zc
+		if len(loc.CountyGeoIDs) > 1 {
+			c = zc * multiCountyFactor
+		}
+		links = append(links, readmodel.GeoLink{GeoID: loc.CountyGeoID, GeoType: readmodel.GeoCounty, Confidence: round6(c), Method: MethodZipCounty})
+	}
+	return links, &loc, nil
+}
+
+func sameName(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.ToUpper(strings.TrimSpace(s))
+		s = strings.ReplaceAll(s, ".", "")
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return norm(a) == norm(b)
+}
+
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+
+func fullAddress(a events.PermitAddress) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(a.Line))
+	if a.City != "" {
+		b.WriteString(", ")
+		b.WriteString(a.City)
+	}
+	if a.State != "" {
+		b.WriteString(", ")
+		b.WriteString(strings.ToUpper(a.State))
+	}
+	if a.Zipcode != "" {
+		b.WriteString(" ")
+		b.WriteString(a.Zipcode)
+	}
+	return b.String()
+}
+
+func validatePermit(env events.Envelope, d *events.Permit) error {
+	switch {
+	case strings.TrimSpace(d.PermitNumber) == "":
+		return errors.New("permit_number is required")
+	case d.Source == "":
+		return errors.New("source is required")
+	case env.EntityID != events.PermitDocID(d.Source, d.PermitNumber):
+		return fmt.Errorf("entity_id must be %q", events.PermitDocID(d.Source, d.PermitNumber))
+	case d.PermitType == "":
+		return errors.New("permit_type is required")
+	case !stateCodeRe.MatchString(strings.ToUpper(d.Address.State)):
+		return fmt.Errorf("address.state %q is not a two-letter code", d.Address.State)
+	case d.Address.Zipcode != "" && !zipRe.MatchString(d.Address.Zipcode):
+		return fmt.Errorf("address.zipcode %q is not 5 digits", d.Address.Zipcode)
+	case d.Address.ZipConfidence < 0 || d.Address.ZipConfidence > 1 || math.IsNaN(d.Address.ZipConfidence):
+		return errors.New("address.zip_confidence must be in 0..1")
+	case d.PropertyID != "" && !propertyIDRe.MatchString(d.PropertyID):
+		return fmt.Errorf("property_id %q does not match prop_ + 32 hex", d.PropertyID)
+	case d.Valuation != nil && (*d.Valuation < 0 || math.IsInf(*d.Valuation, 0) || math.IsNaN(*d.Valuation)):
+		return errors.New("valuation must be a finite non-negative number or null")
+	}
+	for name, v := range map[string]string{
+		"application_date": d.ApplicationDate, "issue_date": d.IssueDate,
+		"completion_date": d.CompletionDate, "expiration_date": d.ExpirationDate,
+	} {
+		if !validDate(v) {
+			return fmt.Errorf("%s %q is not a YYYY-MM-DD date", name, v)
+		}
+	}
+	return validLatLon(d.Lat, d.Lon)
+}
+
+func validateProperty(env events.Envelope, d *events.Property) error {
+	switch {
+	case !propertyIDRe.MatchString(env.EntityID):
+		return errors.New("entity_id does not match prop_ + 32 hex")
+	case strings.TrimSpace(d.CanonicalAddress) == "":
+		return errors.New("canonical_address is required")
+	case strings.TrimSpace(d.NormalizedAddress) == "":
+		return errors.New("normalized_address is required")
+	case !stateCodeRe.MatchString(strings.ToUpper(d.State)):
+		return fmt.Errorf("state %q is not a two-letter code", d.State)
+	case d.Zipcode != "" && !zipRe.MatchString(d.Zipcode):
+		return fmt.Errorf("zipcode %q is not 5 digits", d.Zipcode)
+	}
+	return validLatLon(d.Lat, d.Lon)
+}
+
+func validDate(s string) bool {
+	if s == "" {
+		return true
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil && len(s) == 10
+}
+
+func validLatLon(lat, lon *float64) error {
+	if (lat == nil) != (lon == nil) {
+		return errors.New("lat and lon must both be given or both be null")
+	}
+	if lat != nil && (*lat < -90 || *lat > 90 || *lon < -180 || *lon > 180 || math.IsNaN(*lat) || math.IsNaN(*lon)) {
+		return errors.New("lat/lon out of range")
+	}
+	return nil
 }
