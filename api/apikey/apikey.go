@@ -3,10 +3,8 @@ package apikey
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"strconv"
 )
@@ -32,7 +30,11 @@ type Principal struct {
 
 // Authenticator checks a presented key.
 type Authenticator interface {
-	// Authenticate returns the key's principal, or ErrInvalidKey.
+	// Authenticate returns the key's principal, or an error wrapping
+	// ErrInvalidKey when the key is missing, malformed or unknown. Any
+	// other error means the check could not be made (a store is down); the
+	// key is then neither accepted nor known to be bad. The error never
+	// contains the key.
 	Authenticate(ctx context.Context, key string) (Principal, error)
 }
 
@@ -76,9 +78,9 @@ func (d *DevKeys) Authenticate(_ context.Context, key string) (Principal, error)
 	return Principal{KeyID: "dev" + strconv.Itoa(found), Plan: d.plan}, nil
 }
 
-// NewDevKey returns a random development key.
+// NewDevKey returns a random development key in the pmk_ format (see
+// NewKey); DevKeys accepts any non-empty string.
 func NewDevKey() string {
-	var b [20]byte
-	_, _ = rand.Read(b[:])
-	return "pdk_dev_" + hex.EncodeToString(b[:])
+	k, _ := NewKey()
+	return k
 }
