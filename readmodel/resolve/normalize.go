@@ -1,0 +1,159 @@
+package resolve
+
+import "strings"
+
+// foldRune maps the accented letters that occur in US place names (and the
+// rest of Latin-1 and common Latin Extended-A) to lower-case ASCII.
+var foldRune = map[rune]string{
+	'à': "a", 'á': "a", 'â': "a", 'ã': "a", 'ä': "a", 'å': "a", 'ā': "a", 'ą': "a",
+	'è': "e", 'é': "e", 'ê': "e", 'ë': "e", 'ē': "e", 'ę': "e",
+	'ì': "i", 'í': "i", 'î': "i", 'ï': "i", 'ī': "i",
+	'ò': "o", 'ó': "o", 'ô': "o", 'õ': "o", 'ö': "o", 'ø': "o", 'ō': "o",
+	'ù': "u", 'ú': "u", 'û': "u", 'ü': "u", 'ū': "u",
+	'ñ': "n", 'ń': "n", 'ç': "c", 'ć': "c", 'č': "c", 'ý': "y", 'ÿ': "y",
+	'ß': "ss", 'æ': "ae", 'œ': "oe", 'ł': "l", 'š': "s", 'ž': "z",
+}
+
+// abbreviations maps a word a user or a source may abbreviate to its long
+// form. Both indexed names and queries are rewritten to the long form, so
+// "St. Louis", "Saint Louis" and "st louis" share their tokens.
+var abbreviations = map[string]string{
+	"mt": "mount", "mtn": "mountain", "ft": "fort",
+	"st": "saint", "ste": "sainte",
+	"n": "north", "s": "south", "e": "east", "w": "west",
+	"pt": "point", "is": "island", "isl": "island",
+	"hts": "heights", "hgts": "heights", "spgs": "springs", "spg": "spring",
+	"jct": "junction", "lk": "lake", "bch": "beach", "vlg": "village",
+	"twp": "township", "ctr": "center", "hbr": "harbor", "vly": "valley",
+	"pk": "park", "cyn": "canyon", "crk": "creek", "fls": "falls",
+}
+
+// Token is one normalised word: Text is its canonical form (abbreviations
+// expanded), Surface the word as written (folded, lower case).
+type Token struct {
+	Text    string
+	Surface string
+}
+
+// words splits s into lower-case ASCII words of letters and digits.
+// Accents are folded, apostrophes dropped ("St. Mary's" -> st, marys), and
+// every other rune separates words (so "Sedro-Woolley" -> sedro, woolley).
+func words(s string) []string {
+	var out []string
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, b.String())
+			b.Reset()
+		}
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(r + ('a' - 'A'))
+		case r == '\'' || r == '’':
+		default:
+			if r >= 0x80 {
+				lr := []rune(strings.ToLower(string(r)))[0]
+				if f, ok := foldRune[lr]; ok {
+					b.WriteString(f)
+					continue
+				}
+			}
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// canonical returns the long form of an abbreviated word, or w.
+func canonical(w string) string {
+	if c, ok := abbreviations[w]; ok {
+		return c
+	}
+	return w
+}
+
+// tokenize returns the canonical tokens of s.
+func tokenize(s string) []Token {
+	ws := words(s)
+	out := make([]Token, len(ws))
+	for i, w := range ws {
+		out[i] = Token{Text: canonical(w), Surface: w}
+	}
+	return out
+}
+
+// Normalize returns the canonical matching form of a name: folded, lower
+// case, punctuation removed, abbreviations expanded, words joined by one
+// space ("Mt. Vernon" -> "mount vernon", "Sedro-Woolley" -> "sedro
+// woolley").
+func Normalize(s string) string {
+	ws := words(s)
+	for i, w := range ws {
+		ws[i] = canonical(w)
+	}
+	return strings.Join(ws, " ")
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// states lists USPS codes with their names, the 50 states, DC and the
+// territories the gazetteer may carry.
+var states = [][2]string{
+	{"AL", "Alabama"}, {"AK", "Alaska"}, {"AZ", "Arizona"}, {"AR", "Arkansas"},
+	{"CA", "California"}, {"CO", "Colorado"}, {"CT", "Connecticut"}, {"DE", "Delaware"},
+	{"DC", "District of Columbia"}, {"FL", "Florida"}, {"GA", "Georgia"}, {"HI", "Hawaii"},
+	{"ID", "Idaho"}, {"IL", "Illinois"}, {"IN", "Indiana"}, {"IA", "Iowa"},
+	{"KS", "Kansas"}, {"KY", "Kentucky"}, {"LA", "Louisiana"}, {"ME", "Maine"},
+	{"MD", "Maryland"}, {"MA", "Massachusetts"}, {"MI", "Michigan"}, {"MN", "Minnesota"},
+	{"MS", "Mississippi"}, {"MO", "Missouri"}, {"MT", "Montana"}, {"NE", "Nebraska"},
+	{"NV", "Nevada"}, {"NH", "New Hampshire"}, {"NJ", "New Jersey"}, {"NM", "New Mexico"},
+	{"NY", "New York"}, {"NC", "North Carolina"}, {"ND", "North Dakota"}, {"OH", "Ohio"},
+	{"OK", "Oklahoma"}, {"OR", "Oregon"}, {"PA", "Pennsylvania"}, {"RI", "Rhode Island"},
+	{"SC", "South Carolina"}, {"SD", "South Dakota"}, {"TN", "Tennessee"}, {"TX", "Texas"},
+	{"UT", "Utah"}, {"VT", "Vermont"}, {"VA", "Virginia"}, {"WA", "Washington"},
+	{"WV", "West Virginia"}, {"WI", "Wisconsin"}, {"WY", "Wyoming"},
+	{"PR", "Puerto Rico"}, {"GU", "Guam"}, {"VI", "Virgin Islands"},
+	{"AS", "American Samoa"}, {"MP", "Northern Mariana Islands"},
+}
+
+var (
+	stateByCode = map[string]string{} // "wa" -> "WA"
+	stateByName = map[string]string{} // "washington", "north carolina" -> code
+)
+
+func init() {
+	for _, s := range states {
+		stateByCode[strings.ToLower(s[0])] = s[0]
+		stateByName[Normalize(s[1])] = s[0]
+	}
+	// Common spellings.
+	stateByName["washington dc"] = "DC"
+	stateByName["wash"] = "WA"
+	stateByName["calif"] = "CA"
+	stateByName["mass"] = "MA"
+}
+
+// countySuffixes are the words that end a county-equivalent's name; the
+// words before them are the county's bare name ("King" of "King County").
+var countySuffixes = map[string]bool{
+	"county": true, "parish": true, "borough": true, "municipio": true,
+	"municipality": true, "city": true, "area": true, // "Bethel Census Area"
+}
+
+// noise are trailing words that carry no place information.
+var noise = map[string]bool{"usa": true, "us": true, "america": true}

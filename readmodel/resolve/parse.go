@@ -1,0 +1,163 @@
+package resolve
+
+import (
+	"strings"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Query is parsed resolve text, independent of any backend.
+type Query struct {
+	Text string // the text as given
+
+	// Zip is the 5-digit ZIP found in the text ("" for none); Plus4 its
+	// ZIP+4 extension when given ("98052-1234", "980521234").
+	Zip, Plus4 string
+
+	// CityOf: the text began with "city of", "town of" or "village of",
+	// which asks for the incorporated place's permitting jurisdiction.
+	CityOf bool
+
+	// Readings are the alternative readings of the name part of the text
+	// (with and without a trailing state, "X Co" as county or Colorado,
+	// words joined). A location scores by its best reading. Empty when the
+	// text is only a ZIP.
+	Readings []Reading
+
+	// Hard filters from the request; "" for none.
+	FilterState string
+	FilterType  readmodel.GeoType
+}
+
+// Reading is one interpretation of the name part of a query.
+type Reading struct {
+	Tokens []Token
+	// State is the USPS code the text named after the place ("spokane
+	// wa", "Yakima, Washington"); "" when this reading names none.
+	State string
+	// County: the text ended in "County", "Co", "Cnty" or "Parish".
+	County bool
+	// Compact: the words of the text joined into one ("De Kalb" ->
+	// "dekalb").
+	Compact bool
+}
+
+// ParseQuery parses a resolve request: the text with Parse, plus the
+// state and geo_type hard filters.
+func ParseQuery(rq readmodel.ResolveQuery) Query {
+	q := Parse(rq.Text)
+	q.FilterState = strings.ToUpper(rq.State)
+	q.FilterType = rq.GeoType
+	return q
+}
+
+// Parse reads free text into a Query: it extracts a ZIP or ZIP+4, a
+// leading "city of", a trailing state code or name, a trailing county
+// word and trailing noise ("USA"); it normalises case, accents,
+// punctuation and abbreviations of the rest.
+func Parse(text string) Query {
+	q := Query{Text: text}
+	ws := words(text)
+	kept := ws[:0:0]
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		if q.Zip == "" && isDigits(w) {
+			switch {
+			case len(w) == 5:
+				q.Zip = w
+				if i+1 < len(ws) && len(ws[i+1]) == 4 && isDigits(ws[i+1]) {
+					q.Plus4 = ws[i+1]
+					i++
+				}
+				continue
+			case len(w) == 9:
+				q.Zip, q.Plus4 = w[:5], w[5:]
+				continue
+			}
+		}
+		kept = append(kept, w)
+	}
+	for len(kept) > 1 && noise[kept[len(kept)-1]] {
+		kept = kept[:len(kept)-1]
+	}
+	if len(kept) > 2 && kept[1] == "of" && (kept[0] == "city" || kept[0] == "town" || kept[0] == "village") {
+		q.CityOf = true
+		kept = kept[2:]
+	}
+	if len(kept) == 0 {
+		return q
+	}
+	toks := make([]Token, len(kept))
+	for i, w := range kept {
+		toks[i] = Token{Text: canonical(w), Surface: w}
+	}
+
+	add := func(r Reading) {
+		if len(r.Tokens) == 0 {
+			return
+		}
+		if n := len(r.Tokens); n >= 2 {
+			switch r.Tokens[n-1].Surface {
+			case "county", "co", "cnty", "parish":
+				t := append([]Token(nil), r.Tokens...)
+				if t[n-1].Surface != "parish" {
+					t[n-1].Text = "county"
+				}
+				r.Tokens, r.County = t, true
+			}
+		}
+		q.Readings = append(q.Readings, r)
+		if len(r.Tokens) >= 2 && len(r.Tokens) <= 4 && !r.County {
+			var b strings.Builder
+			for _, t := range r.Tokens {
+				b.WriteString(t.Text)
+			}
+			c := b.String()
+			q.Readings = append(q.Readings, Reading{Tokens: []Token{{Text: c, Surface: c}}, State: r.State, Compact: true})
+		}
+	}
+	if st, k := trailingState(toks); k > 0 && k < len(toks) {
+		add(Reading{Tokens: toks[:len(toks)-k], State: st})
+	}
+	add(Reading{Tokens: toks})
+	return q
+}
+
+// trailingState finds a state code or name in the last words of toks and
+// returns its code and how many tokens it takes.
+func trailingState(toks []Token) (string, int) {
+	n := len(toks)
+	for k := 3; k >= 1; k-- {
+		if k > n {
+			continue
+		}
+		parts := make([]string, k)
+		for i, t := range toks[n-k:] {
+			parts[i] = t.Text
+		}
+		if code, ok := stateByName[strings.Join(parts, " ")]; ok {
+			return code, k
+		}
+	}
+	if w := toks[n-1].Surface; len(w) == 2 {
+		if code, ok := stateByCode[w]; ok {
+			return code, 1
+		}
+	}
+	return "", 0
+}
+
+// maxEdits is the typo budget of a query word: 1 edit for words of 4 to 7
+// letters, 2 from 8 letters, none below 4.
+func maxEdits(w string) int {
+	switch {
+	case len(w) >= 8:
+		return 2
+	case len(w) >= 4:
+		return 1
+	}
+	return 0
+}
+
+// minPrefix is the shortest last word that may match as a prefix.
+const minPrefix = 3

@@ -1,0 +1,396 @@
+package resolve
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// fixture is a small gazetteer shaped like pipeline/gazetteer's output.
+func fixture() []readmodel.Location {
+	st := func(code, name string, pop int64) readmodel.Location {
+		return readmodel.Location{GeoID: "s-" + code, GeoType: readmodel.GeoState, Name: name, DisplayName: name,
+			State: code, StateName: name, Aliases: []string{code}, Population: pop}
+	}
+	county := func(id, name, state string, pop int64) readmodel.Location {
+		return readmodel.Location{GeoID: "co-" + id, GeoType: readmodel.GeoCounty, Name: name, DisplayName: name + ", " + state,
+			State: state, County: name, JurisdictionGeoID: "j-co-" + id, Population: pop}
+	}
+	countyJ := func(id, name, state string, pop int64) readmodel.Location {
+		return readmodel.Location{GeoID: "j-co-" + id, GeoType: readmodel.GeoJurisdiction, Name: name,
+			DisplayName: name + ", " + state + " (unincorporated)", State: state, County: name, CountyGeoID: "co-" + id,
+			JurisdictionGeoID: "j-co-" + id, Aliases: []string{"Unincorporated " + name}, Population: pop}
+	}
+	city := func(id, name, state string, pop int64, aliases ...string) readmodel.Location {
+		return readmodel.Location{GeoID: "c-" + id, GeoType: readmodel.GeoCity, Name: name, DisplayName: name + ", " + state,
+			State: state, City: name, JurisdictionGeoID: "j-c-" + id, Population: pop, Aliases: aliases, Incorporated: true}
+	}
+	cityJ := func(id, name, state string, pop int64) readmodel.Location {
+		return readmodel.Location{GeoID: "j-c-" + id, GeoType: readmodel.GeoJurisdiction, Name: "City of " + name,
+			DisplayName: "City of " + name + ", " + state, State: state, City: name, CityGeoID: "c-" + id,
+			JurisdictionGeoID: "j-c-" + id, Population: pop, Incorporated: true}
+	}
+	zip := func(code, place, state, cityID string) readmodel.Location {
+		return readmodel.Location{GeoID: "z-" + code, GeoType: readmodel.GeoZip, Name: code,
+			DisplayName: code + " (" + place + ", " + state + ")", State: state, City: place, Zipcode: code, CityGeoID: "c-" + cityID}
+	}
+	return []readmodel.Location{
+		st("WA", "Washington", 7_000_000), st("OR", "Oregon", 4_000_000), st("TX", "Texas", 29_000_000),
+		county("53033", "King County", "WA", 2_200_000), countyJ("53033", "King County", "WA", 250_000),
+		county("48269", "King County", "TX", 265), countyJ("48269", "King County", "TX", 265),
+		county("53063", "Spokane County", "WA", 540_000),
+		county("41051", "Multnomah County", "OR", 800_000),
+		city("sea", "Seattle", "WA", 3_500_000), cityJ("sea", "Seattle", "WA", 3_500_000),
+		city("spo", "Spokane", "WA", 400_000), cityJ("spo", "Spokane", "WA", 400_000),
+		city("spv", "Spokane Valley", "WA", 100_000),
+		city("mv", "Mount Vernon", "WA", 35_000, "Mt. Vernon"), city("mvny", "Mount Vernon", "NY", 67_000, "Mt. Vernon"),
+		city("sw", "Sedro-Woolley", "WA", 12_000),
+		city("bel", "Bellevue", "WA", 150_000), city("belne", "Bellevue", "NE", 60_000),
+		city("pdx", "Portland", "OR", 2_000_000), city("pme", "Portland", "ME", 200_000),
+		city("sal", "Salem", "OR", 270_000), city("salma", "Salem", "MA", 44_000),
+		zip("98101", "Seattle", "WA", "sea"), zip("98004", "Bellevue", "WA", "bel"), zip("97201", "Portland", "OR", "pdx"),
+	}
+}
+
+func fixtureIndex() *Index {
+	x := New()
+	for _, l := range fixture() {
+		x.Upsert(l)
+	}
+	return x
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		text       string
+		zip, plus4 string
+		cityOf     bool
+		state      string // State of the first reading
+		first      string // Tokens of the first reading, joined
+		county     bool
+	}{
+		{text: "Seattle", first: "seattle"},
+		{text: "  SEATTLE!! ", first: "seattle"},
+		{text: "98101", zip: "98101"},
+		{text: "98052-1234", zip: "98052", plus4: "1234"},
+		{text: "980521234", zip: "98052", plus4: "1234"},
+		{text: "Bellevue, WA 98004", zip: "98004", state: "WA", first: "bellevue"},
+		{text: "spokane wa", state: "WA", first: "spokane"},
+		{text: "Yakima, Washington", state: "WA", first: "yakima"},
+		{text: "Raleigh, North Carolina", state: "NC", first: "raleigh"},
+		{text: "Washington", first: "washington"},
+		{text: "King County", first: "king county", county: true},
+		{text: "King Co", state: "CO", first: "king"},
+		{text: "City of Seattle", cityOf: true, first: "seattle"},
+		{text: "Mt. Vernon", first: "mount vernon"},
+		{text: "St. Mary's", first: "saint marys"},
+		{text: "Sedro-Woolley", first: "sedro woolley"},
+		{text: "Añasco", first: "anasco"},
+		{text: "Seattle USA", first: "seattle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			q := Parse(tt.text)
+			if q.Zip != tt.zip || q.Plus4 != tt.plus4 || q.CityOf != tt.cityOf {
+				t.Fatalf("zip %q plus4 %q cityOf %v; want %q %q %v", q.Zip, q.Plus4, q.CityOf, tt.zip, tt.plus4, tt.cityOf)
+			}
+			if tt.first == "" {
+				if len(q.Readings) != 0 {
+					t.Fatalf("readings %+v, want none", q.Readings)
+				}
+				return
+			}
+			if len(q.Readings) == 0 {
+				t.Fatal("no reading")
+			}
+			r := q.Readings[0]
+			var got []string
+			for _, tok := range r.Tokens {
+				got = append(got, tok.Text)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(slices.Collect(func(yield func(string) bool) {
+				for _, w := range words(tt.first) {
+					if !yield(w) {
+						return
+					}
+				}
+			})) || r.State != tt.state || r.County != tt.county {
+				t.Fatalf("first reading %v state %q county %v; want %q %q %v", got, r.State, r.County, tt.first, tt.state, tt.county)
+			}
+		})
+	}
+}
+
+func TestOSA(t *testing.T) {
+	tests := []struct {
+		a, b string
+		k    int
+		want int
+	}{
+		{"seatle", "seattle", 1, 1}, {"seattle", "seattle", 1, 0}, {"saettle", "seattle", 1, 1},
+		{"spokane", "spokn", 2, 2}, {"bellvue", "bellevue", 1, 1}, {"abc", "xyz", 1, 2},
+		{"sacramento", "sacremnto", 2, 2}, {"yakima", "yakmia", 1, 1},
+	}
+	for _, tt := range tests {
+		if got := osa(tt.a, tt.b, tt.k); got != tt.want {
+			t.Errorf("osa(%q,%q,%d)=%d want %d", tt.a, tt.b, tt.k, got, tt.want)
+		}
+	}
+	// The trie walk finds exactly the terms osa accepts.
+	tr := newTrie()
+	terms := []string{"seattle", "seatac", "settle", "saettle", "spokane", "spokan", "sea", "seattles"}
+	for _, term := range terms {
+		tr.set(term, true)
+	}
+	for _, q := range []string{"seatle", "seattle", "spokane", "seattel", "sattle"} {
+		k := maxEdits(q)
+		got := map[string]int{}
+		tr.fuzzy(q, k, func(term string, d int) { got[term] = d })
+		for _, term := range terms {
+			d := osa(q, term, k)
+			if gd, ok := got[term]; (d <= k) != ok || (ok && gd != d) {
+				t.Errorf("q=%q term=%q: trie (%d,%v) osa %d", q, term, gd, ok, d)
+			}
+		}
+	}
+}
+
+type want struct {
+	display string
+	geoType readmodel.GeoType
+	method  string
+}
+
+func checkTop(t *testing.T, x *Index, rq readmodel.ResolveQuery, w want) []readmodel.Candidate {
+	t.Helper()
+	if rq.Limit == 0 {
+		rq.Limit = 10
+	}
+	cs := x.Search(rq)
+	checkContract(t, rq, cs)
+	if len(cs) == 0 {
+		t.Fatalf("%+v: no candidates", rq)
+	}
+	top := cs[0]
+	if top.Location.DisplayName != w.display || (w.geoType != "" && top.Location.GeoType != w.geoType) ||
+		(w.method != "" && top.MatchMethod != w.method) {
+		t.Fatalf("%+v: top %s (%s, %s); want %s (%s, %s)\n%s", rq, top.Location.DisplayName, top.Location.GeoType,
+			top.MatchMethod, w.display, w.geoType, w.method, describe(cs))
+	}
+	return cs
+}
+
+// checkContract asserts the ordering contract and value ranges.
+func checkContract(t *testing.T, rq readmodel.ResolveQuery, cs []readmodel.Candidate) {
+	t.Helper()
+	if len(cs) > rq.Limit {
+		t.Fatalf("%d candidates for limit %d", len(cs), rq.Limit)
+	}
+	for i, c := range cs {
+		if c.Score < 0 || c.Score > 1 || c.Confidence < 0 || c.Confidence > 1 || math.IsNaN(c.Score) {
+			t.Fatalf("candidate %d: score %v confidence %v out of 0..1", i, c.Score, c.Confidence)
+		}
+		if c.MatchMethod == "" || c.Decision == "" || len(c.Reasons) == 0 {
+			t.Fatalf("candidate %d: empty method, decision or reasons: %+v", i, c)
+		}
+		if rq.State != "" && c.Location.State != rq.State {
+			t.Fatalf("candidate %d in %s breaks state filter %s", i, c.Location.State, rq.State)
+		}
+		if rq.GeoType != "" && c.Location.GeoType != rq.GeoType {
+			t.Fatalf("candidate %d is %s, breaks geo_type filter %s", i, c.Location.GeoType, rq.GeoType)
+		}
+		if i == 0 {
+			continue
+		}
+		p := cs[i-1]
+		ordered := p.Score > c.Score || (p.Score == c.Score && (p.Location.Population > c.Location.Population ||
+			(p.Location.Population == c.Location.Population && p.Location.GeoID < c.Location.GeoID)))
+		if !ordered {
+			t.Fatalf("candidates %d and %d out of order:\n%s", i-1, i, describe(cs))
+		}
+	}
+}
+
+func TestSearchFixture(t *testing.T) {
+	x := fixtureIndex()
+	tests := []struct {
+		name string
+		rq   readmodel.ResolveQuery
+		want want
+		dec  string // decision of the top candidate, "" to skip
+	}{
+		{"exact", readmodel.ResolveQuery{Text: "Seattle"}, want{"Seattle, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"noise", readmodel.ResolveQuery{Text: " seattle!! "}, want{"Seattle, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"typo", readmodel.ResolveQuery{Text: "Seatle"}, want{"Seattle, WA", readmodel.GeoCity, MethodFuzzy}, DecisionReview},
+		{"transposition", readmodel.ResolveQuery{Text: "Saettle"}, want{"Seattle, WA", readmodel.GeoCity, MethodFuzzy}, ""},
+		{"prefix", readmodel.ResolveQuery{Text: "Spoka"}, want{"Spokane, WA", readmodel.GeoCity, MethodPrefix}, DecisionReview},
+		{"city of", readmodel.ResolveQuery{Text: "City of Seattle"}, want{"City of Seattle, WA", readmodel.GeoJurisdiction, MethodExact}, DecisionAccept},
+		{"zip", readmodel.ResolveQuery{Text: "98101"}, want{"98101 (Seattle, WA)", readmodel.GeoZip, MethodPostalCode}, DecisionAccept},
+		{"zip+4", readmodel.ResolveQuery{Text: "98004-1234"}, want{"98004 (Bellevue, WA)", readmodel.GeoZip, MethodPostalCode}, DecisionAccept},
+		{"city st zip", readmodel.ResolveQuery{Text: "Bellevue, WA 98004"}, want{"98004 (Bellevue, WA)", readmodel.GeoZip, MethodPostalCode}, DecisionAccept},
+		{"county", readmodel.ResolveQuery{Text: "King County"}, want{"King County, WA", readmodel.GeoCounty, MethodExact}, DecisionReview},
+		{"county co", readmodel.ResolveQuery{Text: "king co"}, want{"King County, WA", readmodel.GeoCounty, ""}, ""},
+		{"county in state", readmodel.ResolveQuery{Text: "King County, WA"}, want{"King County, WA", readmodel.GeoCounty, MethodExact}, DecisionAccept},
+		{"county texas", readmodel.ResolveQuery{Text: "King County TX"}, want{"King County, TX", readmodel.GeoCounty, MethodExact}, DecisionAccept},
+		{"state code", readmodel.ResolveQuery{Text: "spokane wa"}, want{"Spokane, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"state name", readmodel.ResolveQuery{Text: "Salem, Massachusetts"}, want{"Salem, MA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"abbreviation", readmodel.ResolveQuery{Text: "Mt Vernon, WA"}, want{"Mount Vernon, WA", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"hyphen", readmodel.ResolveQuery{Text: "Sedro Woolley"}, want{"Sedro-Woolley, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"joined", readmodel.ResolveQuery{Text: "Sedrowoolley"}, want{"Sedro-Woolley, WA", readmodel.GeoCity, MethodAlias}, ""},
+		{"state", readmodel.ResolveQuery{Text: "Oregon"}, want{"Oregon", readmodel.GeoState, MethodExact}, DecisionAccept},
+		{"state alias", readmodel.ResolveQuery{Text: "WA"}, want{"Washington", readmodel.GeoState, MethodAlias}, ""},
+		{"population prior", readmodel.ResolveQuery{Text: "Portland"}, want{"Portland, OR", readmodel.GeoCity, MethodExact}, DecisionReview},
+		{"state filter wins", readmodel.ResolveQuery{Text: "Portland", State: "ME"}, want{"Portland, ME", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"type filter", readmodel.ResolveQuery{Text: "King", GeoType: readmodel.GeoCounty}, want{"King County, WA", readmodel.GeoCounty, MethodAlias}, ""},
+		{"unincorporated", readmodel.ResolveQuery{Text: "Unincorporated King County"}, want{"King County, WA (unincorporated)", readmodel.GeoJurisdiction, MethodAlias}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := checkTop(t, x, tt.rq, tt.want)
+			if tt.dec != "" && cs[0].Decision != tt.dec {
+				t.Fatalf("decision %s, want %s\n%s", cs[0].Decision, tt.dec, describe(cs))
+			}
+		})
+	}
+}
+
+func TestNameQueryNeverPutsZipFirst(t *testing.T) {
+	x := fixtureIndex()
+	for _, text := range []string{"Seattle", "Bellevue", "Portland", "Seattle WA", "981"} {
+		cs := x.Search(readmodel.ResolveQuery{Text: text, Limit: 10})
+		if len(cs) > 0 && cs[0].Location.GeoType == readmodel.GeoZip {
+			t.Errorf("%q: ZIP first\n%s", text, describe(cs))
+		}
+	}
+}
+
+func TestFiltersAreHard(t *testing.T) {
+	x := fixtureIndex()
+	for _, rq := range []readmodel.ResolveQuery{
+		{Text: "Seattle", State: "OR", Limit: 10},
+		{Text: "Seattle", GeoType: readmodel.GeoCounty, Limit: 10},
+		{Text: "98101", GeoType: readmodel.GeoCity, Limit: 10},
+		{Text: "King County", State: "OR", Limit: 10},
+	} {
+		if cs := x.Search(rq); len(cs) != 0 {
+			t.Errorf("%+v: want nothing, got\n%s", rq, describe(cs))
+		}
+	}
+	cs := x.Search(readmodel.ResolveQuery{Text: "King County", State: "TX", Limit: 10})
+	checkContract(t, readmodel.ResolveQuery{State: "TX", Limit: 10}, cs)
+	if len(cs) == 0 || cs[0].Location.DisplayName != "King County, TX" || !slices.Contains(cs[0].Reasons, "state_filter") {
+		t.Fatalf("state filter TX:\n%s", describe(cs))
+	}
+}
+
+func TestLimitAndEmpty(t *testing.T) {
+	x := fixtureIndex()
+	if cs := x.Search(readmodel.ResolveQuery{Text: "Springfield", Limit: 5}); cs == nil || len(cs) != 0 {
+		t.Fatalf("want empty non-nil slice, got %#v", cs)
+	}
+	cs := x.Search(readmodel.ResolveQuery{Text: "King", Limit: 1})
+	if len(cs) != 1 {
+		t.Fatalf("limit 1: %d candidates", len(cs))
+	}
+}
+
+func TestIncrementalUpdates(t *testing.T) {
+	x := fixtureIndex()
+	n := x.Len()
+	// Rename: the old name stops matching, the new one matches, typos too.
+	sea := fixture()[9]
+	if sea.Name != "Seattle" {
+		t.Fatalf("fixture order changed: %s", sea.Name)
+	}
+	sea.Name, sea.DisplayName = "Emerald City", "Emerald City, WA"
+	x.Upsert(sea)
+	if x.Len() != n {
+		t.Fatalf("replace changed Len %d -> %d", n, x.Len())
+	}
+	for _, c := range x.Search(readmodel.ResolveQuery{Text: "Seattle", Limit: 10}) {
+		if c.Location.GeoID == sea.GeoID {
+			t.Fatalf("renamed location still found by its old name")
+		}
+	}
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Emrald City"}, want{"Emerald City, WA", readmodel.GeoCity, MethodFuzzy})
+
+	// Delete: gone, the term leaves the trie, a no-op the second time.
+	x.Delete(sea.GeoID)
+	x.Delete(sea.GeoID)
+	x.Delete("no-such-id")
+	if x.Len() != n-1 {
+		t.Fatalf("Len %d after delete, want %d", x.Len(), n-1)
+	}
+	if cs := x.Search(readmodel.ResolveQuery{Text: "Emerald", Limit: 10}); len(cs) != 0 {
+		t.Fatalf("deleted location found:\n%s", describe(cs))
+	}
+	if _, ok := x.terms["emerald"]; ok {
+		t.Fatal("term of a deleted location kept postings")
+	}
+	// The slot is reused and the index keeps its own copy.
+	loc := readmodel.Location{GeoID: "c-new", GeoType: readmodel.GeoCity, Name: "Tukwila", DisplayName: "Tukwila, WA",
+		State: "WA", Aliases: []string{"Tuk"}}
+	x.Upsert(loc)
+	loc.Aliases[0] = "mutated"
+	cs := checkTop(t, x, readmodel.ResolveQuery{Text: "Tukwila"}, want{"Tukwila, WA", readmodel.GeoCity, MethodExact})
+	if cs[0].Location.Aliases[0] != "Tuk" {
+		t.Fatal("index shares the caller's alias slice")
+	}
+	cs[0].Location.Aliases[0] = "mutated"
+	if again := x.Search(readmodel.ResolveQuery{Text: "Tukwila", Limit: 1}); again[0].Location.Aliases[0] != "Tuk" {
+		t.Fatal("candidate shares the index's alias slice")
+	}
+	if len(x.docs) != len(fixture()) {
+		t.Fatalf("slots %d, want reuse of the freed slot (%d)", len(x.docs), len(fixture()))
+	}
+}
+
+// TestScoreAgreesWithIndex: the exported scorer a search backend uses
+// gives the index's scores and methods.
+func TestScoreAgreesWithIndex(t *testing.T) {
+	x := fixtureIndex()
+	for _, text := range []string{"Seatle", "Spoka", "King Co", "Mt Vernon, WA", "Bellevue, WA 98004", "City of Seattle", "Sedrowoolley", "Portland"} {
+		rq := readmodel.ResolveQuery{Text: text, Limit: 20}
+		cs := x.Search(rq)
+		q := ParseQuery(rq)
+		var ms []Match
+		for _, c := range cs {
+			m, ok := Score(q, c.Location)
+			if !ok {
+				t.Fatalf("%q: Score rejects %s", text, c.Location.DisplayName)
+			}
+			ms = append(ms, m)
+		}
+		again := Rank(ms, rq.Limit)
+		for i := range cs {
+			if again[i].Location.GeoID != cs[i].Location.GeoID || again[i].Score != cs[i].Score || again[i].MatchMethod != cs[i].MatchMethod {
+				t.Fatalf("%q: Score/Rank disagree with Search at %d:\n%s---\n%s", text, i, describe(cs), describe(again))
+			}
+		}
+	}
+}
+
+func TestConcurrentSearchAndUpsert(t *testing.T) {
+	x := fixtureIndex()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				x.Search(readmodel.ResolveQuery{Text: "Seatle wa", Limit: 5})
+			}
+		}()
+	}
+	for i := 0; i < 200; i++ {
+		x.Upsert(readmodel.Location{GeoID: fmt.Sprintf("c-x%d", i%7), GeoType: readmodel.GeoCity, Name: fmt.Sprintf("Seattle Heights %d", i), State: "WA"})
+		if i%3 == 0 {
+			x.Delete(fmt.Sprintf("c-x%d", i%5))
+		}
+	}
+	wg.Wait()
+}
