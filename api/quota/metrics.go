@@ -1,0 +1,74 @@
+package quota
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the limiters' Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	decisions      *prometheus.CounterVec
+	fallbackActive prometheus.Gauge
+	redisErrors    prometheus.Counter
+	recoveries     prometheus.Counter
+}
+
+// NewMetrics registers the metrics with reg:
+//
+//	permitd_quota_decisions_total{store,result}  store: redis, memory,
+//	    fallback; result: allowed, rate, monthly_quota
+//	permitd_quota_fallback_active                1 while Redis is
+//	    unreachable and this replica limits in process
+//	permitd_quota_redis_errors_total             failed Redis checks
+//	permitd_quota_redis_recoveries_total         returns to Redis
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "permitd_quota_decisions_total",
+			Help: "Admission decisions by the store that made them and their result.",
+		}, []string{"store", "result"}),
+		fallbackActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "permitd_quota_fallback_active",
+			Help: "1 while Redis is unreachable and this replica enforces limits in process.",
+		}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "permitd_quota_redis_errors_total",
+			Help: "Quota checks against Redis that failed and fell back to the in-process limiter.",
+		}),
+		recoveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "permitd_quota_redis_recoveries_total",
+			Help: "Times the limiter went back to Redis after an outage.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.decisions, m.fallbackActive, m.redisErrors, m.recoveries)
+	}
+	return m
+}
+
+func (m *Metrics) decided(store string, d Decision) {
+	if m == nil {
+		return
+	}
+	result := "allowed"
+	if !d.Allowed {
+		result = d.Reason
+	}
+	m.decisions.WithLabelValues(store, result).Inc()
+}
+
+func (m *Metrics) setFallback(on bool) {
+	if m == nil {
+		return
+	}
+	if on {
+		m.fallbackActive.Set(1)
+	} else {
+		m.fallbackActive.Set(0)
+		m.recoveries.Inc()
+	}
+}
+
+func (m *Metrics) redisError() {
+	if m != nil {
+		m.redisErrors.Inc()
+	}
+}
