@@ -1,0 +1,165 @@
+package events_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+)
+
+// checkNullableObject is checkObject for payloads with pointer fields: a
+// pointer encodes as its element's type or null, and a struct field is an
+// object checked recursively.
+func checkNullableObject(t *testing.T, doc, node map[string]any, goType reflect.Type) {
+	t.Helper()
+	require.Equal(t, "object", node["type"], "%s", goType)
+	require.Equal(t, false, node["additionalProperties"], "%s: additionalProperties must be false", goType)
+	fields := jsonFields(goType)
+	props := node["properties"].(map[string]any)
+	require.Equal(t, sortedKeys(fields), sortedKeys(props), "%s: schema properties vs JSON fields", goType)
+
+	var wantRequired []string
+	for name, f := range fields {
+		if !f.omitempty {
+			wantRequired = append(wantRequired, name)
+		}
+	}
+	sort.Strings(wantRequired)
+	require.Equal(t, wantRequired, toStrings(node["required"]), "%s: required = fields without omitempty", goType)
+
+	for name, f := range fields {
+		p := resolve(doc, props[name].(map[string]any))
+		typ := f.typ
+		if typ.Kind() == reflect.Pointer {
+			got, _ := p["type"].([]any)
+			want := []any{schemaType(typ.Elem()), "null"}
+			if f.omitempty {
+				// An omitted nil never encodes as null.
+				require.Equal(t, schemaType(typ.Elem()), p["type"], "%s.%s", goType, name)
+			} else {
+				require.Equal(t, want, got, "%s.%s: pointer without omitempty is type-or-null", goType, name)
+			}
+			continue
+		}
+		require.Equal(t, schemaType(typ), declaredType(p), "%s.%s", goType, name)
+		if typ.Kind() == reflect.Struct {
+			checkNullableObject(t, doc, p, typ)
+		}
+	}
+}
+
+func TestPermitAndPropertySchemasMatchGoTypes(t *testing.T) {
+	tests := []struct {
+		file    string
+		typ     events.Type
+		payload reflect.Type
+	}{
+		{"permit.upserted.json", events.PermitUpserted, reflect.TypeOf(events.Permit{})},
+		{"property.upserted.json", events.PropertyUpserted, reflect.TypeOf(events.Property{})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			doc := loadSchemaDoc(t, tt.file)
+			require.Equal(t, "https://json-schema.org/draft/2020-12/schema", doc["$schema"])
+			checkObject(t, doc, doc, reflect.TypeOf(events.Envelope{}), "data")
+			props := doc["properties"].(map[string]any)
+			require.Equal(t, string(tt.typ), props["type"].(map[string]any)["const"])
+			require.EqualValues(t, events.SchemaVersion, props["schema_version"].(map[string]any)["const"])
+			checkNullableObject(t, doc, resolve(doc, props["data"].(map[string]any)), tt.payload)
+		})
+	}
+}
+
+const validPermitEvent = `{"schema_version":1,"event_id":"ev_0123456789abcdef01234567","type":"permit.upserted",` +
+	`"entity_id":"seattle_sdci_commercial:6268348","entity_version":20151204,"occurred_at":"2015-12-04T00:00:00Z","source":"seattle_sdci_commercial",` +
+	`"data":{"permit_number":"6268348","permit_type":"Construction","valuation":149000,` +
+	`"address":{"line":"600 UNIVERSITY ST","city":"SEATTLE","state":"WA","zipcode":"98101","zip_source":"nearest_zip","zip_confidence":0.8},` +
+	`"lat":47.60967252,"lon":-122.3323065,"property_id":"prop_1669d7a27376ea09763e5b80b5f989f6","source":"seattle_sdci_commercial"}}`
+
+const validPropertyEvent = `{"schema_version":1,"event_id":"ev_0123456789abcdef01234567","type":"property.upserted",` +
+	`"entity_id":"prop_1669d7a27376ea09763e5b80b5f989f6","entity_version":20151204,"occurred_at":"2015-12-04T00:00:00Z","source":"seattle_sdci",` +
+	`"data":{"canonical_address":"600 UNIVERSITY ST, SEATTLE, WA 98101","normalized_address":"600 UNIVERSITY ST","city":"SEATTLE","state":"WA","zipcode":"98101","lat":47.6,"lon":-122.3}}`
+
+// TestPermitSchemaAndDecoderAgree feeds broken permit and property events
+// to both validators, as TestSchemaAndDecoderAgree does for locations.
+func TestPermitSchemaAndDecoderAgree(t *testing.T) {
+	schemas := map[events.Type]*jsonschema.Schema{
+		events.PermitUpserted:   compileSchema(t, "permit.upserted.json"),
+		events.PropertyUpserted: compileSchema(t, "property.upserted.json"),
+	}
+	edit := func(base string, f func(env, data map[string]any)) string {
+		var env map[string]any
+		require.NoError(t, json.Unmarshal([]byte(base), &env))
+		data, _ := env["data"].(map[string]any)
+		f(env, data)
+		b, err := json.Marshal(env)
+		require.NoError(t, err)
+		return string(b)
+	}
+	permit := func(f func(env, data map[string]any)) string { return edit(validPermitEvent, f) }
+	property := func(f func(env, data map[string]any)) string { return edit(validPropertyEvent, f) }
+	tests := []struct {
+		name           string
+		event          string
+		schemaRejects  bool
+		decoderRejects bool
+	}{
+		{"valid permit", validPermitEvent, false, false},
+		{"valid property", validPropertyEvent, false, false},
+		{"permit with every optional field", permit(func(_, d map[string]any) {
+			d["work_type"], d["action_type"], d["status"] = "Addition/Alteration", "ADD/ALT", "Permit Closed"
+			d["application_date"], d["issue_date"], d["completion_date"], d["expiration_date"] = "2010-12-06", "2010-12-06", "2011-08-19", "2012-06-06"
+			d["description"], d["description_derived"], d["contractor"] = "x", true, "ACME"
+			d["valuation_note"], d["housing_units"], d["source_url"] = "placeholder_1", 3, "https://example.com/p/1"
+		}), false, false},
+		{"null valuation and coordinates", permit(func(_, d map[string]any) { d["valuation"], d["lat"], d["lon"] = nil, nil, nil }), false, false},
+		{"property without coordinates", property(func(_, d map[string]any) { d["lat"], d["lon"] = nil, nil }), false, false},
+		{"unknown permit field", permit(func(_, d map[string]any) { d["mup"] = "3011243" }), true, true},
+		{"unknown address field", permit(func(_, d map[string]any) { d["address"].(map[string]any)["county"] = "King" }), true, true},
+		{"valuation as string", permit(func(_, d map[string]any) { d["valuation"] = "149000" }), true, true},
+		{"housing units fractional", permit(func(_, d map[string]any) { d["housing_units"] = 1.5 }), true, true},
+		{"property lat as string", property(func(_, d map[string]any) { d["lat"] = "47.6" }), true, true},
+		// Documented in the schema, left to the producer by the decoder.
+		{"missing valuation", permit(func(_, d map[string]any) { delete(d, "valuation") }), true, false},
+		{"missing lat", permit(func(_, d map[string]any) { delete(d, "lat") }), true, false},
+		{"issue date not a date", permit(func(_, d map[string]any) { d["issue_date"] = "2024-13-40" }), true, false},
+		{"issue date US style", permit(func(_, d map[string]any) { d["issue_date"] = "12/6/10" }), true, false},
+		{"unknown zip_source", permit(func(_, d map[string]any) { d["address"].(map[string]any)["zip_source"] = "guess" }), true, false},
+		{"zip_confidence above 1", permit(func(_, d map[string]any) { d["address"].(map[string]any)["zip_confidence"] = 1.5 }), true, false},
+		{"malformed property_id", permit(func(_, d map[string]any) { d["property_id"] = "prop_XYZ" }), true, false},
+		{"property entity_id not a property id", property(func(e, _ map[string]any) { e["entity_id"] = "600 UNIVERSITY ST" }), true, false},
+		{"property zip ZIP+4", property(func(_, d map[string]any) { d["zipcode"] = "98101-1234" }), true, false},
+		{"property missing canonical_address", property(func(_, d map[string]any) { delete(d, "canonical_address") }), true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			typ := events.PermitUpserted
+			if strings.Contains(tc.event, `"type":"property.upserted"`) {
+				typ = events.PropertyUpserted
+			}
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.event))
+			require.NoError(t, err)
+			schemaErr := schemas[typ].Validate(inst)
+			require.Equal(t, tc.schemaRejects, schemaErr != nil, "schema: %v", schemaErr)
+
+			env, err := events.Decode([]byte(tc.event))
+			if err == nil {
+				switch env.Type {
+				case events.PermitUpserted:
+					var p events.Permit
+					err = events.DecodeData(env, &p)
+				case events.PropertyUpserted:
+					var p events.Property
+					err = events.DecodeData(env, &p)
+				}
+			}
+			require.Equal(t, tc.decoderRejects, err != nil, "decoder: %v", err)
+		})
+	}
+}

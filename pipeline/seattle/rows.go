@@ -1,0 +1,422 @@
+package seattle
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel/address"
+)
+
+// permitRow is one kept source row.
+type permitRow struct {
+	permit  events.Permit
+	version int64
+	street  string // normalised street line, "" without a property
+	recency string // issue date, else application date: what "most recent" means
+}
+
+// record reads the fields of one CSV row by column name.
+type record struct {
+	cols map[string]int
+	rec  []string
+}
+
+func (r record) get(col string) string {
+	return strings.TrimSpace(r.rec[r.cols[col]])
+}
+
+// rowFunc maps one row to a permit, or returns the reason it is bad.
+type rowFunc func(p *parser, r record) (permitRow, string)
+
+// parser holds what the row functions share while one file is read.
+type parser struct {
+	rep   *FileReport
+	zips  *zipIndex
+	check *ZipCheck
+}
+
+var (
+	commercialHeader = []string{
+		"Application/Permit Number", "Permit Type", "Address", "Category", "Action Type", "Work Type",
+		"Value", "Application Date", "Issue Date", "Final Date", "Expiration Date", "Status",
+		"Master Use Permit", "Latitude", "Longitude",
+	}
+	multifamilyHeader = []string{
+		"", "PermitNum", "PermitClass", "PermitClassMapped", "PermitTypeMapped", "PermitTypeDesc",
+		"Description", "HousingUnits", "HousingUnitsRemoved", "HousingUnitsAdded", "EstProjectCost",
+		"AppliedDate", "IssuedDate", "ExpiresDate", "CompletedDate", "StatusCurrent", "RelatedMup",
+		"OriginalAddress1", "OriginalCity", "OriginalState", "OriginalZip", "ContractorCompanyName",
+		"Link", "Latitude", "Longitude", "Location1", "TotalDaysPlanReview", "DaysInitialPlanReview",
+		"DaysPlanReviewCity", "DaysOutCorrections", "NumberReviewCycles", "InitialReviewCompleteDate",
+		"PlanReviewCompleteDate", "DaysIssuePermitCity", "ReadyToIssueDate", "Zoning", "DwellingUnitType",
+		"StandardPlan", "DependentBuilding", "ParentPermitNum", "HousingCategory", "AppliedYear",
+		"IssuedYear", "CompletedYear",
+	}
+)
+
+func headerOf(spec fileSpec) []string {
+	if spec.source == SourceCommercial {
+		return commercialHeader
+	}
+	return multifamilyHeader
+}
+
+func rowOf(spec fileSpec) rowFunc {
+	if spec.source == SourceCommercial {
+		return commercialRow
+	}
+	return multifamilyRow
+}
+
+// readFile reads one export; a wrong header or an unreadable file is an
+// error, a bad row is counted.
+func readFile(ctx context.Context, open func(string) (io.ReadCloser, error), spec fileSpec, zips *zipIndex, check *ZipCheck) (FileReport, []permitRow, error) {
+	rep := FileReport{File: spec.name, Source: spec.source, Version: spec.version, Bad: []Bad{}, Notes: map[string]int{}}
+	rc, err := open(spec.name)
+	if err != nil {
+		return rep, nil, fmt.Errorf("seattle: open %s: %w", spec.name, err)
+	}
+	defer rc.Close()
+	cr := csv.NewReader(rc)
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if err != nil {
+		return rep, nil, fmt.Errorf("seattle: read %s header: %w", spec.name, err)
+	}
+	if want := headerOf(spec); !slices.Equal(header, want) {
+		return rep, nil, fmt.Errorf("seattle: %s: unexpected header %q", spec.name, header)
+	}
+	cols := make(map[string]int, len(header))
+	for i, h := range header {
+		cols[h] = i
+	}
+	p := &parser{rep: &rep, zips: zips, check: check}
+	row := rowOf(spec)
+	seen := map[string]bool{}
+	var out []permitRow
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			rep.Rows++
+			rep.bad("malformed_row", pe.StartLine)
+			continue
+		}
+		if err != nil {
+			return rep, nil, fmt.Errorf("seattle: read %s: %w", spec.name, err)
+		}
+		rep.Rows++
+		line, _ := cr.FieldPos(0)
+		if rep.Rows%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return rep, nil, err
+			}
+		}
+		if len(rec) != len(header) {
+			rep.bad("malformed_row", line)
+			continue
+		}
+		r, reason := row(p, record{cols: cols, rec: rec})
+		if reason == "" && seen[r.permit.PermitNumber] {
+			reason = "duplicate_permit_number"
+		}
+		if reason != "" {
+			rep.bad(reason, line)
+			continue
+		}
+		seen[r.permit.PermitNumber] = true
+		r.version = spec.version
+		r.permit.Source = spec.source
+		out = append(out, r)
+	}
+	return rep, out, nil
+}
+
+func commercialRow(p *parser, r record) (permitRow, string) {
+	var row permitRow
+	pm := &row.permit
+	if pm.PermitNumber = r.get("Application/Permit Number"); pm.PermitNumber == "" {
+		return row, "missing_permit_number"
+	}
+	var ok bool
+	dates := []struct {
+		col, reason string
+		dst         *string
+	}{
+		{"Application Date", "bad_application_date", &pm.ApplicationDate},
+		{"Issue Date", "bad_issue_date", &pm.IssueDate},
+		{"Final Date", "bad_final_date", &pm.CompletionDate},
+		{"Expiration Date", "bad_expiration_date", &pm.ExpirationDate},
+	}
+	for _, d := range dates {
+		if *d.dst, ok = parseDate(r.get(d.col), "1/2/06"); !ok {
+			return row, d.reason
+		}
+	}
+	var note string
+	if pm.Valuation, note, ok = parseValuation(r.get("Value")); !ok {
+		return row, "bad_value"
+	}
+	if pm.Lat, pm.Lon, ok = parseCoordinates(r.get("Latitude"), r.get("Longitude")); !ok {
+		return row, "bad_coordinates"
+	}
+	pm.PermitType = r.get("Permit Type")
+	pm.ActionType = r.get("Action Type")
+	pm.WorkType = commercialWork(pm.ActionType, pm.PermitType)
+	pm.Status = r.get("Status")
+	pm.Description = commercialDescription(pm.PermitType, pm.WorkType, r.get("Work Type"))
+	pm.DescriptionDerived = true
+	p.finish(&row, r.get("Address"), "", note)
+	return row, ""
+}
+
+func multifamilyRow(p *parser, r record) (permitRow, string) {
+	var row permitRow
+	pm := &row.permit
+	if pm.PermitNumber = r.get("PermitNum"); pm.PermitNumber == "" {
+		return row, "missing_permit_number"
+	}
+	var ok bool
+	dates := []struct {
+		col, reason string
+		dst         *string
+	}{
+		{"AppliedDate", "bad_application_date", &pm.ApplicationDate},
+		{"IssuedDate", "bad_issue_date", &pm.IssueDate},
+		{"CompletedDate", "bad_completed_date", &pm.CompletionDate},
+		{"ExpiresDate", "bad_expiration_date", &pm.ExpirationDate},
+	}
+	for _, d := range dates {
+		if *d.dst, ok = parseDate(r.get(d.col), time.DateOnly); !ok {
+			return row, d.reason
+		}
+	}
+	var note string
+	if pm.Valuation, note, ok = parseValuation(r.get("EstProjectCost")); !ok {
+		return row, "bad_value"
+	}
+	if pm.Lat, pm.Lon, ok = parseCoordinates(r.get("Latitude"), r.get("Longitude")); !ok {
+		return row, "bad_coordinates"
+	}
+	if units := r.get("HousingUnits"); units != "" {
+		n, err := strconv.Atoi(units)
+		if err != nil || n < 0 {
+			return row, "bad_housing_units"
+		}
+		pm.HousingUnits = &n
+	}
+	pm.PermitType = r.get("PermitTypeMapped")
+	pm.ActionType = r.get("PermitTypeDesc")
+	if pm.ActionType == "NONE" {
+		pm.ActionType = ""
+	}
+	pm.WorkType = multifamilyWork(pm.ActionType)
+	pm.Status = r.get("StatusCurrent")
+	pm.Description = r.get("Description")
+	pm.Contractor = r.get("ContractorCompanyName")
+	pm.SourceURL = r.get("Link")
+
+	switch city := address.NormalizeCity(r.get("OriginalCity")); {
+	case city == "":
+		p.rep.note("city_missing_assumed_seattle")
+	case city != City:
+		p.rep.note("city_corrected_to_seattle")
+	}
+	switch state := address.NormalizeState(r.get("OriginalState")); {
+	case state == "":
+		p.rep.note("state_missing_assumed_wa")
+	case state != State:
+		p.rep.note("state_corrected_to_wa")
+	}
+	p.finish(&row, r.get("OriginalAddress1"), r.get("OriginalZip"), note)
+	return row, ""
+}
+
+// finish sets what both files derive alike: address, ZIP, property and
+// the valuation note.
+func (p *parser) finish(row *permitRow, line, sourceZip, valuationNote string) {
+	pm := &row.permit
+	if valuationNote != "" {
+		pm.ValuationNote = valuationNote
+		p.rep.note("valuation_" + valuationNote)
+	}
+	pm.Address = events.PermitAddress{Line: strings.Join(strings.Fields(line), " "), City: City, State: State}
+
+	zip, valid := sourceZIP(sourceZip)
+	if sourceZip != "" && !valid {
+		p.rep.note("zip_invalid_in_source")
+	}
+	switch {
+	case valid:
+		pm.Address.Zipcode, pm.Address.ZipSource, pm.Address.ZipConfidence = zip, "source", 1
+		if pm.Lat != nil {
+			near, _, _ := p.zips.nearest(*pm.Lat, *pm.Lon)
+			p.check.Compared++
+			if near == zip {
+				p.check.Agreed++
+			}
+		}
+	case pm.Lat != nil:
+		near, _, conf := p.zips.nearest(*pm.Lat, *pm.Lon)
+		pm.Address.Zipcode, pm.Address.ZipSource, pm.Address.ZipConfidence = near, "nearest_zip", conf
+		p.rep.note("zip_nearest")
+	default:
+		p.rep.note("zip_unknown")
+	}
+	if pm.Lat == nil {
+		p.rep.note("no_coordinates")
+	}
+
+	if pm.Address.Line == "" {
+		p.rep.note("no_address")
+	}
+	parsed := address.Normalize(pm.Address.Line)
+	if pm.PropertyID = address.PropertyID(parsed, City, State); pm.PropertyID != "" {
+		row.street = parsed.Street()
+	} else if pm.Address.Line != "" {
+		p.rep.note("address_not_addressable")
+	}
+	row.recency = pm.IssueDate
+	if row.recency == "" {
+		row.recency = pm.ApplicationDate
+	}
+}
+
+// sourceZIP reads a source ZIP ("98102", "98102.0", "98102-1234").
+func sourceZIP(s string) (string, bool) {
+	s = strings.TrimSuffix(s, ".0")
+	if len(s) == 10 && s[5] == '-' {
+		s = s[:5]
+	}
+	if len(s) != 5 {
+		return "", false
+	}
+	for i := 0; i < 5; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// parseDate returns s in layout as YYYY-MM-DD; "" stays "".
+func parseDate(s, layout string) (string, bool) {
+	if s == "" {
+		return "", true
+	}
+	t, err := time.Parse(layout, s)
+	if err != nil {
+		return "", false
+	}
+	return t.Format(time.DateOnly), true
+}
+
+// parseValuation reads a USD amount with optional thousands separators.
+// An empty value, 0 and the placeholder 1 are unknown (nil) with a note.
+func parseValuation(s string) (*float64, string, bool) {
+	if s == "" {
+		return nil, "missing", true
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return nil, "", false
+	}
+	switch v {
+	case 0:
+		return nil, "placeholder_0", true
+	case 1:
+		return nil, "placeholder_1", true
+	}
+	return &v, "", true
+}
+
+// parseCoordinates reads lat/lon; both empty is no location, anything
+// else must be a valid pair.
+func parseCoordinates(lat, lon string) (*float64, *float64, bool) {
+	if lat == "" && lon == "" {
+		return nil, nil, true
+	}
+	la, err1 := strconv.ParseFloat(lat, 64)
+	lo, err2 := strconv.ParseFloat(lon, 64)
+	if err1 != nil || err2 != nil || la < -90 || la > 90 || lo < -180 || lo > 180 || (la == 0 && lo == 0) {
+		return nil, nil, false
+	}
+	return &la, &lo, true
+}
+
+// commercialWork maps the commercial Action Type (and, when it is empty,
+// the Permit Type) to a work type.
+func commercialWork(action, permitType string) string {
+	switch action {
+	case "NEW":
+		return WorkNewConstruction
+	case "ADD/ALT", "ALTER":
+		return WorkAdditionAlter
+	case "DEMOLITION":
+		return WorkDemolition
+	case "GRADING":
+		return WorkGrading
+	case "TEMP":
+		return WorkTemporary
+	case "NO CONSTRUCTION":
+		return WorkNoConstruction
+	case "CURB CUT":
+		return WorkCurbCut
+	case "RELOCATION":
+		return WorkRelocation
+	case "":
+		if permitType == "Demolition" {
+			return WorkDemolition
+		}
+	}
+	return ""
+}
+
+// multifamilyWork maps the multifamily PermitTypeDesc to a work type.
+func multifamilyWork(action string) string {
+	switch action {
+	case "New":
+		return WorkNewConstruction
+	case "Addition/Alteration":
+		return WorkAdditionAlter
+	case "Change of Use Only - No Construction":
+		return WorkNoConstruction
+	case "Temporary":
+		return WorkTemporary
+	case "Demolition":
+		return WorkDemolition
+	}
+	return ""
+}
+
+// commercialDescription builds the description a commercial row lacks
+// from its permit type, work type and review track:
+// "Commercial construction: addition/alteration (plan review)".
+func commercialDescription(permitType, work, review string) string {
+	var b strings.Builder
+	b.WriteString("Commercial")
+	if permitType != "" {
+		b.WriteString(" " + strings.ToLower(permitType))
+	} else {
+		b.WriteString(" permit")
+	}
+	if work != "" && !strings.EqualFold(work, permitType) {
+		b.WriteString(": " + strings.ToLower(work))
+	}
+	if review != "" {
+		b.WriteString(" (" + strings.ToLower(review) + ")")
+	}
+	return b.String()
+}
