@@ -2,43 +2,175 @@ package memory
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/permitd/permitd/readmodel"
 )
 
+// Permits live in s.permits as immutable *cpermit (one per version) and
+// in two indexes kept in step on every put and delete from the previous
+// and new documents the table returns:
+//
+//   - s.pi.geoIdx: per geo_id symbol, a B-tree of the permits linked to it
+//     (every link except the permit's own property link);
+//   - s.props: per property, the sorted permits whose PropertyID it is.
+//
+// A location's permit_count is the size of its set and its
+// latest_permit_date the first item's issue date, so both are exact after
+// any sequence of adds, changes (links may move), deletes and replays.
+
 // putPermit stores a permit (write lock held); true when it took.
 func (s *Store) putPermit(p readmodel.Permit) bool {
-	_, _, ok := s.permits.put(p.PermitID, p.Version, p)
-	return ok
+	c := s.compactPermit(p)
+	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
+	if !ok {
+		return false
+	}
+	if hadPrev {
+		c.id = prev.id // share the table key's bytes
+		s.unindexPermit(prev)
+	}
+	s.indexPermit(c)
+	return true
 }
 
 func (s *Store) delPermit(id string, version int64) bool {
-	_, _, ok := s.permits.del(id, version)
+	prev, hadPrev, ok := s.permits.del(id, version)
+	if hadPrev {
+		s.unindexPermit(prev)
+	}
 	return ok
 }
 
-// putProperty stores a property (write lock held); true when it took.
-func (s *Store) putProperty(p readmodel.Property) bool {
-	_, _, ok := s.properties.put(p.PropertyID, p.Version, p)
-	return ok
+func (s *Store) indexPermit(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		t, ok := s.pi.geoIdx[l.geo]
+		if !ok {
+			t = newTreeSet()
+			s.pi.geoIdx[l.geo] = t
+		}
+		t.t.Set(c)
+	}
+	if c.prop.kind != 0 {
+		e := s.props.entry(c.prop, true)
+		e.permits = insertSorted(e.permits, c)
+	}
 }
 
-func (s *Store) delProperty(id string, version int64) bool {
-	_, _, ok := s.properties.del(id, version)
-	return ok
+func (s *Store) unindexPermit(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		if t, ok := s.pi.geoIdx[l.geo]; ok {
+			t.t.Delete(c)
+			if t.size() == 0 {
+				delete(s.pi.geoIdx, l.geo)
+			}
+		}
+	}
+	if c.prop.kind != 0 {
+		if e := s.props.entry(c.prop, false); e != nil {
+			e.permits = removeSorted(e.permits, c)
+			s.props.gc(e)
+		}
+	}
 }
 
-// SearchPermits implements readmodel.Reader.
+// geoPermits returns the permit set of a location's geo_id (read lock
+// held); nil when no permit is linked to it.
+func (s *Store) geoPermits(geoID string) (permitSet, uint32) {
+	sym, ok := s.pi.syms.lookup(geoID)
+	if !ok {
+		return nil, 0
+	}
+	t, ok := s.pi.geoIdx[sym]
+	if !ok {
+		return nil, sym
+	}
+	return t, sym
+}
+
+// SearchPermits implements readmodel.Reader. A property_id is a geo_id of
+// the property scope: its permits, matched by their property link.
 func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	return readmodel.PermitPage{}, readmodel.ErrUnsupported
-}
-
-// SearchProperties implements readmodel.Reader.
-func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
-	return nil, readmodel.ErrUnsupported
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var set permitSet
+	var geo uint32
+	if ref, ok := propRefIfKey(q.GeoID); ok {
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		set, geo = sliceSet(e.permits), selfProperty
+	} else {
+		if _, ok := s.locations.get(q.GeoID); !ok {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		set, geo = s.geoPermits(q.GeoID)
+		if set == nil {
+			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+		}
+	}
+	sp := newPageSpec(q.Desc, q.FromDate, q.ToDate, q.Limit+1)
+	if q.After != nil {
+		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
+	}
+	items := page(set, sp)
+	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
+	for i, c := range items {
+		if i == q.Limit {
+			last := items[i-1]
+			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id}
+			break
+		}
+		m, ok := s.link(c, geo)
+		if !ok { // a permit of the property without a property link
+			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+		}
+		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: s.expandPermit(c), Match: m})
+	}
+	return out, nil
 }
 
 // PropertyPermits implements readmodel.Reader.
 func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	return readmodel.PropertyPermitPage{}, readmodel.ErrUnsupported
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	ref, ok := propRefIfKey(q.PropertyID)
+	if !ok {
+		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.props.entry(ref, false)
+	if e == nil || e.state != propLive {
+		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
+	}
+	sp := newPageSpec(true, "", "", q.Limit+1)
+	if q.After != nil {
+		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
+	}
+	items := page(sliceSet(e.permits), sp)
+	out := readmodel.PropertyPermitPage{Total: int64(len(e.permits)), Permits: make([]readmodel.Permit, 0, min(len(items), q.Limit))}
+	for i, c := range items {
+		if i == q.Limit {
+			last := items[i-1]
+			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id}
+			break
+		}
+		out.Permits = append(out.Permits, s.expandPermit(c))
+	}
+	return out, nil
 }

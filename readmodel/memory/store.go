@@ -31,11 +31,13 @@ type Store struct {
 	mu sync.RWMutex
 
 	locations  *table[readmodel.Location]
-	permits    *table[readmodel.Permit]
-	properties *table[readmodel.Property]
+	permits    *table[*cpermit]
+	props      *propertyTable // properties with their permits and address indexes
 	geoSignals *table[readmodel.GeoSignal]
 	leads      *table[readmodel.Lead]
 	catalog    *table[readmodel.CatalogEntry]
+
+	pi permitIndexes // permits.go
 
 	resolver Resolver
 }
@@ -56,8 +58,9 @@ var (
 func New(opts Options) *Store {
 	return &Store{
 		locations:  newTable[readmodel.Location](),
-		permits:    newTable[readmodel.Permit](),
-		properties: newTable[readmodel.Property](),
+		permits:    newTable[*cpermit](),
+		props:      newPropertyTable(),
+		pi:         newPermitIndexes(),
 		geoSignals: newTable[readmodel.GeoSignal](),
 		leads:      newTable[readmodel.Lead](),
 		catalog:    newTable[readmodel.CatalogEntry](),
@@ -91,10 +94,10 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 		count(ok)
 	}
 	for _, p := range b.Permits {
-		count(s.putPermit(p.Clone()))
+		count(s.putPermit(p))
 	}
 	for _, p := range b.Properties {
-		count(s.putProperty(p.Clone()))
+		count(s.putProperty(p))
 	}
 	for _, g := range b.GeoSignals {
 		count(s.putGeoSignal(g.Clone()))
@@ -137,20 +140,38 @@ func (s *Store) delete(d readmodel.Delete) (bool, error) {
 	return false, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
 }
 
-// Location implements readmodel.Reader.
+// Location implements readmodel.Reader. PermitCount and LatestPermitDate
+// are read from the permit index of the geo_id. A property_id is a geo_id
+// of the property scope: its location is the property (canonical address,
+// lat/lon, hierarchy from its links, its permits).
 func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if ref, ok := propRefIfKey(geoID); ok {
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return readmodel.Location{}, readmodel.ErrNotFound
+		}
+		return s.propertyLocation(e), nil
+	}
 	l, ok := s.locations.get(geoID)
 	if !ok {
 		return readmodel.Location{}, readmodel.ErrNotFound
 	}
-	return l.Clone(), nil
+	l = l.Clone()
+	if set, _ := s.geoPermits(geoID); set != nil {
+		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
+	}
+	return l, nil
 }
 
-// ResolveCandidates implements readmodel.Reader.
+// ResolveCandidates implements readmodel.Reader. Address-like text (a
+// leading house number) also matches properties (geo_type property, geo_id
+// the property_id, match_method address; see SearchProperties), ranked
+// with the resolver's candidates by score. The property scope needs no
+// resolver; the other scopes do.
 func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
-	if s.resolver == nil {
+	if s.resolver == nil && q.GeoType != readmodel.GeoProperty {
 		return nil, readmodel.ErrUnsupported
 	}
 	if q.Limit < 1 || q.Limit > 20 {
@@ -158,7 +179,17 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.resolver.Search(q), nil
+	var out []readmodel.Candidate
+	if q.GeoType == "" || q.GeoType == readmodel.GeoProperty {
+		out = s.propertyCandidates(q)
+	}
+	if q.GeoType == readmodel.GeoProperty {
+		return out, nil
+	}
+	if len(out) == 0 {
+		return s.resolver.Search(q), nil
+	}
+	return mergeCandidates(out, s.resolver.Search(q), q.Limit), nil
 }
 
 // Health implements readmodel.Reader.
@@ -174,7 +205,7 @@ func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
 	return map[readmodel.Kind]int64{
 		readmodel.KindLocation:  int64(s.locations.live),
 		readmodel.KindPermit:    int64(s.permits.live),
-		readmodel.KindProperty:  int64(s.properties.live),
+		readmodel.KindProperty:  int64(s.props.live),
 		readmodel.KindGeoSignal: int64(s.geoSignals.live),
 		readmodel.KindLead:      int64(s.leads.live),
 		readmodel.KindCatalog:   int64(s.catalog.live),
@@ -193,7 +224,7 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 	}
 	eachVersion(s.locations, add(readmodel.KindLocation))
 	eachVersion(s.permits, add(readmodel.KindPermit))
-	eachVersion(s.properties, add(readmodel.KindProperty))
+	s.props.each(func(e *propEntry) { add(readmodel.KindProperty)(s.propString(e.ref), e.version) })
 	eachVersion(s.geoSignals, add(readmodel.KindGeoSignal))
 	eachVersion(s.leads, add(readmodel.KindLead))
 	eachVersion(s.catalog, add(readmodel.KindCatalog))

@@ -1,0 +1,141 @@
+package memory
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// symbols interns repeated strings (permit types, statuses, sources,
+// cities, geo_ids, link methods) as uint32 handles, so a million permits
+// hold a handful of copies of "Issued". Handle 0 is "". Symbols are never
+// freed: their number is bounded by the vocabulary, not by the documents.
+// Guarded by the Store's lock.
+type symbols struct {
+	ids  map[string]uint32
+	strs []string
+}
+
+func newSymbols() *symbols {
+	return &symbols{ids: map[string]uint32{"": 0}, strs: []string{""}}
+}
+
+// id interns s (write lock held).
+func (t *symbols) id(s string) uint32 {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	s = strings.Clone(s) // do not pin the caller's buffer
+	id := uint32(len(t.strs))
+	t.strs = append(t.strs, s)
+	t.ids[s] = id
+	return id
+}
+
+// lookup returns the handle of s without interning it.
+func (t *symbols) lookup(s string) (uint32, bool) {
+	id, ok := t.ids[s]
+	return id, ok
+}
+
+func (t *symbols) str(id uint32) string { return t.strs[id] }
+
+// clink is a geo link in compact form.
+type clink struct {
+	geo    uint32 // symbol of the geo_id; selfProperty for the permit's own property
+	conf   uint32 // confidence in millionths
+	method uint32 // symbol
+	typ    uint32 // symbol of the geo type
+}
+
+// selfProperty marks a link to the document's own PropertyID, so that the
+// link sets of permits of different properties can be shared.
+const selfProperty = ^uint32(0)
+
+// linkSets interns whole link lists: every permit of one ZIP with the same
+// ZIP source shares one list. Handle 0 is the empty list.
+type linkSets struct {
+	ids  map[string]uint32
+	sets [][]clink
+}
+
+func newLinkSets() *linkSets {
+	return &linkSets{ids: map[string]uint32{"": 0}, sets: [][]clink{nil}}
+}
+
+// id interns links of a document whose property is prop (write lock held).
+func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) uint32 {
+	if len(links) == 0 {
+		return 0
+	}
+	cl := make([]clink, len(links))
+	var key strings.Builder
+	for i, l := range links {
+		g := selfProperty
+		if l.GeoType != readmodel.GeoProperty || l.GeoID != prop || prop == "" {
+			g = syms.id(l.GeoID)
+		}
+		cl[i] = clink{geo: g, conf: toMillionths(l.Confidence), method: syms.id(l.Method), typ: syms.id(string(l.GeoType))}
+		key.WriteString(strconv.FormatUint(uint64(g), 36))
+		key.WriteByte(',')
+		key.WriteString(strconv.FormatUint(uint64(cl[i].conf), 36))
+		key.WriteByte(',')
+		key.WriteString(strconv.FormatUint(uint64(cl[i].method), 36))
+		key.WriteByte(',')
+		key.WriteString(strconv.FormatUint(uint64(cl[i].typ), 36))
+		key.WriteByte(';')
+	}
+	k := key.String()
+	if id, ok := ls.ids[k]; ok {
+		return id
+	}
+	id := uint32(len(ls.sets))
+	ls.sets = append(ls.sets, cl)
+	ls.ids[k] = id
+	return id
+}
+
+func (ls *linkSets) get(id uint32) []clink { return ls.sets[id] }
+
+// expand rebuilds the links of a document whose property is prop.
+func (ls *linkSets) expand(syms *symbols, id uint32, prop string) []readmodel.GeoLink {
+	cl := ls.sets[id]
+	if len(cl) == 0 {
+		return nil
+	}
+	out := make([]readmodel.GeoLink, len(cl))
+	for i, c := range cl {
+		g := prop
+		if c.geo != selfProperty {
+			g = syms.str(c.geo)
+		}
+		out[i] = readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoType(syms.str(c.typ)), Confidence: fromMillionths(c.conf), Method: syms.str(c.method)}
+	}
+	return out
+}
+
+func toMillionths(f float64) uint32 {
+	switch {
+	case !(f > 0): // also NaN
+		return 0
+	case f >= 1:
+		return 1e6
+	}
+	return uint32(f*1e6 + 0.5)
+}
+
+func fromMillionths(u uint32) float64 { return float64(u) / 1e6 }
+
+// permitIndexes are the Store's permit and property indexes beyond the
+// tables: interned strings and link sets shared by permits and properties,
+// and the permits linked to each geo_id (permits.go).
+type permitIndexes struct {
+	syms   *symbols
+	links  *linkSets
+	geoIdx map[uint32]treeSet
+}
+
+func newPermitIndexes() permitIndexes {
+	return permitIndexes{syms: newSymbols(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}}
+}

@@ -1,0 +1,216 @@
+package memory
+
+import (
+	"math"
+	"sort"
+
+	"github.com/tidwall/btree"
+)
+
+// Permit indexes. Every set of permits (those linked to one geo_id, those
+// of one property) is ordered by (ik, permit_id): issue date descending,
+// permit_id ascending, undated last. That is the default (desc) order of
+// permit pages, read with one seek and a scan. The asc order (issue date
+// ascending, permit_id ascending within a day, undated last) is read day
+// by day: one seek finds the next day, one scans it. A page of 25 costs
+// O(log n + 25) in desc and O(d log n + 25) in asc, d being the number of
+// distinct days on the page (at most 26).
+
+func permitLess(a, b *cpermit) bool {
+	if a.ik != b.ik {
+		return a.ik < b.ik
+	}
+	return a.id < b.id
+}
+
+// permitSet is an ordered set of permits.
+type permitSet interface {
+	// ascend calls fn for the items >= pivot in order until fn returns false.
+	ascend(pivot *cpermit, fn func(*cpermit) bool)
+	// descend calls fn for the items <= pivot in reverse order until fn
+	// returns false.
+	descend(pivot *cpermit, fn func(*cpermit) bool)
+	size() int
+	first() (*cpermit, bool)
+}
+
+// treeSet holds the permits of one geo_id.
+type treeSet struct{ t *btree.BTreeG[*cpermit] }
+
+func newTreeSet() treeSet {
+	return treeSet{btree.NewBTreeGOptions(permitLess, btree.Options{NoLocks: true, Degree: 64})}
+}
+
+func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool)  { s.t.Ascend(p, fn) }
+func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) { s.t.Descend(p, fn) }
+func (s treeSet) size() int                                  { return s.t.Len() }
+func (s treeSet) first() (*cpermit, bool)                    { return s.t.Min() }
+
+// sliceSet holds the few permits of one property, sorted.
+type sliceSet []*cpermit
+
+func (s sliceSet) ascend(p *cpermit, fn func(*cpermit) bool) {
+	for i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], p) }); i < len(s); i++ {
+		if !fn(s[i]) {
+			return
+		}
+	}
+}
+
+func (s sliceSet) descend(p *cpermit, fn func(*cpermit) bool) {
+	for i := sort.Search(len(s), func(i int) bool { return permitLess(p, s[i]) }) - 1; i >= 0; i-- {
+		if !fn(s[i]) {
+			return
+		}
+	}
+}
+
+func (s sliceSet) size() int { return len(s) }
+
+func (s sliceSet) first() (*cpermit, bool) {
+	if len(s) == 0 {
+		return nil, false
+	}
+	return s[0], true
+}
+
+// insertSorted adds c to a sorted slice, replacing an equal key.
+func insertSorted(s []*cpermit, c *cpermit) []*cpermit {
+	i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], c) })
+	if i < len(s) && !permitLess(c, s[i]) {
+		s[i] = c
+		return s
+	}
+	s = append(s, nil)
+	copy(s[i+1:], s[i:])
+	s[i] = c
+	return s
+}
+
+// removeSorted removes the item with c's key.
+func removeSorted(s []*cpermit, c *cpermit) []*cpermit {
+	i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], c) })
+	if i < len(s) && !permitLess(c, s[i]) {
+		copy(s[i:], s[i+1:])
+		s[len(s)-1] = nil
+		s = s[:len(s)-1]
+		if len(s) == 0 {
+			return nil
+		}
+	}
+	return s
+}
+
+// latest is the issue date of the newest dated permit of a set, "" when
+// none is dated.
+func latest(s permitSet) string {
+	c, ok := s.first()
+	if !ok {
+		return ""
+	}
+	return issueOf(c.ik)
+}
+
+// pageSpec is a permit page request in index terms.
+type pageSpec struct {
+	desc    bool
+	lo, hi  int32 // inclusive ik bounds of dated permits (hi = -from, lo = -to)
+	undated bool  // undated permits are included (no date bound given)
+	after   *cpermit
+	n       int // items wanted (limit + 1 to see whether more follow)
+}
+
+func newPageSpec(desc bool, fromDate, toDate string, n int) pageSpec {
+	sp := pageSpec{desc: desc, lo: math.MinInt32, hi: undated - 1, undated: true, n: n}
+	if fromDate != "" {
+		sp.hi, sp.undated = -parseDay(fromDate), false
+	}
+	if toDate != "" {
+		sp.lo, sp.undated = -parseDay(toDate), false
+	}
+	return sp
+}
+
+// page returns up to sp.n permits of set in the requested order, strictly
+// after sp.after.
+func page(set permitSet, sp pageSpec) []*cpermit {
+	out := make([]*cpermit, 0, sp.n)
+	if sp.n <= 0 || sp.lo > sp.hi {
+		return out
+	}
+	if sp.desc {
+		start := &cpermit{ik: sp.lo}
+		if sp.after != nil {
+			start = sp.after
+		}
+		set.ascend(start, func(c *cpermit) bool {
+			if sp.after != nil && c.ik == sp.after.ik && c.id == sp.after.id {
+				return true
+			}
+			if c.ik > sp.hi && !(c.ik == undated && sp.undated) {
+				return false
+			}
+			out = append(out, c)
+			return len(out) < sp.n
+		})
+		return out
+	}
+	afterUndated := sp.after != nil && sp.after.ik == undated
+	if !afterUndated {
+		g := sp.hi
+		if sp.after != nil {
+			g = sp.after.ik
+		}
+		for len(out) < sp.n {
+			// The next day: the largest ik <= g.
+			var day int32
+			found := false
+			set.descend(&cpermit{ik: g + 1}, func(c *cpermit) bool {
+				if c.ik <= g {
+					day, found = c.ik, true
+					return false
+				}
+				return true
+			})
+			if !found || day < sp.lo {
+				break
+			}
+			pivot := &cpermit{ik: day}
+			skip := sp.after != nil && day == sp.after.ik
+			if skip {
+				pivot = sp.after
+			}
+			set.ascend(pivot, func(c *cpermit) bool {
+				if c.ik != day {
+					return false
+				}
+				if skip && c.id == sp.after.id {
+					return true
+				}
+				out = append(out, c)
+				return len(out) < sp.n
+			})
+			if day == math.MinInt32 {
+				break
+			}
+			g = day - 1
+		}
+	}
+	if sp.undated && len(out) < sp.n {
+		pivot := &cpermit{ik: undated}
+		if afterUndated {
+			pivot = sp.after
+		}
+		set.ascend(pivot, func(c *cpermit) bool {
+			if c.ik != undated {
+				return false
+			}
+			if afterUndated && c.id == sp.after.id {
+				return true
+			}
+			out = append(out, c)
+			return len(out) < sp.n
+		})
+	}
+	return out
+}
