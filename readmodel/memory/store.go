@@ -37,7 +37,8 @@ type Store struct {
 	leads      *table[readmodel.Lead]
 	catalog    *table[readmodel.CatalogEntry]
 
-	pi permitIndexes // permits.go
+	signals signalIndexes // signals.go
+	pi      permitIndexes // permits.go
 
 	resolver Resolver
 }

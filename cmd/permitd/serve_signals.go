@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/pipeline/signals"
+)
+
+// signalDataParams configure the signal part of the embedded data.
+type signalDataParams struct {
+	// AsOf is the service clock at start: leads dated after it wait, geo
+	// windows end at it.
+	AsOf time.Time
+	// Demo, when set, yields recent permit events (pipeline/gen with Now =
+	// AsOf) that run after the bundled producers, so fresh leads exist
+	// whatever the age of the real data. DemoInfo describes it for
+	// readiness.
+	Demo     indexer.Producer
+	DemoInfo string
+}
+
+// withSignals adds the reference signal pipeline to the embedded data.
+//
+// Every event of producers (and of p.Demo, run after them) passes through
+// unchanged while the pipeline reads it; each permit's leads follow the
+// permit in the same producer, so they are projected after the locations
+// the earlier producers wrote. A last producer emits the catalog (every
+// state seen, and WA) and the geo signal rows. The check reports, under
+// "signals" in /v1/health/ready, the as-of date, the demo data and what was
+// emitted; it is always OK (the indexer check says when data is caught up).
+func withSignals(p signalDataParams, producers []indexer.Producer) ([]indexer.Producer, api.ReadinessCheck, error) {
+	t := &signalTee{asOf: p.AsOf.UTC(), demoInfo: p.DemoInfo}
+	pl, err := signals.New(signals.Params{AsOf: t.asOf}, t.forward)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.pl = pl
+	if p.Demo != nil {
+		producers = append(producers[:len(producers):len(producers)], p.Demo)
+	}
+	out := make([]indexer.Producer, 0, len(producers)+1)
+	for _, prod := range producers {
+		out = append(out, t.tee(prod))
+	}
+	out = append(out, t.finish)
+	return out, t.check, nil
+}
+
+// signalTee runs the pipeline inside the feed. Producers run one after
+// another on the feed's goroutine; mu only guards the report for
+// readiness.
+type signalTee struct {
+	asOf     time.Time
+	demoInfo string
+	pl       *signals.Pipeline
+	emit     func(topic string, key, value []byte) error // the running producer's
+
+	mu   sync.Mutex
+	rep  signals.Report
+	done bool
+}
+
+func (t *signalTee) forward(env events.Envelope) error {
+	return emitEnvelope(t.emit, env)
+}
+
+func emitEnvelope(emit func(topic string, key, value []byte) error, env events.Envelope) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	// The embedded feed uses the topic only to label dead letters.
+	return emit(env.Type.Family(), []byte(env.EntityID), b)
+}
+
+func (t *signalTee) tee(prod indexer.Producer) indexer.Producer {
+	return func(ctx context.Context, emit func(topic string, key, value []byte) error) error {
+		t.emit = emit
+		return prod(ctx, func(topic string, key, value []byte) error {
+			if err := emit(topic, key, value); err != nil {
+				return err
+			}
+			env, err := events.Decode(value)
+			if err != nil {
+				return nil // the indexer dead-letters it; the pipeline has nothing to read
+			}
+			if err := t.pl.Add(env); err != nil {
+				return fmt.Errorf("signals: %s %s: %w", env.Type, env.EntityID, err)
+			}
+			return nil
+		})
+	}
+}
+
+func (t *signalTee) finish(ctx context.Context, emit func(topic string, key, value []byte) error) error {
+	t.emit = emit
+	rep, err := t.pl.Finish(ctx)
+	t.mu.Lock()
+	t.rep, t.done = rep, err == nil
+	t.mu.Unlock()
+	return err
+}
+
+func (t *signalTee) check(context.Context) api.Check {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := map[string]any{
+		"pipeline":        signals.Source + " " + signals.SignalVersion,
+		"as_of":           t.asOf.Format(time.DateOnly),
+		"computed":        t.done,
+		"demo_data":       t.demoInfo,
+		"leads":           t.rep.Leads,
+		"geo_signals":     t.rep.GeoSignals,
+		"catalog_entries": t.rep.CatalogEntries,
+	}
+	if t.demoInfo == "" {
+		d["demo_data"] = "none"
+	}
+	return api.Check{Name: "signals", OK: true, Detail: d}
+}

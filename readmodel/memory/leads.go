@@ -1,0 +1,619 @@
+package memory
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tidwall/btree"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Lead indexes. Every lead is anchored to a handful of geographies
+// (jurisdiction, city, zip, county, state). For each anchor and signal key
+// the store keeps
+//
+//   - two B-trees of the (immutable) lead records, one in event-date order
+//     and one in confidence order, so a page is a descent plus a short walk
+//     from the cursor, merged across the requested keys;
+//   - exact per-day aggregates (count, confidence buckets, sparseCounts counts
+//     per county, city and zip), kept in step with every upsert and delete,
+//     so stats over a date leadWindow add up a few hundred cells instead of
+//     visiting every lead.
+//
+// A lead record never changes once indexed: an upsert removes the old
+// record from every structure (its fields still name its position) and
+// inserts a new one.
+
+const leadNoDate = math.MinInt32
+
+// leadRec is one indexed lead.
+type leadRec struct {
+	lead    readmodel.Lead
+	date    int32 // days since 1970-01-01; leadNoDate for null
+	hasConf bool
+	conf    float64
+	// Interned *_norm values; 0 when empty.
+	city, zip, county uint32
+}
+
+// dateLess orders by event date descending (null last), confidence
+// descending (null last), lead id ascending.
+func dateLess(a, b *leadRec) bool {
+	if a.date != b.date {
+		return a.date > b.date
+	}
+	if a.hasConf != b.hasConf {
+		return a.hasConf
+	}
+	if a.conf != b.conf {
+		return a.conf > b.conf
+	}
+	return a.lead.LeadID < b.lead.LeadID
+}
+
+// confLess orders by confidence descending (null last), event date
+// descending (null last), lead id ascending.
+func confLess(a, b *leadRec) bool {
+	if a.hasConf != b.hasConf {
+		return a.hasConf
+	}
+	if a.conf != b.conf {
+		return a.conf > b.conf
+	}
+	if a.date != b.date {
+		return a.date > b.date
+	}
+	return a.lead.LeadID < b.lead.LeadID
+}
+
+// keyLeads is one anchor's leads of one signal key.
+type keyLeads struct {
+	key    string
+	byDate *btree.BTreeG[*leadRec]
+	byConf *btree.BTreeG[*leadRec]
+	days   leadDayAggs
+}
+
+func newKeyLeads(key string) *keyLeads {
+	opts := btree.Options{NoLocks: true, Degree: 64}
+	return &keyLeads{
+		key:    key,
+		byDate: btree.NewBTreeGOptions(dateLess, opts),
+		byConf: btree.NewBTreeGOptions(confLess, opts),
+	}
+}
+
+// anchorLeads is every lead of one anchor geography, by signal key.
+type anchorLeads struct {
+	keys []*keyLeads // sorted by key
+}
+
+func (a *anchorLeads) get(key string, create bool) *keyLeads {
+	i, ok := slices.BinarySearchFunc(a.keys, key, func(k *keyLeads, key string) int { return cmp.Compare(k.key, key) })
+	if ok {
+		return a.keys[i]
+	}
+	if !create {
+		return nil
+	}
+	k := newKeyLeads(key)
+	a.keys = slices.Insert(a.keys, i, k)
+	return k
+}
+
+// leadIndex holds every lead record and the per-anchor structures.
+type leadIndex struct {
+	byID    map[string]*leadRec
+	anchors map[string]*anchorLeads
+	names   normInterner
+}
+
+func newLeadIndex() *leadIndex {
+	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newNormInterner()}
+}
+
+func (x *leadIndex) add(l readmodel.Lead) {
+	r := &leadRec{
+		lead:   l,
+		date:   leadDay(l.EventDateUsed),
+		city:   x.names.id(l.Location.CityNorm),
+		zip:    x.names.id(l.Location.ZipcodeNorm),
+		county: x.names.id(l.Location.CountyNorm),
+	}
+	if l.Confidence != nil {
+		r.hasConf, r.conf = true, *l.Confidence
+	}
+	x.byID[l.LeadID] = r
+	for _, g := range l.GeoIDs {
+		a := x.anchors[g]
+		if a == nil {
+			a = &anchorLeads{}
+			x.anchors[g] = a
+		}
+		k := a.get(l.SignalKey, true)
+		k.byDate.Set(r)
+		k.byConf.Set(r)
+		k.days.add(r, 1)
+	}
+}
+
+func (x *leadIndex) remove(id string) {
+	r := x.byID[id]
+	if r == nil {
+		return
+	}
+	delete(x.byID, id)
+	for _, g := range r.lead.GeoIDs {
+		a := x.anchors[g]
+		if a == nil {
+			continue
+		}
+		k := a.get(r.lead.SignalKey, false)
+		if k == nil {
+			continue
+		}
+		k.byDate.Delete(r)
+		k.byConf.Delete(r)
+		k.days.add(r, -1)
+	}
+}
+
+// leadDay parses YYYY-MM-DD into days since the epoch; leadNoDate for "" or
+// a malformed date.
+func leadDay(s string) int32 {
+	if s == "" {
+		return leadNoDate
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return leadNoDate
+	}
+	return int32(t.Unix() / 86400)
+}
+
+func leadDayString(d int32) string {
+	if d == leadNoDate {
+		return ""
+	}
+	return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
+}
+
+// normInterner maps *_norm strings to small ids (0 is "").
+type normInterner struct {
+	ids   map[string]uint32
+	names []string
+}
+
+func newNormInterner() normInterner {
+	return normInterner{ids: map[string]uint32{"": 0}, names: []string{""}}
+}
+
+func (in *normInterner) id(s string) uint32 {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	id := uint32(len(in.names))
+	in.ids[s] = id
+	in.names = append(in.names, s)
+	return id
+}
+
+// leadWindow is a LeadFilter's effective date bounds in day numbers.
+type leadWindow struct {
+	lo, hi  int32 // inclusive; lo = leadNoDate+1 and hi = MaxInt32 when open
+	bounded bool  // a bound is set: null dates are excluded
+	minConf *float64
+}
+
+func leadWindowOf(f readmodel.LeadFilter) (leadWindow, error) {
+	w := leadWindow{lo: leadNoDate + 1, hi: math.MaxInt32, minConf: f.MinConfidence}
+	for _, b := range []struct {
+		s  string
+		lo bool
+	}{{f.FromDate, true}, {f.FreshSince, true}, {f.ToDate, false}} {
+		if b.s == "" {
+			continue
+		}
+		d := leadDay(b.s)
+		if d == leadNoDate {
+			return w, fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, b.s)
+		}
+		w.bounded = true
+		if b.lo {
+			w.lo = max(w.lo, d)
+		} else {
+			w.hi = min(w.hi, d)
+		}
+	}
+	return w, nil
+}
+
+// passes reports whether r is in the leadWindow and meets the confidence
+// floor.
+func (w leadWindow) passes(r *leadRec) bool {
+	if r.date == leadNoDate {
+		if w.bounded {
+			return false
+		}
+	} else if r.date < w.lo || r.date > w.hi {
+		return false
+	}
+	if w.minConf != nil && (!r.hasConf || r.conf < *w.minConf) {
+		return false
+	}
+	return true
+}
+
+// selected returns the anchor's key structures the filter asks for.
+func (a *anchorLeads) selected(keys []string) []*keyLeads {
+	if a == nil {
+		return nil
+	}
+	if len(keys) == 0 {
+		return a.keys
+	}
+	var out []*keyLeads
+	for _, k := range keys {
+		if kl := a.get(k, false); kl != nil && !slices.Contains(out, kl) {
+			out = append(out, kl)
+		}
+	}
+	return out
+}
+
+// page collects up to limit+1 leads after `after` in the query's order.
+func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
+	w, err := leadWindowOf(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	keys := x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys)
+	less := dateLess
+	if q.Sort == readmodel.SortConfidenceDesc {
+		less = confLess
+	}
+	var pivot *leadRec
+	if q.After != nil {
+		pivot = &leadRec{date: leadDay(q.After.EventDate), hasConf: q.After.HasConfidence, conf: q.After.Confidence}
+		pivot.lead.LeadID = q.After.LeadID
+		if q.After.EventDate != "" && pivot.date == leadNoDate {
+			return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, q.After.EventDate)
+		}
+	}
+	want := q.Limit + 1
+	var out []*leadRec
+	for _, k := range keys {
+		var got []*leadRec
+		if q.Sort == readmodel.SortConfidenceDesc {
+			got = k.confPage(w, pivot, want)
+		} else {
+			got = k.datePage(w, pivot, want)
+		}
+		out = append(out, got...)
+	}
+	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	if len(out) > want {
+		out = out[:want]
+	}
+	return out, nil
+}
+
+// datePage walks the event-date tree from the later of the cursor and the
+// leadWindow's upper bound and stops at the leadWindow's lower bound.
+func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
+	start := &leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}
+	if w.hi == math.MaxInt32 {
+		start = nil
+	}
+	if after != nil && (start == nil || dateLess(start, after)) {
+		start = after
+	}
+	var out []*leadRec
+	iter := func(r *leadRec) bool {
+		if after != nil && !dateLess(after, r) {
+			return true // the cursor's own item
+		}
+		if r.date == leadNoDate {
+			if w.bounded {
+				return false
+			}
+		} else if r.date < w.lo {
+			return false
+		}
+		if w.passes(r) {
+			out = append(out, r)
+		}
+		return len(out) < want
+	}
+	if start == nil {
+		k.byDate.Scan(iter)
+	} else {
+		k.byDate.Ascend(start, iter)
+	}
+	return out
+}
+
+// confPage serves the confidence order. When the date leadWindow holds few
+// leads of this key (by the day aggregates), it collects them from the
+// date tree and sorts them; otherwise it walks the confidence tree from
+// the cursor, skipping leads outside the leadWindow.
+func (k *keyLeads) confPage(w leadWindow, after *leadRec, want int) []*leadRec {
+	if w.bounded {
+		if n := k.days.count(w.lo, w.hi); n <= 4096 || n*8 < int64(k.byConf.Len()) {
+			var all []*leadRec
+			k.byDate.Ascend(&leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}, func(r *leadRec) bool {
+				if r.date < w.lo {
+					return false
+				}
+				if w.passes(r) && (after == nil || confLess(after, r)) {
+					all = append(all, r)
+				}
+				return true
+			})
+			sort.Slice(all, func(i, j int) bool { return confLess(all[i], all[j]) })
+			if len(all) > want {
+				all = all[:want]
+			}
+			return all
+		}
+	}
+	var out []*leadRec
+	iter := func(r *leadRec) bool {
+		if after != nil && !confLess(after, r) {
+			return true
+		}
+		if w.passes(r) {
+			out = append(out, r)
+		}
+		return len(out) < want
+	}
+	if after == nil {
+		k.byConf.Scan(iter)
+	} else {
+		k.byConf.Ascend(after, iter)
+	}
+	return out
+}
+
+// leadDayAggs are exact per-day aggregates of one anchor's leads of one key.
+type leadDayAggs struct {
+	days  []int32 // ascending
+	cells []*leadDayCell
+	null  leadDayCell // leads without a date
+}
+
+type leadDayCell struct {
+	n                      int64
+	conf                   [3]int64 // high, medium, low
+	cities, zips, counties sparseCounts
+}
+
+func leadConfBucket(r *leadRec) int {
+	switch {
+	case r.hasConf && r.conf >= 0.75:
+		return 0
+	case r.hasConf && r.conf >= 0.5:
+		return 1
+	}
+	return 2
+}
+
+func (d *leadDayAggs) add(r *leadRec, delta int64) {
+	var c *leadDayCell
+	if r.date == leadNoDate {
+		c = &d.null
+	} else {
+		i, ok := slices.BinarySearch(d.days, r.date)
+		if !ok {
+			d.days = slices.Insert(d.days, i, r.date)
+			d.cells = slices.Insert(d.cells, i, &leadDayCell{})
+		}
+		c = d.cells[i]
+	}
+	c.n += delta
+	c.conf[leadConfBucket(r)] += delta
+	c.cities.add(r.city, delta)
+	c.zips.add(r.zip, delta)
+	c.counties.add(r.county, delta)
+}
+
+// count is the number of dated leads in [lo, hi].
+func (d *leadDayAggs) count(lo, hi int32) int64 {
+	i, _ := slices.BinarySearch(d.days, lo)
+	var n int64
+	for ; i < len(d.days) && d.days[i] <= hi; i++ {
+		n += d.cells[i].n
+	}
+	return n
+}
+
+// sparseCounts counts per interned id, sorted by id; id 0 (no value) is not
+// kept.
+type sparseCounts []idCountPair
+
+type idCountPair struct {
+	id uint32
+	n  int64
+}
+
+func (s *sparseCounts) add(id uint32, delta int64) {
+	if id == 0 {
+		return
+	}
+	i, ok := slices.BinarySearchFunc(*s, id, func(e idCountPair, id uint32) int { return cmp.Compare(e.id, id) })
+	if !ok {
+		*s = slices.Insert(*s, i, idCountPair{id: id})
+	}
+	(*s)[i].n += delta
+	if (*s)[i].n == 0 {
+		*s = slices.Delete(*s, i, i+1)
+	}
+}
+
+// leadStatsAcc accumulates PermitStats.
+type leadStatsAcc struct {
+	today    int32
+	bySignal map[string]int64
+	total    int64
+	conf     [3]int64
+	fresh    [4]int64
+	cities   idCounter
+	zips     idCounter
+	counties idCounter
+}
+
+// idCounter is a dense count per interned id that remembers which ids it
+// touched.
+type idCounter struct {
+	n       []int64
+	touched []uint32
+}
+
+func (c *idCounter) add(id uint32, n int64) {
+	if id == 0 || n == 0 {
+		return
+	}
+	if c.n == nil {
+		return
+	}
+	if c.n[id] == 0 {
+		c.touched = append(c.touched, id)
+	}
+	c.n[id] += n
+}
+
+func leadFreshBucket(lag int32) int {
+	switch {
+	case lag <= 7:
+		return 0
+	case lag <= 14:
+		return 1
+	case lag <= 30:
+		return 2
+	}
+	return 3
+}
+
+func (s *leadStatsAcc) cell(key string, day int32, c *leadDayCell) {
+	if c.n == 0 {
+		return
+	}
+	s.total += c.n
+	s.bySignal[key] += c.n
+	for i := range c.conf {
+		s.conf[i] += c.conf[i]
+	}
+	if day == leadNoDate {
+		s.fresh[3] += c.n
+	} else {
+		s.fresh[leadFreshBucket(max(s.today-day, 0))] += c.n
+	}
+	for _, e := range c.cities {
+		s.cities.add(e.id, e.n)
+	}
+	for _, e := range c.zips {
+		s.zips.add(e.id, e.n)
+	}
+	for _, e := range c.counties {
+		s.counties.add(e.id, e.n)
+	}
+}
+
+func (s *leadStatsAcc) lead(r *leadRec) {
+	s.total++
+	s.bySignal[r.lead.SignalKey]++
+	s.conf[leadConfBucket(r)]++
+	if r.date == leadNoDate {
+		s.fresh[3]++
+	} else {
+		s.fresh[leadFreshBucket(max(s.today-r.date, 0))]++
+	}
+	s.cities.add(r.city, 1)
+	s.zips.add(r.zip, 1)
+	s.counties.add(r.county, 1)
+}
+
+// stats aggregates the leads PermitLeads pages for the same filter. Without
+// a confidence floor it adds up day cells; with one it visits the leads of
+// the leadWindow.
+func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	w, err := leadWindowOf(q.Filter)
+	if err != nil {
+		return readmodel.PermitStats{}, err
+	}
+	today := leadDay(q.Today)
+	if today == leadNoDate {
+		return readmodel.PermitStats{}, fmt.Errorf("%w: stats need Today", readmodel.ErrInvalidQuery)
+	}
+	n := len(x.names.names)
+	acc := leadStatsAcc{
+		today:    today,
+		bySignal: map[string]int64{},
+		cities:   idCounter{n: make([]int64, n)},
+		zips:     idCounter{n: make([]int64, n)},
+		counties: idCounter{n: make([]int64, n)},
+	}
+	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
+		if w.minConf != nil {
+			for _, r := range k.datePage(w, nil, math.MaxInt) {
+				acc.lead(r)
+			}
+			continue
+		}
+		i, _ := slices.BinarySearch(k.days.days, w.lo)
+		for ; i < len(k.days.days) && k.days.days[i] <= w.hi; i++ {
+			acc.cell(k.key, k.days.days[i], k.days.cells[i])
+		}
+		if !w.bounded {
+			acc.cell(k.key, leadNoDate, &k.days.null)
+		}
+	}
+	st := readmodel.PermitStats{
+		Total:            acc.total,
+		ConfidenceHigh:   acc.conf[0],
+		ConfidenceMedium: acc.conf[1],
+		ConfidenceLow:    acc.conf[2],
+		Fresh0to7:        acc.fresh[0],
+		Fresh8to14:       acc.fresh[1],
+		Fresh15to30:      acc.fresh[2],
+		Fresh31Plus:      acc.fresh[3],
+		TopCounties:      x.top(&acc.counties, q.TopN),
+		TopCities:        x.top(&acc.cities, q.TopN),
+		TopZips:          x.top(&acc.zips, q.TopN),
+	}
+	for k, n := range acc.bySignal {
+		if n > 0 {
+			st.BySignal = append(st.BySignal, readmodel.ValueCount{Value: k, Count: n})
+		}
+	}
+	sortValueCounts(st.BySignal)
+	return st, nil
+}
+
+func (x *leadIndex) top(c *idCounter, n int) []readmodel.ValueCount {
+	out := make([]readmodel.ValueCount, 0, len(c.touched))
+	for _, id := range c.touched {
+		if c.n[id] > 0 {
+			out = append(out, readmodel.ValueCount{Value: x.names.names[id], Count: c.n[id]})
+		}
+	}
+	sortValueCounts(out)
+	if n >= 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+func sortValueCounts(v []readmodel.ValueCount) {
+	sort.Slice(v, func(i, j int) bool {
+		if v[i].Count != v[j].Count {
+			return v[i].Count > v[j].Count
+		}
+		return v[i].Value < v[j].Value
+	})
+}
