@@ -119,6 +119,11 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	for _, m := range msgs {
 		b, err := ix.decode(ctx, m)
 		if err != nil {
+			if !errors.Is(err, events.ErrInvalid) {
+				// Transient (a lookup failed, ctx ended): the source retries
+				// the whole batch; nothing is dead-lettered.
+				return fmt.Errorf("indexer: project %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+			}
 			if err := ix.p.DeadLetter(ctx, m, err); err != nil {
 				return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 			}
@@ -143,7 +148,8 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	return nil
 }
 
-// decode turns one message into documents or a permanent error.
+// decode turns one message into documents, a permanent error (wrapping
+// events.ErrInvalid) or a transient one (anything else).
 func (ix *Indexer) decode(ctx context.Context, m Message) (readmodel.Batch, error) {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return readmodel.Batch{}, fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
@@ -155,11 +161,7 @@ func (ix *Indexer) decode(ctx context.Context, m Message) (readmodel.Batch, erro
 	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
 		return readmodel.Batch{}, fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 	}
-	b, err := Project(ctx, env, ix.p.Lookup)
-	if err != nil && !errors.Is(err, events.ErrInvalid) {
-		err = fmt.Errorf("%w: %v", events.ErrInvalid, err)
-	}
-	return b, err
+	return Project(ctx, env, ix.p.Lookup)
 }
 
 // apply writes the batch, retrying transient failures with exponential

@@ -1,0 +1,48 @@
+package indexer_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// A projection that fails for a reason a retry can fix (the lookup backend
+// is down) fails the batch for the source to retry; only events that can
+// never be projected go to the dead-letter sink.
+func TestHandleBatchRetriesTransientProjectionErrors(t *testing.T) {
+	raw, err := json.Marshal(permitEnv(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := indexer.Message{Topic: "permitd.permits.v1", Value: raw}
+	var dead int
+	dlq := func(context.Context, indexer.Message, error) error { dead++; return nil }
+
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: fakeLookup{err: readmodel.ErrUnavailable}, DeadLetter: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.HandleBatch(context.Background(), []indexer.Message{msg}); err == nil {
+		t.Fatal("a transient lookup failure must fail the batch")
+	}
+	if dead != 0 {
+		t.Fatalf("transient failure dead-lettered %d messages", dead)
+	}
+
+	ix, err = indexer.New(indexer.Params{Writer: store, Lookup: lookup98101(), DeadLetter: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := indexer.Message{Topic: "permitd.permits.v1", Value: []byte(`{"schema_version":1`)}
+	if err := ix.HandleBatch(context.Background(), []indexer.Message{msg, bad}); err != nil {
+		t.Fatal(err)
+	}
+	if dead != 1 || ix.Progress().DeadLetters != 1 {
+		t.Fatalf("dead letters: sink %d, progress %d; want 1", dead, ix.Progress().DeadLetters)
+	}
+}

@@ -1,0 +1,402 @@
+// Package kafka is the indexer's Kafka source: it reads the entity topics
+// with segmentio/kafka-go, hands batches of one partition to a Handler
+// (indexer.(*Indexer).HandleBatch) and commits a partition's offset only
+// after the Handler returned nil for the batch, that is once the batch is
+// durable in the read model or in the dead-letter topic.
+//
+// Two modes, chosen by the backend's durability:
+//
+//   - Group (Params.Group set; durable backends such as OpenSearch): the
+//     members of one consumer group share the partitions and commit
+//     offsets; a restarted member resumes from the last commit.
+//   - Replay (Params.Group empty; the embedded memory backend, which
+//     loses its state on restart): the process reads every partition of
+//     every topic from the earliest offset and commits nothing, so each
+//     restart rebuilds the read model. API replicas with a memory backend
+//     each need all partitions, so they must never share a group.
+//
+// Either way the read model's per-entity versions make replays,
+// duplicates and reordering harmless, so redelivery after a crash or a
+// rebalance is safe. The consumer reports CaughtUp once every partition it
+// started with has reached the high watermark it saw at start; serve keeps
+// /v1/health/ready false until then.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+)
+
+// Handler makes a batch of one partition durable. It returns nil only when
+// every message is durable in the read model or the dead-letter topic;
+// the consumer then commits. An error makes the consumer retry the same
+// batch with backoff. indexer.(*Indexer).HandleBatch is a Handler.
+type Handler func(ctx context.Context, msgs []indexer.Message) error
+
+// Params configure a Consumer. Zero durations and sizes take the defaults
+// given beside each field.
+type Params struct {
+	Brokers []string // required
+	Topics  []string // default events.Topics()
+	// Group is the consumer group shared by the indexers of a durable
+	// backend. Empty selects replay mode (see the package comment).
+	Group   string
+	Handler Handler // required
+
+	// BatchSize caps the messages of one batch (default 2000); BatchWait
+	// is how long a batch may wait to fill after its first message
+	// (default 20ms).
+	BatchSize int
+	BatchWait time.Duration
+	// MaxFetchBytes bounds one fetch (default 16 MiB). Keep it above the
+	// broker's message.max.bytes: an oversized message must still be
+	// fetched to reach the dead-letter topic.
+	MaxFetchBytes int
+	// FetchWait is the broker's long-poll wait when a partition is idle
+	// (default 500ms); it also bounds how long shutdown waits for a fetch.
+	FetchWait time.Duration
+
+	// BackoffMin and BackoffMax bound the retries of a failed batch, a
+	// failed commit or failed metadata (default 100ms doubling to 10s).
+	BackoffMin, BackoffMax time.Duration
+	// DrainTimeout bounds the last batch and its commit after Run's
+	// context ends (default 10s).
+	DrainTimeout time.Duration
+	// PartitionWatchInterval is how often replay mode looks for new topics
+	// and partitions (default 10s); group mode lets kafka-go rebalance on
+	// partition changes at the same interval.
+	PartitionWatchInterval time.Duration
+
+	// Consumer-group timings (group mode; kafka-go defaults when zero).
+	HeartbeatInterval, SessionTimeout, RebalanceTimeout, JoinGroupBackoff time.Duration
+
+	Logger  *slog.Logger
+	Metrics *indexer.Metrics // optional: lag per partition, retries
+}
+
+// Consumer reads the topics and drives the Handler. Create it with New
+// and start it with Run; CaughtUp, Lag and Partitions may be called at
+// any time from any goroutine.
+type Consumer struct {
+	p   Params
+	log *slog.Logger
+
+	transport *kafkago.Transport
+
+	mu    sync.Mutex
+	parts map[topicPartition]*partition // currently owned
+
+	started  atomic.Bool // the first assignment (or discovery) is known
+	caughtUp atomic.Bool // latched once every owned partition reached its start watermark
+	batches  atomic.Int64
+	commits  atomic.Int64
+}
+
+type topicPartition struct {
+	topic string
+	id    int
+}
+
+// partition is the consumer's view of one owned partition.
+type partition struct {
+	topic    string
+	id       int
+	startHWM int64        // high watermark when this consumer took the partition
+	pos      atomic.Int64 // next offset to hand to the Handler
+	hwm      atomic.Int64 // newest high watermark seen
+}
+
+func (p *partition) lag() int64 { return max(0, p.hwm.Load()-p.pos.Load()) }
+
+// New validates p and returns a Consumer.
+func New(p Params) (*Consumer, error) {
+	if len(p.Brokers) == 0 {
+		return nil, errors.New("kafka: Brokers is required")
+	}
+	if p.Handler == nil {
+		return nil, errors.New("kafka: Handler is required")
+	}
+	if len(p.Topics) == 0 {
+		p.Topics = events.Topics()
+	}
+	if p.BatchSize <= 0 {
+		p.BatchSize = 2000
+	}
+	if p.BatchWait <= 0 {
+		p.BatchWait = 20 * time.Millisecond
+	}
+	if p.MaxFetchBytes <= 0 {
+		p.MaxFetchBytes = 16 << 20
+	}
+	if p.FetchWait <= 0 {
+		p.FetchWait = 500 * time.Millisecond
+	}
+	if p.BackoffMin <= 0 {
+		p.BackoffMin = 100 * time.Millisecond
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = 10 * time.Second
+	}
+	if p.DrainTimeout <= 0 {
+		p.DrainTimeout = 10 * time.Second
+	}
+	if p.PartitionWatchInterval <= 0 {
+		p.PartitionWatchInterval = 10 * time.Second
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := p.Logger.With("component", "kafka-consumer")
+	if p.Group != "" {
+		log = log.With("group", p.Group)
+	}
+	return &Consumer{
+		p:         p,
+		log:       log,
+		transport: &kafkago.Transport{ClientID: "permitd-indexer"},
+		parts:     map[topicPartition]*partition{},
+	}, nil
+}
+
+// Run consumes until ctx ends. Then it stops fetching, lets each
+// partition finish the batch in hand and commit it (bounded by
+// DrainTimeout), leaves the group and closes its connections. It returns
+// nil after a clean shutdown; failures while running are retried, not
+// returned.
+func (c *Consumer) Run(ctx context.Context) error {
+	// drain outlives ctx by DrainTimeout: the batch in hand and its commit
+	// run under it.
+	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	var drainTimer sync.WaitGroup
+	drainTimer.Go(func() {
+		select {
+		case <-ctx.Done():
+			t := time.NewTimer(c.p.DrainTimeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-done:
+			}
+		case <-done:
+		}
+		cancelDrain()
+	})
+	defer func() {
+		close(done)
+		drainTimer.Wait()
+		c.transport.CloseIdleConnections()
+	}()
+
+	c.log.Info("kafka consumer starting", "brokers", c.p.Brokers, "topics", c.p.Topics, "mode", c.mode())
+	var err error
+	if c.p.Group == "" {
+		err = c.runReplay(ctx, drain)
+	} else {
+		err = c.runGroup(ctx, drain)
+	}
+	c.log.Info("kafka consumer stopped", "batches", c.batches.Load(), "commits", c.commits.Load())
+	return err
+}
+
+func (c *Consumer) mode() string {
+	if c.p.Group == "" {
+		return "replay"
+	}
+	return "group"
+}
+
+// CaughtUp reports whether every partition owned at start has been
+// handled up to the high watermark it had then. It latches: once true it
+// stays true (Lag keeps reporting the live distance).
+func (c *Consumer) CaughtUp() bool { return c.caughtUp.Load() }
+
+// Lag is the number of messages behind the newest high watermarks seen,
+// summed over the owned partitions; -1 before the first assignment.
+func (c *Consumer) Lag() int64 {
+	if !c.started.Load() {
+		return -1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, p := range c.parts {
+		n += p.lag()
+	}
+	return n
+}
+
+// PartitionState is one owned partition's position, for readiness detail.
+type PartitionState struct {
+	Topic         string `json:"topic"`
+	Partition     int    `json:"partition"`
+	Position      int64  `json:"position"`
+	HighWatermark int64  `json:"high_watermark"`
+	Lag           int64  `json:"lag"`
+}
+
+// Partitions lists the owned partitions by topic and partition.
+func (c *Consumer) Partitions() []PartitionState {
+	c.mu.Lock()
+	out := make([]PartitionState, 0, len(c.parts))
+	for _, p := range c.parts {
+		out = append(out, PartitionState{Topic: p.topic, Partition: p.id, Position: p.pos.Load(), HighWatermark: p.hwm.Load(), Lag: p.lag()})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b PartitionState) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return a.Partition - b.Partition
+	})
+	return out
+}
+
+// own registers partitions as owned (replacing the previous set when
+// replace is true) and re-evaluates caught-up.
+func (c *Consumer) own(ps []*partition, replace bool) {
+	c.mu.Lock()
+	if replace {
+		for k, p := range c.parts {
+			delete(c.parts, k)
+			c.dropLag(p)
+		}
+	}
+	for _, p := range ps {
+		c.parts[topicPartition{p.topic, p.id}] = p
+		c.setLag(p)
+	}
+	c.mu.Unlock()
+	c.started.Store(true)
+	c.checkCaughtUp()
+}
+
+func (c *Consumer) checkCaughtUp() {
+	if c.caughtUp.Load() || !c.started.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.parts {
+		if p.pos.Load() < p.startHWM {
+			return
+		}
+	}
+	if c.caughtUp.CompareAndSwap(false, true) {
+		c.log.Info("kafka consumer caught up", "partitions", len(c.parts))
+	}
+}
+
+func (c *Consumer) setLag(p *partition) {
+	if m := c.p.Metrics; m != nil {
+		m.Lag.WithLabelValues(p.topic, strconv.Itoa(p.id)).Set(float64(p.lag()))
+	}
+}
+
+func (c *Consumer) dropLag(p *partition) {
+	if m := c.p.Metrics; m != nil {
+		m.Lag.DeleteLabelValues(p.topic, strconv.Itoa(p.id))
+	}
+}
+
+func (c *Consumer) retried() {
+	if m := c.p.Metrics; m != nil {
+		m.Retries.Inc()
+	}
+}
+
+// client is a kafka-go admin client on the consumer's transport.
+func (c *Consumer) client() *kafkago.Client {
+	return &kafkago.Client{Addr: kafkago.TCP(c.p.Brokers...), Transport: c.transport, Timeout: 10 * time.Second}
+}
+
+// offsets lists the first offset and high watermark of each partition.
+func (c *Consumer) offsets(ctx context.Context, tps []topicPartition) (map[topicPartition][2]int64, error) {
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
+	for _, tp := range tps {
+		req.Topics[tp.topic] = append(req.Topics[tp.topic], kafkago.FirstOffsetOf(tp.id), kafkago.LastOffsetOf(tp.id))
+	}
+	out := make(map[topicPartition][2]int64, len(tps))
+	if len(tps) == 0 {
+		return out, nil
+	}
+	res, err := c.client().ListOffsets(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	for topic, parts := range res.Topics {
+		for _, p := range parts {
+			if p.Error != nil {
+				return nil, fmt.Errorf("list offsets %s/%d: %w", topic, p.Partition, p.Error)
+			}
+			out[topicPartition{topic, p.Partition}] = [2]int64{p.FirstOffset, p.LastOffset}
+		}
+	}
+	for _, tp := range tps {
+		if _, ok := out[tp]; !ok {
+			return nil, fmt.Errorf("list offsets: no answer for %s/%d", tp.topic, tp.id)
+		}
+	}
+	return out, nil
+}
+
+// newPartitions builds owned partitions starting at start (an offset or
+// kafka-go's FirstOffset) with the watermarks listed now.
+func (c *Consumer) newPartitions(ctx context.Context, start map[topicPartition]int64) ([]*partition, error) {
+	tps := slices.Collect(maps.Keys(start))
+	offs, err := c.offsets(ctx, tps)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]*partition, 0, len(tps))
+	for _, tp := range tps {
+		o := offs[tp]
+		p := &partition{topic: tp.topic, id: tp.id, startHWM: o[1]}
+		pos := start[tp]
+		if pos < 0 || pos < o[0] {
+			pos = o[0]
+		}
+		p.pos.Store(pos)
+		p.hwm.Store(o[1])
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// sleep waits d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff doubles d up to the configured maximum.
+func (c *Consumer) backoff(d time.Duration) time.Duration { return min(d*2, c.p.BackoffMax) }
+
+// kafkaLogger sends kafka-go's internal logs to slog at level.
+func kafkaLogger(log *slog.Logger, level slog.Level) kafkago.Logger {
+	return kafkago.LoggerFunc(func(format string, args ...any) {
+		log.Log(context.Background(), level, fmt.Sprintf(format, args...))
+	})
+}

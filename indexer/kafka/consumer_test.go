@@ -1,0 +1,120 @@
+package kafka_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// Replay mode reads every partition of several topics from the earliest
+// offset, reaches the exact expected state, reports caught-up with no
+// lag, and keeps applying what is published afterwards.
+func TestReplayReadsEveryPartition(t *testing.T) {
+	b := newBroker(t, 4)
+	envs := locations(t, "g", 300, 3)
+	envs = append(envs,
+		deleted(t, events.LocationDeleted, "g00007", 4),
+		deleted(t, events.PermitDeleted, "seattle:1", 1), // a tombstone in another topic
+	)
+	b.publish(envs...)
+	want := expected(t, envs...)
+
+	store := memory.New(memory.Options{})
+	reg := prometheus.NewRegistry()
+	ix := newIndexer(t, store, nil)
+	p := fastParams(b, "", ix.HandleBatch)
+	p.Metrics = indexer.NewMetrics(reg)
+	c := start(t, p)
+
+	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	require.Equal(t, want, stateOf(t, store))
+	require.Zero(t, c.Lag())
+	parts := c.Partitions()
+	require.Len(t, parts, 4+3, "every partition of both topics")
+	for _, ps := range parts {
+		require.Equal(t, ps.HighWatermark, ps.Position, "%s/%d", ps.Topic, ps.Partition)
+		require.Zero(t, value(t, p.Metrics.Lag.WithLabelValues(ps.Topic, itoa(ps.Partition))))
+	}
+	require.Equal(t, int64(len(envs)), ix.Progress().Applied+ix.Progress().Stale)
+
+	// Live: new events after catching up are applied too.
+	more := []events.Envelope{location(t, "live1", 1), location(t, "g00001", 9)}
+	b.publish(more...)
+	want = expected(t, append(envs, more...)...)
+	eventually(t, 10*time.Second, "live events applied", func() bool { return stateOf(t, store).equal(want) })
+}
+
+// Duplicates, versions delivered oldest-last and an upsert older than a
+// delete all end at the newest version.
+func TestDuplicatesAndReorderedVersionsEndAtNewest(t *testing.T) {
+	b := newBroker(t, 2)
+	envs := []events.Envelope{
+		location(t, "a", 3), location(t, "a", 1), location(t, "a", 3), location(t, "a", 2),
+		location(t, "b", 1), location(t, "b", 1), location(t, "b", 2),
+		deleted(t, events.LocationDeleted, "c", 5), location(t, "c", 4), location(t, "c", 2),
+		location(t, "d", 1), deleted(t, events.LocationDeleted, "d", 2), location(t, "d", 3),
+	}
+	b.publish(envs...)
+	store := memory.New(memory.Options{})
+	ix := newIndexer(t, store, nil)
+	c := start(t, fastParams(b, "", ix.HandleBatch))
+	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+
+	ctx := context.Background()
+	for id, v := range map[string]int64{"a": 3, "b": 2, "d": 3} {
+		l, err := store.Location(ctx, id)
+		require.NoError(t, err, id)
+		require.Equal(t, v, l.Version, id)
+	}
+	_, err := store.Location(ctx, "c")
+	require.ErrorIs(t, err, readmodel.ErrNotFound, "a delete wins over older upserts delivered after it")
+	require.Equal(t, expected(t, envs...), stateOf(t, store))
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// value reads a counter's or gauge's current value.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	require.NoError(t, m.Write(&d))
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}
+
+// A handler that fails transiently is retried with backoff until it
+// succeeds; nothing is skipped or dead-lettered.
+func TestTransientFailuresAreRetried(t *testing.T) {
+	b := newBroker(t, 3)
+	envs := locations(t, "t", 50, 2)
+	b.publish(envs...)
+	store := memory.New(memory.Options{})
+	dlq := &recordingDLQ{}
+	ix := newIndexer(t, store, dlq.store)
+	var failures atomic.Int64
+	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+		if failures.Add(1) <= 5 {
+			return errInjected
+		}
+		return ix.HandleBatch(ctx, msgs)
+	})
+	p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
+	c := start(t, p)
+	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	require.Equal(t, expected(t, envs...), stateOf(t, store))
+	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
+	require.Empty(t, dlq.msgs)
+}

@@ -1,0 +1,192 @@
+package kafka_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+func owned(c *running) int { return len(c.Partitions()) }
+
+// Two indexers in one group (a shared store stands in for a durable
+// backend) split the partitions, go through a rebalance when one joins and
+// another when one leaves, and together apply every event exactly to the
+// expected state, with every offset committed.
+func TestGroupRebalanceLosesNothing(t *testing.T) {
+	const group = "rebalance"
+	b := newBroker(t, 6)
+	store := memory.New(memory.Options{})
+	total := 6 + 3 // locations + permits partitions
+
+	first := locations(t, "a", 200, 2)
+	b.publish(first...)
+	ca := start(t, fastParams(b, group, newIndexer(t, store, nil).HandleBatch))
+	eventually(t, 20*time.Second, "first member owns every partition", func() bool { return owned(ca) == total })
+	eventually(t, 20*time.Second, "first batch applied", func() bool { return stateOf(t, store).equal(expected(t, first...)) })
+
+	cb := start(t, fastParams(b, group, newIndexer(t, store, nil).HandleBatch))
+	eventually(t, 20*time.Second, "partitions split between both members", func() bool {
+		na, nb := owned(ca), owned(cb)
+		return na > 0 && nb > 0 && na+nb == total
+	})
+	second := locations(t, "b", 200, 2)
+	b.publish(second...)
+	all := append(first, second...)
+	eventually(t, 20*time.Second, "second batch applied by both", func() bool { return stateOf(t, store).equal(expected(t, all...)) })
+	require.True(t, cb.CaughtUp())
+
+	ca.stop(t)
+	eventually(t, 20*time.Second, "second member takes every partition", func() bool { return owned(cb) == total })
+	third := append(locations(t, "c", 100, 1), location(t, "a00001", 7), deleted(t, events.LocationDeleted, "b00002", 3))
+	b.publish(third...)
+	all = append(all, third...)
+	eventually(t, 20*time.Second, "third batch applied", func() bool { return stateOf(t, store).equal(expected(t, all...)) })
+	require.Equal(t, expected(t, all...), stateOf(t, store))
+	eventually(t, 10*time.Second, "every offset committed", func() bool {
+		return equalOffsets(b.committed(group, locTopic), b.highWatermarks(locTopic))
+	})
+}
+
+func equalOffsets(committed, hwm map[int]int64) bool {
+	for p, h := range hwm {
+		if h > 0 && committed[p] != h {
+			return false
+		}
+	}
+	return true
+}
+
+// A member that applies a batch and dies before committing it leaves the
+// batch uncommitted; its successor reads it again and, the projection
+// being idempotent, the read model ends exactly at the expected state.
+func TestCrashBetweenApplyAndCommit(t *testing.T) {
+	const group = "crash"
+	b := newBroker(t, 4)
+	envs := locations(t, "k", 400, 3)
+	b.publish(envs...)
+	want := expected(t, envs...)
+	store := memory.New(memory.Options{}) // stands in for a durable backend
+
+	// The first process applies three batches fine, then applies the next
+	// one and "crashes": every later call applies and fails, so nothing
+	// after the third batch is committed.
+	ix1 := newIndexer(t, store, nil)
+	var calls atomic.Int64
+	crashed := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	failedFrom := map[int]int64{} // partition -> first offset handed to a failed call
+	p := fastParams(b, group, func(ctx context.Context, msgs []indexer.Message) error {
+		err := ix1.HandleBatch(ctx, msgs)
+		if calls.Add(1) > 3 {
+			mu.Lock()
+			if o, ok := failedFrom[msgs[0].Partition]; !ok || msgs[0].Offset < o {
+				failedFrom[msgs[0].Partition] = msgs[0].Offset
+			}
+			mu.Unlock()
+			once.Do(func() { close(crashed) })
+			return errInjected
+		}
+		return err
+	})
+	c1 := start(t, p)
+	<-crashed
+	c1.stop(t)
+
+	applied := stateOf(t, store)
+	require.NotEqual(t, want, applied, "the crash came before the end")
+	committed := b.committed(group, locTopic)
+	hwm := b.highWatermarks(locTopic)
+	require.False(t, equalOffsets(committed, hwm), "the crashed batch is not committed")
+	mu.Lock()
+	require.NotEmpty(t, failedFrom)
+	for part, from := range failedFrom {
+		require.LessOrEqual(t, committed[part], from, "partition %d: nothing at or after a failed batch is committed", part)
+	}
+	mu.Unlock()
+	var behind int64
+	for part, h := range hwm {
+		behind += h - max(0, committed[part])
+	}
+	require.Greater(t, behind, int64(0))
+
+	ix2 := newIndexer(t, store, nil)
+	c2 := start(t, fastParams(b, group, ix2.HandleBatch))
+	eventually(t, 20*time.Second, "restart caught up", c2.CaughtUp)
+	require.Equal(t, want, stateOf(t, store), "exact state after crash and restart")
+	require.Greater(t, ix2.Progress().Stale, int64(0), "the batch applied before the crash was delivered again and found stale")
+	eventually(t, 10*time.Second, "every offset committed", func() bool {
+		return equalOffsets(b.committed(group, locTopic), b.highWatermarks(locTopic))
+	})
+}
+
+// On shutdown the consumer stops fetching, finishes the batch in hand and
+// commits it before leaving.
+func TestShutdownFinishesBatchAndCommits(t *testing.T) {
+	const group = "shutdown"
+	b := newBroker(t, 1)
+	envs := locations(t, "s", 50, 1)
+	b.publish(envs...)
+	store := memory.New(memory.Options{})
+	ix := newIndexer(t, store, nil)
+	entered := make(chan int, 1)
+	release := make(chan struct{})
+	var calls atomic.Int64
+	p := fastParams(b, group, func(ctx context.Context, msgs []indexer.Message) error {
+		if calls.Add(1) == 1 {
+			entered <- len(msgs)
+			<-release
+		}
+		return ix.HandleBatch(ctx, msgs)
+	})
+	p.Topics = []string{locTopic}
+	p.BatchSize = 1000
+	c := start(t, p)
+	n := <-entered
+	c.cancel() // shutdown begins while the batch is in hand
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	c.stop(t)
+	require.Equal(t, int64(1), calls.Load(), "no batch after shutdown began")
+	require.Equal(t, map[int]int64{0: int64(n)}, b.committed(group, locTopic), "the batch in hand was committed")
+}
+
+// The memory backend loses its state on restart: a new process replays
+// every partition from the earliest offset into its empty store, is not
+// caught up (so not ready) until it reaches the start watermarks, and then
+// holds exactly what the first process held.
+func TestMemoryRestartReplaysFromEarliest(t *testing.T) {
+	b := newBroker(t, 4)
+	envs := locations(t, "m", 300, 2)
+	b.publish(envs...)
+	want := expected(t, envs...)
+
+	s1 := memory.New(memory.Options{})
+	c1 := start(t, fastParams(b, "", newIndexer(t, s1, nil).HandleBatch))
+	eventually(t, 20*time.Second, "first process caught up", c1.CaughtUp)
+	require.Equal(t, want, stateOf(t, s1))
+	c1.stop(t)
+
+	s2 := memory.New(memory.Options{})
+	ix2 := newIndexer(t, s2, nil)
+	gate := make(chan struct{})
+	c2 := start(t, fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+		<-gate
+		return ix2.HandleBatch(ctx, msgs)
+	}))
+	eventually(t, 10*time.Second, "partitions known", func() bool { return c2.Lag() > 0 })
+	require.False(t, c2.CaughtUp(), "not caught up before replaying")
+	require.Equal(t, int64(len(envs)), c2.Lag(), "the whole log is behind")
+	close(gate)
+	eventually(t, 20*time.Second, "restarted process caught up", c2.CaughtUp)
+	require.Equal(t, want, stateOf(t, s2))
+	require.Zero(t, c2.Lag())
+}

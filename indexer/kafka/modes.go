@@ -1,0 +1,190 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// runReplay reads every partition of every topic from the earliest offset
+// and commits nothing. It looks for new topics and partitions every
+// PartitionWatchInterval; a topic that does not exist yet is picked up
+// once it does.
+func (c *Consumer) runReplay(ctx, drain context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	known := map[topicPartition]bool{}
+	delay := c.p.BackoffMin
+	for {
+		found, err := c.discover(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.retried()
+			c.log.Warn("reading topic metadata failed; retrying", "err", err, "backoff", delay)
+			if !sleep(ctx, delay) {
+				return nil
+			}
+			delay = c.backoff(delay)
+			continue
+		}
+		delay = c.p.BackoffMin
+		start := map[topicPartition]int64{}
+		for _, tp := range found {
+			if !known[tp] {
+				start[tp] = kafkago.FirstOffset
+			}
+		}
+		if len(start) > 0 || !c.started.Load() {
+			ps, err := c.newPartitions(ctx, start)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				c.retried()
+				c.log.Warn("listing offsets failed; retrying", "err", err, "backoff", delay)
+				if !sleep(ctx, delay) {
+					return nil
+				}
+				delay = c.backoff(delay)
+				continue
+			}
+			if c.started.Load() {
+				c.log.Info("new partitions found", "partitions", len(ps))
+			}
+			for _, p := range ps {
+				known[topicPartition{p.topic, p.id}] = true
+			}
+			c.own(ps, false)
+			for _, p := range ps {
+				wg.Go(func() { c.consume(ctx, drain, p, nil) })
+			}
+		}
+		if !sleep(ctx, c.p.PartitionWatchInterval) {
+			return nil
+		}
+	}
+}
+
+// discover lists the partitions of the configured topics that exist.
+func (c *Consumer) discover(ctx context.Context) ([]topicPartition, error) {
+	res, err := c.client().Metadata(ctx, &kafkago.MetadataRequest{Topics: c.p.Topics})
+	if err != nil {
+		return nil, err
+	}
+	var out []topicPartition
+	for _, t := range res.Topics {
+		if t.Error != nil {
+			if errors.Is(t.Error, kafkago.UnknownTopicOrPartition) {
+				c.log.Debug("topic does not exist yet", "topic", t.Name)
+				continue
+			}
+			return nil, fmt.Errorf("metadata of %s: %w", t.Name, t.Error)
+		}
+		for _, p := range t.Partitions {
+			out = append(out, topicPartition{t.Name, p.ID})
+		}
+	}
+	return out, nil
+}
+
+// runGroup joins the consumer group and, for each generation, reads the
+// assigned partitions from their committed offsets (the earliest offset
+// when none is committed), committing after every handled batch.
+func (c *Consumer) runGroup(ctx, drain context.Context) error {
+	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
+		ID:                     c.p.Group,
+		Brokers:                c.p.Brokers,
+		Topics:                 c.p.Topics,
+		HeartbeatInterval:      c.p.HeartbeatInterval,
+		SessionTimeout:         c.p.SessionTimeout,
+		RebalanceTimeout:       c.p.RebalanceTimeout,
+		JoinGroupBackoff:       c.p.JoinGroupBackoff,
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: c.p.PartitionWatchInterval,
+		StartOffset:            kafkago.FirstOffset,
+		Logger:                 kafkaLogger(c.log, -8),
+		ErrorLogger:            kafkaLogger(c.log, -2),
+	})
+	if err != nil {
+		return fmt.Errorf("kafka: consumer group: %w", err)
+	}
+	var wg sync.WaitGroup
+	defer func() {
+		// Partitions finish and commit first, then the member leaves.
+		wg.Wait()
+		if err := cg.Close(); err != nil {
+			c.log.Warn("closing consumer group", "err", err)
+		}
+	}()
+	for {
+		gen, err := cg.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
+				return nil
+			}
+			c.log.Warn("consumer group error; rejoining", "err", err)
+			continue
+		}
+		wg.Add(1)
+		gen.Start(func(genCtx context.Context) {
+			defer wg.Done()
+			c.runGeneration(ctx, drain, genCtx, gen)
+		})
+	}
+}
+
+// runGeneration reads the generation's partitions until it ends (a
+// rebalance) or ctx ends. It must not return earlier: kafka-go ends the
+// generation as soon as a started function returns.
+func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkago.Generation) {
+	fetch, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(genCtx, cancel)
+	defer stop()
+
+	start := map[topicPartition]int64{}
+	for topic, parts := range gen.Assignments {
+		for _, a := range parts {
+			start[topicPartition{topic, a.ID}] = a.Offset
+		}
+	}
+	log := c.log.With("generation", gen.ID, "member", gen.MemberID)
+	log.Info("partitions assigned", "partitions", len(start))
+
+	var ps []*partition
+	delay := c.p.BackoffMin
+	for {
+		var err error
+		ps, err = c.newPartitions(fetch, start)
+		if err == nil {
+			break
+		}
+		if fetch.Err() != nil {
+			return
+		}
+		c.retried()
+		log.Warn("listing offsets failed; retrying", "err", err, "backoff", delay)
+		if !sleep(fetch, delay) {
+			return
+		}
+		delay = c.backoff(delay)
+	}
+	c.own(ps, true)
+
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			c.consume(fetch, drain, p, func(next int64) error {
+				return gen.CommitOffsets(map[string]map[int]int64{p.topic: {p.id: next}})
+			})
+		})
+	}
+	wg.Wait()
+	<-fetch.Done() // no partitions, or all stopped: hold the generation until it ends
+	log.Info("partitions released", "partitions", len(ps))
+}

@@ -1,0 +1,166 @@
+package kafka
+
+import (
+	"context"
+	"log/slog"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/permitd/permitd/indexer"
+)
+
+// commitFunc records that every offset below next is durable. Replay mode
+// commits nothing.
+type commitFunc func(next int64) error
+
+// consume reads one partition from p.pos until fetch ends: fetch a batch,
+// hand it to the Handler (retrying with backoff until it succeeds), commit,
+// repeat. A batch is committed only after the Handler returned nil for it.
+// When fetch ends the batch in hand is finished and committed under drain;
+// a batch whose Handler still fails then is left uncommitted for the next
+// owner (or the next start) to read again.
+func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit commitFunc) {
+	log := c.log.With("topic", p.topic, "partition", p.id)
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers:        c.p.Brokers,
+		Topic:          p.topic,
+		Partition:      p.id,
+		MinBytes:       1,
+		MaxBytes:       c.p.MaxFetchBytes,
+		MaxWait:        c.p.FetchWait,
+		QueueCapacity:  c.p.BatchSize,
+		ReadBackoffMin: c.p.BackoffMin,
+		ReadBackoffMax: c.p.BackoffMax,
+		ErrorLogger:    kafkaLogger(log, -2), // between debug and info: kafka-go retries these itself
+	})
+	defer func() {
+		if err := r.Close(); err != nil {
+			log.Warn("closing partition reader", "err", err)
+		}
+	}()
+	if err := r.SetOffset(p.pos.Load()); err != nil {
+		log.Error("set offset", "offset", p.pos.Load(), "err", err)
+		return
+	}
+	log.Debug("partition reader started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
+
+	batch := make([]indexer.Message, 0, c.p.BatchSize)
+	delay := c.p.BackoffMin
+	for {
+		var hwm int64
+		var err error
+		batch, hwm, err = c.fetchBatch(fetch, r, batch[:0])
+		if len(batch) == 0 {
+			if fetch.Err() != nil {
+				return
+			}
+			log.Warn("fetch failed; retrying", "err", err, "backoff", delay)
+			c.retried()
+			if !sleep(fetch, delay) {
+				return
+			}
+			delay = c.backoff(delay)
+			continue
+		}
+		delay = c.p.BackoffMin
+		if !c.handle(fetch, drain, log, batch) {
+			return
+		}
+		next := batch[len(batch)-1].Offset + 1
+		if !c.commit(fetch, drain, log, commit, next) {
+			return
+		}
+		p.pos.Store(next)
+		p.hwm.Store(max(hwm, next))
+		c.batches.Add(1)
+		c.setLag(p)
+		c.checkCaughtUp()
+		if fetch.Err() != nil {
+			return
+		}
+	}
+}
+
+// fetchBatch blocks for the first message, then takes what arrives within
+// BatchWait, up to BatchSize. It returns the messages fetched so far even
+// when fetch ends, so the caller can finish them.
+func (c *Consumer) fetchBatch(fetch context.Context, r *kafkago.Reader, batch []indexer.Message) ([]indexer.Message, int64, error) {
+	m, err := r.FetchMessage(fetch)
+	if err != nil {
+		return batch, 0, err
+	}
+	batch = append(batch, message(m))
+	hwm := m.HighWaterMark
+	if len(batch) >= c.p.BatchSize {
+		return batch, hwm, nil
+	}
+	wait, cancel := context.WithTimeout(fetch, c.p.BatchWait)
+	defer cancel()
+	for len(batch) < c.p.BatchSize {
+		m, err := r.FetchMessage(wait)
+		if err != nil {
+			break // the wait ended (or the reader failed: the next fetch will say)
+		}
+		batch = append(batch, message(m))
+		hwm = m.HighWaterMark
+	}
+	return batch, hwm, nil
+}
+
+func message(m kafkago.Message) indexer.Message {
+	return indexer.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value}
+}
+
+// handle runs the Handler until it succeeds. Retries back off; once fetch
+// has ended a failing batch is abandoned (false), left uncommitted for the
+// next owner or the next start, rather than retried through the drain
+// period.
+func (c *Consumer) handle(fetch, drain context.Context, log *slog.Logger, batch []indexer.Message) bool {
+	delay := c.p.BackoffMin
+	for {
+		err := c.p.Handler(drain, batch)
+		if err == nil {
+			return true
+		}
+		if fetch.Err() == nil {
+			c.retried()
+			log.Warn("batch failed; retrying", "first_offset", batch[0].Offset, "messages", len(batch), "err", err, "backoff", delay)
+			if sleep(fetch, delay) {
+				delay = c.backoff(delay)
+				continue
+			}
+		}
+		log.Warn("batch not applied before stopping; left uncommitted", "first_offset", batch[0].Offset, "messages", len(batch), "err", err)
+		return false
+	}
+}
+
+// commit records next as durable, retrying with backoff. While fetching
+// it retries until it succeeds; once fetch ended (shutdown or a
+// rebalance) it makes at most three attempts within drain, and otherwise
+// leaves the batch for the next owner to read again, which the per-entity
+// versions make harmless.
+func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit commitFunc, next int64) bool {
+	if commit == nil {
+		return true
+	}
+	delay := c.p.BackoffMin
+	for attempt := 1; ; attempt++ {
+		err := commit(next)
+		if err == nil {
+			c.commits.Add(1)
+			return true
+		}
+		if drain.Err() != nil || (fetch.Err() != nil && attempt >= 3) {
+			log.Warn("offset not committed; the next owner reads the batch again", "offset", next, "err", err)
+			return false
+		}
+		c.retried()
+		log.Warn("commit failed; retrying", "offset", next, "err", err, "backoff", delay)
+		if !sleep(drain, delay) {
+			log.Warn("offset not committed; the next owner reads the batch again", "offset", next, "err", err)
+			return false
+		}
+		delay = c.backoff(delay)
+	}
+}
