@@ -138,9 +138,12 @@ func (s *server) geoSignalsForLocation(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "location "+id)
 	}
-	rows, err := s.Reader.GeoSignalsForLocation(ctx, id, keys)
-	if err != nil {
-		return asNotFound(err, "location "+id)
+	var rows []readmodel.GeoSignal
+	if loc.GeoType != readmodel.GeoProperty { // properties have no geo signal rows
+		rows, err = s.Reader.GeoSignalsForLocation(ctx, id, keys)
+		if err != nil {
+			return asNotFound(err, "location "+id)
+		}
 	}
 	out := geoLocationSignalsResponse{
 		GeoID:             loc.GeoID,
