@@ -1,0 +1,173 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/permitd/permitd/api/cursor"
+	"github.com/permitd/permitd/readmodel"
+)
+
+type permitLocationJSON struct {
+	FullAddress  *string `json:"full_address"`
+	City         *string `json:"city"`
+	State        *string `json:"state"`
+	Zipcode      *string `json:"zipcode"`
+	County       *string `json:"county"`
+	Jurisdiction *string `json:"jurisdiction"`
+}
+
+type geoMatchJSON struct {
+	GeoID      string  `json:"geo_id"`
+	GeoType    string  `json:"geo_type"`
+	Confidence float64 `json:"confidence"`
+}
+
+type permitJSON struct {
+	PermitID       string             `json:"permit_id"`
+	PermitType     *string            `json:"permit_type"`
+	Status         *string            `json:"status"`
+	IssueDate      *string            `json:"issue_date"`
+	CompletionDate *string            `json:"completion_date"`
+	RawDescription *string            `json:"raw_description"`
+	Source         string             `json:"source"`
+	Location       permitLocationJSON `json:"location"`
+	GeoMatch       geoMatchJSON       `json:"geo_match"`
+}
+
+type permitsResponse struct {
+	GeoID      string       `json:"geo_id"`
+	Count      int          `json:"count"`
+	Permits    []permitJSON `json:"permits"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// permitCursorKey is the search_after position of permit pages inside a
+// cursor: issue date ("" for undated) and permit id.
+type permitCursorKey struct {
+	IssueDate string `json:"d"`
+	PermitID  string `json:"i"`
+}
+
+// decodePermitCursor reads the cursor parameter, if any, for endpoint and
+// binding. Every failure is a 422 naming "cursor".
+func (s *server) decodePermitCursor(q query, endpoint, binding string) (*readmodel.PermitKey, error) {
+	tok, present, err := q.get("cursor")
+	if err != nil || !present {
+		return nil, err
+	}
+	if tok == "" {
+		return nil, fmt.Errorf("%w: empty", cursor.ErrInvalid)
+	}
+	var k permitCursorKey
+	if err := s.cursors.Decode(tok, endpoint, binding, &k); err != nil {
+		return nil, err
+	}
+	if k.PermitID == "" || k.IssueDate != "" && !isDate(k.IssueDate) {
+		return nil, fmt.Errorf("%w: bad position", cursor.ErrInvalid)
+	}
+	return &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}, nil
+}
+
+func (s *server) encodePermitCursor(endpoint, binding string, next *readmodel.PermitKey) (*string, error) {
+	if next == nil {
+		return nil, nil
+	}
+	tok, err := s.cursors.Encode(endpoint, binding, permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
+	if err != nil {
+		return nil, err
+	}
+	return &tok, nil
+}
+
+func isDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil && len(s) == 10
+}
+
+// searchPermits: GET /v1/permits/search.
+//
+// Any scope's geo_id is accepted, a property_id included (the property's
+// permits, geo_match the property link). The cursor is bound to geo_id,
+// order, from_date and to_date; limit may change between pages.
+func (s *server) searchPermits(c *gin.Context) error {
+	q := newQuery(c.Request.URL)
+	geoID, err := q.text(true, 128, "geo_id")
+	if err != nil {
+		return err
+	}
+	if err := checkID("geo_id", geoID); err != nil {
+		return err
+	}
+	order, err := q.enum("desc", []string{"asc", "desc"}, "order")
+	if err != nil {
+		return err
+	}
+	from, err := q.date("from_date")
+	if err != nil {
+		return err
+	}
+	to, err := q.date("to_date")
+	if err != nil {
+		return err
+	}
+	if err := dateRange(from, to); err != nil {
+		return err
+	}
+	limit, err := q.intIn("limit", 25, 1, 100)
+	if err != nil {
+		return err
+	}
+	const endpoint = "permits_search"
+	binding := cursor.Binding("geo_id", geoID, "order", order, "from_date", from, "to_date", to)
+	after, err := s.decodePermitCursor(q, endpoint, binding)
+	if err != nil {
+		return err
+	}
+	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
+		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+	})
+	if err != nil {
+		return asNotFound(err, "location "+geoID)
+	}
+	out := permitsResponse{GeoID: geoID, Count: len(page.Permits), Permits: make([]permitJSON, 0, len(page.Permits))}
+	for _, h := range page.Permits {
+		p := h.Permit
+		out.Permits = append(out.Permits, permitJSON{
+			PermitID:       p.PermitID,
+			PermitType:     nullable(p.PermitType),
+			Status:         nullable(p.Status),
+			IssueDate:      nullable(p.IssueDate),
+			CompletionDate: nullable(p.CompletionDate),
+			RawDescription: nullable(p.RawDescription),
+			Source:         p.Source,
+			Location: permitLocationJSON{
+				FullAddress:  nullable(p.Address.FullAddress),
+				City:         nullable(p.Address.City),
+				State:        nullable(p.Address.State),
+				Zipcode:      nullable(p.Address.Zipcode),
+				County:       nullable(p.Address.County),
+				Jurisdiction: nullable(p.Address.Jurisdiction),
+			},
+			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
+		})
+	}
+	if out.NextCursor, err = s.encodePermitCursor(endpoint, binding, page.Next); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+func clamp01(f float64) float64 { return min(max(f, 0), 1) }
+
+// trimmedOptional returns an optional trimmed text parameter of at most
+// maxLen characters.
+func (q query) trimmedOptional(name string, maxLen int) (string, error) {
+	s, err := q.text(false, maxLen, name)
+	return strings.TrimSpace(s), err
+}
