@@ -142,7 +142,7 @@ func Normalize(input string) Parsed {
 		if len(t) == 0 {
 			continue
 		}
-		if _, ok := units[t[0]]; ok && len(tail) == 0 {
+		if len(tail) == 0 && isUnitPart(t) {
 			street = append(street, t...)
 			continue
 		}
@@ -184,12 +184,8 @@ func splitLocality(tokens []string) (street, tail []string) {
 	if _, ok := directionalAt(tokens, end+1); ok && end+2 < len(tokens) {
 		end++
 	}
-	if std, ok := units[tokens[end+1]]; ok {
-		if unitsWithoutNumber[std] {
-			end++
-		} else if end+2 < len(tokens) {
-			end += 2
-		}
+	if end+2 < len(tokens) && isUnitPart(tokens[end+1:end+3]) {
+		end += 2
 	}
 	if end >= len(tokens)-1 {
 		return tokens, nil
@@ -326,6 +322,27 @@ func (p *Parsed) takeUnit(t []string) []string {
 		return t[:i]
 	}
 	return t
+}
+
+// isUnitPart reports whether t is a whole secondary unit: a designator
+// and a unit number ("STE 200", "APT # 5", "# 5"), or a designator that
+// needs none ("PH"). "LOWER BURRELL" is a city, not a unit.
+func isUnitPart(t []string) bool {
+	if len(t) == 0 {
+		return false
+	}
+	std, ok := units[t[0]]
+	if !ok {
+		return false
+	}
+	rest := t[1:]
+	if std != "#" && len(rest) > 0 && rest[0] == "#" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return unitsWithoutNumber[std]
+	}
+	return len(rest) <= 2 && unitValue(rest)
 }
 
 // unitValue reports whether tokens read as a unit number: each has a digit
