@@ -24,8 +24,11 @@ func NewFeed(ix *Indexer, batchSize int) *Feed {
 	return &Feed{ix: ix, batchSize: batchSize}
 }
 
+// Emit hands one raw event (topic, key, value) to the feed.
+type Emit = func(topic string, key, value []byte) error
+
 // Producer yields raw events; it stops early when emit returns an error.
-type Producer func(ctx context.Context, emit func(topic string, key, value []byte) error) error
+type Producer func(ctx context.Context, emit Emit) error
 
 // Run feeds every producer's events to the indexer in order and returns
 // when all are applied (or on the first error).
