@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/permitd/permitd/indexer"
+)
+
+func init() {
+	register("index", "run the indexer only: Kafka topics into the configured backend", runIndex)
+}
+
+// indexConfig is the index command's configuration.
+//
+// The indexer-only process exists for durable backends (OpenSearch):
+// several of them share a consumer group and the API replicas read the
+// backend. This build has only the memory backend, whose state lives in
+// the process; `index -backend memory` works (it replays every partition
+// and reports progress and metrics) but serves no reads: use
+// `serve -kafka-brokers ...` for API plus indexer in one process.
+type indexConfig struct {
+	commonConfig
+	Kafka           kafkaConfig
+	Backend         string
+	Addr            string
+	ShutdownTimeout time.Duration
+}
+
+func (c *indexConfig) bind(fs *flagSet) {
+	c.commonConfig.bind(fs)
+	c.Kafka.bind(fs)
+	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory")
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:9464", "listen address of /metrics, /health/live and /health/ready; empty: none")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown may drain")
+}
+
+// Validate checks every field and fails fast.
+func (c *indexConfig) Validate() error {
+	errs := []error{c.commonConfig.validate(), c.Kafka.validate(true)}
+	if c.Backend != "memory" {
+		errs = append(errs, fmt.Errorf("backend %q: this build has memory only", c.Backend))
+	}
+	if c.Addr != "" {
+		errs = append(errs, validateAddr(c.Addr))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func runIndex(ctx context.Context, e env, args []string) error {
+	var cfg indexConfig
+	fs := newFlagSet("index", e)
+	cfg.bind(fs)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log := cfg.logger(e.stderr)
+	log.Info("starting permitd index", append([]any{"backend", cfg.Backend, "addr", cfg.Addr}, cfg.Kafka.logValue()...)...)
+	if !durableBackend(cfg.Backend) {
+		log.Warn("memory backend: the indexed state lives in this process and serves no reads; use serve -kafka-brokers for API plus indexer")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rm := newMemoryReadModel()
+	k, err := newKafkaIndexer(cfg.Kafka, cfg.Backend, rm, rm, log, indexer.NewMetrics(reg))
+	if err != nil {
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.Run(gctx) })
+	if cfg.Addr != "" {
+		check := k.Check()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+		})
+		mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, r *http.Request) {
+			c := check(r.Context())
+			w.Header().Set("Content-Type", "application/json")
+			if !c.OK {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"ready": c.OK, c.Name: c.Detail})
+		})
+		ln, err := net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			return err
+		}
+		srv := newHTTPServer(mux, log)
+		fmt.Fprintf(e.stdout, "metrics and health on http://%s\n", ln.Addr())
+		g.Go(func() error {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	err = g.Wait()
+	p := k.Indexer.Progress()
+	log.Info("permitd index stopped", "batches", p.Batches, "events_applied", p.Applied, "dead_letters", p.DeadLetters)
+	return err
+}

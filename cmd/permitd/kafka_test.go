@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// kafkaFixture is a kfake broker and an NDJSON file of n locations, one
+// of them deleted.
+func kafkaFixture(t *testing.T, n int) (brokers, file string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var buf bytes.Buffer
+	for i := range n {
+		env, err := events.New(events.LocationUpserted, fmt.Sprintf("g%04d", i), 1, time.Unix(1700000000, 0), "test", events.Location{
+			GeoType: "city", Name: "C", DisplayName: "C, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(env)
+		buf.Write(raw)
+		buf.WriteByte('\n')
+	}
+	del, _ := events.New(events.LocationDeleted, "g0000", 2, time.Unix(1700000001, 0), "test", nil)
+	raw, _ := json.Marshal(del)
+	buf.Write(raw)
+	buf.WriteString("\n\n") // a blank line is skipped
+	file = filepath.Join(t.TempDir(), "events.ndjson")
+	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(c.ListenAddrs(), ","), file
+}
+
+func kafkaNoEnv(string) string { return "" }
+
+// publish loads an NDJSON file into the topics; the serve hook's indexer
+// (memory backend, replay) then holds exactly those events and reports
+// ready.
+func TestPublishThenKafkaIndexer(t *testing.T) {
+	brokers, file := kafkaFixture(t, 50)
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--partitions", "3", "--log-level", "error"}, kafkaNoEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "published 51 events\n" {
+		t.Fatalf("stdout %q", got)
+	}
+
+	var cfg kafkaConfig
+	fs := newFlagSet("test", env{getenv: kafkaNoEnv, stderr: io.Discard})
+	cfg.bind(fs)
+	if err := fs.parse([]string{"--kafka-brokers", brokers}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate(true); err != nil {
+		t.Fatal(err)
+	}
+	store := memory.New(memory.Options{})
+	k, err := newKafkaIndexer(cfg, "memory", store, store, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := k.Check()
+	if check(t.Context()).OK {
+		t.Fatal("ready before consuming")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !check(t.Context()).OK {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %+v", check(t.Context()).Detail)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	counts, _ := store.Counts(t.Context())
+	if counts[readmodel.KindLocation] != 49 {
+		t.Fatalf("locations = %d, want 49", counts[readmodel.KindLocation])
+	}
+	if d := check(t.Context()).Detail; d["mode"] != "replay" || d["lag"] != int64(0) {
+		t.Fatalf("detail %+v", d)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publish stops at an invalid line and names it.
+func TestPublishRejectsInvalidLine(t *testing.T) {
+	brokers, file := kafkaFixture(t, 2)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"schema_version":1}` + "\n")
+	f.Close()
+	err = run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--log-level", "error"}, kafkaNoEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "line 5") {
+		t.Fatalf("err = %v, want the invalid line 5 named", err)
+	}
+}
+
+// index runs the indexer only, with /health/ready and /metrics, and stops
+// cleanly on cancel.
+func TestIndexCommand(t *testing.T) {
+	brokers, file := kafkaFixture(t, 20)
+	if err := run(t.Context(), []string{"publish", "--kafka-brokers", brokers, "--file", file, "--log-level", "error"}, kafkaNoEnv, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncBuffer
+	done := make(chan error, 1)
+	getenv := func(k string) string {
+		if k == "PERMITD_KAFKA_BROKERS" {
+			return brokers
+		}
+		return ""
+	}
+	go func() {
+		done <- run(ctx, []string{"index", "--addr", "127.0.0.1:0", "--log-level", "error"}, getenv, &out, io.Discard)
+	}()
+	re := regexp.MustCompile(`http://(\S+)`)
+	var base string
+	deadline := time.Now().Add(20 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil && base == "" {
+			base = "http://" + m[1]
+		}
+		if base == "" {
+			continue
+		}
+		res, err := http.Get(base + "/health/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			break
+		}
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !bytes.Contains(body, []byte(`permitd_indexer_consumer_lag{partition="0",topic="permitd.locations.v1"} 0`)) ||
+		!bytes.Contains(body, []byte(`permitd_indexer_events_total{result="applied"} 21`)) {
+		t.Fatalf("metrics lack lag or applied events:\n%s", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	kafkasrc "github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// kafkaConfig is the Kafka source's configuration, shared by `serve`
+// (API plus indexer in one process) and `index` (indexer only).
+type kafkaConfig struct {
+	Brokers         string
+	Group           string
+	Topics          string
+	BatchSize       int
+	BatchWait       time.Duration
+	MaxMessageBytes int
+	DrainTimeout    time.Duration
+}
+
+func (c *kafkaConfig) bind(fs *flagSet) {
+	fs.StringVar(&c.Brokers, "kafka-brokers", "", "comma-separated Kafka bootstrap brokers (host:port); empty: no Kafka source")
+	fs.StringVar(&c.Group, "kafka-group", "permitd-indexer", "consumer group shared by the indexers of a durable backend; the memory backend uses none (each process replays every partition)")
+	fs.StringVar(&c.Topics, "kafka-topics", strings.Join(events.Topics(), ","), "comma-separated topics to index")
+	fs.IntVar(&c.BatchSize, "kafka-batch-size", 2000, "most messages of one partition per batch")
+	fs.DurationVar(&c.BatchWait, "kafka-batch-wait", 20*time.Millisecond, "how long a batch may wait to fill after its first message")
+	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", 1<<20, "larger messages go to the dead-letter topic")
+	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
+}
+
+// enabled reports whether a Kafka source is configured.
+func (c *kafkaConfig) enabled() bool { return c.Brokers != "" }
+
+// validate checks the fields; brokers are only required when required is
+// true (index always needs them, serve only when --kafka-brokers is set).
+func (c *kafkaConfig) validate(required bool) error {
+	var errs []error
+	if required && !c.enabled() {
+		errs = append(errs, errors.New("kafka-brokers is required"))
+	}
+	if !c.enabled() {
+		return errors.Join(errs...)
+	}
+	for _, b := range splitCSV(c.Brokers) {
+		if err := validateAddr(b); err != nil {
+			errs = append(errs, fmt.Errorf("kafka-brokers: %w", err))
+		}
+	}
+	if len(splitCSV(c.Topics)) == 0 {
+		errs = append(errs, errors.New("kafka-topics: at least one topic"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("kafka-group must not be empty"))
+	}
+	if c.BatchSize < 1 {
+		errs = append(errs, errors.New("kafka-batch-size must be at least 1"))
+	}
+	if c.BatchWait <= 0 || c.DrainTimeout <= 0 {
+		errs = append(errs, errors.New("kafka-batch-wait and kafka-drain-timeout must be positive"))
+	}
+	if c.MaxMessageBytes < 1024 {
+		errs = append(errs, errors.New("kafka-max-message-bytes must be at least 1024"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *kafkaConfig) logValue() []any {
+	return []any{"kafka_brokers", c.Brokers, "kafka_group", c.Group, "kafka_topics", c.Topics,
+		"kafka_batch_size", c.BatchSize, "kafka_max_message_bytes", c.MaxMessageBytes}
+}
+
+// durableBackend reports whether a backend keeps its state across
+// restarts, which decides between a shared consumer group and replay.
+func durableBackend(backend string) bool { return backend != "memory" }
+
+// kafkaIndexer is the indexer fed from Kafka: the consumer, the indexer it
+// drives and the dead-letter writer.
+type kafkaIndexer struct {
+	Indexer  *indexer.Indexer
+	Consumer *kafkasrc.Consumer
+	dlq      *kafkasrc.DeadLetterWriter
+	mode     string
+}
+
+// newKafkaIndexer wires the Kafka source into w for serve and index.
+//
+// With a durable backend the indexers share the consumer group cfg.Group
+// and resume from its committed offsets. With the memory backend (which
+// loses its state on restart) each process reads every partition from the
+// earliest offset and commits nothing, so API replicas never share a
+// group and each holds the whole read model.
+//
+// serve calls it when --kafka-brokers is set, in place of the embedded
+// feed: run Run in the errgroup, add Check to the readiness checks, and
+// build the API's Reader from the same backend. reg-backed metrics come
+// in as m (indexer.NewMetrics).
+func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look indexer.Lookup, log *slog.Logger, m *indexer.Metrics) (*kafkaIndexer, error) {
+	brokers := splitCSV(cfg.Brokers)
+	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers})
+	if err != nil {
+		return nil, err
+	}
+	ix, err := indexer.New(indexer.Params{
+		Writer: w, Lookup: look, DeadLetter: dlq.DeadLetter, Logger: log,
+		MaxMessageBytes: cfg.MaxMessageBytes, Metrics: m,
+	})
+	if err != nil {
+		dlq.Close()
+		return nil, err
+	}
+	group, mode := cfg.Group, "group"
+	if !durableBackend(backend) {
+		group, mode = "", "replay"
+	}
+	c, err := kafkasrc.New(kafkasrc.Params{
+		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch,
+		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, DrainTimeout: cfg.DrainTimeout,
+		// An oversized message must still be fetched to reach the
+		// dead-letter topic.
+		MaxFetchBytes: max(16<<20, 2*cfg.MaxMessageBytes),
+		Logger:        log, Metrics: m,
+	})
+	if err != nil {
+		dlq.Close()
+		return nil, err
+	}
+	return &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode}, nil
+}
+
+// Run consumes until ctx ends, then drains, commits and closes the
+// dead-letter writer.
+func (k *kafkaIndexer) Run(ctx context.Context) error {
+	err := k.Consumer.Run(ctx)
+	if cerr := k.dlq.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close dead-letter writer: %w", cerr))
+	}
+	return err
+}
+
+// Check is the indexer's readiness: OK once the consumer caught up with
+// the high watermarks it saw at start and at least one batch is applied.
+func (k *kafkaIndexer) Check() api.ReadinessCheck {
+	return func(context.Context) api.Check {
+		p := k.Indexer.Progress()
+		caught := k.Consumer.CaughtUp()
+		return api.Check{Name: "indexer", OK: caught && p.Batches > 0, Detail: map[string]any{
+			"source": "kafka", "mode": k.mode, "caught_up": caught, "lag": k.Consumer.Lag(),
+			"partitions":      k.Consumer.Partitions(),
+			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
+			"dead_letters": p.DeadLetters, "retries": p.Retries,
+		}}
+	}
+}

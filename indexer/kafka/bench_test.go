@@ -1,0 +1,119 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// BenchmarkIngest measures, on the same messages in one run: the ingest
+// rate from kfake into the memory backend through the consumer (fetch,
+// decode, validate, project, apply; "events/s"), and the raw kafka-go
+// consume rate with the same per-partition readers and nothing done per
+// message ("raw-events/s"). Both clocks run from start until every
+// partition is read to its high watermark, connection setup included.
+// Targets: events/s >= 100,000 and >= half of raw-events/s.
+//
+//	go test -run '^$' -bench Ingest -benchtime 3x ./indexer/kafka/
+func BenchmarkIngest(b *testing.B) {
+	const (
+		n          = 200_000
+		partitions = 6
+	)
+	br := newBroker(b, partitions)
+	pub, err := kafka.NewPublisher(br.addrs)
+	require.NoError(b, err)
+	recs := make([]kafka.Record, 0, 10_000)
+	for i := range n {
+		env := location(b, fmt.Sprintf("g%07d", i), 1)
+		raw, err := json.Marshal(env)
+		require.NoError(b, err)
+		recs = append(recs, kafka.Record{Topic: locTopic, Key: []byte(env.EntityID), Value: raw})
+		if len(recs) == cap(recs) || i == n-1 {
+			require.NoError(b, pub.PublishRaw(context.Background(), recs...))
+			recs = recs[:0]
+		}
+	}
+	require.NoError(b, pub.Close())
+	hwm := br.highWatermarks(locTopic)
+
+	var ingest, raw time.Duration
+	b.ResetTimer()
+	for range b.N {
+		raw += rawConsume(b, br.addrs, hwm)
+
+		store := memory.New(memory.Options{})
+		ix := newIndexer(b, store, nil)
+		c, err := kafka.New(kafka.Params{Brokers: br.addrs, Topics: []string{locTopic}, Handler: ix.HandleBatch, Logger: testLogger()})
+		require.NoError(b, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- c.Run(ctx) }()
+		for !c.CaughtUp() {
+			time.Sleep(500 * time.Microsecond)
+		}
+		ingest += time.Since(start)
+		cancel()
+		require.NoError(b, <-done)
+		counts, err := store.Counts(context.Background())
+		require.NoError(b, err)
+		require.Equal(b, int64(n), counts["location"])
+	}
+	b.StopTimer()
+	ingestRate := float64(n*b.N) / ingest.Seconds()
+	rawRate := float64(n*b.N) / raw.Seconds()
+	b.ReportMetric(ingestRate, "events/s")
+	b.ReportMetric(rawRate, "raw-events/s")
+	b.ReportMetric(ingestRate/rawRate, "ingest/raw")
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawConsume reads every partition to its high watermark with the same
+// kafka-go reader settings as the consumer, doing nothing per message. The
+// clock stops when the last partition is read (closing the readers is not
+// counted).
+func rawConsume(b *testing.B, addrs []string, hwm map[int]int64) time.Duration {
+	start := time.Now()
+	var mu sync.Mutex
+	var last time.Time
+	var wg sync.WaitGroup
+	for p, end := range hwm {
+		if end == 0 {
+			continue
+		}
+		wg.Go(func() {
+			r := kafkago.NewReader(kafkago.ReaderConfig{
+				Brokers: addrs, Topic: locTopic, Partition: p,
+				MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: 2000,
+			})
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(context.Background())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if m.Offset+1 >= end {
+					mu.Lock()
+					if now := time.Now(); now.After(last) {
+						last = now
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return last.Sub(start)
+}
