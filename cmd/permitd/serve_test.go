@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs `permitd serve` in process on a free port and returns its
+// base URL and the printed development key. It stops at test end.
+func startServe(t *testing.T, args ...string) (base, key string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	env := map[string]string{}
+	go func() {
+		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn"}, args...),
+			func(k string) string { return env[k] }, pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s of cancellation")
+		}
+	})
+	sc := bufio.NewScanner(pr)
+	for (base == "" || key == "") && sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
+			key = v
+		}
+		if v, ok := strings.CutPrefix(line, "serving on "); ok {
+			base = v
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if base == "" || key == "" {
+		t.Fatalf("serve printed no address or key (base %q key %q)", base, key)
+	}
+	return base, key
+}
+
+// waitReady polls /v1/health/ready until 200.
+func waitReady(t *testing.T, base string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/v1/health/ready")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not ready within %s", within)
+}
+
+func get(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestServeLifecycle(t *testing.T) {
+	base, key := startServe(t, "-data", "none")
+	if code, _ := get(t, base+"/v1/health/live", ""); code != http.StatusOK {
+		t.Fatalf("live: %d", code)
+	}
+	if code, _ := get(t, base+"/v1/locations/gabc", ""); code != http.StatusForbidden {
+		t.Fatalf("no key: %d", code)
+	}
+	if code, body := get(t, base+"/v1/locations/gabc", key); code != http.StatusNotFound {
+		t.Fatalf("with key: %d %s", code, body)
+	}
+	if code, body := get(t, base+"/v1/openapi.json", ""); code != http.StatusOK || !strings.Contains(body, `"openapi"`) {
+		t.Fatalf("openapi: %d", code)
+	}
+}
+
+func TestServeConfigIsValidated(t *testing.T) {
+	for name, args := range map[string][]string{
+		"bad addr":     {"serve", "-addr", "nope"},
+		"bad backend":  {"serve", "-backend", "sqlite"},
+		"bad now":      {"serve", "-now", "yesterday"},
+		"short secret": {"serve", "-cursor-secret", "short"},
+		"extra args":   {"serve", "extra"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+		})
+	}
+	err := run(context.Background(), []string{"serve"}, func(k string) string {
+		return map[string]string{"PERMITD_ADDR": "bad"}[k]
+	}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "addr") {
+		t.Fatalf("PERMITD_ADDR not applied: %v", err)
+	}
+}
