@@ -27,7 +27,9 @@
 // Every query word must match a distinct word of a location's name or
 // alias: exactly, within its typo budget (optimal string alignment: 1 edit
 // for words of 4-7 letters, 2 from 8), or - the last word only, 3 letters
-// or more - as a prefix ("Spoka" -> Spokane). Name quality, 0..1:
+// or more - as a prefix ("Spoka" -> Spokane). The words of a trailing
+// state kept in the no-state reading match only exactly. Name quality,
+// 0..1:
 //
 //	exact name                          1.00  exact
 //	alias, abbreviation, joined words   0.97  alias
@@ -66,27 +68,39 @@
 // # Index design
 //
 // Index keeps one document per geo_id (location clone, name forms, its
-// terms), token postings (term -> slots), a ZIP map and a byte trie of
-// terms. A query word expands to its exact term, to the terms within its
-// typo budget (a trie walk carrying one edit-distance row per depth,
-// pruned once no row can return under the budget) and, for the last word,
-// to up to 256 terms with it as prefix (a subtree walk). The word with the
-// fewest postings drives candidate generation; Score verifies the other
-// words. Upsert and Delete are incremental (postings are unordered slices,
-// slots are reused, a trie term is switched off when its last posting
-// goes) so any location may be replaced or removed at any time.
+// terms), token postings (term -> slots), joined-name postings
+// ("sedrowoolley", exact lookup only), a ZIP map, a byte trie of terms and
+// a deletion neighbourhood of the terms of 6+ letters. A query word
+// expands to its exact term; to the terms within its typo budget - one
+// edit by a trie walk carrying one banded edit-distance row per depth,
+// two edits by looking up the hashes of the word's deletion variants
+// (up to 2 bytes removed) and verifying each hit with the same OSA
+// distance; and, for the last word, to up to 256 terms it begins (a trie
+// subtree walk), unless the word is itself a term with more than 50
+// postings ("Lake", "West"). The word with the fewest postings drives
+// candidate generation, a slot is kept only when its terms reach every
+// other word, and the scorer checks the rest. The bounds only limit recall
+// of broad texts, never the scores. Upsert and Delete are incremental
+// (postings are unordered slices, slots are reused, a term leaves the
+// trie and the deletion neighbourhood with its last posting) so any
+// location may be replaced or removed at any time.
 //
-// Why not a library: the national gazetteer is ~100k locations but only
-// ~30k distinct terms, so a trie walk at distance 2 touches a few thousand
-// nodes and a query costs tens of microseconds; bleve (not in go.mod) adds
-// an analysis pipeline, segment merging and per-query allocation that do
-// not fit p99 <= 1 ms with incremental single-document updates, and would
-// still need this package's scorer on top. tidwall/btree would give sorted
-// prefix scans but no typo search; the trie gives both.
+// Why this shape and not a library: the national gazetteer is ~98k
+// locations but only ~15k distinct words. A one-edit trie walk costs
+// ~10 us; a two-edit walk over the trie cost 100-250 us for long words,
+// which is why two-edit words use the deletion neighbourhood (~25 MB,
+// a few microseconds per lookup). Whole queries cost tens of microseconds
+// of CPU (see BenchmarkResolve). bleve (not in go.mod) brings an analysis
+// pipeline, segment merging and per-query allocation that do not fit
+// p99 <= 1 ms with single-document updates under a read lock, and would
+// still need this scorer on top; tidwall/btree gives sorted prefix scans
+// but no typo search, which the trie also covers.
 //
 // # Concurrency
 //
-// Upsert and Delete take the index's write lock and Search its read lock.
-// Search mutates nothing shared: the typo expansions it memoises live in
-// a map created per call. Many Searches run in parallel.
+// Upsert and Delete take the index's write lock and Search its read lock
+// (inside memory.Store, whose own lock already orders them, the inner
+// lock is uncontended). Search mutates nothing shared: the typo
+// expansions it memoises, its candidate set and its buffers are created
+// per call. Many Searches run in parallel.
 package resolve

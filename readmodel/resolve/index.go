@@ -18,24 +18,31 @@ type Index struct {
 	free  []int32          // dead slots
 	ids   map[string]int32 // geo_id -> slot
 	terms map[string][]int32
-	zips  map[string][]int32 // 5-digit ZIP -> slots of ZIP locations
-	trie  *trie
+	// compacts posts multi-word names by their joined words
+	// ("sedrowoolley"); exact lookup only, kept out of the trie.
+	compacts map[string][]int32
+	zips     map[string][]int32 // 5-digit ZIP -> slots of ZIP locations
+	trie     *trie              // every term: prefixes and one-typo walks
+	dels     *deletes           // terms of 6+ letters: two-typo lookups
 }
 
 type doc struct {
-	loc   readmodel.Location
-	forms []form
-	terms []string // distinct terms posted for this slot
-	live  bool
+	loc      readmodel.Location
+	forms    []form
+	terms    []string // distinct terms posted for this slot
+	compacts []string // distinct joined names posted for this slot
+	live     bool
 }
 
 // New returns an empty Index.
 func New() *Index {
 	return &Index{
-		ids:   map[string]int32{},
-		terms: map[string][]int32{},
-		zips:  map[string][]int32{},
-		trie:  newTrie(),
+		ids:      map[string]int32{},
+		terms:    map[string][]int32{},
+		compacts: map[string][]int32{},
+		zips:     map[string][]int32{},
+		trie:     newTrie(),
+		dels:     newDeletes(),
 	}
 }
 
@@ -68,15 +75,19 @@ func (x *Index) Upsert(loc readmodel.Location) {
 			d.terms = appendUnique(d.terms, t.Text)
 		}
 		if len(f.toks) > 1 {
-			d.terms = appendUnique(d.terms, f.compact)
+			d.compacts = appendUnique(d.compacts, f.compact)
 		}
 	}
 	for _, t := range d.terms {
 		p := x.terms[t]
 		if len(p) == 0 {
 			x.trie.set(t, true)
+			x.dels.add(t)
 		}
 		x.terms[t] = append(p, slot)
+	}
+	for _, c := range d.compacts {
+		x.compacts[c] = append(x.compacts[c], slot)
 	}
 	if z := zipOf(&d.loc); z != "" {
 		x.zips[z] = append(x.zips[z], slot)
@@ -101,8 +112,16 @@ func (x *Index) remove(slot int32) {
 		if len(p) == 0 {
 			delete(x.terms, t)
 			x.trie.set(t, false)
+			x.dels.remove(t)
 		} else {
 			x.terms[t] = p
+		}
+	}
+	for _, c := range d.compacts {
+		if p := removeSlot(x.compacts[c], slot); len(p) == 0 {
+			delete(x.compacts, c)
+		} else {
+			x.compacts[c] = p
 		}
 	}
 	if z := zipOf(&d.loc); z != "" {
@@ -149,8 +168,13 @@ func removeSlot(p []int32, slot int32) []int32 {
 	return p
 }
 
-// maxPrefixTerms bounds how many terms a prefix expands to.
-const maxPrefixTerms = 256
+// Candidate generation bounds (they bound recall, not scoring): the last
+// word expands to at most maxPrefixTerms terms it begins, and only when
+// the word itself has at most maxPrefixExact postings.
+const (
+	maxPrefixTerms = 256
+	maxPrefixExact = 50
+)
 
 // memoDistance is the distancer of one Search: the distances the trie walk
 // found for each query word. A term absent from a word's map is farther
@@ -189,48 +213,88 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 	for i := range q.Readings {
 		r := &q.Readings[i]
 		// Drive candidate generation from the word with the fewest
-		// postings; matchForm checks the other words.
-		var driver [][]int32
-		driverSize := -1
+		// postings; keep the slots whose terms reach every other word
+		// (matchForm then checks positions and distances).
+		type expansion struct {
+			lists [][]int32
+			terms map[string]struct{}
+			size  int
+		}
+		exps := make([]expansion, 0, len(r.Tokens))
 		for ti, t := range r.Tokens {
-			var lists [][]int32
-			size := 0
+			e := expansion{terms: map[string]struct{}{}}
 			add := func(term string) {
 				if p := x.terms[term]; len(p) > 0 {
-					lists = append(lists, p)
-					size += len(p)
+					e.lists = append(e.lists, p)
+					e.terms[term] = struct{}{}
+					e.size += len(p)
 				}
 			}
 			add(t.Text)
-			if !r.Compact {
+			exact := e.size
+			if len(r.Tokens) == 1 {
+				if p := x.compacts[t.Text]; len(p) > 0 {
+					e.lists = append(e.lists, p)
+					e.size += len(p)
+				}
+			}
+			if !r.Compact && !t.Exact {
 				if k := maxEdits(t.Text); k > 0 {
 					if _, done := memo[t.Text]; !done {
 						found := map[string]int{}
-						x.trie.fuzzy(t.Text, k, func(term string, d int) {
+						collect := func(term string, d int) {
 							if term != t.Text && len(term) >= 4 {
 								found[term] = d
 							}
-						})
+						}
+						if k == 2 {
+							x.dels.within2(t.Text, collect)
+						} else {
+							x.trie.fuzzy(t.Text, k, collect)
+						}
 						memo[t.Text] = found
 					}
 					for term := range memo[t.Text] {
 						add(term)
 					}
 				}
-				if ti == len(r.Tokens)-1 && len(t.Text) >= minPrefix {
+				// A complete word that is a common name ("Lake", "West")
+				// does not also expand to every name it begins.
+				if ti == len(r.Tokens)-1 && len(t.Text) >= minPrefix && exact <= maxPrefixExact {
 					x.trie.withPrefix(t.Text, maxPrefixTerms, add)
 				}
 			}
-			if size == 0 {
-				driver, driverSize = nil, 0
+			if e.size == 0 {
+				exps = nil
 				break
 			}
-			if driverSize < 0 || size < driverSize {
-				driver, driverSize = lists, size
-			}
+			exps = append(exps, e)
 		}
-		for _, p := range driver {
-			addSlots(p)
+		if len(exps) == 0 {
+			continue
+		}
+		slices.SortFunc(exps, func(a, b expansion) int { return a.size - b.size })
+		for _, p := range exps[0].lists {
+		slot:
+			for _, s := range p {
+				if _, ok := seen[s]; ok {
+					continue
+				}
+				for _, e := range exps[1:] {
+					reached := false
+					for _, term := range x.docs[s].terms {
+						if _, ok := e.terms[term]; ok {
+							reached = true
+							break
+						}
+					}
+					if !reached {
+						continue slot
+					}
+				}
+				seen[s] = struct{}{}
+				slots = append(slots, s)
+			}
 		}
 	}
 	matches := make([]Match, 0, len(slots))

@@ -33,6 +33,9 @@ var abbreviations = map[string]string{
 type Token struct {
 	Text    string
 	Surface string
+	// Exact: the word matches only exactly, never as a typo or prefix
+	// (the state words of a reading that keeps them as part of the name).
+	Exact bool
 }
 
 // words splits s into lower-case ASCII words of letters and digits.
@@ -134,12 +137,16 @@ var states = [][2]string{
 var (
 	stateByCode = map[string]string{} // "wa" -> "WA"
 	stateByName = map[string]string{} // "washington", "north carolina" -> code
+	// officialState holds the official names: a text that is one ("West
+	// Virginia") is never read as a place in a state ("West", VA).
+	officialState = map[string]bool{}
 )
 
 func init() {
 	for _, s := range states {
 		stateByCode[strings.ToLower(s[0])] = s[0]
 		stateByName[Normalize(s[1])] = s[0]
+		officialState[Normalize(s[1])] = true
 	}
 	// Common spellings.
 	stateByName["washington dc"] = "DC"

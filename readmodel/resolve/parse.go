@@ -116,19 +116,26 @@ func Parse(text string) Query {
 			q.Readings = append(q.Readings, Reading{Tokens: []Token{{Text: c, Surface: c}}, State: r.State, Compact: true})
 		}
 	}
-	if st, k := trailingState(toks); k > 0 && k < len(toks) {
+	if st, k := trailingState(toks, 1); k > 0 && !officialState[Normalize(strings.Join(kept, " "))] {
 		add(Reading{Tokens: toks[:len(toks)-k], State: st})
+		// The words may still belong to the name ("Virginia Beach" is
+		// not asked here, "Minnesota Lake MN" might be), but only exactly.
+		toks = append([]Token(nil), toks...)
+		for i := len(toks) - k; i < len(toks); i++ {
+			toks[i].Exact = true
+		}
 	}
 	add(Reading{Tokens: toks})
 	return q
 }
 
 // trailingState finds a state code or name in the last words of toks and
-// returns its code and how many tokens it takes.
-func trailingState(toks []Token) (string, int) {
+// returns its code and how many tokens it takes (0 for none).
+// At least keep tokens stay before it.
+func trailingState(toks []Token, keep int) (string, int) {
 	n := len(toks)
 	for k := 3; k >= 1; k-- {
-		if k > n {
+		if k > n-keep {
 			continue
 		}
 		parts := make([]string, k)
@@ -139,7 +146,7 @@ func trailingState(toks []Token) (string, int) {
 			return code, k
 		}
 	}
-	if w := toks[n-1].Surface; len(w) == 2 {
+	if w := toks[n-1].Surface; len(w) == 2 && n > keep {
 		if code, ok := stateByCode[w]; ok {
 			return code, 1
 		}

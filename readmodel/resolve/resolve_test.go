@@ -331,6 +331,12 @@ func TestIncrementalUpdates(t *testing.T) {
 	if _, ok := x.terms["emerald"]; ok {
 		t.Fatal("term of a deleted location kept postings")
 	}
+	if _, ok := x.dels.ids["emerald"]; ok {
+		t.Fatal("term of a deleted location kept in the deletion neighbourhood")
+	}
+	if cs := x.Search(readmodel.ResolveQuery{Text: "Emeralds", Limit: 10}); len(cs) != 0 {
+		t.Fatalf("deleted location found by typo:\n%s", describe(cs))
+	}
 	// The slot is reused and the index keeps its own copy.
 	loc := readmodel.Location{GeoID: "c-new", GeoType: readmodel.GeoCity, Name: "Tukwila", DisplayName: "Tukwila, WA",
 		State: "WA", Aliases: []string{"Tuk"}}

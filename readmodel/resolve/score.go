@@ -168,7 +168,7 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 				if j == lastJ+1 {
 					kind = 0
 				}
-			case r.Compact:
+			case r.Compact || q.Exact:
 				continue
 			default:
 				if dd, ok := dist.distance(q.Text, n.Text); ok && len(n.Text) >= 4 {
@@ -331,7 +331,7 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 			adj := 0.0
 			st := r.State
 			toks := r.Tokens
-			if code, k := trailingState(toks); st == "" && k == len(toks) {
+			if code, k := trailingState(toks, 0); st == "" && k > 0 && k == len(toks) {
 				st, toks = code, nil
 			}
 			if st != "" {

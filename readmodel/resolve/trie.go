@@ -96,53 +96,90 @@ func (t *trie) withPrefix(p string, max int, fn func(term string)) {
 // fuzzy calls fn for every live term within k optimal-string-alignment
 // edits of q (a transposition of neighbours counts one edit), with the
 // distance. It walks the trie carrying one row of the edit-distance table
-// per depth and prunes a branch once no row can come back under k.
+// per depth, computing only the diagonal band of width 2k+1 (cells off
+// the band exceed k), and prunes a branch once neither its row nor its
+// parent's (transpositions reach back two rows) can come back under k.
 func (t *trie) fuzzy(q string, k int, fn func(term string, d int)) {
 	w := len(q) + 1
-	rows := make([]int, w*(len(q)+k+2))
+	f := fuzzyWalk{t: t, q: q, k: k, w: w, fn: fn, rows: make([]int, w*(len(q)+k+2)), mins: make([]int, len(q)+k+2)}
 	for j := 0; j < w; j++ {
-		rows[j] = j
+		f.rows[j] = j
 	}
-	var walk func(n int32, depth int, prevByte byte)
-	walk = func(n int32, depth int, prevByte byte) {
-		if depth > len(q)+k {
-			return
+	f.walk(0, 1, 0)
+}
+
+type fuzzyWalk struct {
+	t    *trie
+	q    string
+	k, w int
+	rows []int // row d at rows[d*w:(d+1)*w]
+	mins []int // minimum of row d
+	fn   func(string, int)
+}
+
+func (f *fuzzyWalk) walk(n int32, depth int, prevByte byte) {
+	if depth > len(f.q)+f.k {
+		return
+	}
+	q, k, w := f.q, f.k, f.w
+	prev := f.rows[(depth-1)*w : depth*w]
+	var pp []int
+	if depth >= 2 {
+		pp = f.rows[(depth-2)*w : (depth-1)*w]
+	}
+	prevMin := f.mins[depth-1]
+	if depth == 1 {
+		prevMin = 0
+	}
+	lo, hi := max(1, depth-k), min(w-1, depth+k)
+	big := k + 1
+	for _, e := range f.t.nodes[n].kids {
+		cur := f.rows[depth*w : (depth+1)*w]
+		cur[0] = depth
+		if lo > 1 {
+			cur[lo-1] = big
 		}
-		prev := rows[(depth-1)*w : depth*w]
-		var pp []int
-		if depth >= 2 {
-			pp = rows[(depth-2)*w : (depth-1)*w]
+		rowMin := big
+		if depth <= k {
+			rowMin = depth
 		}
-		for _, e := range t.nodes[n].kids {
-			cur := rows[depth*w : (depth+1)*w]
-			cur[0] = depth
-			rowMin := cur[0]
-			for j := 1; j < w; j++ {
-				cost := 1
-				if q[j-1] == e.b {
-					cost = 0
+		for j := lo; j <= hi; j++ {
+			cost := 1
+			if q[j-1] == e.b {
+				cost = 0
+			}
+			v := prev[j-1] + cost
+			if a := prev[j] + 1; a < v && j < depth+k {
+				v = a
+			}
+			if a := cur[j-1] + 1; a < v {
+				v = a
+			}
+			if pp != nil && j >= 2 && q[j-1] == prevByte && q[j-2] == e.b {
+				if a := pp[j-2] + 1; a < v {
+					v = a
 				}
-				v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-				if pp != nil && j >= 2 && q[j-1] == prevByte && q[j-2] == e.b {
-					v = min(v, pp[j-2]+1)
-				}
-				cur[j] = v
-				rowMin = min(rowMin, v)
 			}
-			c := &t.nodes[e.node]
-			if c.live && cur[w-1] <= k {
-				fn(c.term, cur[w-1])
+			if v > big {
+				v = big
 			}
-			prevMin := prev[0]
-			for _, v := range prev {
-				prevMin = min(prevMin, v)
+			cur[j] = v
+			if v < rowMin {
+				rowMin = v
 			}
-			if rowMin <= k || prevMin+1 <= k {
-				walk(e.node, depth+1, e.b)
-			}
+		}
+		if hi < w-1 {
+			cur[hi+1] = big
+		}
+		c := &f.t.nodes[e.node]
+		if c.live && hi == w-1 && cur[w-1] <= k {
+			f.fn(c.term, cur[w-1])
+		}
+		if rowMin <= k || prevMin+1 <= k {
+			f.mins[depth] = rowMin
+			f.walk(e.node, depth+1, e.b)
 		}
 	}
-	walk(0, 1, 0)
 }
 
 // osa is the optimal-string-alignment distance of a and b, or k+1 when it

@@ -1,0 +1,66 @@
+package resolve
+
+import (
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// BenchmarkResolve builds the national index once, then resolves the
+// quality set's queries, reporting p50 and p99 latency per query and the
+// heap the index holds (go test -run '^$' -bench BenchmarkResolve
+// ./readmodel/resolve/). Target: p99 <= 1 ms. On Linux it also reports
+// the percentiles in thread CPU time, which a loaded machine does not
+// inflate.
+func BenchmarkResolve(b *testing.B) {
+	rows := loadQuality(b)
+	queries := make([]readmodel.ResolveQuery, len(rows))
+	for i, r := range rows {
+		queries[i] = r.rq
+	}
+	locs := nationalLocations(b)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	x := New()
+	for _, l := range locs {
+		x.Upsert(l)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	indexMB := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+	runtime.KeepAlive(locs)
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var lat, cpu []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		q := queries[i%len(queries)]
+		c0, cok := threadCPU()
+		start := time.Now()
+		x.Search(q)
+		lat = append(lat, time.Since(start))
+		if c1, ok := threadCPU(); ok && cok {
+			cpu = append(cpu, c1-c0)
+		}
+	}
+	b.StopTimer()
+	pct := func(d []time.Duration, p float64) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(pct(lat, 0.50), "p50-us")
+	b.ReportMetric(pct(lat, 0.99), "p99-us")
+	if len(cpu) == len(lat) {
+		// The same percentiles in thread CPU time: what a query costs
+		// when the machine is shared (wall time then includes waiting).
+		b.ReportMetric(pct(cpu, 0.50), "p50-cpu-us")
+		b.ReportMetric(pct(cpu, 0.99), "p99-cpu-us")
+	}
+	b.ReportMetric(indexMB, "index-MB")
+	b.ReportMetric(float64(len(locs)), "locations")
+}

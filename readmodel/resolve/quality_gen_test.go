@@ -1,0 +1,315 @@
+package resolve
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+var writeQuality = flag.Bool("write-quality", false, "regenerate testdata/quality.tsv from the national gazetteer")
+
+// handQuality are hand-written rows: the acceptance cases and decisions
+// the generator's rules do not cover.
+var handQuality = [][6]string{
+	{"Seatle", "", "", "Seattle, WA", "city", "typo"},
+	{"98101", "", "", "98101 (Seattle, WA)", "zip", "zip"},
+	{"King County", "", "", "King County, WA", "county", "county"},
+	{"spokane wa", "", "", "Spokane, WA", "city", "state_code"},
+	{"Spokane", "", "county", "Spokane County, WA", "county", "geo_type_filter"},
+	{"Portland", "OR", "", "Portland, OR", "city", "state_filter"},
+	{"Salem", "OR", "", "Salem, OR", "city", "state_filter"},
+	{"Mt Vernon, WA", "", "", "Mount Vernon, WA", "city", "abbreviation"},
+	{"Sedro Woolley", "", "", "Sedro-Woolley, WA", "city", "hyphen"},
+	{"Yakima, Washington", "", "", "Yakima, WA", "city", "state_name"},
+	{"Bellevue, WA 98004", "", "", "98004 (Bellevue, WA)", "zip", "city_state_zip"},
+	{"98052-1234", "", "", "98052 (Redmond, WA)", "zip", "zip4"},
+	{"City of Seattle", "", "", "City of Seattle, WA", "jurisdiction", "city_of"},
+	{"Seattle", "", "", "Seattle, WA", "city", "exact"},
+	{"SEATTLE, wa.", "", "", "Seattle, WA", "city", "case_punct"},
+	{"Spoka", "", "", "Spokane, WA", "city", "prefix"},
+	{"King Co", "", "", "King County, WA", "county", "county"},
+	{"King County", "", "jurisdiction", "King County, WA (unincorporated)", "jurisdiction", "geo_type_filter"},
+	{"Unincorporated King County", "", "", "King County, WA (unincorporated)", "jurisdiction", "exact"},
+	{"Ft Lauderdale", "", "", "Fort Lauderdale, FL", "city", "abbreviation"},
+	{"St Petersburg FL", "", "", "St. Petersburg, FL", "city", "abbreviation"},
+	{"Saint Paul, MN", "", "", "St. Paul, MN", "city", "abbreviation"},
+	{"Sault Sainte Marie MI", "", "", "Sault Ste. Marie, MI", "city", "abbreviation"},
+	{"Winston Salem", "", "", "Winston-Salem, NC", "city", "hyphen"},
+	{"Wilkes Barre", "", "", "Wilkes-Barre, PA", "city", "hyphen"},
+	{"Springfield", "", "", "Springfield, MA", "city", "same_name"},
+	{"Springfield", "IL", "", "Springfield, IL", "city", "state_filter"},
+	{"Springfield MO", "", "", "Springfield, MO", "city", "state_code"},
+	{"Washington", "", "state", "Washington", "state", "geo_type_filter"},
+	{"Oregon", "", "", "Oregon", "state", "state"},
+	{"Sacremento", "", "", "Sacramento, CA", "city", "typo"},
+	{"Albuquerqe", "", "", "Albuquerque, NM", "city", "typo"},
+	{"Pittsburg PA", "", "", "Pittsburgh, PA", "city", "typo"},
+	{"Cincinatti", "", "", "Cincinnati, OH", "city", "typo"},
+	{"Los Angeles County", "", "", "Los Angeles County, CA", "county", "county"},
+	{"Orleans Parish", "", "", "Orleans Parish, LA", "county", "county"},
+	{"98101", "", "city", "", "", "geo_type_filter_empty"},
+	{"Kansas City", "", "", "Kansas City, MO", "city", "same_name"},
+	{"Kansas City, KS", "", "", "Kansas City, KS", "city", "state_code"},
+	{"Portland Maine", "", "", "Portland, ME", "city", "state_name"},
+	{"Arlington VA", "", "", "Arlington, VA", "city", "state_code"},
+	{"Coeur d'Alene", "", "", "Coeur d'Alene, ID", "city", "case_punct"},
+	{"coeur dalene id", "", "", "Coeur d'Alene, ID", "city", "case_punct"},
+	{"O'Fallon MO", "", "", "O'Fallon, MO", "city", "state_code"},
+	{"Ste Genevieve", "", "", "Ste. Genevieve, MO", "city", "abbreviation"},
+	{"Seattle, WA 98101", "", "", "98101 (Seattle, WA)", "zip", "city_state_zip"},
+	{"98101 Seattle", "", "", "98101 (Seattle, WA)", "zip", "city_state_zip"},
+	{"Spokane Valley", "", "", "Spokane Valley, WA", "city", "exact"},
+	{"Tacoma Wa USA", "", "", "Tacoma, WA", "city", "state_code"},
+	{"Snohomish Co", "", "", "Snohomish County, WA", "county", "county"},
+	{"Pierce County", "WA", "", "Pierce County, WA", "county", "state_filter"},
+	{"City of Spokane Valley", "", "", "City of Spokane Valley, WA", "jurisdiction", "city_of"},
+	{"Bellingham", "", "jurisdiction", "City of Bellingham, WA", "jurisdiction", "geo_type_filter"},
+	{"Olympa", "", "", "Olympia, WA", "city", "typo"},
+	{"Tacmoa", "", "", "Tacoma, WA", "city", "typo"},
+	{"Yakma", "", "", "Yakima, WA", "city", "typo"},
+	{"Everet WA", "", "", "Everett, WA", "city", "typo"},
+	{"Bellingh", "", "", "Bellingham, WA", "city", "prefix"},
+	{"Wenatch", "", "", "Wenatchee, WA", "city", "prefix"},
+	{"Ft Worth", "", "", "Fort Worth, TX", "city", "abbreviation"},
+	{"Mount Rainier", "", "", "Mount Rainier, MD", "city", "exact"},
+	{"Washington DC", "", "", "Washington, DC", "city", "state_code"},
+}
+
+// TestWriteQualitySet regenerates testdata/quality.tsv (go test -run
+// TestWriteQualitySet ./readmodel/resolve/ -args -write-quality). Labels
+// come from rules over the gazetteer, not from the resolver: each row
+// names the one place a careful reader would mean, and rows whose intended
+// place is not unique under the rule are left out.
+func TestWriteQualitySet(t *testing.T) {
+	if !*writeQuality {
+		t.Skip("run with -args -write-quality to regenerate testdata/quality.tsv")
+	}
+	x := nationalIndex(t)
+	var locs []readmodel.Location
+	for i := range x.docs {
+		if x.docs[i].live {
+			locs = append(locs, x.docs[i].loc)
+		}
+	}
+	sort.Slice(locs, func(i, j int) bool {
+		if locs[i].Population != locs[j].Population {
+			return locs[i].Population > locs[j].Population
+		}
+		return locs[i].GeoID < locs[j].GeoID
+	})
+	byType := map[readmodel.GeoType][]readmodel.Location{}
+	nameCount := map[string]int{}       // normalised city/state name -> cities and states so named
+	displayCount := map[string]int{}    // display|type -> count
+	cityStates := map[string][]string{} // normalised city name -> states, by population desc
+	countyName := map[string]int{}      // normalised county name -> count
+	for _, l := range locs {
+		byType[l.GeoType] = append(byType[l.GeoType], l)
+		displayCount[l.DisplayName+"|"+string(l.GeoType)]++
+		n := Normalize(l.Name)
+		switch l.GeoType {
+		case readmodel.GeoCity, readmodel.GeoState:
+			nameCount[n]++
+			if l.GeoType == readmodel.GeoCity {
+				cityStates[n] = append(cityStates[n], l.State)
+			}
+		case readmodel.GeoCounty:
+			countyName[n]++
+		}
+	}
+	terms := map[string]bool{}
+	for term := range x.terms {
+		terms[term] = true
+	}
+	okDisplay := func(l readmodel.Location) bool { return displayCount[l.DisplayName+"|"+string(l.GeoType)] == 1 }
+	oneWord := func(l readmodel.Location) bool { return !strings.ContainsAny(l.Name, " -.'") && len(l.Name) >= 5 }
+	unique := func(l readmodel.Location) bool {
+		return nameCount[Normalize(l.Name)] == 1 && okDisplay(l) && l.Population >= 5000
+	}
+	// onlyNear: every indexed term within the typo budget of w is target.
+	onlyNear := func(w, target string) bool {
+		if terms[w] {
+			return false
+		}
+		k := maxEdits(w)
+		for term := range terms {
+			if len(term) >= 4 && term != target && osa(w, term, k) <= k {
+				return false
+			}
+		}
+		return osa(w, target, k) <= k
+	}
+	var rows [][6]string
+	add := func(q, st, gt string, l readmodel.Location, cat string) {
+		rows = append(rows, [6]string{q, st, gt, l.DisplayName, string(l.GeoType), cat})
+	}
+	take := func(list []readmodel.Location, n, skip int, pred func(readmodel.Location) bool, emit func(readmodel.Location)) {
+		i := 0
+		for _, l := range list {
+			if n == 0 {
+				return
+			}
+			if !pred(l) {
+				continue
+			}
+			if i++; (i-1)%skip != 0 {
+				continue
+			}
+			emit(l)
+			n--
+		}
+	}
+	cities := byType[readmodel.GeoCity]
+
+	take(cities, 25, 3, unique, func(l readmodel.Location) { add(l.Name, "", "", l, "exact") })
+	noisy := []func(string) string{
+		strings.ToUpper, strings.ToLower,
+		func(s string) string { return "  " + s + " !!" },
+		func(s string) string { return strings.ToLower(s) + "." },
+		func(s string) string { return "\"" + strings.ToUpper(s[:1]) + strings.ToLower(s[1:]) + "\"" },
+	}
+	ni := 0
+	take(cities, 20, 5, unique, func(l readmodel.Location) {
+		add(noisy[ni%len(noisy)](l.Name), "", "", l, "case_punct")
+		ni++
+	})
+	take(byType[readmodel.GeoJurisdiction], 20, 7, func(l readmodel.Location) bool {
+		return l.Incorporated && nameCount[Normalize(strings.TrimPrefix(l.Name, "City of "))] == 1 && okDisplay(l) && l.Population >= 5000
+	}, func(l readmodel.Location) { add(l.Name, "", "", l, "city_of") })
+	ti := 0
+	take(cities, 30, 2, func(l readmodel.Location) bool { return unique(l) && oneWord(l) }, func(l readmodel.Location) {
+		w := strings.ToLower(l.Name)
+		m := len(w) / 2
+		var typo string
+		switch ti % 3 {
+		case 0:
+			typo = w[:m] + w[m+1:]
+		case 1:
+			typo = w[:m-1] + string(w[m]) + string(w[m-1]) + w[m+1:]
+		default:
+			typo = w[:m] + string('a'+(w[m]-'a'+1)%26) + w[m+1:]
+		}
+		if typo == w || !onlyNear(typo, w) {
+			return
+		}
+		ti++
+		add(strings.ToUpper(typo[:1])+typo[1:], "", "", l, "typo")
+	})
+	take(cities, 20, 3, func(l readmodel.Location) bool { return unique(l) && oneWord(l) && len(l.Name) >= 7 }, func(l readmodel.Location) {
+		w := strings.ToLower(l.Name)
+		p := w[:len(w)-2]
+		for term := range terms {
+			if term != w && strings.HasPrefix(term, p) {
+				return
+			}
+		}
+		add(l.Name[:len(p)], "", "", l, "prefix")
+	})
+	abbrev := map[string]string{"Mount ": "Mt ", "Fort ": "Ft ", "St. ": "Saint ", "North ": "N ", "South ": "S ", "East ": "E ", "West ": "W ", "Point ": "Pt "}
+	abbrevOf := func(name string) string {
+		for _, long := range []string{"Mount ", "Fort ", "St. ", "North ", "South ", "East ", "West ", "Point "} {
+			if strings.HasPrefix(name, long) {
+				return abbrev[long] + strings.TrimPrefix(name, long)
+			}
+		}
+		return ""
+	}
+	take(cities, 20, 2, func(l readmodel.Location) bool {
+		return okDisplay(l) && l.Population >= 2000 && abbrevOf(l.Name) != "" && countIn(cityStates[Normalize(l.Name)], l.State) == 1
+	}, func(l readmodel.Location) {
+		add(abbrevOf(l.Name)+" "+l.State, "", "", l, "abbreviation")
+	})
+	hi := 0
+	take(cities, 15, 1, func(l readmodel.Location) bool {
+		return strings.Contains(l.Name, "-") && okDisplay(l) && l.Population >= 1000
+	}, func(l readmodel.Location) {
+		if hi%2 == 0 {
+			add(strings.ReplaceAll(l.Name, "-", " ")+", "+l.State, "", "", l, "hyphen")
+		} else {
+			add(strings.ReplaceAll(l.Name, "-", " "), "", "", l, "hyphen")
+		}
+		hi++
+	})
+	multi := func(l readmodel.Location) bool {
+		st := cityStates[Normalize(l.Name)]
+		return len(st) >= 2 && okDisplay(l) && l.Population >= 1000 && countIn(st, l.State) == 1
+	}
+	take(cities, 25, 7, multi, func(l readmodel.Location) { add(l.Name+" "+strings.ToLower(l.State), "", "", l, "state_code") })
+	take(cities, 15, 11, multi, func(l readmodel.Location) { add(l.Name+", "+l.StateName, "", "", l, "state_name") })
+	take(cities, 15, 13, multi, func(l readmodel.Location) { add(l.Name, l.State, "", l, "state_filter") })
+	take(cities, 12, 1, func(l readmodel.Location) bool {
+		st := cityStates[Normalize(l.Name)]
+		return len(st) >= 3 && st[0] == l.State && okDisplay(l) && nameCount[Normalize(l.Name)] == len(st) && countIn(st, l.State) == 1
+	}, func(l readmodel.Location) {
+		// The most populous of its name by far: the population prior decides.
+		add(l.Name, "", "", l, "same_name")
+	})
+	ci := 0
+	take(byType[readmodel.GeoCounty], 25, 5, func(l readmodel.Location) bool { return okDisplay(l) }, func(l readmodel.Location) {
+		switch {
+		case ci%3 == 2 && strings.HasSuffix(l.Name, " County"):
+			add(strings.TrimSuffix(l.Name, "County")+"Co, "+l.State, "", "", l, "county")
+		case countyName[Normalize(l.Name)] == 1:
+			add(l.Name, "", "", l, "county")
+		default:
+			add(l.Name+", "+l.State, "", "", l, "county")
+		}
+		ci++
+	})
+	take(byType[readmodel.GeoCounty], 10, 9, func(l readmodel.Location) bool {
+		return okDisplay(l) && strings.HasSuffix(l.Name, " County") && countyName[Normalize(l.Name)] == 1
+	}, func(l readmodel.Location) {
+		add(strings.TrimSuffix(l.Name, " County"), "", "county", l, "geo_type_filter")
+	})
+	zips := byType[readmodel.GeoZip]
+	sort.Slice(zips, func(i, j int) bool { return zips[i].Zipcode < zips[j].Zipcode })
+	for i := 0; i < len(zips); i += len(zips) / 20 {
+		add(zips[i].Zipcode, "", "", zips[i], "zip")
+	}
+	for i := 7; i < len(zips); i += len(zips) / 12 {
+		add(fmt.Sprintf("%s-%04d", zips[i].Zipcode, (i*37)%10000), "", "", zips[i], "zip4")
+	}
+	for i := 13; i < len(zips); i += len(zips) / 12 {
+		add(fmt.Sprintf("%s, %s %s", zips[i].City, zips[i].State, zips[i].Zipcode), "", "", zips[i], "city_state_zip")
+	}
+	for _, s := range byType[readmodel.GeoState] {
+		if nameCount[Normalize(s.Name)] == 1 {
+			add(s.Name, "", "", s, "state")
+		}
+	}
+	for _, h := range handQuality {
+		rows = append(rows, h)
+	}
+	f, err := os.Create("testdata/quality.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "# Generated by TestWriteQualitySet (go test -run TestWriteQualitySet ./readmodel/resolve/ -args -write-quality); hand rows at the end.")
+	fmt.Fprintln(w, "query\tstate\tgeo_type\texpected_display_name\texpected_geo_type\tcategory")
+	for _, r := range rows {
+		fmt.Fprintln(w, strings.Join(r[:], "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %d rows", len(rows))
+}
+
+func countIn(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
