@@ -10,11 +10,12 @@ import (
 	pdata "github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/readmodel/resolve"
 )
 
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
-	return memory.New(memory.Options{})
+	return memory.New(memory.Options{Resolver: resolve.New()})
 }
 
 // bundledProducers yields the bundled real data as events, in dependency
