@@ -33,13 +33,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		Retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "permitd_indexer_retries_total", Help: "Read-model writes retried after a transient failure.",
+			Name: "permitd_indexer_retries_total", Help: "Retries after a transient failure: read-model writes, and the Kafka source's batches, commits and metadata reads.",
 		}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "permitd_indexer_dead_letters_total", Help: "Messages sent to the dead-letter topic, by source topic.",
 		}, []string{"topic"}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "permitd_indexer_consumer_lag", Help: "Messages behind the partition's high watermark.",
+			Name: "permitd_indexer_consumer_lag", Help: "Messages behind the partition's newest high watermark seen, per owned partition.",
 		}, []string{"topic", "partition"}),
 	}
 	if reg != nil {
