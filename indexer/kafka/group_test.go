@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,7 +71,12 @@ func equalOffsets(committed, hwm map[int]int64) bool {
 func TestCrashBetweenApplyAndCommit(t *testing.T) {
 	const group = "crash"
 	b := newBroker(t, 4)
-	envs := locations(t, "k", 400, 3)
+	var envs []events.Envelope // oldest first: the end state needs the last events
+	for v := int64(1); v <= 3; v++ {
+		for i := range 400 {
+			envs = append(envs, location(t, fmt.Sprintf("k%05d", i), v))
+		}
+	}
 	b.publish(envs...)
 	want := expected(t, envs...)
 	store := memory.New(memory.Options{}) // stands in for a durable backend

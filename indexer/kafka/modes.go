@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -107,8 +108,8 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: c.p.PartitionWatchInterval,
 		StartOffset:            kafkago.FirstOffset,
-		Logger:                 kafkaLogger(c.log, -8),
-		ErrorLogger:            kafkaLogger(c.log, -2),
+		Logger:                 kafkaLogger(c.log, slog.LevelDebug),
+		ErrorLogger:            kafkaLogger(c.log, slog.LevelWarn),
 	})
 	if err != nil {
 		return fmt.Errorf("kafka: consumer group: %w", err)

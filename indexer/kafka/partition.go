@@ -31,7 +31,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		QueueCapacity:  c.p.BatchSize,
 		ReadBackoffMin: c.p.BackoffMin,
 		ReadBackoffMax: c.p.BackoffMax,
-		ErrorLogger:    kafkaLogger(log, -2), // between debug and info: kafka-go retries these itself
+		ErrorLogger:    kafkaLogger(log, slog.LevelWarn), // kafka-go retries these itself; lag shows the effect
 	})
 	defer func() {
 		if err := r.Close(); err != nil {
