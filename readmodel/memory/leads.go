@@ -303,9 +303,21 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	return out, nil
 }
 
-// datePage walks the event-date tree from the later of the cursor and the
-// leadWindow's upper bound and stops at the leadWindow's lower bound.
+// datePage collects up to want leads of the window after `after`, in
+// event-date order.
 func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
+	var out []*leadRec
+	k.walkDate(w, after, func(r *leadRec) bool {
+		out = append(out, r)
+		return len(out) < want
+	})
+	return out
+}
+
+// walkDate calls fn for each lead of the window after `after`, in
+// event-date order, until fn returns false. It seeks to the later of the
+// cursor and the window's upper bound and stops at the lower bound.
+func (k *keyLeads) walkDate(w leadWindow, after *leadRec, fn func(*leadRec) bool) {
 	start := &leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}
 	if w.hi == math.MaxInt32 {
 		start = nil
@@ -313,7 +325,6 @@ func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
 	if after != nil && (start == nil || dateLess(start, after)) {
 		start = after
 	}
-	var out []*leadRec
 	iter := func(r *leadRec) bool {
 		if after != nil && !dateLess(after, r) {
 			return true // the cursor's own item
@@ -326,16 +337,15 @@ func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
 			return false
 		}
 		if w.passes(r) {
-			out = append(out, r)
+			return fn(r)
 		}
-		return len(out) < want
+		return true
 	}
 	if start == nil {
 		k.byDate.Scan(iter)
 	} else {
 		k.byDate.Ascend(start, iter)
 	}
-	return out
 }
 
 // confPage serves the confidence order. When the date leadWindow holds few
@@ -345,21 +355,23 @@ func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
 func (k *keyLeads) confPage(w leadWindow, after *leadRec, want int) []*leadRec {
 	if w.bounded {
 		if n := k.days.count(w.lo, w.hi); n <= 4096 || n*8 < int64(k.byConf.Len()) {
-			var all []*leadRec
-			k.byDate.Ascend(&leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}, func(r *leadRec) bool {
-				if r.date < w.lo {
-					return false
+			var top []*leadRec // the best `want` so far, in confidence order
+			k.walkDate(w, nil, func(r *leadRec) bool {
+				if after != nil && !confLess(after, r) {
+					return true
 				}
-				if w.passes(r) && (after == nil || confLess(after, r)) {
-					all = append(all, r)
+				if len(top) == want && !confLess(r, top[want-1]) {
+					return true
 				}
+				i := sort.Search(len(top), func(i int) bool { return confLess(r, top[i]) })
+				if len(top) < want {
+					top = append(top, nil)
+				}
+				copy(top[i+1:], top[i:])
+				top[i] = r
 				return true
 			})
-			sort.Slice(all, func(i, j int) bool { return confLess(all[i], all[j]) })
-			if len(all) > want {
-				all = all[:want]
-			}
-			return all
+			return top
 		}
 	}
 	var out []*leadRec
@@ -385,6 +397,7 @@ type leadDayAggs struct {
 	days  []int32 // ascending
 	cells []*leadDayCell
 	null  leadDayCell // leads without a date
+	all   leadDayCell // every lead, dated or not
 }
 
 type leadDayCell struct {
@@ -415,6 +428,11 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		}
 		c = d.cells[i]
 	}
+	d.all.addLead(r, delta)
+	c.addLead(r, delta)
+}
+
+func (c *leadDayCell) addLead(r *leadRec, delta int64) {
 	c.n += delta
 	c.conf[leadConfBucket(r)] += delta
 	c.cities.add(r.city, delta)
@@ -503,15 +521,20 @@ func (s *leadStatsAcc) cell(key string, day int32, c *leadDayCell) {
 	if c.n == 0 {
 		return
 	}
-	s.total += c.n
-	s.bySignal[key] += c.n
-	for i := range c.conf {
-		s.conf[i] += c.conf[i]
-	}
 	if day == leadNoDate {
 		s.fresh[3] += c.n
 	} else {
 		s.fresh[leadFreshBucket(max(s.today-day, 0))] += c.n
+	}
+	s.counts(key, c)
+}
+
+// counts adds everything of c but freshness.
+func (s *leadStatsAcc) counts(key string, c *leadDayCell) {
+	s.total += c.n
+	s.bySignal[key] += c.n
+	for i := range c.conf {
+		s.conf[i] += c.conf[i]
 	}
 	for _, e := range c.cities {
 		s.cities.add(e.id, e.n)
@@ -522,6 +545,21 @@ func (s *leadStatsAcc) cell(key string, day int32, c *leadDayCell) {
 	for _, e := range c.counties {
 		s.counties.add(e.id, e.n)
 	}
+}
+
+// cellFresh adds every lead of d from its running total; only the days
+// of the last 30 (and later) need visiting for the freshness buckets, the
+// rest (and null dates) are 31_plus.
+func (s *leadStatsAcc) cellFresh(key string, d *leadDayAggs) {
+	s.counts(key, &d.all)
+	recent := int64(0)
+	i, _ := slices.BinarySearch(d.days, s.today-30)
+	for ; i < len(d.days); i++ {
+		n := d.cells[i].n
+		s.fresh[leadFreshBucket(max(s.today-d.days[i], 0))] += n
+		recent += n
+	}
+	s.fresh[3] += d.all.n - recent
 }
 
 func (s *leadStatsAcc) lead(r *leadRec) {
@@ -560,17 +598,16 @@ func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error)
 	}
 	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
 		if w.minConf != nil {
-			for _, r := range k.datePage(w, nil, math.MaxInt) {
-				acc.lead(r)
-			}
+			k.walkDate(w, nil, func(r *leadRec) bool { acc.lead(r); return true })
+			continue
+		}
+		if !w.bounded {
+			acc.cellFresh(k.key, &k.days)
 			continue
 		}
 		i, _ := slices.BinarySearch(k.days.days, w.lo)
 		for ; i < len(k.days.days) && k.days.days[i] <= w.hi; i++ {
 			acc.cell(k.key, k.days.days[i], k.days.cells[i])
-		}
-		if !w.bounded {
-			acc.cell(k.key, leadNoDate, &k.days.null)
 		}
 	}
 	st := readmodel.PermitStats{
