@@ -1,0 +1,130 @@
+package opensearch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Counts implements readmodel.Inspector: live documents per kind, one
+// _msearch of six counts.
+func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
+	reqs := make([]msearchReq, len(readmodel.Kinds))
+	for i, k := range readmodel.Kinds {
+		reqs[i] = msearchReq{s.read(k), countBody()}
+	}
+	rs, err := s.msearch(ctx, reqs...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[readmodel.Kind]int64, len(rs))
+	for i, k := range readmodel.Kinds {
+		out[k] = rs[i].total()
+	}
+	return out, nil
+}
+
+// Digest implements readmodel.Inspector: the memory backend's digest
+// (SHA-256 over the sorted "kind id version" lines of live documents).
+// Each kind is scanned by doc_id with search_after inside a point in time,
+// so the scan is one snapshot; when the point in time cannot be opened or
+// has expired, the scan continues from the last doc_id without one.
+func (s *Store) Digest(ctx context.Context) (string, error) {
+	var lines []string
+	for _, k := range readmodel.Kinds {
+		err := s.scan(ctx, k, func(id string, v int64) {
+			lines = append(lines, string(k)+" "+id+" "+strconv.FormatInt(v, 10))
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// scan calls fn for every live document of kind k.
+func (s *Store) scan(ctx context.Context, k readmodel.Kind, fn func(id string, version int64)) error {
+	pit := s.openPIT(ctx, k)
+	defer s.closePIT(context.WithoutCancel(ctx), pit)
+	after := ""
+	for {
+		var r *searchResult
+		var err error
+		if pit != "" {
+			raw, _ := json.Marshal(scanBody(pit, after))
+			var out searchResult
+			err = s.do(ctx, http.MethodPost, "/_search", raw, "", &out)
+			r = &out
+			if err != nil && isExpired(err) {
+				pit = "" // continue from after without a snapshot
+				continue
+			}
+		} else {
+			r, err = s.search(ctx, s.read(k), scanBody("", after))
+		}
+		if err != nil {
+			return err
+		}
+		if r.PitID != "" && pit != "" {
+			pit = r.PitID
+		}
+		docs, err := decodeHits[meta](r)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			fn(d.DocID, d.Version)
+		}
+		if len(docs) < scanPageSize {
+			return nil
+		}
+		after = docs[len(docs)-1].DocID
+	}
+}
+
+// isExpired: the point in time is gone (404 search_context_missing, or a
+// 400 naming it).
+func isExpired(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Type == "search_context_missing_exception" ||
+		ae.Status == http.StatusBadRequest && ae.Type == "illegal_argument_exception")
+}
+
+// openPIT opens a point in time on kind k; "" when the cluster cannot
+// (OpenSearch before 2.4, or no permission): the scan then runs without.
+func (s *Store) openPIT(ctx context.Context, k readmodel.Kind) string {
+	var out struct {
+		PitID string `json:"pit_id"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/"+s.read(k)+"/_search/point_in_time?keep_alive="+pitKeepAlive, nil, "", &out); err != nil {
+		return ""
+	}
+	return out.PitID
+}
+
+func (s *Store) closePIT(ctx context.Context, pit string) {
+	if pit == "" {
+		return
+	}
+	raw, _ := json.Marshal(map[string]any{"pit_id": []string{pit}})
+	_ = s.do(ctx, http.MethodDelete, "/_search/point_in_time", raw, "", nil)
+}
+
+// errNoIndex reports a missing alias with the fix.
+func errNoIndex(alias string) error {
+	return fmt.Errorf("opensearch: %s does not exist: run permitd opensearch init", alias)
+}

@@ -1,0 +1,434 @@
+package opensearch
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/resolve"
+)
+
+// Request bodies, one function per query shape, each golden-tested
+// (testdata/*.search.json) and checked against the OpenSearch API
+// specification. Bodies are maps: json.Marshal sorts their keys, so a
+// rendering is deterministic.
+
+type obj = map[string]any
+
+// live keeps documents that are not tombstones.
+func live() obj { return obj{"term": obj{"deleted": false}} }
+
+func term(field string, v any) obj { return obj{"term": obj{field: v}} }
+
+func terms(field string, vs []string) obj { return obj{"terms": obj{field: vs}} }
+
+func filtered(clauses ...obj) obj {
+	f := []obj{live()}
+	f = append(f, clauses...)
+	return obj{"bool": obj{"filter": f}}
+}
+
+// byIDBody fetches one live document by id (the existence half of a read
+// that must answer ErrNotFound).
+func byIDBody(id string) obj {
+	return obj{"size": 1, "query": filtered(obj{"ids": obj{"values": []string{id}}})}
+}
+
+// permitCountBody is a location's permit_count (total hits) and
+// latest_permit_date (max issue_date) over the permits under field=id.
+func permitCountBody(field, id string) obj {
+	return obj{
+		"size": 0, "track_total_hits": true,
+		"query": filtered(term(field, id)),
+		"aggs":  obj{"latest": obj{"max": obj{"field": "issue_date", "format": "strict_date"}}},
+	}
+}
+
+// hierarchyBody fetches the live locations a property links to, by a terms
+// lookup on the property's own geo_links, so it can go in the same
+// _msearch as the property itself.
+func hierarchyBody(propertiesIndex, propertyID string) obj {
+	return obj{
+		"size": 16,
+		"query": filtered(obj{"terms": obj{"geo_id": obj{
+			"index": propertiesIndex, "id": propertyID, "path": "geo_links.geo_id",
+		}}}),
+	}
+}
+
+// locationsByIDBody fetches live locations by geo_id.
+func locationsByIDBody(ids []string) obj {
+	return obj{"size": len(ids), "query": filtered(terms("geo_id", ids))}
+}
+
+// permitPageBody pages permits under field=id (geo_ids for a location,
+// property_id for a property). Sort: undated last in both orders, then the
+// issue day, then permit_id: every sort value is present, so search_after
+// needs no sentinel for missing dates.
+func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey, total bool) obj {
+	clauses := []obj{term(field, id)}
+	if from != "" || to != "" {
+		r := obj{"format": "strict_date"}
+		if from != "" {
+			r["gte"] = from
+		}
+		if to != "" {
+			r["lte"] = to
+		}
+		clauses = append(clauses, obj{"range": obj{"issue_date": r}})
+	}
+	order := "asc"
+	if desc {
+		order = "desc"
+	}
+	b := obj{
+		"size":             limit + 1,
+		"track_total_hits": total,
+		"query":            filtered(clauses...),
+		"sort":             []obj{{"undated": "asc"}, {"issue_day": order}, {"permit_id": "asc"}},
+	}
+	if after != nil {
+		undated, day := 1, int32(0)
+		if d, ok := dayOf(after.IssueDate); ok {
+			undated, day = 0, d
+		}
+		b["search_after"] = []any{undated, day, after.PermitID}
+	}
+	return b
+}
+
+// geoSignalsOfBody lists one geography's rows, signal_key ascending.
+func geoSignalsOfBody(geoID string, keys []string) obj {
+	clauses := []obj{term("geo_id", geoID)}
+	if len(keys) > 0 {
+		clauses = append(clauses, terms("signal_key", keys))
+	}
+	return obj{"size": maxRowsPerGeo, "query": filtered(clauses...), "sort": []obj{{"signal_key": "asc"}}}
+}
+
+// maxRowsPerGeo bounds the signal rows of one geography (one per key).
+const maxRowsPerGeo = 1000
+
+// geoSignalPageBody pages a state's rows: score desc, signal_key asc,
+// geo_id asc.
+func geoSignalPageBody(q readmodel.GeoSignalQuery) obj {
+	clauses := []obj{term("state", q.State)}
+	if len(q.SignalKeys) > 0 {
+		clauses = append(clauses, terms("signal_key", q.SignalKeys))
+	}
+	if q.GeoType != "" {
+		clauses = append(clauses, term("geo_type", string(q.GeoType)))
+	}
+	if q.Decision != "" {
+		clauses = append(clauses, term("decision", q.Decision))
+	}
+	if q.MinScore != nil {
+		clauses = append(clauses, obj{"range": obj{"score": obj{"gte": *q.MinScore}}})
+	}
+	b := obj{
+		"size":             q.Limit + 1,
+		"track_total_hits": false,
+		"query":            filtered(clauses...),
+		"sort":             []obj{{"score": "desc"}, {"signal_key": "asc"}, {"geo_id": "asc"}},
+	}
+	if q.After != nil {
+		b["search_after"] = []any{q.After.Score, q.After.SignalKey, q.After.GeoID}
+	}
+	return b
+}
+
+// catalogBody lists a state's catalog entries, signal_key ascending (the
+// state is fixed, so this is the memory backend's order).
+func catalogBody(q readmodel.CatalogQuery) obj {
+	clauses := []obj{term("state", q.State)}
+	if !q.IncludeInactive {
+		clauses = append(clauses, term("status", "active"))
+	}
+	if len(q.SignalKeys) > 0 {
+		clauses = append(clauses, terms("signal_key", q.SignalKeys))
+	}
+	return obj{"size": maxCatalog, "query": filtered(clauses...), "sort": []obj{{"signal_key": "asc"}}}
+}
+
+const maxCatalog = 1000
+
+// leadWindow is a LeadFilter's effective date bounds: the later of
+// FromDate and FreshSince, and ToDate. Any bound excludes null dates (a
+// range query never matches a missing field).
+func leadWindow(f readmodel.LeadFilter) (lo, hi string, err error) {
+	for _, s := range []string{f.FromDate, f.FreshSince, f.ToDate} {
+		if s != "" {
+			if _, ok := dayOf(s); !ok {
+				return "", "", fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, s)
+			}
+		}
+	}
+	lo = f.FromDate
+	if f.FreshSince > lo {
+		lo = f.FreshSince
+	}
+	return lo, f.ToDate, nil
+}
+
+// leadQuery is the filter PermitLeads and PermitStats share.
+func leadQuery(f readmodel.LeadFilter) (obj, error) {
+	lo, hi, err := leadWindow(f)
+	if err != nil {
+		return nil, err
+	}
+	clauses := []obj{term("geo_ids", f.GeoID)}
+	if len(f.SignalKeys) > 0 {
+		clauses = append(clauses, terms("signal_key", f.SignalKeys))
+	}
+	if lo != "" || hi != "" {
+		r := obj{"format": "strict_date"}
+		if lo != "" {
+			r["gte"] = lo
+		}
+		if hi != "" {
+			r["lte"] = hi
+		}
+		clauses = append(clauses, obj{"range": obj{"event_date_used": r}})
+	}
+	if f.MinConfidence != nil {
+		clauses = append(clauses, obj{"range": obj{"confidence": obj{"gte": *f.MinConfidence}}})
+	}
+	return filtered(clauses...), nil
+}
+
+// leadPageBody pages leads in the query's order; nulls sort last through
+// the no_date/no_conf keys (see leadDoc).
+func leadPageBody(q readmodel.LeadQuery) (obj, error) {
+	query, err := leadQuery(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	var sort []obj
+	switch q.Sort {
+	case readmodel.SortEventDateDesc:
+		sort = []obj{{"no_date": "asc"}, {"event_day": "desc"}, {"no_conf": "asc"}, {"conf_sort": "desc"}, {"lead_id": "asc"}}
+	case readmodel.SortConfidenceDesc:
+		sort = []obj{{"no_conf": "asc"}, {"conf_sort": "desc"}, {"no_date": "asc"}, {"event_day": "desc"}, {"lead_id": "asc"}}
+	default:
+		return nil, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
+	}
+	b := obj{"size": q.Limit + 1, "track_total_hits": false, "query": query, "sort": sort}
+	if a := q.After; a != nil {
+		noDate, day := 1, int32(0)
+		if a.EventDate != "" {
+			d, ok := dayOf(a.EventDate)
+			if !ok {
+				return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, a.EventDate)
+			}
+			noDate, day = 0, d
+		}
+		noConf, conf := 1, -1.0
+		if a.HasConfidence {
+			noConf, conf = 0, a.Confidence
+		}
+		if q.Sort == readmodel.SortEventDateDesc {
+			b["search_after"] = []any{noDate, day, noConf, conf, a.LeadID}
+		} else {
+			b["search_after"] = []any{noConf, conf, noDate, day, a.LeadID}
+		}
+	}
+	return b, nil
+}
+
+// maxTerms bounds the buckets of one stats terms aggregation. Terms counts
+// are exact when a shard holds fewer distinct values than its shard_size
+// (size*1.5+10); sum_other_doc_count reports what did not fit.
+const maxTerms = 10000
+
+// statsAggs are the aggregations of PermitStats (golden: stats.aggs.json):
+// terms for signal keys and the top lists (count desc, value asc: the
+// memory order; top lists are cut to TopN after the exact counts), a
+// range over confidence and a date_range over event_date_used relative to
+// Today. The low-confidence and 31+ day buckets are what the others leave
+// of the total, because they hold the null values too.
+func statsAggs(today string) (obj, error) {
+	t, err := time.Parse(time.DateOnly, today)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stats need Today, got %q", readmodel.ErrInvalidQuery, today)
+	}
+	ago := func(days int) string { return t.AddDate(0, 0, -days).Format(time.DateOnly) }
+	top := func(field string) obj {
+		return obj{"terms": obj{"field": field, "size": maxTerms, "order": []obj{{"_count": "desc"}, {"_key": "asc"}}}}
+	}
+	return obj{
+		"by_signal":    top("signal_key"),
+		"top_counties": top("location.county_norm"),
+		"top_cities":   top("location.city_norm"),
+		"top_zips":     top("location.zipcode_norm"),
+		"confidence": obj{"range": obj{"field": "confidence", "keyed": true, "ranges": []obj{
+			{"key": "high", "from": 0.75},
+			{"key": "medium", "from": 0.5, "to": 0.75},
+		}}},
+		"freshness": obj{"date_range": obj{"field": "event_date_used", "format": "strict_date", "keyed": true, "ranges": []obj{
+			{"key": "d0_7", "from": ago(7)},
+			{"key": "d8_14", "from": ago(14), "to": ago(7)},
+			{"key": "d15_30", "from": ago(30), "to": ago(14)},
+		}}},
+	}, nil
+}
+
+func statsBody(q readmodel.StatsQuery) (obj, error) {
+	query, err := leadQuery(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	aggs, err := statsAggs(q.Today)
+	if err != nil {
+		return nil, err
+	}
+	return obj{"size": 0, "track_total_hits": true, "query": query, "aggs": aggs}, nil
+}
+
+// resolvePool is how many OpenSearch hits the resolver's scorer re-ranks.
+const resolvePool = 200
+
+// fuzziness mirrors the resolver's typo budget: no edit below 4 letters,
+// 1 for 4-7, 2 from 8.
+const fuzziness = "AUTO:4,8"
+
+// resolveBody finds the candidates of parsed resolve text: every word of
+// one reading must match a word of a name or alias (normalised, within
+// the typo budget, or as a prefix for the last word of 3 letters or
+// more), or the text's ZIP a ZIP; state and geo_type are hard filters.
+// OpenSearch's relevance only picks the pool: resolve.Score and
+// resolve.Rank order it exactly as the memory backend does.
+func resolveBody(q resolve.Query) obj {
+	var should []obj
+	if q.Zip != "" {
+		should = append(should, term("zipcode", q.Zip))
+	}
+	for _, r := range q.Readings {
+		if r.Compact && len(r.Tokens) == 1 {
+			should = append(should, term("compact", r.Tokens[0].Text))
+			continue
+		}
+		var must []obj
+		for i, t := range r.Tokens {
+			alts := []obj{{"match": obj{"names_norm": obj{"query": t.Text}}}}
+			if len(r.Tokens) == 1 {
+				alts = append(alts, term("compact", t.Text))
+			}
+			if !t.Exact {
+				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": t.Text, "fuzziness": fuzziness, "max_expansions": 256}}})
+				if i == len(r.Tokens)-1 && len(t.Text) >= 3 {
+					alts = append(alts, obj{"match": obj{"names_norm.prefix": obj{"query": t.Text}}})
+				}
+			}
+			must = append(must, obj{"bool": obj{"should": alts, "minimum_should_match": 1}})
+		}
+		if len(must) > 0 {
+			should = append(should, obj{"bool": obj{"must": must}})
+		}
+	}
+	filter := []obj{live()}
+	if q.FilterState != "" {
+		filter = append(filter, term("state", q.FilterState))
+	}
+	if q.FilterType != "" {
+		filter = append(filter, term("geo_type", string(q.FilterType)))
+	}
+	if len(should) == 0 {
+		should = append(should, obj{"match_none": obj{}})
+	}
+	return obj{
+		"size":             resolvePool,
+		"track_total_hits": false,
+		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
+		"sort":             []any{obj{"_score": "desc"}, obj{"population": obj{"order": "desc", "missing": "_last"}}, obj{"geo_id": "asc"}},
+	}
+}
+
+// propertySearch is a normalised property lookup (see SearchProperties).
+type propertySearch struct {
+	street, number, city, state, zip string
+}
+
+// maxPropertyScan bounds the properties one lookup reads (exact street
+// matches and, for the fuzzy fallback, the same house number in the city).
+const maxPropertyScan = 2000
+
+// propertyBody fetches the properties a lookup may match: the normalised
+// street line, or (with a city) the house number in that city; city,
+// state and ZIP hints are filters (a property without a ZIP passes the
+// ZIP filter).
+func propertyBody(p propertySearch) obj {
+	filter := []obj{live()}
+	if p.city != "" {
+		filter = append(filter, term("city_norm", p.city))
+	}
+	if p.state != "" {
+		filter = append(filter, term("state", p.state))
+	}
+	if p.zip != "" {
+		filter = append(filter, obj{"bool": obj{"should": []obj{
+			term("zipcode", p.zip),
+			{"bool": obj{"must_not": []obj{{"exists": obj{"field": "zipcode"}}}}},
+		}, "minimum_should_match": 1}})
+	}
+	should := []obj{term("normalized_address", p.street)}
+	if p.city != "" {
+		should = append(should, term("house_number", p.number))
+	}
+	return obj{
+		"size":             maxPropertyScan,
+		"track_total_hits": false,
+		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
+		"sort":             []obj{{"property_id": "asc"}},
+	}
+}
+
+// propertyPermitStatsBody counts the permits of several properties and
+// their latest issue date, one terms bucket per property.
+func propertyPermitStatsBody(ids []string) obj {
+	return obj{
+		"size":  0,
+		"query": filtered(terms("property_id", ids)),
+		"aggs": obj{"by_property": obj{
+			"terms": obj{"field": "property_id", "size": len(ids)},
+			"aggs":  obj{"latest": obj{"max": obj{"field": "issue_date", "format": "strict_date"}}},
+		}},
+	}
+}
+
+// countBody counts the live documents of an index.
+func countBody() obj {
+	return obj{"size": 0, "track_total_hits": true, "query": filtered()}
+}
+
+// scanPageSize is the page of a full scan (Digest).
+const scanPageSize = 5000
+
+// scanBody pages every live document by doc_id, returning only id and
+// version; pit is "" without a point in time.
+func scanBody(pit string, after string) obj {
+	b := obj{
+		"size":             scanPageSize,
+		"track_total_hits": false,
+		"query":            filtered(),
+		"_source":          []string{"doc_id", "version"},
+		"sort":             []obj{{"doc_id": "asc"}},
+	}
+	if pit != "" {
+		b["pit"] = obj{"id": pit, "keep_alive": pitKeepAlive}
+	}
+	if after != "" {
+		b["search_after"] = []any{after}
+	}
+	return b
+}
+
+const pitKeepAlive = "2m"
+
+// epochDay converts a max aggregation value (epoch milliseconds) to a date.
+func epochDay(ms float64) string {
+	if math.IsNaN(ms) || math.IsInf(ms, 0) {
+		return ""
+	}
+	return time.UnixMilli(int64(ms)).UTC().Format(time.DateOnly)
+}

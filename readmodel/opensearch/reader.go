@@ -1,0 +1,680 @@
+package opensearch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/resolve"
+)
+
+// searchResult is one _search answer (or one _msearch response).
+type searchResult struct {
+	Hits struct {
+		Total *struct {
+			Value int64 `json:"value"`
+		} `json:"total"`
+		Hits []struct {
+			ID     string          `json:"_id"`
+			Source json.RawMessage `json:"_source"`
+			Sort   []any           `json:"sort"`
+		} `json:"hits"`
+	} `json:"hits"`
+	Aggregations map[string]json.RawMessage `json:"aggregations"`
+	PitID        string                     `json:"pit_id"`
+	Status       int                        `json:"status"`
+	Error        json.RawMessage            `json:"error"`
+}
+
+func (r *searchResult) total() int64 {
+	if r.Hits.Total == nil {
+		return 0
+	}
+	return r.Hits.Total.Value
+}
+
+// decode unmarshals every hit's _source into a T.
+func decodeHits[T any](r *searchResult) ([]T, error) {
+	out := make([]T, 0, len(r.Hits.Hits))
+	for _, h := range r.Hits.Hits {
+		var d T
+		if err := json.Unmarshal(h.Source, &d); err != nil {
+			return nil, fmt.Errorf("opensearch: hit %s: %w", h.ID, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// search is one _search on index.
+func (s *Store) search(ctx context.Context, index string, body obj) (*searchResult, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	var out searchResult
+	if err := s.do(ctx, http.MethodPost, "/"+index+"/_search", raw, "", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// msearchReq is one search of an _msearch.
+type msearchReq struct {
+	index string
+	body  obj
+}
+
+// msearch sends the searches in one _msearch request; a failed search
+// fails the read.
+func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResult, error) {
+	var buf bytes.Buffer
+	for _, r := range reqs {
+		for _, v := range []any{obj{"index": r.index}, r.body} {
+			line, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+	}
+	var out struct {
+		Responses []*searchResult `json:"responses"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/_msearch", buf.Bytes(), "application/x-ndjson", &out); err != nil {
+		return nil, err
+	}
+	if len(out.Responses) != len(reqs) {
+		return nil, fmt.Errorf("%w: msearch answered %d of %d searches", readmodel.ErrUnavailable, len(out.Responses), len(reqs))
+	}
+	for i, r := range out.Responses {
+		if len(r.Error) > 0 && string(r.Error) != "null" {
+			err := fmt.Errorf("opensearch: msearch %s: %d %s", reqs[i].index, r.Status, r.Error)
+			if r.Status >= 500 || r.Status == 0 {
+				err = fmt.Errorf("%w: %v", readmodel.ErrUnavailable, err)
+			}
+			return nil, err
+		}
+	}
+	return out.Responses, nil
+}
+
+// maxDate reads a max aggregation of epoch milliseconds; "" when null.
+func maxDate(r *searchResult, name string) string {
+	var a struct {
+		Value *float64 `json:"value"`
+	}
+	if raw, ok := r.Aggregations[name]; !ok || json.Unmarshal(raw, &a) != nil || a.Value == nil {
+		return ""
+	}
+	return epochDay(*a.Value)
+}
+
+func isPropertyID(id string) bool {
+	if len(id) != 37 || !strings.HasPrefix(id, "prop_") {
+		return false
+	}
+	for i := 5; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Location implements readmodel.Reader with one _msearch: the document and
+// its permits' count and latest issue date. A property_id is a location
+// of the property scope (as in the memory backend): the property, its
+// permits and, by a terms lookup on its links, its hierarchy.
+func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
+	if isPropertyID(geoID) {
+		rs, err := s.msearch(ctx,
+			msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)},
+			msearchReq{s.read(readmodel.KindPermit), permitCountBody("property_id", geoID)},
+			msearchReq{s.read(readmodel.KindLocation), hierarchyBody(s.read(readmodel.KindProperty), geoID)},
+		)
+		if err != nil {
+			return readmodel.Location{}, err
+		}
+		props, err := decodeHits[propertyDoc](rs[0])
+		if err != nil || len(props) == 0 {
+			return readmodel.Location{}, errOr(err, readmodel.ErrNotFound)
+		}
+		locs, err := decodeHits[locationDoc](rs[2])
+		if err != nil {
+			return readmodel.Location{}, err
+		}
+		return propertyLocation(props[0].property(), locs, rs[1].total(), maxDate(rs[1], "latest")), nil
+	}
+	rs, err := s.msearch(ctx,
+		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
+		msearchReq{s.read(readmodel.KindPermit), permitCountBody("geo_ids", geoID)},
+	)
+	if err != nil {
+		return readmodel.Location{}, err
+	}
+	docs, err := decodeHits[locationDoc](rs[0])
+	if err != nil || len(docs) == 0 {
+		return readmodel.Location{}, errOr(err, readmodel.ErrNotFound)
+	}
+	l := docs[0].location()
+	l.PermitCount, l.LatestPermitDate = rs[1].total(), maxDate(rs[1], "latest")
+	return l, nil
+}
+
+func errOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// propertyLocation presents a property as a location of the property
+// scope, its hierarchy from the linked locations (the memory backend's
+// propertyLocation).
+func propertyLocation(p readmodel.Property, locs []locationDoc, count int64, latest string) readmodel.Location {
+	l := readmodel.Location{
+		GeoID: p.PropertyID, GeoType: readmodel.GeoProperty, Name: p.NormalizedAddress,
+		DisplayName: p.CanonicalAddress, FullAddress: p.CanonicalAddress, State: p.State, City: p.City,
+		Zipcode: p.Zipcode, PermitCount: count, LatestPermitDate: latest, Version: p.Version,
+	}
+	if p.Lat != nil && p.Lon != nil {
+		l.Lat, l.Lon = *p.Lat, *p.Lon
+	}
+	byID := map[string]locationDoc{}
+	for _, d := range locs {
+		byID[d.GeoID] = d
+	}
+	for _, g := range p.GeoLinks {
+		loc, ok := byID[g.GeoID]
+		if !ok {
+			continue
+		}
+		switch g.GeoType {
+		case readmodel.GeoState:
+			l.StateGeoID, l.StateName = g.GeoID, loc.StateName
+		case readmodel.GeoCounty:
+			l.CountyGeoID, l.County = g.GeoID, loc.Name
+		case readmodel.GeoCity:
+			l.CityGeoID = g.GeoID
+			if loc.Name != "" {
+				l.City = loc.Name
+			}
+		case readmodel.GeoJurisdiction:
+			l.JurisdictionGeoID, l.Jurisdiction = g.GeoID, loc.Name
+		}
+	}
+	return l
+}
+
+// exists is the existence half of a geo-scoped read: the location, or for
+// a property_id the property.
+func (s *Store) exists(geoID string) msearchReq {
+	if isPropertyID(geoID) {
+		return msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)}
+	}
+	return msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)}
+}
+
+func found(r *searchResult) bool { return len(r.Hits.Hits) > 0 }
+
+func checkDate(s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, ok := dayOf(s); !ok {
+		return fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, s)
+	}
+	return nil
+}
+
+// SearchPermits implements readmodel.Reader: one _msearch of the
+// geography's existence and the page (limit+1 hits tell whether more
+// follow).
+func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	if err := checkDate(q.FromDate); err != nil {
+		return readmodel.PermitPage{}, err
+	}
+	if err := checkDate(q.ToDate); err != nil {
+		return readmodel.PermitPage{}, err
+	}
+	field := "geo_ids"
+	if isPropertyID(q.GeoID) {
+		field = "property_id"
+	}
+	rs, err := s.msearch(ctx, s.exists(q.GeoID),
+		msearchReq{s.read(readmodel.KindPermit), permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)})
+	if err != nil {
+		return readmodel.PermitPage{}, err
+	}
+	if !found(rs[0]) {
+		return readmodel.PermitPage{}, readmodel.ErrNotFound
+	}
+	docs, err := decodeHits[permitDoc](rs[1])
+	if err != nil {
+		return readmodel.PermitPage{}, err
+	}
+	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(docs), q.Limit))}
+	for i, d := range docs {
+		if i == q.Limit {
+			last := docs[i-1]
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			break
+		}
+		p := d.permit()
+		m, ok := matchLink(p, q.GeoID, field == "property_id")
+		if !ok {
+			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+		}
+		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: p, Match: m})
+	}
+	return out, nil
+}
+
+// matchLink is the permit's link to the queried geography; for a property
+// its own property link.
+func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLink, bool) {
+	for _, l := range p.GeoLinks {
+		self := p.PropertyID != "" && l.GeoType == readmodel.GeoProperty && l.GeoID == p.PropertyID
+		if l.GeoID == geoID && self == property {
+			return l, true
+		}
+	}
+	return readmodel.GeoLink{}, false
+}
+
+// PropertyPermits implements readmodel.Reader: one _msearch of the
+// property and the page, whose total hits are the property's permit count.
+func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	if !isPropertyID(q.PropertyID) {
+		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
+	}
+	rs, err := s.msearch(ctx, s.exists(q.PropertyID),
+		msearchReq{s.read(readmodel.KindPermit), permitPageBody("property_id", q.PropertyID, true, "", "", q.Limit, q.After, true)})
+	if err != nil {
+		return readmodel.PropertyPermitPage{}, err
+	}
+	if !found(rs[0]) {
+		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
+	}
+	docs, err := decodeHits[permitDoc](rs[1])
+	if err != nil {
+		return readmodel.PropertyPermitPage{}, err
+	}
+	out := readmodel.PropertyPermitPage{Total: rs[1].total(), Permits: make([]readmodel.Permit, 0, min(len(docs), q.Limit))}
+	for i, d := range docs {
+		if i == q.Limit {
+			last := docs[i-1]
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			break
+		}
+		out.Permits = append(out.Permits, d.permit())
+	}
+	return out, nil
+}
+
+// GeoSignalsForLocation implements readmodel.Reader (one _msearch).
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
+	rs, err := s.msearch(ctx,
+		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
+		msearchReq{s.read(readmodel.KindGeoSignal), geoSignalsOfBody(geoID, keys)})
+	if err != nil {
+		return nil, err
+	}
+	if !found(rs[0]) {
+		return nil, readmodel.ErrNotFound
+	}
+	docs, err := decodeHits[geoSignalDoc](rs[1])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]readmodel.GeoSignal, len(docs))
+	for i, d := range docs {
+		out[i] = d.geoSignal()
+	}
+	return out, nil
+}
+
+// SearchGeoSignals implements readmodel.Reader (one _search).
+func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	r, err := s.search(ctx, s.read(readmodel.KindGeoSignal), geoSignalPageBody(q))
+	if err != nil {
+		return readmodel.GeoSignalPage{}, err
+	}
+	docs, err := decodeHits[geoSignalDoc](r)
+	if err != nil {
+		return readmodel.GeoSignalPage{}, err
+	}
+	page := readmodel.GeoSignalPage{Signals: make([]readmodel.GeoSignal, 0, min(len(docs), q.Limit))}
+	for i, d := range docs {
+		if i == q.Limit {
+			last := docs[i-1]
+			page.Next = &readmodel.GeoSignalKey{Score: last.Score, SignalKey: last.SignalKey, GeoID: last.GeoID}
+			break
+		}
+		page.Signals = append(page.Signals, d.geoSignal())
+	}
+	return page, nil
+}
+
+// Catalog implements readmodel.Reader (one _search).
+func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
+	r, err := s.search(ctx, s.read(readmodel.KindCatalog), catalogBody(q))
+	if err != nil {
+		return nil, err
+	}
+	docs, err := decodeHits[catalogDoc](r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]readmodel.CatalogEntry, len(docs))
+	for i, d := range docs {
+		out[i] = d.entry()
+	}
+	return out, nil
+}
+
+// PermitLeads implements readmodel.Reader (one _msearch: the anchor
+// location's existence and the page).
+func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	body, err := leadPageBody(q)
+	if err != nil {
+		return readmodel.LeadPage{}, err
+	}
+	rs, err := s.msearch(ctx,
+		msearchReq{s.read(readmodel.KindLocation), byIDBody(q.Filter.GeoID)},
+		msearchReq{s.read(readmodel.KindLead), body})
+	if err != nil {
+		return readmodel.LeadPage{}, err
+	}
+	if !found(rs[0]) {
+		return readmodel.LeadPage{}, readmodel.ErrNotFound
+	}
+	docs, err := decodeHits[leadDoc](rs[1])
+	if err != nil {
+		return readmodel.LeadPage{}, err
+	}
+	page := readmodel.LeadPage{Leads: make([]readmodel.Lead, 0, min(len(docs), q.Limit))}
+	for i, d := range docs {
+		if i == q.Limit {
+			last := docs[i-1]
+			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, HasConfidence: last.Confidence != nil, Confidence: last.ConfSort, LeadID: last.LeadID}
+			if last.Confidence == nil {
+				page.Next.Confidence = 0
+			}
+			break
+		}
+		page.Leads = append(page.Leads, d.lead())
+	}
+	return page, nil
+}
+
+// PermitStats implements readmodel.Reader (one _msearch: the anchor
+// location's existence and the aggregations, see statsAggs).
+func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	body, err := statsBody(q)
+	if err != nil {
+		return readmodel.PermitStats{}, err
+	}
+	rs, err := s.msearch(ctx,
+		msearchReq{s.read(readmodel.KindLocation), byIDBody(q.Filter.GeoID)},
+		msearchReq{s.read(readmodel.KindLead), body})
+	if err != nil {
+		return readmodel.PermitStats{}, err
+	}
+	if !found(rs[0]) {
+		return readmodel.PermitStats{}, readmodel.ErrNotFound
+	}
+	return statsFrom(rs[1], q.TopN)
+}
+
+type termsAgg struct {
+	Buckets []struct {
+		Key      string `json:"key"`
+		DocCount int64  `json:"doc_count"`
+	} `json:"buckets"`
+}
+
+type keyedRange struct {
+	Buckets map[string]struct {
+		DocCount int64 `json:"doc_count"`
+	} `json:"buckets"`
+}
+
+func statsFrom(r *searchResult, topN int) (readmodel.PermitStats, error) {
+	st := readmodel.PermitStats{Total: r.total()}
+	top := func(name string, n int) ([]readmodel.ValueCount, error) {
+		var a termsAgg
+		if err := json.Unmarshal(r.Aggregations[name], &a); err != nil {
+			return nil, fmt.Errorf("opensearch: stats %s: %w", name, err)
+		}
+		out := make([]readmodel.ValueCount, 0, len(a.Buckets))
+		for _, b := range a.Buckets {
+			if b.DocCount > 0 && b.Key != "" {
+				out = append(out, readmodel.ValueCount{Value: b.Key, Count: b.DocCount})
+			}
+		}
+		sort.SliceStable(out, func(i, j int) bool {
+			if out[i].Count != out[j].Count {
+				return out[i].Count > out[j].Count
+			}
+			return out[i].Value < out[j].Value
+		})
+		if n >= 0 && len(out) > n {
+			out = out[:n]
+		}
+		return out, nil
+	}
+	var err error
+	if st.BySignal, err = top("by_signal", -1); err != nil {
+		return st, err
+	}
+	if st.TopCounties, err = top("top_counties", topN); err != nil {
+		return st, err
+	}
+	if st.TopCities, err = top("top_cities", topN); err != nil {
+		return st, err
+	}
+	if st.TopZips, err = top("top_zips", topN); err != nil {
+		return st, err
+	}
+	var conf, fresh keyedRange
+	if err := json.Unmarshal(r.Aggregations["confidence"], &conf); err != nil {
+		return st, fmt.Errorf("opensearch: stats confidence: %w", err)
+	}
+	if err := json.Unmarshal(r.Aggregations["freshness"], &fresh); err != nil {
+		return st, fmt.Errorf("opensearch: stats freshness: %w", err)
+	}
+	st.ConfidenceHigh = conf.Buckets["high"].DocCount
+	st.ConfidenceMedium = conf.Buckets["medium"].DocCount
+	st.ConfidenceLow = st.Total - st.ConfidenceHigh - st.ConfidenceMedium
+	st.Fresh0to7 = fresh.Buckets["d0_7"].DocCount
+	st.Fresh8to14 = fresh.Buckets["d8_14"].DocCount
+	st.Fresh15to30 = fresh.Buckets["d15_30"].DocCount
+	st.Fresh31Plus = st.Total - st.Fresh0to7 - st.Fresh8to14 - st.Fresh15to30
+	return st, nil
+}
+
+// ResolveCandidates implements readmodel.Reader. One _msearch fetches the
+// fuzzy location pool (resolveBody) and, for address-like text, the
+// property candidates; resolve.Score and resolve.Rank order the pool as
+// the memory backend's resolver does. Property candidates need a second
+// _msearch for their hierarchy and permit counts (propertyLocation).
+func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
+	if q.Limit < 1 || q.Limit > 20 {
+		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	pq := resolve.ParseQuery(q)
+	withProps := (q.GeoType == "" || q.GeoType == readmodel.GeoProperty) && looksLikeAddress(q.Text)
+	withLocs := q.GeoType != readmodel.GeoProperty
+	var reqs []msearchReq
+	if withLocs {
+		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), resolveBody(pq)})
+	}
+	var ps propertySearch
+	var psOK bool
+	if withProps {
+		ps, psOK = propertySearchOf(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
+		if psOK {
+			reqs = append(reqs, msearchReq{s.read(readmodel.KindProperty), propertyBody(ps)})
+		}
+	}
+	if len(reqs) == 0 {
+		return []readmodel.Candidate{}, nil
+	}
+	rs, err := s.msearch(ctx, reqs...)
+	if err != nil {
+		return nil, err
+	}
+	var ranked []readmodel.Candidate
+	if withLocs {
+		docs, err := decodeHits[locationDoc](rs[0])
+		if err != nil {
+			return nil, err
+		}
+		var matches []resolve.Match
+		for _, d := range docs {
+			if m, ok := resolve.Score(pq, d.location()); ok {
+				matches = append(matches, m)
+			}
+		}
+		ranked = resolve.Rank(matches, q.Limit)
+		rs = rs[1:]
+	}
+	var props []readmodel.Candidate
+	if psOK {
+		docs, err := decodeHits[propertyDoc](rs[0])
+		if err != nil {
+			return nil, err
+		}
+		matches := matchProperties(ps, readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit}, docs)
+		if props, err = s.propertyCandidates(ctx, matches); err != nil {
+			return nil, err
+		}
+	}
+	if q.GeoType == readmodel.GeoProperty {
+		if props == nil {
+			props = []readmodel.Candidate{}
+		}
+		return props, nil
+	}
+	if len(props) == 0 {
+		return ranked, nil
+	}
+	return mergeCandidates(props, ranked, q.Limit), nil
+}
+
+// propertyCandidates presents property matches as resolve candidates
+// (the memory backend's rules: match_method address, accept at confidence
+// >= 0.9, else review), with one _msearch for their linked locations and
+// permit counts.
+func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.PropertyMatch) ([]readmodel.Candidate, error) {
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	var geoIDs, propIDs []string
+	for _, m := range matches {
+		propIDs = append(propIDs, m.Property.PropertyID)
+		for _, g := range m.Property.GeoLinks {
+			geoIDs = append(geoIDs, g.GeoID)
+		}
+	}
+	reqs := []msearchReq{{s.read(readmodel.KindPermit), propertyPermitStatsBody(propIDs)}}
+	if len(geoIDs) > 0 {
+		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), locationsByIDBody(geoIDs)})
+	}
+	rs, err := s.msearch(ctx, reqs...)
+	if err != nil {
+		return nil, err
+	}
+	var locs []locationDoc
+	if len(rs) > 1 {
+		if locs, err = decodeHits[locationDoc](rs[1]); err != nil {
+			return nil, err
+		}
+	}
+	var agg struct {
+		Buckets []struct {
+			Key      string          `json:"key"`
+			DocCount int64           `json:"doc_count"`
+			Latest   json.RawMessage `json:"latest"`
+		} `json:"buckets"`
+	}
+	if err := json.Unmarshal(rs[0].Aggregations["by_property"], &agg); err != nil {
+		return nil, fmt.Errorf("opensearch: property permit counts: %w", err)
+	}
+	type pc struct {
+		n      int64
+		latest string
+	}
+	counts := map[string]pc{}
+	for _, b := range agg.Buckets {
+		var l struct {
+			Value *float64 `json:"value"`
+		}
+		_ = json.Unmarshal(b.Latest, &l)
+		c := pc{n: b.DocCount}
+		if l.Value != nil {
+			c.latest = epochDay(*l.Value)
+		}
+		counts[b.Key] = c
+	}
+	out := make([]readmodel.Candidate, 0, len(matches))
+	for _, m := range matches {
+		c := counts[m.Property.PropertyID]
+		decision := "review"
+		if m.MatchConfidence >= 0.9 {
+			decision = "accept"
+		}
+		out = append(out, readmodel.Candidate{
+			Location:    propertyLocation(m.Property, locs, c.n, c.latest),
+			Score:       m.MatchConfidence,
+			Confidence:  m.MatchConfidence,
+			MatchMethod: "address",
+			Decision:    decision,
+			Reasons:     []string{"address_" + m.MatchType},
+		})
+	}
+	return out, nil
+}
+
+// mergeCandidates ranks property and location candidates together: score
+// descending, population descending, geo_id ascending.
+func mergeCandidates(a, b []readmodel.Candidate, limit int) []readmodel.Candidate {
+	out := append(a, b...)
+	sort.SliceStable(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		switch {
+		case x.Score != y.Score:
+			return x.Score > y.Score
+		case x.Location.Population != y.Location.Population:
+			return x.Location.Population > y.Location.Population
+		}
+		return x.Location.GeoID < y.Location.GeoID
+	})
+	return out[:min(len(out), limit)]
+}
+
+// Health implements readmodel.Reader.
+func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
+	counts, err := s.Counts(ctx)
+	return readmodel.Health{Backend: "opensearch", Counts: counts}, err
+}

@@ -1,0 +1,203 @@
+// Package opensearch is the distributed read-model backend: every kind in
+// its own OpenSearch index (mappings/), written with the bulk API under
+// external versioning and read with one request per Reader call.
+//
+// # Consistency
+//
+// Apply returns once every item of the bulk request is acknowledged and
+// refreshed (refresh=wait_for): a Reader call that starts after Apply
+// returned sees the batch (read-your-writes across API replicas). The
+// translog is fsynced per request (index.translog.durability: request,
+// the OpenSearch default), so an acknowledged batch survives a node
+// restart; with replicas it survives the loss of a node.
+//
+// # Versions and deletes
+//
+// Every document is indexed with version_type external and the entity
+// version: OpenSearch stores it only when it is greater than the stored
+// version, else answers 409 version_conflict_engine_exception, which Apply
+// counts in ApplyResult.Stale. A delete indexes a tombstone document at
+// its version the same way (see docs.go), so an older upsert delivered
+// after a delete stays deleted forever, not only for index.gc_deletes.
+//
+// # Reads
+//
+// Each Reader method sends one request (a _search, or an _msearch when it
+// needs a document and an aggregation, such as Location's permit_count).
+// Pages use search_after over sort keys that end in a unique field
+// (permit_id, lead_id, geo_id), so a walk sees an item present throughout
+// exactly once without server-side state: the cursors the API hands out
+// stay valid across replicas and restarts. Full scans (Digest) use a point
+// in time and fall back to plain search_after when it expires.
+// Two reads are exceptions, both documented where they live: the property
+// scope of ResolveCandidates and SearchProperties' property-as-location
+// details need a second _msearch to fetch the properties' hierarchy.
+package opensearch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	opensearchgo "github.com/opensearch-project/opensearch-go/v4"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Config configures a Store.
+type Config struct {
+	Addresses []string // http(s)://host:9200, at least one
+	Username  string
+	Password  string
+	// InsecureSkipVerify disables TLS verification (development clusters
+	// with the demo certificates).
+	InsecureSkipVerify bool
+	// Prefix starts every index and alias name (mappings.DefaultPrefix
+	// when empty).
+	Prefix string
+	// RequestTimeout bounds one HTTP attempt; 0 for 30s.
+	RequestTimeout time.Duration
+}
+
+// Store is the OpenSearch backend: Reader, Writer and Inspector.
+type Store struct {
+	client *opensearchgo.Client
+	prefix string
+}
+
+var (
+	_ readmodel.Reader    = (*Store)(nil)
+	_ readmodel.Writer    = (*Store)(nil)
+	_ readmodel.Inspector = (*Store)(nil)
+)
+
+// New returns a Store; it does not contact the cluster (see Ping).
+func New(cfg Config) (*Store, error) {
+	if len(cfg.Addresses) == 0 {
+		return nil, errors.New("opensearch: no address")
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	c, err := opensearchgo.NewClient(opensearchgo.Config{
+		Addresses:          cfg.Addresses,
+		Username:           cfg.Username,
+		Password:           cfg.Password,
+		InsecureSkipVerify: cfg.InsecureSkipVerify,
+		RequestTimeout:     cfg.RequestTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opensearch: client: %w", err)
+	}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = mappings.DefaultPrefix
+	}
+	return &Store{client: c, prefix: prefix}, nil
+}
+
+// Prefix is the index name prefix of the store.
+func (s *Store) Prefix() string { return s.prefix }
+
+func (s *Store) read(k readmodel.Kind) string  { return mappings.NamesOf(s.prefix, k).ReadAlias }
+func (s *Store) write(k readmodel.Kind) string { return mappings.NamesOf(s.prefix, k).WriteAlias }
+
+// apiError is an OpenSearch error answer.
+type apiError struct {
+	Status int
+	Type   string
+	Reason string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("opensearch: %d %s: %s", e.Status, e.Type, e.Reason)
+}
+
+// do sends one request and decodes a 2xx JSON answer into out (nil:
+// discard). Transport failures and 5xx wrap readmodel.ErrUnavailable;
+// other error answers are *apiError.
+func (s *Store) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		if contentType == "" {
+			contentType = "application/json"
+		}
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := s.client.Perform(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %s %s: %v", readmodel.ErrUnavailable, method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%w: reading %s %s: %v", readmodel.ErrUnavailable, method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		ae := &apiError{Status: resp.StatusCode}
+		var detail struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(e.Error, &detail) == nil {
+			ae.Type, ae.Reason = detail.Type, detail.Reason
+		} else {
+			ae.Reason = strings.TrimSpace(string(raw))
+		}
+		if resp.StatusCode >= 500 {
+			return fmt.Errorf("%w: %s %s: %v", readmodel.ErrUnavailable, method, path, ae)
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("opensearch: decoding %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func isStatus(err error, status int) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == status
+}
+
+// Ping checks that the cluster answers and the read aliases exist.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.do(ctx, http.MethodGet, "/_cluster/health", nil, "", nil); err != nil {
+		return err
+	}
+	for _, k := range readmodel.Kinds {
+		if err := s.do(ctx, http.MethodHead, "/"+s.read(k), nil, "", nil); err != nil {
+			if isStatus(err, http.StatusNotFound) {
+				return fmt.Errorf("opensearch: alias %s missing: run permitd opensearch init", s.read(k))
+			}
+			return err
+		}
+	}
+	return nil
+}
