@@ -171,7 +171,7 @@ func New(p Params) (*Consumer, error) {
 	}, nil
 }
 
-// Run consumes until ctx ends. Then it stops fetching, lets each
+// Run consumes until ctx ends; call it once. Then it stops fetching, lets each
 // partition finish the batch in hand and commit it (bounded by
 // DrainTimeout), leaves the group and closes its connections. It returns
 // nil after a clean shutdown; failures while running are retried, not

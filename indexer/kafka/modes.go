@@ -71,7 +71,8 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 	}
 }
 
-// discover lists the partitions of the configured topics that exist.
+// discover lists the partitions of the configured topics that exist and
+// answer.
 func (c *Consumer) discover(ctx context.Context) ([]topicPartition, error) {
 	res, err := c.client().Metadata(ctx, &kafkago.MetadataRequest{Topics: c.p.Topics})
 	if err != nil {
@@ -80,11 +81,14 @@ func (c *Consumer) discover(ctx context.Context) ([]topicPartition, error) {
 	var out []topicPartition
 	for _, t := range res.Topics {
 		if t.Error != nil {
+			// Skipped for now, read once it answers: one topic's trouble
+			// does not hold up the others.
 			if errors.Is(t.Error, kafkago.UnknownTopicOrPartition) {
 				c.log.Debug("topic does not exist yet", "topic", t.Name)
-				continue
+			} else {
+				c.log.Warn("topic metadata failed; retrying later", "topic", t.Name, "err", t.Error)
 			}
-			return nil, fmt.Errorf("metadata of %s: %w", t.Name, t.Error)
+			continue
 		}
 		for _, p := range t.Partitions {
 			out = append(out, topicPartition{t.Name, p.ID})
