@@ -1,17 +1,90 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/pipeline/data"
+	"github.com/permitd/permitd/pipeline/gen"
 	"github.com/permitd/permitd/pipeline/signals"
 )
+
+// demoPermitCount is the number of synthetic Washington permits the
+// bundled data adds so that leads are fresh whatever the real data's age.
+const demoPermitCount = 20_000
+
+// bundledSignalData is the decision for `make run`: the real Seattle
+// permits end in 2025-10, so beside them the embedded data carries
+// demoPermitCount synthetic permits (pipeline/gen, source "synthetic")
+// spread over Washington's places and issued over the three years up to
+// the service clock's today; signals are computed as of that clock. With
+// data "none" there is no demo data.
+func bundledSignalData(asOf time.Time, dataMode string) signalDataParams {
+	p := signalDataParams{AsOf: asOf}
+	if dataMode == "bundled" {
+		p.Demo = demoPermits(asOf, demoPermitCount)
+		p.DemoInfo = fmt.Sprintf("%d synthetic WA permits (source %q, pipeline/gen seed 1) issued over the 3 years up to %s, beside the real Seattle permits (latest issued 2025-10-29)",
+			demoPermitCount, gen.Source, asOf.Format(time.DateOnly))
+	}
+	return p
+}
+
+// demoPermits yields n generated permits in Washington's places, issued
+// up to now.
+func demoPermits(now time.Time, n int) indexer.Producer {
+	return func(ctx context.Context, emit func(topic string, key, value []byte) error) error {
+		_, err := gen.Generate(ctx, gen.Params{Permits: n, Seed: 1, Now: now, Open: openOneState("WA")},
+			func(env events.Envelope) error { return emitEnvelope(emit, env) })
+		return err
+	}
+}
+
+// openOneState opens the bundled data with the cities file cut to one
+// state's rows, so the generator spreads permits over that state only.
+func openOneState(state string) func(string) (io.ReadCloser, error) {
+	return func(name string) (io.ReadCloser, error) {
+		rc, err := data.Open(name)
+		if err != nil || name != data.Cities {
+			return rc, err
+		}
+		defer rc.Close()
+		r := csv.NewReader(rc)
+		r.FieldsPerRecord = -1
+		rows, err := r.ReadAll()
+		if err != nil {
+			return nil, fmt.Errorf("demo data: %s: %w", name, err)
+		}
+		col := -1
+		for i, h := range rows[0] {
+			if h == "state_id" {
+				col = i
+			}
+		}
+		if col < 0 {
+			return nil, fmt.Errorf("demo data: %s has no state_id column", name)
+		}
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		for i, row := range rows {
+			if i == 0 || col < len(row) && row[col] == state {
+				if err := w.Write(row); err != nil {
+					return nil, err
+				}
+			}
+		}
+		w.Flush()
+		return io.NopCloser(&buf), w.Error()
+	}
+}
 
 // signalDataParams configure the signal part of the embedded data.
 type signalDataParams struct {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// TestWithSignalsDemo feeds only the demo permits through the hook: every
+// permit is in WA, leads and the catalog are emitted, fresh leads exist as
+// of the clock.
+func TestWithSignalsDemo(t *testing.T) {
+	now := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	p := bundledSignalData(now, "bundled")
+	p.Demo = demoPermits(now, 2000)
+	counts := map[events.Type]int{}
+	fresh := 0
+	prods, check, err := withSignals(p, nil)
+	require.NoError(t, err)
+	for _, prod := range prods {
+		require.NoError(t, prod(context.Background(), func(topic string, key, value []byte) error {
+			env, err := events.Decode(value)
+			require.NoError(t, err)
+			require.Equal(t, string(key), env.EntityID)
+			counts[env.Type]++
+			switch env.Type {
+			case events.PermitUpserted:
+				var d events.Permit
+				require.NoError(t, events.DecodeData(env, &d))
+				require.Equal(t, "WA", d.Address.State)
+			case events.LeadUpserted:
+				var l events.Lead
+				require.NoError(t, events.DecodeData(env, &l))
+				if l.EventDateUsed >= now.AddDate(0, 0, -60).Format(time.DateOnly) {
+					fresh++
+				}
+			}
+			return nil
+		}))
+	}
+	require.Equal(t, 2000, counts[events.PermitUpserted])
+	require.Positive(t, counts[events.LeadUpserted])
+	require.Equal(t, 9, counts[events.CatalogUpserted])
+	require.Positive(t, fresh)
+	c := check(context.Background())
+	require.True(t, c.OK)
+	require.Equal(t, true, c.Detail["computed"])
+	require.Equal(t, "2026-01-15", c.Detail["as_of"])
+	require.Contains(t, c.Detail["demo_data"], "synthetic WA permits")
+
+	// Without locations the leads cannot anchor; with none the hook adds
+	// nothing but the catalog.
+	none := bundledSignalData(now, "none")
+	require.Nil(t, none.Demo)
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
+	require.NoError(t, err)
+	prods, _, err = withSignals(none, nil)
+	require.NoError(t, err)
+	require.NoError(t, indexer.NewFeed(ix, 100).Run(context.Background(), prods...))
+	cat, err := store.Catalog(context.Background(), readmodel.CatalogQuery{State: "WA"})
+	require.NoError(t, err)
+	require.Len(t, cat, 9)
+}
