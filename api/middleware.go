@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/quota"
+	"github.com/permitd/permitd/readmodel"
 )
 
 const (
@@ -94,11 +96,14 @@ func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		p, err := auth.Authenticate(c.Request.Context(), key)
-		if err != nil {
-			if !errors.Is(err, apikey.ErrInvalidKey) {
-				log.Error("key lookup failed", "request_id", requestID(c), "err", err)
-			}
+		switch {
+		case errors.Is(err, apikey.ErrInvalidKey):
 			writeGateway(c, http.StatusForbidden, "invalid API key")
+			return
+		case err != nil:
+			// The key store cannot answer: not the caller's fault, so not
+			// a 403. The limiter's cache already served recently seen keys.
+			writeError(c, log, fmt.Errorf("key store: %v: %w", err, readmodel.ErrUnavailable))
 			return
 		}
 		c.Set(ctxPrincipal, p)

@@ -29,6 +29,8 @@ func init() {
 // PERMITD_<FLAG> variables as defaults.
 type serveConfig struct {
 	commonConfig
+	quotaConfig
+	kafkaConfig
 	Addr            string
 	APIKeys         string
 	Backend         string
@@ -42,6 +44,8 @@ type serveConfig struct {
 
 func (c *serveConfig) bind(fs *flagSet) {
 	c.commonConfig.bind(fs)
+	c.quotaConfig.bind(fs)
+	c.kafkaConfig.bind(fs)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory")
@@ -54,7 +58,8 @@ func (c *serveConfig) bind(fs *flagSet) {
 // Validate checks every field and fails fast.
 func (c *serveConfig) Validate() error {
 	var errs []error
-	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr))
+	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr),
+		c.quotaConfig.validate(), c.kafkaConfig.validate(false))
 	if c.Backend != "memory" {
 		errs = append(errs, fmt.Errorf("backend %q: this build serves memory", c.Backend))
 	}
@@ -75,11 +80,13 @@ func (c *serveConfig) Validate() error {
 
 // logValue lists the configuration with secrets masked.
 func (c *serveConfig) logValue() []any {
-	return []any{
+	out := []any{
 		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
 		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
 		"now", c.Now, "log_level", c.LogLevel,
 	}
+	out = append(out, c.quotaConfig.logValue()...)
+	return append(out, c.kafkaConfig.logValue()...)
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -112,14 +119,29 @@ func runServe(ctx context.Context, e env, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	rm := newMemoryReadModel()
+	metrics := indexer.NewMetrics(reg)
 	dlq := &memoryDeadLetters{log: log}
 	ix, err := indexer.New(indexer.Params{
-		Writer: rm, Lookup: rm, DeadLetter: dlq.store, Logger: log, Metrics: indexer.NewMetrics(reg),
+		Writer: rm, Lookup: rm, DeadLetter: dlq.store, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return err
 	}
 	feed := indexer.NewFeed(ix, 4096)
+	feedCheck := "indexer"
+	var kix *kafkaIndexer
+	if cfg.kafkaConfig.enabled() {
+		feedCheck = "bundled_feed"
+		if kix, err = newKafkaIndexer(cfg.kafkaConfig, cfg.Backend, rm, rm, log, metrics); err != nil {
+			return err
+		}
+	}
+
+	q, err := buildQuota(ctx, cfg.quotaConfig, keys, log, reg)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
 
 	clock, source := time.Now, "system"
 	if !cfg.now.IsZero() {
@@ -130,25 +152,30 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	checks := []api.ReadinessCheck{
+		readModelCheck(rm),
+		func(context.Context) api.Check {
+			p := ix.Progress()
+			return api.Check{Name: feedCheck, OK: feed.CaughtUp() && (p.Batches > 0 || cfg.Data == "none" && kix != nil), Detail: map[string]any{
+				"source": "embedded:" + cfg.Data, "caught_up": feed.CaughtUp(), "lag": feed.Lag(),
+				"batches_applied": p.Batches, "events_applied": p.Applied, "dead_letters": p.DeadLetters,
+			}}
+		},
+	}
+	if kix != nil {
+		checks = append(checks, kix.Check())
+	}
 	handler, err := api.NewServer(api.Deps{
 		Reader:       rm,
-		Auth:         apikey.NewDevKeys(keys, apikey.DefaultDevPlan),
+		Auth:         q.Auth,
+		Limiter:      q.Limiter,
 		Logger:       log,
 		Now:          clock,
 		ClockSource:  source,
 		CursorSecret: secret,
 		OpenAPI:      oas,
 		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Checks: []api.ReadinessCheck{
-			readModelCheck(rm),
-			func(context.Context) api.Check {
-				p := ix.Progress()
-				return api.Check{Name: "indexer", OK: feed.CaughtUp() && p.Batches > 0, Detail: map[string]any{
-					"source": "embedded:" + cfg.Data, "caught_up": feed.CaughtUp(), "lag": feed.Lag(),
-					"batches_applied": p.Batches, "events_applied": p.Applied, "dead_letters": p.DeadLetters,
-				}}
-			},
-		},
+		Checks:       checks,
 	})
 	if err != nil {
 		return err
@@ -175,6 +202,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	g.Go(func() error { return q.Run(gctx) })
+	if kix != nil {
+		g.Go(func() error { return kix.Run(gctx) })
+	}
 	g.Go(func() error {
 		start := time.Now()
 		if err := feed.Run(gctx, bundledProducers(cfg.Data)...); err != nil {
