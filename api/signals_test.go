@@ -15,6 +15,10 @@ import (
 
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/pipeline/data"
+	gazimport "github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/pipeline/gen"
+	seaimport "github.com/permitd/permitd/pipeline/seattle"
 	"github.com/permitd/permitd/pipeline/signals"
 )
 
@@ -525,4 +529,82 @@ func TestGeoSignalsAndCatalog(t *testing.T) {
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?geo_type=property").Status)
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?min_score=2").Status)
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?cursor=zzz").Status)
+}
+
+// TestPermitLeadsAndStatsAgreeRealAndGenerated runs the same agreement
+// check on the bundled gazetteer, the real Seattle permits and generated
+// permits, through the reference pipeline and the HTTP API.
+func TestPermitLeadsAndStatsAgreeRealAndGenerated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the bundled gazetteer and permits")
+	}
+	h := apitest.New(t, apitest.Options{Now: sigNow})
+	var out []events.Envelope
+	pl, err := signals.New(signals.Params{AsOf: sigNow}, func(e events.Envelope) error { out = append(out, e); return nil })
+	require.NoError(t, err)
+	var buf []events.Envelope
+	flush := func() {
+		for i := 0; i < len(buf); i += 2000 {
+			h.Publish(buf[i:min(i+2000, len(buf))]...)
+		}
+		buf = buf[:0]
+	}
+	collect := func(e events.Envelope) error {
+		buf = append(buf, e)
+		return pl.Add(e)
+	}
+	_, err = gazimport.Import(t.Context(), data.Open, collect)
+	require.NoError(t, err)
+	flush()
+	_, err = seaimport.Import(t.Context(), data.Open, collect)
+	require.NoError(t, err)
+	_, err = gen.Generate(t.Context(), gen.Params{Permits: 5000, Seed: 3, Now: sigNow}, collect)
+	require.NoError(t, err)
+	flush()
+	_, err = pl.Finish(t.Context())
+	require.NoError(t, err)
+	buf = out
+	flush()
+
+	seattleCity := events.GeoID("city", "1840021117")
+	anchors := []string{events.GeoID("state", "WA"), events.GeoID("county", "53033"), seattleCity, events.GeoID("zip", "98101"), events.GeoID("state", "CA")}
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := range 25 {
+		q := url.Values{"geo_id": {anchors[r.IntN(len(anchors))]}}
+		switch r.IntN(3) {
+		case 0:
+			q.Set("include_stale", "true")
+		case 1:
+			q.Set("max_freshness_days", fmt.Sprint(1+r.IntN(3650)))
+		}
+		if r.IntN(3) == 0 {
+			q.Set("min_confidence", fmt.Sprintf("%.2f", r.Float64()))
+		}
+		if r.IntN(3) == 0 {
+			q.Set("from_date", sigNow.AddDate(0, 0, -r.IntN(4000)).Format(time.DateOnly))
+		}
+		if r.IntN(3) == 0 {
+			q.Set("signal_keys", events.PermitSignalKeys[r.IntN(6)])
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			leads := walkLeads(t, h, q, 100)
+			res := h.Get("/v1/signals/permit/stats?" + q.Encode())
+			require.Equal(t, http.StatusOK, res.Status, "%s", res.Body)
+			var st statsBody
+			res.JSON(t, &st)
+			require.Equal(t, int64(len(leads)), st.TotalActiveLeads, "%s", q.Encode())
+			var sum int64
+			for _, b := range st.SignalsBreakdown {
+				sum += b.Count
+			}
+			require.Equal(t, st.TotalActiveLeads, sum)
+			require.Equal(t, st.TotalActiveLeads, st.Confidence["high"]+st.Confidence["medium"]+st.Confidence["low"])
+			require.Equal(t, st.TotalActiveLeads, st.Freshness["0_7"]+st.Freshness["8_14"]+st.Freshness["15_30"]+st.Freshness["31_plus"])
+		})
+	}
+	// The real Seattle permits alone give leads for Seattle.
+	res := h.Get("/v1/signals/permit/stats?include_stale=true&geo_id=" + seattleCity)
+	var st statsBody
+	res.JSON(t, &st)
+	require.Greater(t, st.TotalActiveLeads, int64(1000))
 }
