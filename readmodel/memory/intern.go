@@ -56,12 +56,18 @@ const selfProperty = ^uint32(0)
 // linkSets interns whole link lists: every permit of one ZIP with the same
 // ZIP source shares one list. Handle 0 is the empty list.
 type linkSets struct {
-	ids  map[string]uint32
-	sets [][]clink
+	small map[smallSet]uint32 // lists of up to 8 links, keyed without allocating
+	ids   map[string]uint32   // longer lists
+	sets  [][]clink
+}
+
+type smallSet struct {
+	n     int
+	links [8]clink
 }
 
 func newLinkSets() *linkSets {
-	return &linkSets{ids: map[string]uint32{"": 0}, sets: [][]clink{nil}}
+	return &linkSets{small: map[smallSet]uint32{}, ids: map[string]uint32{}, sets: [][]clink{nil}}
 }
 
 // id interns links of a document whose property is prop (write lock held).
@@ -69,14 +75,31 @@ func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) ui
 	if len(links) == 0 {
 		return 0
 	}
-	cl := make([]clink, len(links))
-	var key strings.Builder
-	for i, l := range links {
+	compact := func(l readmodel.GeoLink) clink {
 		g := selfProperty
 		if l.GeoType != readmodel.GeoProperty || l.GeoID != prop || prop == "" {
 			g = syms.id(l.GeoID)
 		}
-		cl[i] = clink{geo: g, conf: toMillionths(l.Confidence), method: syms.id(l.Method), typ: syms.id(string(l.GeoType))}
+		return clink{geo: g, conf: toMillionths(l.Confidence), method: syms.id(l.Method), typ: syms.id(string(l.GeoType))}
+	}
+	if len(links) <= 8 {
+		k := smallSet{n: len(links)}
+		for i, l := range links {
+			k.links[i] = compact(l)
+		}
+		if id, ok := ls.small[k]; ok {
+			return id
+		}
+		id := uint32(len(ls.sets))
+		ls.sets = append(ls.sets, append([]clink(nil), k.links[:k.n]...))
+		ls.small[k] = id
+		return id
+	}
+	cl := make([]clink, len(links))
+	var key strings.Builder
+	for i, l := range links {
+		cl[i] = compact(l)
+		g := cl[i].geo
 		key.WriteString(strconv.FormatUint(uint64(g), 36))
 		key.WriteByte(',')
 		key.WriteString(strconv.FormatUint(uint64(cl[i].conf), 36))

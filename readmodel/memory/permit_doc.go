@@ -19,7 +19,6 @@ import (
 // still be found and removed after the table has moved on.
 type cpermit struct {
 	id      string // permit_id; also the table key
-	desc    string
 	address string // Address.FullAddress
 
 	version             int64
@@ -30,6 +29,7 @@ type cpermit struct {
 
 	// symbols
 	number     uint32 // 0: the suffix of id after "<source>:"
+	desc       uint32 // descriptions repeat (templates, generated text)
 	typ, work  uint32
 	status     uint32
 	source     uint32
@@ -172,7 +172,7 @@ func (s *Store) compactPermit(p readmodel.Permit) *cpermit {
 	c := &cpermit{
 		id:         p.PermitID,
 		version:    p.Version,
-		desc:       p.RawDescription,
+		desc:       sy.id(p.RawDescription),
 		address:    p.Address.FullAddress,
 		valuation:  nanOf(p.Valuation),
 		lat:        nanOf(p.Lat),
@@ -221,7 +221,7 @@ func (s *Store) expandPermit(c *cpermit) readmodel.Permit {
 		ApplicationDate: formatDay(c.appD),
 		IssueDate:       issueOf(c.ik),
 		CompletionDate:  formatDay(c.compD),
-		RawDescription:  c.desc,
+		RawDescription:  sy.str(c.desc),
 		Contractor:      sy.str(c.contractor),
 		Valuation:       ptrOf(c.valuation),
 		Source:          sy.str(c.source),

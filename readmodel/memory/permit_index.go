@@ -34,17 +34,46 @@ type permitSet interface {
 	first() (*cpermit, bool)
 }
 
-// treeSet holds the permits of one geo_id.
-type treeSet struct{ t *btree.BTreeG[*cpermit] }
+// treeSet holds the permits of one geo_id. Items carry the permit's ik
+// inline so that most comparisons need not load the permit (a cache miss
+// each in a large tree); only same-day ties compare ids.
+type treeSet struct{ t *btree.BTreeG[pkey] }
 
-func newTreeSet() treeSet {
-	return treeSet{btree.NewBTreeGOptions(permitLess, btree.Options{NoLocks: true, Degree: 64})}
+type pkey struct {
+	ik int32
+	p  *cpermit
 }
 
-func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool)  { s.t.Ascend(p, fn) }
-func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) { s.t.Descend(p, fn) }
-func (s treeSet) size() int                                  { return s.t.Len() }
-func (s treeSet) first() (*cpermit, bool)                    { return s.t.Min() }
+func pkeyLess(a, b pkey) bool {
+	if a.ik != b.ik {
+		return a.ik < b.ik
+	}
+	return a.p.id < b.p.id
+}
+
+func keyOf(c *cpermit) pkey { return pkey{c.ik, c} }
+
+func newTreeSet() treeSet {
+	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 64})}
+}
+
+func (s treeSet) set(c *cpermit)    { s.t.Set(keyOf(c)) }
+func (s treeSet) delete(c *cpermit) { s.t.Delete(keyOf(c)) }
+
+func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool) {
+	s.t.Ascend(keyOf(p), func(k pkey) bool { return fn(k.p) })
+}
+
+func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) {
+	s.t.Descend(keyOf(p), func(k pkey) bool { return fn(k.p) })
+}
+
+func (s treeSet) size() int { return s.t.Len() }
+
+func (s treeSet) first() (*cpermit, bool) {
+	k, ok := s.t.Min()
+	return k.p, ok
+}
 
 // sliceSet holds the few permits of one property, sorted.
 type sliceSet []*cpermit

@@ -52,7 +52,7 @@ func (s *Store) indexPermit(c *cpermit) {
 			t = newTreeSet()
 			s.pi.geoIdx[l.geo] = t
 		}
-		t.t.Set(c)
+		t.set(c)
 	}
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)
@@ -66,7 +66,7 @@ func (s *Store) unindexPermit(c *cpermit) {
 			continue
 		}
 		if t, ok := s.pi.geoIdx[l.geo]; ok {
-			t.t.Delete(c)
+			t.delete(c)
 			if t.size() == 0 {
 				delete(s.pi.geoIdx, l.geo)
 			}

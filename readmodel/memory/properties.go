@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sort"
 	"strings"
@@ -13,9 +14,15 @@ import (
 
 // Properties are kept per property id (16 bytes, not a 37-byte string) in
 // one entry that also holds the property's permits, so a permit may arrive
-// before its property. Two address indexes chain the live entries:
-// byStreet by normalised street line ("600 UNIVERSITY ST"), byHouse by
-// house number (the candidates of a fuzzy match).
+// before its property. Three address indexes chain the live entries under
+// a 64-bit hash (entries are checked against the key, so collisions only
+// lengthen a chain):
+//
+//   - byStreet: normalised street line ("600 UNIVERSITY ST"), for inputs
+//     without a city;
+//   - byStreetCity: street line and normalised city, the usual lookup (a
+//     street name such as "100 MAIN ST" recurs in thousands of cities);
+//   - byHouse: house number and city, the candidates of a fuzzy match.
 
 const (
 	propNone    uint8 = iota // no document yet (permits only)
@@ -31,6 +38,7 @@ type cproperty struct {
 	lat, lon  float64 // NaN: null
 	links     uint32
 	city      uint32 // symbols
+	ncity     uint32 // address.NormalizeCity(city)
 	state     uint32
 	zip       uint32
 }
@@ -42,20 +50,41 @@ type propEntry struct {
 	doc     *cproperty // nil unless live
 	permits []*cpermit // sorted by permitLess
 
-	nextStreet, nextHouse *propEntry // address index chains
+	// address index chains
+	nextStreet, nextStreetCity, nextHouse *propEntry
 }
 
 // propertyTable is the versioned property table: the same version rule
 // and tombstones as table, keyed by propRef.
 type propertyTable struct {
-	m        map[propRef]*propEntry
-	live     int
-	byStreet map[string]*propEntry
-	byHouse  map[string]*propEntry
+	m            map[propRef]*propEntry
+	live         int
+	seed         maphash.Seed
+	byStreet     map[uint64]*propEntry
+	byStreetCity map[uint64]*propEntry
+	byHouse      map[uint64]*propEntry
 }
 
 func newPropertyTable() *propertyTable {
-	return &propertyTable{m: map[propRef]*propEntry{}, byStreet: map[string]*propEntry{}, byHouse: map[string]*propEntry{}}
+	return &propertyTable{
+		m:    map[propRef]*propEntry{},
+		seed: maphash.MakeSeed(), byStreet: map[uint64]*propEntry{},
+		byStreetCity: map[uint64]*propEntry{}, byHouse: map[uint64]*propEntry{},
+	}
+}
+
+func (t *propertyTable) hash(a string) uint64 { return maphash.String(t.seed, a) }
+
+func (t *propertyTable) hash2(a string, b uint32) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString(a)
+	h.WriteByte(0)
+	h.WriteByte(byte(b))
+	h.WriteByte(byte(b >> 8))
+	h.WriteByte(byte(b >> 16))
+	h.WriteByte(byte(b >> 24))
+	return h.Sum64()
 }
 
 func propRefIfKey(id string) (propRef, bool) {
@@ -99,22 +128,28 @@ func houseNumber(street string) string {
 }
 
 func (t *propertyTable) link(e *propEntry) {
-	e.nextStreet = t.byStreet[e.doc.norm]
-	t.byStreet[e.doc.norm] = e
+	k := t.hash(e.doc.norm)
+	e.nextStreet = t.byStreet[k]
+	t.byStreet[k] = e
+	k = t.hash2(e.doc.norm, e.doc.ncity)
+	e.nextStreetCity = t.byStreetCity[k]
+	t.byStreetCity[k] = e
 	if h := houseNumber(e.doc.norm); h != "" {
-		e.nextHouse = t.byHouse[h]
-		t.byHouse[h] = e
+		k = t.hash2(h, e.doc.ncity)
+		e.nextHouse = t.byHouse[k]
+		t.byHouse[k] = e
 	}
 }
 
 func (t *propertyTable) unlink(e *propEntry) {
-	unchain(t.byStreet, e.doc.norm, e, func(x *propEntry) **propEntry { return &x.nextStreet })
+	unchain(t.byStreet, t.hash(e.doc.norm), e, func(x *propEntry) **propEntry { return &x.nextStreet })
+	unchain(t.byStreetCity, t.hash2(e.doc.norm, e.doc.ncity), e, func(x *propEntry) **propEntry { return &x.nextStreetCity })
 	if h := houseNumber(e.doc.norm); h != "" {
-		unchain(t.byHouse, h, e, func(x *propEntry) **propEntry { return &x.nextHouse })
+		unchain(t.byHouse, t.hash2(h, e.doc.ncity), e, func(x *propEntry) **propEntry { return &x.nextHouse })
 	}
 }
 
-func unchain(m map[string]*propEntry, key string, e *propEntry, next func(*propEntry) **propEntry) {
+func unchain(m map[uint64]*propEntry, key uint64, e *propEntry, next func(*propEntry) **propEntry) {
 	head := m[key]
 	if head == e {
 		if n := *next(e); n != nil {
@@ -149,6 +184,7 @@ func (s *Store) putProperty(p readmodel.Property) bool {
 		lat:       nanOf(p.Lat),
 		lon:       nanOf(p.Lon),
 		city:      s.pi.syms.id(p.City),
+		ncity:     s.pi.syms.id(address.NormalizeCity(p.City)),
 		state:     s.pi.syms.id(p.State),
 		zip:       s.pi.syms.id(p.Zipcode),
 	}
@@ -225,8 +261,9 @@ type propertyHit struct {
 //   - exact (1.0): the input, upper-cased with whitespace collapsed, is the
 //     canonical address or the normalised street line;
 //   - normalized (0.95): the normalised street lines are equal;
-//   - fuzzy (0.5..0.85): same house number, street similarity (edit
-//     distance ratio) at least 0.75; only when nothing matched above.
+//   - fuzzy (0.5..0.85): same house number and city, street similarity
+//     (edit distance ratio) at least 0.75; only when nothing matched
+//     above and a city is known.
 //
 // City, state and ZIP hints are filters (a property without a ZIP passes
 // the ZIP filter). When several properties match at the best level the
@@ -266,26 +303,32 @@ func (s *Store) searchProperties(q readmodel.PropertyQuery) []readmodel.Property
 		return []readmodel.PropertyMatch{}
 	}
 
+	// Hints as symbols: a hint no property has matches nothing.
+	citySym, ok1 := s.pi.syms.lookup(city)
+	stateSym, ok2 := s.pi.syms.lookup(state)
+	zipSym, ok3 := s.pi.syms.lookup(zip)
+	if !ok1 || !ok2 || !ok3 {
+		return []readmodel.PropertyMatch{}
+	}
 	filter := func(c *cproperty) ([]string, bool) {
 		fields := []string{"address"}
 		if city != "" {
-			if address.NormalizeCity(s.pi.syms.str(c.city)) != city {
+			if c.ncity != citySym {
 				return nil, false
 			}
 			fields = append(fields, "city")
 		}
 		if state != "" {
-			if s.pi.syms.str(c.state) != state {
+			if c.state != stateSym {
 				return nil, false
 			}
 			fields = append(fields, "state")
 		}
 		if zip != "" {
-			pz := s.pi.syms.str(c.zip)
-			if pz != "" && pz != zip {
+			if c.zip != 0 && c.zip != zipSym {
 				return nil, false
 			}
-			if pz == zip {
+			if c.zip == zipSym {
 				fields = append(fields, "zipcode")
 			}
 		}
@@ -293,7 +336,14 @@ func (s *Store) searchProperties(q readmodel.PropertyQuery) []readmodel.Property
 	}
 
 	var hits []propertyHit
-	for e := s.props.byStreet[street]; e != nil; e = e.nextStreet {
+	head, next := s.props.byStreet[s.props.hash(street)], func(e *propEntry) *propEntry { return e.nextStreet }
+	if city != "" {
+		head, next = s.props.byStreetCity[s.props.hash2(street, citySym)], func(e *propEntry) *propEntry { return e.nextStreetCity }
+	}
+	for e := head; e != nil; e = next(e) {
+		if e.doc.norm != street {
+			continue
+		}
 		fields, ok := filter(e.doc)
 		if !ok {
 			continue
@@ -304,11 +354,14 @@ func (s *Store) searchProperties(q readmodel.PropertyQuery) []readmodel.Property
 		}
 		hits = append(hits, h)
 	}
-	if len(hits) == 0 {
+	if len(hits) == 0 && city != "" {
 		rest := strings.TrimPrefix(street, in.Number+" ")
 		n := 0
-		for e := s.props.byHouse[in.Number]; e != nil && n < maxFuzzyScan; e = e.nextHouse {
+		for e := s.props.byHouse[s.props.hash2(in.Number, citySym)]; e != nil && n < maxFuzzyScan; e = e.nextHouse {
 			n++
+			if houseNumber(e.doc.norm) != in.Number {
+				continue
+			}
 			fields, ok := filter(e.doc)
 			if !ok {
 				continue
