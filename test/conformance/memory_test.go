@@ -1,0 +1,21 @@
+package conformance_test
+
+import (
+	"testing"
+
+	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/readmodel/resolve"
+	"github.com/permitd/permitd/test/conformance"
+)
+
+// TestMemory runs the suite against the embedded backend (always, in CI).
+func TestMemory(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		Name: "memory",
+		New: func(t *testing.T) conformance.Backend {
+			return memory.New(memory.Options{Resolver: resolve.New()})
+		},
+		// The memory backend's capabilities list: nothing lacking.
+		Lacks: map[conformance.Capability]string{},
+	})
+}
