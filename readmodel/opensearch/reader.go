@@ -416,9 +416,9 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, HasConfidence: last.Confidence != nil, Confidence: last.ConfSort, LeadID: last.LeadID}
-			if last.Confidence == nil {
-				page.Next.Confidence = 0
+			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, LeadID: last.LeadID}
+			if last.Confidence != nil {
+				page.Next.HasConfidence, page.Next.Confidence = true, *last.Confidence
 			}
 			break
 		}

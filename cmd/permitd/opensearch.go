@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+)
+
+func init() {
+	register("opensearch", "manage the OpenSearch read model: init (templates, indices, aliases) or reindex (rebuild and swap)", runOpenSearch)
+}
+
+// openSearchAdminConfig configures `permitd opensearch init|reindex`.
+type openSearchAdminConfig struct {
+	commonConfig
+	OpenSearch openSearchConfig
+	Kinds      string // reindex only
+}
+
+func (c *openSearchAdminConfig) Validate() error {
+	errs := []error{c.commonConfig.validate(), c.OpenSearch.validate()}
+	if _, err := parseKinds(c.Kinds); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// parseKinds reads "all" or a comma-separated list of index base names
+// ("permits,leads").
+func parseKinds(s string) ([]readmodel.Kind, error) {
+	if s == "" || s == "all" {
+		return readmodel.Kinds, nil
+	}
+	var out []readmodel.Kind
+	for _, name := range splitCSV(s) {
+		i := slices.IndexFunc(readmodel.Kinds, func(k readmodel.Kind) bool { return mappings.Base(k) == name })
+		if i < 0 {
+			return nil, fmt.Errorf("kinds: %q is not one of locations, permits, properties, geo_signals, leads, catalog", name)
+		}
+		out = append(out, readmodel.Kinds[i])
+	}
+	return out, nil
+}
+
+// runOpenSearch runs `permitd opensearch init` (idempotent: templates,
+// then v1 indices behind the read and write aliases where missing) or
+// `permitd opensearch reindex [-kinds permits,leads]` (each kind into the
+// next version with the current template, then the alias swap; see
+// opensearch.Store.Reindex and docs/operations.md).
+func runOpenSearch(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 || (args[0] != "init" && args[0] != "reindex") {
+		fmt.Fprintln(e.stderr, "usage: permitd opensearch init|reindex [flags]")
+		return errUsage
+	}
+	sub := args[0]
+	var cfg openSearchAdminConfig
+	fs := newFlagSet("opensearch "+sub, e)
+	cfg.commonConfig.bind(fs)
+	cfg.OpenSearch.bind(fs)
+	if sub == "reindex" {
+		fs.StringVar(&cfg.Kinds, "kinds", "all", "indices to rebuild: all, or comma-separated base names (permits,leads)")
+	}
+	if err := fs.parse(args[1:]); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log := cfg.logger(e.stderr)
+	log.Info("permitd opensearch "+sub, cfg.OpenSearch.logValue()...)
+	s, err := cfg.OpenSearch.store()
+	if err != nil {
+		return err
+	}
+	set := cfg.OpenSearch.settings()
+	if sub == "init" {
+		if err := s.Init(ctx, set); err != nil {
+			return err
+		}
+		for _, k := range readmodel.Kinds {
+			n := mappings.NamesOf(s.Prefix(), k)
+			fmt.Fprintf(e.stdout, "%s: read alias %s, write alias %s\n", mappings.Base(k), n.ReadAlias, n.WriteAlias)
+		}
+		return nil
+	}
+	kinds, _ := parseKinds(cfg.Kinds)
+	for _, k := range kinds {
+		res, err := s.Reindex(ctx, k, set)
+		if err != nil {
+			return fmt.Errorf("reindex %s: %w", mappings.Base(k), err)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s -> %s, %d copied, %d kept newer\n", mappings.Base(k), res.From, res.To, res.Copied, res.Stale)
+	}
+	return nil
+}

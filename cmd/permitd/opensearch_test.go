@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+func TestParseKinds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []readmodel.Kind
+		ok   bool
+	}{
+		{"all", readmodel.Kinds, true},
+		{"", readmodel.Kinds, true},
+		{"permits,leads", []readmodel.Kind{readmodel.KindPermit, readmodel.KindLead}, true},
+		{"permit", nil, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseKinds(tc.in)
+			if !tc.ok {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestOpenSearchConfigValidate(t *testing.T) {
+	ok := openSearchConfig{URLs: "http://a:9200,https://b:9200", Shards: 1, Replicas: 1, Timeout: time.Second}
+	require.NoError(t, ok.validate())
+	for name, mut := range map[string]func(*openSearchConfig){
+		"no url":      func(c *openSearchConfig) { c.URLs = "" },
+		"not http":    func(c *openSearchConfig) { c.URLs = "a:9200" },
+		"no shards":   func(c *openSearchConfig) { c.Shards = 0 },
+		"no timeout":  func(c *openSearchConfig) { c.Timeout = 0 },
+		"bad prefix":  func(c *openSearchConfig) { c.Prefix = "Bad" },
+		"neg replica": func(c *openSearchConfig) { c.Replicas = -1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := ok
+			mut(&c)
+			require.Error(t, c.validate())
+		})
+	}
+	require.Contains(t, ok.logValue(), "opensearch_password")
+}
+
+func TestOpenSearchCommandUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"opensearch"}, func(string) string { return "" }, &out, &errOut)
+	require.ErrorIs(t, err, errUsage)
+	require.Contains(t, errOut.String(), "init|reindex")
+	err = run(context.Background(), []string{"opensearch", "init", "-opensearch-urls", "nope"}, func(string) string { return "" }, &out, &errOut)
+	require.ErrorContains(t, err, "opensearch-urls")
+}
+
+// TestNewOpenSearchReadModelFailsFast: a cluster without the aliases is
+// refused with the fix named.
+func TestNewOpenSearchReadModelFailsFast(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_cluster/health" {
+			_, _ = io.WriteString(w, `{"status":"green"}`)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	cfg := openSearchConfig{URLs: srv.URL, Shards: 1, Timeout: 5 * time.Second}
+	require.NoError(t, cfg.validate())
+	_, err := newOpenSearchReadModel(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.ErrorContains(t, err, "permitd opensearch init")
+}
