@@ -11,6 +11,7 @@ if [ ! -f "$shared/tools/osvalidate/main.go" ]; then
 	echo "mappings/lint.sh: $shared/tools/osvalidate not found: OpenSearch bodies not checked against the spec"
 	exit 0
 fi
+shared=$(cd "$shared" && pwd)
 # file names osvalidate -strict rejects only because of a documented spec quirk
 QUIRKS=""
 tmp=$(mktemp -d)
