@@ -9,6 +9,7 @@ import (
 	"github.com/permitd/permitd/indexer"
 	pdata "github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/pipeline/seattle"
 	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
@@ -27,6 +28,10 @@ func bundledProducers(data string) []indexer.Producer {
 	return []indexer.Producer{
 		func(ctx context.Context, emit indexer.Emit) error {
 			_, err := gazetteer.Import(ctx, pdata.Open, envelopeEmitter(emit))
+			return err
+		},
+		func(ctx context.Context, emit indexer.Emit) error {
+			_, err := seattle.Import(ctx, pdata.Open, envelopeEmitter(emit))
 			return err
 		},
 	}
