@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // SchemaVersion is the only envelope version this build understands.
@@ -136,8 +138,11 @@ func DecodeData(env Envelope, v any) error {
 	return nil
 }
 
+// decodeStrict decodes exactly one JSON value with no unknown fields. It
+// uses goccy/go-json's encoding/json-compatible decoder: decoding is the
+// indexer's main cost, and it is about three times faster.
 func decodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := gojson.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,9 +117,10 @@ func (ix *Indexer) Progress() Progress {
 // handing the same messages again is safe (projection is idempotent).
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
+	decoded := ix.decodeAll(ctx, msgs)
 	var batch readmodel.Batch
-	for _, m := range msgs {
-		b, err := ix.decode(ctx, m)
+	for i, m := range msgs {
+		b, err := decoded[i].batch, decoded[i].err
 		if err != nil {
 			if !errors.Is(err, events.ErrInvalid) {
 				// Transient (a lookup failed, ctx ended): the source retries
@@ -146,6 +149,41 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	ix.lastApply.Store(time.Now().UnixNano())
 	ix.p.Metrics.batchDone(time.Since(start))
 	return nil
+}
+
+type decoded struct {
+	batch readmodel.Batch
+	err   error
+}
+
+// parallelMin is the batch size from which decoding fans out.
+const parallelMin = 64
+
+// decodeAll decodes and projects every message. Decoding is the indexer's
+// main cost (strict JSON), and messages are independent until the write,
+// so large batches are split across GOMAXPROCS workers; results keep the
+// messages' order.
+func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) []decoded {
+	out := make([]decoded, len(msgs))
+	workers := min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin)
+	if workers <= 1 {
+		for i, m := range msgs {
+			out[i].batch, out[i].err = ix.decode(ctx, m)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	chunk := (len(msgs) + workers - 1) / workers
+	for lo := 0; lo < len(msgs); lo += chunk {
+		hi := min(lo+chunk, len(msgs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i].batch, out[i].err = ix.decode(ctx, msgs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // decode turns one message into documents, a permanent error (wrapping
