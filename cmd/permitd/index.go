@@ -31,6 +31,7 @@ func init() {
 // `serve -kafka-brokers ...` for API plus indexer in one process.
 type indexConfig struct {
 	commonConfig
+	openSearchConfig
 	Kafka           kafkaConfig
 	Backend         string
 	Addr            string
@@ -39,8 +40,9 @@ type indexConfig struct {
 
 func (c *indexConfig) bind(fs *flagSet) {
 	c.commonConfig.bind(fs)
+	c.openSearchConfig.bind(fs)
 	c.Kafka.bind(fs)
-	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory")
+	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:9464", "listen address of /metrics, /health/live and /health/ready; empty: none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown may drain")
 }
@@ -48,8 +50,10 @@ func (c *indexConfig) bind(fs *flagSet) {
 // Validate checks every field and fails fast.
 func (c *indexConfig) Validate() error {
 	errs := []error{c.commonConfig.validate(), c.Kafka.validate(true)}
-	if c.Backend != "memory" {
-		errs = append(errs, fmt.Errorf("backend %q: this build has memory only", c.Backend))
+	if err := validBackend(c.Backend); err != nil {
+		errs = append(errs, err)
+	} else if c.Backend == "opensearch" {
+		errs = append(errs, c.openSearchConfig.validate())
 	}
 	if c.Addr != "" {
 		errs = append(errs, validateAddr(c.Addr))
@@ -78,7 +82,10 @@ func runIndex(ctx context.Context, e env, args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rm := newMemoryReadModel()
+	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
+	if err != nil {
+		return err
+	}
 	k, err := newKafkaIndexer(cfg.Kafka, cfg.Backend, rm, rm, log, indexer.NewMetrics(reg))
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ func init() {
 // PERMITD_<FLAG> variables as defaults.
 type serveConfig struct {
 	commonConfig
+	openSearchConfig
 	quotaConfig
 	kafkaConfig
 	Addr            string
@@ -44,11 +45,12 @@ type serveConfig struct {
 
 func (c *serveConfig) bind(fs *flagSet) {
 	c.commonConfig.bind(fs)
+	c.openSearchConfig.bind(fs)
 	c.quotaConfig.bind(fs)
 	c.kafkaConfig.bind(fs)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
-	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory")
+	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
 	fs.StringVar(&c.Data, "data", "bundled", "initial events: bundled (the shipped real data) or none")
 	fs.StringVar(&c.Now, "now", "", "service clock override (RFC 3339 or YYYY-MM-DD); empty: system clock")
 	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "HMAC secret for cursors (>= 16 bytes); replicas must share it; random when empty")
@@ -60,8 +62,10 @@ func (c *serveConfig) Validate() error {
 	var errs []error
 	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr),
 		c.quotaConfig.validate(), c.kafkaConfig.validate(false))
-	if c.Backend != "memory" {
-		errs = append(errs, fmt.Errorf("backend %q: this build serves memory", c.Backend))
+	if err := validBackend(c.Backend); err != nil {
+		errs = append(errs, err)
+	} else if c.Backend == "opensearch" {
+		errs = append(errs, c.openSearchConfig.validate())
 	}
 	if c.Data != "bundled" && c.Data != "none" {
 		errs = append(errs, fmt.Errorf("data %q: want bundled or none", c.Data))
@@ -84,6 +88,9 @@ func (c *serveConfig) logValue() []any {
 		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
 		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
 		"now", c.Now, "log_level", c.LogLevel,
+	}
+	if c.Backend == "opensearch" {
+		out = append(out, c.openSearchConfig.logValue()...)
 	}
 	out = append(out, c.quotaConfig.logValue()...)
 	return append(out, c.kafkaConfig.logValue()...)
@@ -118,7 +125,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	rm := newMemoryReadModel()
+	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
+	if err != nil {
+		return err
+	}
 	metrics := indexer.NewMetrics(reg)
 	dlq := &memoryDeadLetters{log: log}
 	ix, err := indexer.New(indexer.Params{
@@ -152,8 +162,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	producers, signalsCheck, err := withSignals(bundledSignalData(clock(), cfg.Data), bundledProducers(cfg.Data))
+	if err != nil {
+		return err
+	}
 	checks := []api.ReadinessCheck{
 		readModelCheck(rm),
+		signalsCheck,
 		func(context.Context) api.Check {
 			p := ix.Progress()
 			return api.Check{Name: feedCheck, OK: feed.CaughtUp() && (p.Batches > 0 || cfg.Data == "none" && kix != nil), Detail: map[string]any{
@@ -208,7 +223,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	g.Go(func() error {
 		start := time.Now()
-		if err := feed.Run(gctx, bundledProducers(cfg.Data)...); err != nil {
+		if err := feed.Run(gctx, producers...); err != nil {
 			if gctx.Err() != nil {
 				return nil
 			}

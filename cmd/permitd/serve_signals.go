@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -145,12 +144,7 @@ func (t *signalTee) forward(env events.Envelope) error {
 }
 
 func emitEnvelope(emit func(topic string, key, value []byte) error, env events.Envelope) error {
-	b, err := json.Marshal(env)
-	if err != nil {
-		return err
-	}
-	// The embedded feed uses the topic only to label dead letters.
-	return emit(env.Type.Family(), []byte(env.EntityID), b)
+	return envelopeEmitter(emit)(env)
 }
 
 func (t *signalTee) tee(prod indexer.Producer) indexer.Producer {

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/permitd/permitd/readmodel"
 
 	"github.com/permitd/permitd/api/openapi"
 	"github.com/permitd/permitd/events"
@@ -13,6 +17,34 @@ import (
 	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
+
+// readModel is what a process needs of its backend: reads for the API,
+// writes for the indexer, and location lookups for projections.
+type readModel interface {
+	readmodel.Reader
+	readmodel.Writer
+	indexer.Lookup
+}
+
+// backends lists the read-model backends this build wires.
+var backends = []string{"memory", "opensearch"}
+
+func validBackend(b string) error {
+	for _, x := range backends {
+		if b == x {
+			return nil
+		}
+	}
+	return fmt.Errorf("backend %q: want one of %v", b, backends)
+}
+
+// openReadModel builds the configured backend; only cmd/ knows which.
+func openReadModel(ctx context.Context, backend string, os openSearchConfig, log *slog.Logger) (readModel, error) {
+	if backend == "opensearch" {
+		return newOpenSearchReadModel(ctx, os, log)
+	}
+	return newMemoryReadModel(), nil
+}
 
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
