@@ -30,6 +30,7 @@ bench:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+	@SHARED=$(SHARED) sh mappings/lint.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -86,7 +86,9 @@ func TestPublicRoutesNeedNoKey(t *testing.T) {
 func TestReadiness(t *testing.T) {
 	ready := false
 	h := apitest.New(t, apitest.Options{Deps: api.Deps{Checks: []api.ReadinessCheck{
-		func(context.Context) api.Check { return api.Check{Name: "indexer", OK: ready, Detail: map[string]any{"lag": 3}} },
+		func(context.Context) api.Check {
+			return api.Check{Name: "indexer", OK: ready, Detail: map[string]any{"lag": 3}}
+		},
 	}}})
 	r := h.Do("/v1/health/ready", nil)
 	if r.Status != http.StatusServiceUnavailable {
