@@ -100,7 +100,8 @@ type Reader interface {
 	SearchGeoSignals(ctx context.Context, q GeoSignalQuery) (GeoSignalPage, error)
 
 	// Catalog lists catalog entries of one state (active only unless
-	// q.IncludeInactive), family then signal_key ascending.
+	// q.IncludeInactive), signal_key ascending. A state without entries
+	// yields an empty slice.
 	Catalog(ctx context.Context, q CatalogQuery) ([]CatalogEntry, error)
 
 	// PermitLeads pages the leads anchored to q.GeoID that pass q.Filter, in
