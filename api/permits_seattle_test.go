@@ -20,7 +20,7 @@ import (
 // returns.
 func TestSeattleRealPermits(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads the bundled gazetteer and the real Seattle permits")
+		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
 	}
 	h := apitest.New(t, apitest.Options{Resolver: resolve.New()})
 	var buf []events.Envelope

@@ -201,7 +201,7 @@ func TestMonthlyQuotaIs429WithHeaders(t *testing.T) {
 // the plan's burst plus its rate over the run, within 10%.
 func TestTwoInstancesShareOneRedis(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for 1.5 s")
+		t.Skip("skipped with -short: runs for 1.5 s")
 	}
 	srv := redistest.Start(t)
 	plan := apikey.Plan{Name: "t", RatePerSecond: 200, Burst: 20}

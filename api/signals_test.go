@@ -536,7 +536,7 @@ func TestGeoSignalsAndCatalog(t *testing.T) {
 // permits, through the reference pipeline and the HTTP API.
 func TestPermitLeadsAndStatsAgreeRealAndGenerated(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads the bundled gazetteer and permits")
+		t.Skip("skipped with -short: loads the bundled gazetteer and permits")
 	}
 	h := apitest.New(t, apitest.Options{Now: sigNow})
 	var out []events.Envelope

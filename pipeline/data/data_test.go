@@ -62,7 +62,7 @@ func TestMatchesShared(t *testing.T) {
 		dir = "/work/shared/data"
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("original data not available at %s (set PERMITD_SHARED_DATA): %v", dir, err)
+		t.Skipf("original data provider (../shared/data) not available at %s (set PERMITD_SHARED_DATA): %v", dir, err)
 	}
 	for _, name := range Names {
 		want, err := os.ReadFile(filepath.Join(dir, name))

@@ -1,3 +1,5 @@
+//go:build qualitygen
+
 package resolve
 
 import (
@@ -81,14 +83,16 @@ var handQuality = [][6]string{
 	{"Washington DC", "", "", "Washington, DC", "city", "state_code"},
 }
 
-// TestWriteQualitySet regenerates testdata/quality.tsv (go test -run
-// TestWriteQualitySet ./readmodel/resolve/ -args -write-quality). Labels
+// TestWriteQualitySet regenerates testdata/quality.tsv; it is a tool, not
+// a test, so it builds only with the qualitygen tag:
+//
+//	go test -tags qualitygen -run TestWriteQualitySet ./readmodel/resolve/ -args -write-quality Labels
 // come from rules over the gazetteer, not from the resolver: each row
 // names the one place a careful reader would mean, and rows whose intended
 // place is not unique under the rule are left out.
 func TestWriteQualitySet(t *testing.T) {
 	if !*writeQuality {
-		t.Skip("run with -args -write-quality to regenerate testdata/quality.tsv")
+		t.Fatal("pass -args -write-quality to overwrite testdata/quality.tsv")
 	}
 	x := nationalIndex(t)
 	var locs []readmodel.Location
