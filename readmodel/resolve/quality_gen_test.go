@@ -87,6 +87,7 @@ var handQuality = [][6]string{
 // a test, so it builds only with the qualitygen tag:
 //
 //	go test -tags qualitygen -run TestWriteQualitySet ./readmodel/resolve/ -args -write-quality Labels
+//
 // come from rules over the gazetteer, not from the resolver: each row
 // names the one place a careful reader would mean, and rows whose intended
 // place is not unique under the rule are left out.
