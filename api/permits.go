@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -53,35 +52,27 @@ type permitCursorKey struct {
 	PermitID  string `json:"i"`
 }
 
-// decodePermitCursor reads the cursor parameter, if any, for endpoint and
-// binding. Every failure is a 422 naming "cursor".
-func (s *server) decodePermitCursor(q query, endpoint, binding string) (*readmodel.PermitKey, error) {
-	tok, present, err := q.get("cursor")
-	if err != nil || !present {
+// validPosition: a permit position names a permit and a real date (or
+// none, for undated permits).
+func (k *permitCursorKey) validPosition() bool {
+	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate))
+}
+
+// readPermitCursor reads a permit page position.
+func (s *server) readPermitCursor(q query, endpoint, binding string) (*readmodel.PermitKey, error) {
+	k, err := readCursor[permitCursorKey](s, q, endpoint, binding)
+	if err != nil || k == nil {
 		return nil, err
-	}
-	if tok == "" {
-		return nil, fmt.Errorf("%w: empty", cursor.ErrInvalid)
-	}
-	var k permitCursorKey
-	if err := s.cursors.Decode(tok, endpoint, binding, &k); err != nil {
-		return nil, err
-	}
-	if k.PermitID == "" || k.IssueDate != "" && !isDate(k.IssueDate) {
-		return nil, fmt.Errorf("%w: bad position", cursor.ErrInvalid)
 	}
 	return &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}, nil
 }
 
-func (s *server) encodePermitCursor(endpoint, binding string, next *readmodel.PermitKey) (*string, error) {
+// nextPermitCursor signs the position after a permit page.
+func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.PermitKey) (*string, error) {
 	if next == nil {
 		return nil, nil
 	}
-	tok, err := s.cursors.Encode(endpoint, binding, permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
-	if err != nil {
-		return nil, err
-	}
-	return &tok, nil
+	return nextCursor(s, endpoint, binding, &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
 }
 
 func isDate(s string) bool {
@@ -124,7 +115,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 	}
 	const endpoint = "permits_search"
 	binding := cursor.Binding("geo_id", geoID, "order", order, "from_date", from, "to_date", to)
-	after, err := s.decodePermitCursor(q, endpoint, binding)
+	after, err := s.readPermitCursor(q, endpoint, binding)
 	if err != nil {
 		return err
 	}
@@ -156,7 +147,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
 		})
 	}
-	if out.NextCursor, err = s.encodePermitCursor(endpoint, binding, page.Next); err != nil {
+	if out.NextCursor, err = s.nextPermitCursor(endpoint, binding, page.Next); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, out)

@@ -127,7 +127,7 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	}
 	const endpoint = "property_permits"
 	binding := cursor.Binding("property_id", id)
-	after, err := s.decodePermitCursor(q, endpoint, binding)
+	after, err := s.readPermitCursor(q, endpoint, binding)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *server) propertyPermits(c *gin.Context) error {
 			Source:         p.Source,
 		})
 	}
-	if out.NextCursor, err = s.encodePermitCursor(endpoint, binding, page.Next); err != nil {
+	if out.NextCursor, err = s.nextPermitCursor(endpoint, binding, page.Next); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, out)

@@ -214,14 +214,8 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 	rq := readmodel.GeoSignalQuery{
 		State: state, SignalKeys: keys, GeoType: readmodel.GeoType(gt), Decision: decision, MinScore: minScore, Limit: limit,
 	}
-	if tok, present, err := q.get("cursor"); err != nil {
+	if rq.After, err = readCursor[readmodel.GeoSignalKey](s, q, endpoint, binding); err != nil {
 		return err
-	} else if present {
-		var k readmodel.GeoSignalKey
-		if err := s.cursors.Decode(tok, endpoint, binding, &k); err != nil {
-			return err
-		}
-		rq.After = &k
 	}
 	page, err := s.Reader.SearchGeoSignals(c.Request.Context(), rq)
 	if err != nil {
@@ -233,12 +227,8 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 			geoSignalJSON: geoSignalOf(g), GeoID: g.GeoID, GeoType: string(g.GeoType), DisplayName: g.DisplayName,
 		})
 	}
-	if page.Next != nil {
-		tok, err := s.cursors.Encode(endpoint, binding, page.Next)
-		if err != nil {
-			return err
-		}
-		out.NextCursor = &tok
+	if out.NextCursor, err = nextCursor(s, endpoint, binding, page.Next); err != nil {
+		return err
 	}
 	c.JSON(http.StatusOK, out)
 	return nil
@@ -444,8 +434,7 @@ func (s *server) permitLeads(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, hasCursor, err := q.get("cursor")
-	if err != nil {
+	if _, _, err := q.get("cursor"); err != nil {
 		return err
 	}
 	p, err := s.leadFilters(c, q)
@@ -455,12 +444,8 @@ func (s *server) permitLeads(c *gin.Context) error {
 	const endpoint = "permit_leads"
 	binding := cursor.Binding(append(p.bindingKVs, "sort", sortBy)...)
 	rq := readmodel.LeadQuery{Filter: p.filter, Sort: readmodel.LeadSort(sortBy), Limit: limit}
-	if hasCursor {
-		var k readmodel.LeadKey
-		if err := s.cursors.Decode(tok, endpoint, binding, &k); err != nil {
-			return err
-		}
-		rq.After = &k
+	if rq.After, err = readCursor[readmodel.LeadKey](s, q, endpoint, binding); err != nil {
+		return err
 	}
 	page, err := s.Reader.PermitLeads(c.Request.Context(), rq)
 	if err != nil {
@@ -489,12 +474,8 @@ func (s *server) permitLeads(c *gin.Context) error {
 	} else {
 		out.Groups = groupLeads(page.Leads, leads, groupBy)
 	}
-	if page.Next != nil {
-		tok, err := s.cursors.Encode(endpoint, binding, page.Next)
-		if err != nil {
-			return err
-		}
-		out.NextCursor = &tok
+	if out.NextCursor, err = nextCursor(s, endpoint, binding, page.Next); err != nil {
+		return err
 	}
 	if groupBy == "none" {
 		c.JSON(http.StatusOK, out)
