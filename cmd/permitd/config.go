@@ -135,3 +135,23 @@ func splitCSV(s string) []string {
 	}
 	return out
 }
+
+// configurable is a command's configuration struct.
+type configurable interface {
+	bind(fs *flagSet)
+	Validate() error
+}
+
+// loadConfig binds cfg's flags, applies PERMITD_* variables and the
+// command line, and validates: every command fails fast the same way.
+func loadConfig(name string, e env, args []string, cfg configurable) error {
+	fs := newFlagSet(name, e)
+	cfg.bind(fs)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/permitd/permitd/events"
@@ -48,13 +47,8 @@ func (c *genConfig) Validate() error {
 
 func runGen(ctx context.Context, e env, args []string) error {
 	var cfg genConfig
-	fs := newFlagSet("gen", e)
-	cfg.bind(fs)
-	if err := fs.parse(args); err != nil {
+	if err := loadConfig("gen", e, args, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
 	}
 	return writeEvents(cfg.Out, e.stdout, func(emit func(events.Envelope) error) error {
 		rep, err := gen.Generate(ctx, gen.Params{Permits: cfg.Permits, Seed: cfg.Seed, Now: cfg.now}, emit)

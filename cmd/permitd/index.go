@@ -66,13 +66,8 @@ func (c *indexConfig) Validate() error {
 
 func runIndex(ctx context.Context, e env, args []string) error {
 	var cfg indexConfig
-	fs := newFlagSet("index", e)
-	cfg.bind(fs)
-	if err := fs.parse(args); err != nil {
+	if err := loadConfig("index", e, args, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd index", append([]any{"backend", cfg.Backend, "addr", cfg.Addr}, cfg.Kafka.logValue()...)...)

@@ -63,13 +63,8 @@ func (c *publishConfig) Validate() error {
 
 func runPublish(ctx context.Context, e env, args []string) error {
 	var cfg publishConfig
-	fs := newFlagSet("publish", e)
-	cfg.bind(fs)
-	if err := fs.parse(args); err != nil {
+	if err := loadConfig("publish", e, args, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
 	}
 	log := cfg.logger(e.stderr)
 	brokers := splitCSV(cfg.Brokers)

@@ -98,13 +98,8 @@ func (c *serveConfig) logValue() []any {
 
 func runServe(ctx context.Context, e env, args []string) error {
 	var cfg serveConfig
-	fs := newFlagSet("serve", e)
-	cfg.bind(fs)
-	if err := fs.parse(args); err != nil {
+	if err := loadConfig("serve", e, args, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd serve", cfg.logValue()...)
