@@ -18,6 +18,7 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race' ./readmodel/memory/ ./readmodel/resolve/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -59,8 +59,11 @@ var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLe
 //   - Paged reads return at most Limit items and a Next key when at least one
 //     more item follows in the sort order; Next is nil on the last page.
 //     Passing Next back as After continues strictly after that item
-//     (search_after semantics): an item present for the whole walk is seen
-//     exactly once, whatever is written in between.
+//     (search_after semantics): an item present for the whole walk, with
+//     an unchanged sort key, is seen exactly once, whatever else is written
+//     in between. An item whose sort key changes mid-walk (a permit
+//     re-dated by a newer event) may be seen at its old and its new
+//     position, or at neither; items added mid-walk may or may not appear.
 //   - A read that the backend cannot serve returns ErrUnavailable (wrapped).
 type Reader interface {
 	// Location returns one location by geo_id with PermitCount and

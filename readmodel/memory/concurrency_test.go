@@ -1,0 +1,193 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/readmodel/resolve"
+	"github.com/permitd/permitd/test/conformance"
+)
+
+// project turns envelopes into one batch through the indexer's projection,
+// looking locations up in the store.
+func project(t *testing.T, s *memory.Store, envs []events.Envelope) readmodel.Batch {
+	t.Helper()
+	var b readmodel.Batch
+	for _, env := range envs {
+		raw, err := json.Marshal(env)
+		require.NoError(t, err)
+		dec, err := events.Decode(raw)
+		require.NoError(t, err)
+		p, err := indexer.Project(context.Background(), dec, s)
+		require.NoError(t, err)
+		b.Append(p)
+	}
+	return b
+}
+
+func loaded(t *testing.T) *memory.Store {
+	t.Helper()
+	s := memory.New(memory.Options{Resolver: resolve.New()})
+	_, err := s.Apply(context.Background(), project(t, s, conformance.LocationEvents(t)))
+	require.NoError(t, err)
+	rest := append(conformance.PropertyEvents(t), conformance.PermitEvents(t)...)
+	rest = append(rest, conformance.LeadEvents(t)...)
+	rest = append(rest, conformance.GeoSignalEvents(t)...)
+	rest = append(rest, conformance.CatalogEvents(t)...)
+	_, err = s.Apply(context.Background(), project(t, s, rest))
+	require.NoError(t, err)
+	return s
+}
+
+// TestConcurrentReadsDuringWrites runs every read while batches rewrite
+// permits and leads (new versions) and add permits; each read sees a
+// consistent state: page walks in order without repeats (search_after
+// semantics for items whose sort key does not change) and stats whose
+// distributions sum to the total. Run it with -race (make test does).
+func TestConcurrentReadsDuringWrites(t *testing.T) {
+	s := loaded(t)
+	ctx := context.Background()
+	permits := conformance.PermitEvents(t)
+	leads := conformance.LeadEvents(t)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for v := int64(2); ; v++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var envs []events.Envelope
+			for i, env := range permits {
+				var d events.Permit
+				require.NoError(t, json.Unmarshal(env.Data, &d))
+				d.Description = fmt.Sprintf("%s, revision %d", d.Description, v)
+				e, err := events.New(env.Type, env.EntityID, v, env.OccurredAt, env.Source, d)
+				require.NoError(t, err)
+				envs = append(envs, e)
+				// A new permit in the same ZIP each round: it may or may
+				// not show up in a walk under way, but never twice.
+				d.PermitNumber = fmt.Sprintf("N%d-%d", v, i)
+				d.IssueDate = time.Date(2024, 1, 1+i, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+				e, err = events.New(env.Type, events.PermitDocID("conformance", d.PermitNumber), 1, env.OccurredAt, env.Source, d)
+				require.NoError(t, err)
+				envs = append(envs, e)
+			}
+			for _, env := range leads {
+				env.EntityVersion = 1000 + v
+				envs = append(envs, env)
+			}
+			_, err := s.Apply(ctx, project(t, s, envs))
+			require.NoError(t, err)
+		}
+	})
+	for range 4 {
+		wg.Go(func() {
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				seen := map[string]bool{}
+				var after *readmodel.PermitKey
+				for {
+					page, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 7, After: after})
+					require.NoError(t, err)
+					for i, h := range page.Permits {
+						require.False(t, seen[h.Permit.PermitID], "permit %s seen twice in one page walk", h.Permit.PermitID)
+						seen[h.Permit.PermitID] = true
+						if i > 0 && h.Permit.IssueDate != "" {
+							require.GreaterOrEqual(t, page.Permits[i-1].Permit.IssueDate, h.Permit.IssueDate)
+						}
+					}
+					if page.Next == nil {
+						break
+					}
+					after = page.Next
+				}
+				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Today: conformance.Today, TopN: 10})
+				require.NoError(t, err)
+				require.Equal(t, st.Total, st.ConfidenceHigh+st.ConfidenceMedium+st.ConfidenceLow)
+				require.Equal(t, st.Total, st.Fresh0to7+st.Fresh8to14+st.Fresh15to30+st.Fresh31Plus)
+				_, err = s.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
+				require.NoError(t, err)
+				_, err = s.Location(ctx, conformance.Seattle)
+				require.NoError(t, err)
+				_, err = s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortConfidenceDesc, Limit: 10})
+				require.NoError(t, err)
+			}
+		})
+	}
+	time.Sleep(550 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+}
+
+// TestReadsHandOutCopies: mutating what a read returned never changes
+// the read model.
+func TestReadsHandOutCopies(t *testing.T) {
+	s := loaded(t)
+	ctx := context.Background()
+
+	loc, err := s.Location(ctx, conformance.Zip98101)
+	require.NoError(t, err)
+	before := loc.Clone()
+	for i := range loc.CountyGeoIDs {
+		loc.CountyGeoIDs[i] = "mutated"
+	}
+	loc.Aliases = append(loc.Aliases, "mutated")
+	again, err := s.Location(ctx, conformance.Zip98101)
+	require.NoError(t, err)
+	require.Equal(t, before, again)
+
+	page, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Permits)
+	want := page.Permits[0].Permit.Clone()
+	p := &page.Permits[0].Permit
+	for i := range p.GeoLinks {
+		p.GeoLinks[i].GeoID = "mutated"
+	}
+	if p.Valuation != nil {
+		*p.Valuation = -1
+	}
+	page2, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 5})
+	require.NoError(t, err)
+	require.Equal(t, want, page2.Permits[0].Permit)
+
+	leads, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortEventDateDesc, Limit: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, leads.Leads)
+	wantLead := leads.Leads[0].Clone()
+	for i := range leads.Leads[0].ReasonCodes {
+		leads.Leads[0].ReasonCodes[i] = "MUTATED"
+	}
+	if leads.Leads[0].Confidence != nil {
+		*leads.Leads[0].Confidence = -1
+	}
+	leads2, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortEventDateDesc, Limit: 5})
+	require.NoError(t, err)
+	require.Equal(t, wantLead, leads2.Leads[0])
+
+	sig, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+	require.NoError(t, err)
+	if len(sig) > 0 {
+		want := sig[0].Clone()
+		if len(sig[0].Value) > 0 {
+			sig[0].Value[0] = 'X'
+		}
+		sig[0].Reasons = append(sig[0].Reasons[:0], "mutated")
+		sig2, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, sig2[0])
+	}
+}
