@@ -23,7 +23,11 @@ import (
 //   - exact per-day aggregates (count, confidence buckets, sparseCounts counts
 //     per county, city and zip), kept in step with every upsert and delete,
 //     so stats over a date leadWindow add up a few hundred cells instead of
-//     visiting every lead.
+//     visiting every lead;
+//   - in each day cell, the cell's leads as inline stats fields (cellRecs:
+//     confidence, interned city, zip and county, no pointers) in confidence
+//     order, so a confidence floor keeps a prefix of every cell. Stats
+//     (lead_stats.go) read only cells, never the trees.
 //
 // A lead record never changes once indexed: an upsert removes the old
 // record from every structure (its fields still name its position) and
@@ -404,6 +408,7 @@ type leadDayCell struct {
 	n                      int64
 	conf                   [3]int64 // high, medium, low
 	cities, zips, counties sparseCounts
+	recs                   cellRecs // day and null cells only; empty in leadDayAggs.all
 }
 
 func leadConfBucket(r *leadRec) int {
@@ -430,6 +435,11 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 	}
 	d.all.addLead(r, delta)
 	c.addLead(r, delta)
+	if delta > 0 {
+		c.recs.insert(r)
+	} else {
+		c.recs.remove(r)
+	}
 }
 
 func (c *leadDayCell) addLead(r *leadRec, delta int64) {
@@ -471,186 +481,4 @@ func (s *sparseCounts) add(id uint32, delta int64) {
 	if (*s)[i].n == 0 {
 		*s = slices.Delete(*s, i, i+1)
 	}
-}
-
-// leadStatsAcc accumulates PermitStats.
-type leadStatsAcc struct {
-	today    int32
-	bySignal map[string]int64
-	total    int64
-	conf     [3]int64
-	fresh    [4]int64
-	cities   idCounter
-	zips     idCounter
-	counties idCounter
-}
-
-// idCounter is a dense count per interned id that remembers which ids it
-// touched.
-type idCounter struct {
-	n       []int64
-	touched []uint32
-}
-
-func (c *idCounter) add(id uint32, n int64) {
-	if id == 0 || n == 0 {
-		return
-	}
-	if c.n == nil {
-		return
-	}
-	if c.n[id] == 0 {
-		c.touched = append(c.touched, id)
-	}
-	c.n[id] += n
-}
-
-func leadFreshBucket(lag int32) int {
-	switch {
-	case lag <= 7:
-		return 0
-	case lag <= 14:
-		return 1
-	case lag <= 30:
-		return 2
-	}
-	return 3
-}
-
-func (s *leadStatsAcc) cell(key string, day int32, c *leadDayCell) {
-	if c.n == 0 {
-		return
-	}
-	if day == leadNoDate {
-		s.fresh[3] += c.n
-	} else {
-		s.fresh[leadFreshBucket(max(s.today-day, 0))] += c.n
-	}
-	s.counts(key, c)
-}
-
-// counts adds everything of c but freshness.
-func (s *leadStatsAcc) counts(key string, c *leadDayCell) {
-	s.total += c.n
-	s.bySignal[key] += c.n
-	for i := range c.conf {
-		s.conf[i] += c.conf[i]
-	}
-	for _, e := range c.cities {
-		s.cities.add(e.id, e.n)
-	}
-	for _, e := range c.zips {
-		s.zips.add(e.id, e.n)
-	}
-	for _, e := range c.counties {
-		s.counties.add(e.id, e.n)
-	}
-}
-
-// cellFresh adds every lead of d from its running total; only the days
-// of the last 30 (and later) need visiting for the freshness buckets, the
-// rest (and null dates) are 31_plus.
-func (s *leadStatsAcc) cellFresh(key string, d *leadDayAggs) {
-	s.counts(key, &d.all)
-	recent := int64(0)
-	i, _ := slices.BinarySearch(d.days, s.today-30)
-	for ; i < len(d.days); i++ {
-		n := d.cells[i].n
-		s.fresh[leadFreshBucket(max(s.today-d.days[i], 0))] += n
-		recent += n
-	}
-	s.fresh[3] += d.all.n - recent
-}
-
-func (s *leadStatsAcc) lead(r *leadRec) {
-	s.total++
-	s.bySignal[r.lead.SignalKey]++
-	s.conf[leadConfBucket(r)]++
-	if r.date == leadNoDate {
-		s.fresh[3]++
-	} else {
-		s.fresh[leadFreshBucket(max(s.today-r.date, 0))]++
-	}
-	s.cities.add(r.city, 1)
-	s.zips.add(r.zip, 1)
-	s.counties.add(r.county, 1)
-}
-
-// stats aggregates the leads PermitLeads pages for the same filter. Without
-// a confidence floor it adds up day cells; with one it visits the leads of
-// the leadWindow.
-func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	w, err := leadWindowOf(q.Filter)
-	if err != nil {
-		return readmodel.PermitStats{}, err
-	}
-	today := leadDay(q.Today)
-	if today == leadNoDate {
-		return readmodel.PermitStats{}, fmt.Errorf("%w: stats need Today", readmodel.ErrInvalidQuery)
-	}
-	n := len(x.names.names)
-	acc := leadStatsAcc{
-		today:    today,
-		bySignal: map[string]int64{},
-		cities:   idCounter{n: make([]int64, n)},
-		zips:     idCounter{n: make([]int64, n)},
-		counties: idCounter{n: make([]int64, n)},
-	}
-	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
-		if w.minConf != nil {
-			k.walkDate(w, nil, func(r *leadRec) bool { acc.lead(r); return true })
-			continue
-		}
-		if !w.bounded {
-			acc.cellFresh(k.key, &k.days)
-			continue
-		}
-		i, _ := slices.BinarySearch(k.days.days, w.lo)
-		for ; i < len(k.days.days) && k.days.days[i] <= w.hi; i++ {
-			acc.cell(k.key, k.days.days[i], k.days.cells[i])
-		}
-	}
-	st := readmodel.PermitStats{
-		Total:            acc.total,
-		ConfidenceHigh:   acc.conf[0],
-		ConfidenceMedium: acc.conf[1],
-		ConfidenceLow:    acc.conf[2],
-		Fresh0to7:        acc.fresh[0],
-		Fresh8to14:       acc.fresh[1],
-		Fresh15to30:      acc.fresh[2],
-		Fresh31Plus:      acc.fresh[3],
-		TopCounties:      x.top(&acc.counties, q.TopN),
-		TopCities:        x.top(&acc.cities, q.TopN),
-		TopZips:          x.top(&acc.zips, q.TopN),
-	}
-	for k, n := range acc.bySignal {
-		if n > 0 {
-			st.BySignal = append(st.BySignal, readmodel.ValueCount{Value: k, Count: n})
-		}
-	}
-	sortValueCounts(st.BySignal)
-	return st, nil
-}
-
-func (x *leadIndex) top(c *idCounter, n int) []readmodel.ValueCount {
-	out := make([]readmodel.ValueCount, 0, len(c.touched))
-	for _, id := range c.touched {
-		if c.n[id] > 0 {
-			out = append(out, readmodel.ValueCount{Value: x.names.names[id], Count: c.n[id]})
-		}
-	}
-	sortValueCounts(out)
-	if n >= 0 && len(out) > n {
-		out = out[:n]
-	}
-	return out
-}
-
-func sortValueCounts(v []readmodel.ValueCount) {
-	sort.Slice(v, func(i, j int) bool {
-		if v[i].Count != v[j].Count {
-			return v[i].Count > v[j].Count
-		}
-		return v[i].Value < v[j].Value
-	})
 }
