@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,9 +24,22 @@ import (
 // and geo signals the reference pipeline derives from 1M generated
 // permits, all entering through indexer.Project. Cities are weighted
 // 1/rank, so city 0 is a Seattle-sized anchor. Each benchmark times single
-// reads and reports p50 and p99 in microseconds.
+// reads and reports p50 and p99 in microseconds. PERMITD_BENCH_PERMITS
+// sets a smaller (or larger) load while iterating.
 
-const benchPermits = 1_000_000
+const defaultBenchPermits = 1_000_000
+
+func benchPermits(b *testing.B) int {
+	s := os.Getenv("PERMITD_BENCH_PERMITS")
+	if s == "" {
+		return defaultBenchPermits
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("PERMITD_BENCH_PERMITS=%q: want a positive integer", s)
+	}
+	return n
+}
 
 var benchNow = time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 
@@ -123,7 +138,8 @@ func buildSignalBench(b *testing.B) signalBench {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range benchPermits {
+	permits := benchPermits(b)
+	for i := range permits {
 		ci, _ := slices.BinarySearch(cum, r.Float64()*total)
 		c := cities[min(ci, len(cities)-1)]
 		u, w := r.Float64(), works[0]
@@ -155,7 +171,10 @@ func buildSignalBench(b *testing.B) signalBench {
 		b.Fatal(err)
 	}
 	flush()
-	b.Logf("loaded %d permits -> %d leads, %d geo signals in %v", benchPermits, rep.Leads, rep.GeoSignals, time.Since(start).Round(time.Millisecond))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.Logf("loaded %d permits -> %d leads, %d geo signals in %v; heap in use %d MiB", permits, rep.Leads, rep.GeoSignals, time.Since(start).Round(time.Millisecond), ms.HeapInuse>>20)
 	return signalBench{store: store, state: state, city: events.GeoID("city", "1840000000"), leads: rep.Leads}
 }
 
@@ -211,27 +230,55 @@ func BenchmarkLeadsCityPage(b *testing.B) {
 	}
 }
 
-// BenchmarkStatsState: stats of the WA state geo (every lead), with the
-// default window, without a window, and with a confidence floor.
+// BenchmarkStatsState: stats of the WA state geo (every lead) for the
+// filter combinations a dashboard sends: the default window, no window,
+// confidence floors (fixed, and swept from 0 to 1 by 0.05 so p99 holds
+// the worst floor), signal key subsets, and from/to dates.
 func BenchmarkStatsState(b *testing.B) {
-	half := 0.5
+	fixed := func(f float64) *float64 { return &f }
+	sweep := func(i int) *float64 { return fixed(float64(i%21) / 20) }
+	keys := events.PermitSignalKeys
+	yearAgo, monthAgo := benchNow.AddDate(-1, 0, 0).Format(time.DateOnly), benchNow.AddDate(0, -1, 0).Format(time.DateOnly)
 	for _, c := range []struct {
 		name string
-		f    readmodel.LeadFilter
+		f    func(i int) readmodel.LeadFilter
 	}{
-		{"default_60d", readmodel.LeadFilter{FreshSince: freshSince(60)}},
-		{"include_stale", readmodel.LeadFilter{}},
-		{"min_confidence_60d", readmodel.LeadFilter{FreshSince: freshSince(60), MinConfidence: &half}},
+		{"default_60d", func(int) readmodel.LeadFilter { return readmodel.LeadFilter{FreshSince: freshSince(60)} }},
+		{"include_stale", func(int) readmodel.LeadFilter { return readmodel.LeadFilter{} }},
+		{"min_confidence_60d", func(int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{FreshSince: freshSince(60), MinConfidence: fixed(0.5)}
+		}},
+		{"min_confidence_sweep_60d", func(i int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{FreshSince: freshSince(60), MinConfidence: sweep(i)}
+		}},
+		{"min_confidence_include_stale", func(int) readmodel.LeadFilter { return readmodel.LeadFilter{MinConfidence: fixed(0.5)} }},
+		{"min_confidence_sweep_include_stale", func(i int) readmodel.LeadFilter { return readmodel.LeadFilter{MinConfidence: sweep(i)} }},
+		{"max_freshness_30_min_confidence_0.8", func(int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{FreshSince: freshSince(30), MinConfidence: fixed(0.8)}
+		}},
+		{"signal_keys_1_include_stale", func(i int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{SignalKeys: keys[i%len(keys) : i%len(keys)+1]}
+		}},
+		{"signal_keys_2_min_confidence_sweep_60d", func(i int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{SignalKeys: []string{keys[i%len(keys)], keys[(i+3)%len(keys)]}, FreshSince: freshSince(60), MinConfidence: sweep(i)}
+		}},
+		{"signal_keys_3_min_confidence_sweep_include_stale", func(i int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{SignalKeys: []string{keys[i%len(keys)], keys[(i+2)%len(keys)], keys[(i+4)%len(keys)]}, MinConfidence: sweep(i)}
+		}},
+		{"from_to_year", func(int) readmodel.LeadFilter { return readmodel.LeadFilter{FromDate: yearAgo, ToDate: monthAgo} }},
+		{"from_to_year_min_confidence_sweep", func(i int) readmodel.LeadFilter {
+			return readmodel.LeadFilter{FromDate: yearAgo, ToDate: monthAgo, MinConfidence: sweep(i)}
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := loadSignalBench(b)
 			ctx := context.Background()
-			f := c.f
-			f.GeoID = d.state
-			timeIt(b, func(int) {
-				st, err := d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: f, Today: benchNow.Format(time.DateOnly), TopN: 10})
-				if err != nil || st.Total == 0 {
-					b.Fatalf("stats: %d, %v", st.Total, err)
+			timeIt(b, func(i int) {
+				f := c.f(i)
+				f.GeoID = d.state
+				_, err := d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: f, Today: benchNow.Format(time.DateOnly), TopN: 10})
+				if err != nil {
+					b.Fatalf("stats: %v", err)
 				}
 			})
 		})
