@@ -138,10 +138,19 @@ func DecodeData(env Envelope, v any) error {
 	return nil
 }
 
-// decodeStrict decodes exactly one JSON value with no unknown fields. It
-// uses goccy/go-json's encoding/json-compatible decoder: decoding is the
-// indexer's main cost, and it is about three times faster.
+// decodeStrict decodes exactly one JSON value with no unknown fields. The
+// common case takes fastDecode's single pass (fastdecode.go); anything it
+// is unsure of, and every error, goes through goccy/go-json's strict stream
+// decoder (encoding/json-compatible, about three times faster than it).
 func decodeStrict(raw []byte, v any) error {
+	if fastDecode(raw, v) {
+		return nil
+	}
+	return decodeStream(raw, v)
+}
+
+// decodeStream is decodeStrict with goccy's strict stream decoder only.
+func decodeStream(raw []byte, v any) error {
 	dec := gojson.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -1,0 +1,540 @@
+package events
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// This file is decodeStrict's fast path. The strict stream decoder of
+// goccy/go-json copies its input into its own buffer, reads it byte by
+// byte and allocates at every step; it was most of the indexer's CPU. The
+// fast path decodes the common case in one pass over the bytes and only
+// accepts input it can prove the stream decoder accepts and decodes to the
+// same value: one well-formed JSON value, every object key an exact
+// (byte-equal, unescaped, not repeated) field name of the target type, every
+// value of the kind its field takes, no string escapes. Whenever it is
+// unsure (case-folded, escaped or repeated keys, escaped strings, large
+// integers, unusual kinds) it gives up and the input goes through the
+// stream decoder as before, which also produces every error message: the
+// fast path never rejects anything itself, so it cannot change what is
+// accepted. TestFastDecodeAgrees holds the two to the same results.
+
+// shape is what the fast path knows of a Go type.
+type shape struct {
+	kind   shapeKind
+	typ    reflect.Type
+	elem   *shape       // pointer target, slice element
+	fields []fieldShape // struct fields; the index is the bit in the duplicate-key mask
+}
+
+type fieldShape struct {
+	name   string // exact JSON name
+	offset uintptr
+	shape  *shape
+}
+
+// field finds the field named key; a linear scan beats hashing for the
+// few fields of an event.
+func (s *shape) field(key []byte) int {
+	for i := range s.fields {
+		if s.fields[i].name == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+type shapeKind uint8
+
+const (
+	shapeUnsupported shapeKind = iota // the fast path always gives up
+	shapeString
+	shapeInt // int, int64: an integer literal of at most 18 digits
+	shapeFloat
+	shapeBool
+	shapeUnmarshaler // json.RawMessage, time.Time: the value's bytes go to UnmarshalJSON, as goccy does
+	shapePtr
+	shapeSlice
+	shapeStruct
+)
+
+var (
+	shapes    sync.Map // reflect.Type -> *shape
+	rawType   = reflect.TypeFor[json.RawMessage]()
+	timeType  = reflect.TypeFor[time.Time]()
+	typeType  = reflect.TypeFor[Type]()
+	jsonUnm   = reflect.TypeFor[json.Unmarshaler]()
+	textUnm   = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
+	maxFields = 64
+)
+
+// shapeOf returns the cached shape of t.
+func shapeOf(t reflect.Type) *shape {
+	if s, ok := shapes.Load(t); ok {
+		return s.(*shape)
+	}
+	s, _ := shapes.LoadOrStore(t, buildShape(t, map[reflect.Type]*shape{}))
+	return s.(*shape)
+}
+
+func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
+	if s, ok := seen[t]; ok {
+		return s
+	}
+	s := &shape{typ: t}
+	seen[t] = s
+	switch {
+	case t == rawType || t == timeType:
+		s.kind = shapeUnmarshaler
+		return s
+	case t.Kind() != reflect.Pointer && (t.Implements(jsonUnm) || reflect.PointerTo(t).Implements(jsonUnm) ||
+		t.Implements(textUnm) || reflect.PointerTo(t).Implements(textUnm)):
+		return s // other custom decoding: leave it to the stream decoder
+	}
+	switch t.Kind() {
+	case reflect.String:
+		s.kind = shapeString
+	case reflect.Int, reflect.Int64:
+		s.kind = shapeInt
+	case reflect.Float64:
+		s.kind = shapeFloat
+	case reflect.Bool:
+		s.kind = shapeBool
+	case reflect.Pointer:
+		s.kind, s.elem = shapePtr, buildShape(t.Elem(), seen)
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return s // []byte is base64 in JSON
+		}
+		s.kind, s.elem = shapeSlice, buildShape(t.Elem(), seen)
+	case reflect.Struct:
+		var fields []fieldShape
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				return s // embedded fields are flattened; events have none
+			}
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if strings.Contains(opts, "string") {
+				return s
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if slices.ContainsFunc(fields, func(f fieldShape) bool { return f.name == name }) || len(fields) == maxFields {
+				return s
+			}
+			fields = append(fields, fieldShape{name: name, offset: f.Offset, shape: buildShape(f.Type, seen)})
+		}
+		s.kind, s.fields = shapeStruct, fields
+	}
+	return s
+}
+
+// fastDecode decodes raw into the zero value v points to and reports
+// whether it did; false leaves *v zero.
+func fastDecode(raw []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || !utf8.Valid(raw) {
+		return false
+	}
+	target := rv.Elem()
+	s := shapeOf(target.Type())
+	if s.kind == shapeUnsupported || !target.IsZero() {
+		return false // decoding into a non-zero value merges; leave that to the stream decoder
+	}
+	d := decoder{b: raw}
+	d.ws()
+	ok := d.value(s, rv.UnsafePointer(), 0)
+	d.ws()
+	if !ok || d.i != len(d.b) {
+		target.SetZero()
+		return false
+	}
+	return true
+}
+
+type decoder struct {
+	b []byte
+	i int
+}
+
+const maxDepth = 32
+
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *decoder) lit(s string) bool {
+	if len(d.b)-d.i < len(s) || string(d.b[d.i:d.i+len(s)]) != s {
+		return false
+	}
+	d.i += len(s)
+	return true
+}
+
+// value decodes one value of shape s into p.
+func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	if s.kind == shapeUnmarshaler {
+		start := d.i
+		if !d.skip(depth) {
+			return false
+		}
+		// Both keep no reference to their argument: RawMessage copies it.
+		if s.typ == timeType {
+			return (*time.Time)(p).UnmarshalJSON(d.b[start:d.i]) == nil
+		}
+		return (*json.RawMessage)(p).UnmarshalJSON(d.b[start:d.i]) == nil
+	}
+	if d.peek() == 'n' {
+		// null leaves a value at zero and a pointer or slice nil, in both decoders.
+		return d.lit("null")
+	}
+	switch s.kind {
+	case shapeString:
+		str, ok := d.str()
+		if !ok {
+			return false
+		}
+		if s.typ == typeType {
+			*(*Type)(p) = internType(str)
+		} else {
+			*(*string)(p) = string(str)
+		}
+		return true
+	case shapeInt:
+		start := d.i
+		digits, integer, ok := d.number()
+		if !ok || !integer || digits > 18 {
+			return false
+		}
+		n, neg := int64(0), false
+		for _, c := range d.b[start:d.i] {
+			if c == '-' {
+				neg = true
+				continue
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		if s.typ.Kind() == reflect.Int {
+			if int64(int(n)) != n {
+				return false
+			}
+			*(*int)(p) = int(n)
+		} else {
+			*(*int64)(p) = n
+		}
+		return true
+	case shapeFloat:
+		start := d.i
+		if _, _, ok := d.number(); !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(unsafe.String(&d.b[start], d.i-start), 64)
+		if err != nil {
+			return false
+		}
+		*(*float64)(p) = f
+		return true
+	case shapeBool:
+		switch {
+		case d.lit("true"):
+			*(*bool)(p) = true
+		case d.lit("false"):
+			*(*bool)(p) = false
+		default:
+			return false
+		}
+		return true
+	case shapePtr:
+		if s.elem.kind == shapeUnsupported {
+			return false
+		}
+		e := reflect.New(s.elem.typ).UnsafePointer()
+		if !d.value(s.elem, e, depth+1) {
+			return false
+		}
+		*(*unsafe.Pointer)(p) = e
+		return true
+	case shapeSlice:
+		return d.slice(s, p, depth)
+	case shapeStruct:
+		return d.object(s, p, depth)
+	}
+	return false
+}
+
+func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
+	if d.peek() != '[' || s.elem.kind == shapeUnsupported {
+		return false
+	}
+	d.i++
+	sv := reflect.NewAt(s.typ, p).Elem()
+	strs, isStrings := (*[]string)(nil), s.typ == reflect.TypeFor[[]string]()
+	if isStrings {
+		strs = (*[]string)(p)
+		*strs = make([]string, 0, 2) // goccy makes [] an empty, non-nil slice
+	} else {
+		sv.Set(reflect.MakeSlice(s.typ, 0, 0))
+	}
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		return true
+	}
+	for {
+		d.ws()
+		if isStrings {
+			var e string
+			if !d.value(s.elem, unsafe.Pointer(&e), depth+1) {
+				return false
+			}
+			*strs = append(*strs, e)
+		} else {
+			e := reflect.New(s.elem.typ)
+			if !d.value(s.elem, e.UnsafePointer(), depth+1) {
+				return false
+			}
+			sv.Set(reflect.Append(sv, e.Elem()))
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (d *decoder) object(s *shape, p unsafe.Pointer, depth int) bool {
+	if d.peek() != '{' {
+		return false
+	}
+	d.i++
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		d.ws()
+		key, ok := d.str()
+		if !ok {
+			return false
+		}
+		f := s.field(key)
+		if f < 0 || seen&(1<<f) != 0 {
+			return false
+		}
+		seen |= 1 << f
+		d.ws()
+		if d.peek() != ':' {
+			return false
+		}
+		d.i++
+		d.ws()
+		fs := &s.fields[f]
+		if !d.value(fs.shape, unsafe.Add(p, fs.offset), depth+1) {
+			return false
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skip passes over any well-formed JSON value.
+func (d *decoder) skip(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch c := d.peek(); {
+	case c == '"':
+		_, ok := d.str()
+		return ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, _, ok := d.number()
+		return ok
+	case c == 't':
+		return d.lit("true")
+	case c == 'f':
+		return d.lit("false")
+	case c == 'n':
+		return d.lit("null")
+	case c == '[' || c == '{':
+		end := byte(']')
+		if c == '{' {
+			end = '}'
+		}
+		d.i++
+		d.ws()
+		if d.peek() == end {
+			d.i++
+			return true
+		}
+		for {
+			d.ws()
+			if c == '{' {
+				if _, ok := d.str(); !ok {
+					return false
+				}
+				d.ws()
+				if d.peek() != ':' {
+					return false
+				}
+				d.i++
+				d.ws()
+			}
+			if !d.skip(depth + 1) {
+				return false
+			}
+			d.ws()
+			switch d.peek() {
+			case ',':
+				d.i++
+			case end:
+				d.i++
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// str passes over a string without escapes or control characters and
+// returns its contents (an escaped string gives up: ok is false).
+func (d *decoder) str() (s []byte, ok bool) {
+	if d.peek() != '"' {
+		return nil, false
+	}
+	d.i++
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		if c == '"' {
+			d.i++
+			return d.b[start : d.i-1], true
+		}
+		if c < 0x20 || c == '\\' {
+			return nil, false
+		}
+		d.i++
+	}
+	return nil, false
+}
+
+// number passes over a JSON number; digits counts the integer part,
+// integer is false when it has a fraction or exponent.
+func (d *decoder) number() (digits int, integer, ok bool) {
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+		digits = 1
+	case c >= '1' && c <= '9':
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+			digits++
+		}
+	default:
+		return 0, false, false
+	}
+	integer = true
+	if d.peek() == '.' {
+		integer = false
+		d.i++
+		n := 0
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+			n++
+		}
+		if n == 0 {
+			return 0, false, false
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		integer = false
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		n := 0
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+			n++
+		}
+		if n == 0 {
+			return 0, false, false
+		}
+	}
+	// A number ends at a delimiter: "1x" is not a number.
+	if d.i == len(d.b) {
+		return digits, integer, true
+	}
+	switch d.b[d.i] {
+	case ' ', '\t', '\n', '\r', ',', ']', '}':
+		return digits, integer, true
+	}
+	return 0, false, false
+}
+
+// internType returns the constant for a known event type, saving an
+// allocation per event.
+func internType(b []byte) Type {
+	for _, t := range Types {
+		if string(t) == string(b) {
+			return t
+		}
+	}
+	return Type(b)
+}
