@@ -118,7 +118,7 @@ func (ix *Indexer) Progress() Progress {
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	decoded := ix.decodeAll(ctx, msgs)
-	var batch readmodel.Batch
+	batch := presized(decoded)
 	for i, m := range msgs {
 		b, err := decoded[i].batch, decoded[i].err
 		if err != nil {
@@ -149,6 +149,44 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	ix.lastApply.Store(time.Now().UnixNano())
 	ix.p.Metrics.batchDone(time.Since(start))
 	return nil
+}
+
+// presized returns an empty batch with room for every decoded document,
+// so appending them copies each document once.
+func presized(ds []decoded) readmodel.Batch {
+	var n readmodel.Batch
+	var locs, permits, props, signals, leads, catalog, deletes int
+	for _, d := range ds {
+		locs += len(d.batch.Locations)
+		permits += len(d.batch.Permits)
+		props += len(d.batch.Properties)
+		signals += len(d.batch.GeoSignals)
+		leads += len(d.batch.Leads)
+		catalog += len(d.batch.Catalog)
+		deletes += len(d.batch.Deletes)
+	}
+	if locs > 0 {
+		n.Locations = make([]readmodel.Location, 0, locs)
+	}
+	if permits > 0 {
+		n.Permits = make([]readmodel.Permit, 0, permits)
+	}
+	if props > 0 {
+		n.Properties = make([]readmodel.Property, 0, props)
+	}
+	if signals > 0 {
+		n.GeoSignals = make([]readmodel.GeoSignal, 0, signals)
+	}
+	if leads > 0 {
+		n.Leads = make([]readmodel.Lead, 0, leads)
+	}
+	if catalog > 0 {
+		n.Catalog = make([]readmodel.CatalogEntry, 0, catalog)
+	}
+	if deletes > 0 {
+		n.Deletes = make([]readmodel.Delete, 0, deletes)
+	}
+	return n
 }
 
 type decoded struct {
