@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"sort"
 	"strings"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/readmodel/propmatch"
 )
 
 // Properties are kept per property id (16 bytes, not a 37-byte string) in
@@ -119,14 +119,6 @@ func (t *propertyTable) each(fn func(e *propEntry)) {
 	}
 }
 
-func houseNumber(street string) string {
-	n, _, _ := strings.Cut(street, " ")
-	if n == "" || n[0] < '0' || n[0] > '9' {
-		return ""
-	}
-	return n
-}
-
 func (t *propertyTable) link(e *propEntry) {
 	k := t.hash(e.doc.norm)
 	e.nextStreet = t.byStreet[k]
@@ -134,7 +126,7 @@ func (t *propertyTable) link(e *propEntry) {
 	k = t.hash2(e.doc.norm, e.doc.ncity)
 	e.nextStreetCity = t.byStreetCity[k]
 	t.byStreetCity[k] = e
-	if h := houseNumber(e.doc.norm); h != "" {
+	if h := propmatch.HouseNumber(e.doc.norm); h != "" {
 		k = t.hash2(h, e.doc.ncity)
 		e.nextHouse = t.byHouse[k]
 		t.byHouse[k] = e
@@ -144,7 +136,7 @@ func (t *propertyTable) link(e *propEntry) {
 func (t *propertyTable) unlink(e *propEntry) {
 	unchain(t.byStreet, t.hash(e.doc.norm), e, func(x *propEntry) **propEntry { return &x.nextStreet })
 	unchain(t.byStreetCity, t.hash2(e.doc.norm, e.doc.ncity), e, func(x *propEntry) **propEntry { return &x.nextStreetCity })
-	if h := houseNumber(e.doc.norm); h != "" {
+	if h := propmatch.HouseNumber(e.doc.norm); h != "" {
 		unchain(t.byHouse, t.hash2(h, e.doc.ncity), e, func(x *propEntry) **propEntry { return &x.nextHouse })
 	}
 }
@@ -234,41 +226,14 @@ func (s *Store) expandProperty(e *propEntry) readmodel.Property {
 	}
 }
 
-// Property search confidences.
-const (
-	confExact      = 1.0
-	confNormalized = 0.95
-	confFuzzyMax   = 0.85
-	confFuzzyMin   = 0.5
-	fuzzyMinSim    = 0.75 // street similarity below this is not plausible
-	ambiguity      = 0.8  // factor when several properties match equally well
-	maxFuzzyScan   = 20000
-)
+// maxFuzzyScan bounds the entries one fuzzy lookup walks on a house
+// number chain.
+const maxFuzzyScan = 20000
 
-type propertyHit struct {
-	e      *propEntry
-	conf   float64
-	typ    string
-	fields []string
-}
-
-// SearchProperties implements readmodel.Reader.
-//
-// The address is normalised with package address (USPS Publication 28),
-// its locality tail ("..., Seattle, WA 98101") read as hints; q.City,
-// q.State and q.Zipcode override those. Matching, best first:
-//
-//   - exact (1.0): the input, upper-cased with whitespace collapsed, is the
-//     canonical address or the normalised street line;
-//   - normalized (0.95): the normalised street lines are equal;
-//   - fuzzy (0.5..0.85): same house number and city, street similarity
-//     (edit distance ratio) at least 0.75; only when nothing matched
-//     above and a city is known.
-//
-// City, state and ZIP hints are filters (a property without a ZIP passes
-// the ZIP filter). When several properties match at the best level the
-// confidence of each is multiplied by 0.8: the input is ambiguous. An
-// input without a house number matches nothing.
+// SearchProperties implements readmodel.Reader with the rules of package
+// propmatch: exact (1.0), normalized (0.95), fuzzy (0.5..0.85, same house
+// number and city), city, state and ZIP hints as filters, ambiguity
+// factor 0.8. An input without a house number matches nothing.
 func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
 	if q.Limit < 1 || q.Limit > 20 {
 		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
@@ -278,189 +243,62 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	return s.searchProperties(q), nil
 }
 
-// searchProperties runs a property search (read lock held).
-func (s *Store) searchProperties(q readmodel.PropertyQuery) []readmodel.PropertyMatch {
-	in := address.Normalize(q.Address)
-	city := address.NormalizeCity(q.City)
-	if city == "" {
-		city = in.City
-	}
-	state := address.NormalizeState(q.State)
-	if state == "" {
-		state = in.State
-	}
-	zip := strings.TrimSpace(q.Zipcode)
-	if len(zip) > 5 {
-		zip = zip[:5]
-	}
-	if zip == "" {
-		zip = in.Zip
-	}
-	street := in.Street()
-	normInput := address.Canonical(in.Line(), city, state, zip)
-	typed := strings.Join(strings.Fields(strings.ToUpper(q.Address)), " ")
-	if in.Number == "" || in.Name == "" {
+// searchProperties runs a property search (read lock held). The hints
+// become symbols, so the filter compares handles; candidates come from
+// the street (or street and city) chain and, for the fuzzy fallback, the
+// house number and city chain.
+func (s *Store) searchProperties(pq readmodel.PropertyQuery) []readmodel.PropertyMatch {
+	q, ok := propmatch.Parse(pq)
+	if !ok {
 		return []readmodel.PropertyMatch{}
 	}
-
 	// Hints as symbols: a hint no property has matches nothing.
-	citySym, ok1 := s.pi.syms.lookup(city)
-	stateSym, ok2 := s.pi.syms.lookup(state)
-	zipSym, ok3 := s.pi.syms.lookup(zip)
+	citySym, ok1 := s.pi.syms.lookup(q.City)
+	stateSym, ok2 := s.pi.syms.lookup(q.State)
+	zipSym, ok3 := s.pi.syms.lookup(q.Zip)
 	if !ok1 || !ok2 || !ok3 {
 		return []readmodel.PropertyMatch{}
 	}
-	filter := func(c *cproperty) ([]string, bool) {
-		fields := []string{"address"}
-		if city != "" {
-			if c.ncity != citySym {
-				return nil, false
-			}
-			fields = append(fields, "city")
-		}
-		if state != "" {
-			if c.state != stateSym {
-				return nil, false
-			}
-			fields = append(fields, "state")
-		}
-		if zip != "" {
-			if c.zip != 0 && c.zip != zipSym {
-				return nil, false
-			}
-			if c.zip == zipSym {
-				fields = append(fields, "zipcode")
-			}
-		}
-		return fields, true
-	}
-
-	var hits []propertyHit
-	head, next := s.props.byStreet[s.props.hash(street)], func(e *propEntry) *propEntry { return e.nextStreet }
-	if city != "" {
-		head, next = s.props.byStreetCity[s.props.hash2(street, citySym)], func(e *propEntry) *propEntry { return e.nextStreetCity }
+	hints := propmatch.Locality[uint32]{City: citySym, State: stateSym, Zip: zipSym}
+	t := s.props
+	var hits []propmatch.Hit[*propEntry]
+	head, next := t.byStreet[t.hash(q.Street)], func(e *propEntry) *propEntry { return e.nextStreet }
+	if q.City != "" {
+		head, next = t.byStreetCity[t.hash2(q.Street, citySym)], func(e *propEntry) *propEntry { return e.nextStreetCity }
 	}
 	for e := head; e != nil; e = next(e) {
-		if e.doc.norm != street {
-			continue
+		if sc, ok := propmatch.ScoreStreet(&q, hints, e.doc.candidate()); ok {
+			hits = append(hits, propmatch.Hit[*propEntry]{Property: e, ID: s.propString(e.ref), Score: sc})
 		}
-		fields, ok := filter(e.doc)
-		if !ok {
-			continue
-		}
-		h := propertyHit{e: e, conf: confNormalized, typ: "normalized", fields: fields}
-		if typed == e.doc.canonical || typed == e.doc.norm {
-			h.conf, h.typ = confExact, "exact"
-		}
-		hits = append(hits, h)
 	}
-	if len(hits) == 0 && city != "" {
-		rest := strings.TrimPrefix(street, in.Number+" ")
+	if q.Fuzzy(len(hits)) {
 		n := 0
-		for e := s.props.byHouse[s.props.hash2(in.Number, citySym)]; e != nil && n < maxFuzzyScan; e = e.nextHouse {
+		for e := t.byHouse[t.hash2(q.Number, citySym)]; e != nil && n < maxFuzzyScan; e = e.nextHouse {
 			n++
-			if houseNumber(e.doc.norm) != in.Number {
-				continue
-			}
-			fields, ok := filter(e.doc)
-			if !ok {
-				continue
-			}
-			sim := similarity(rest, strings.TrimPrefix(e.doc.norm, in.Number+" "))
-			if sim < fuzzyMinSim {
-				continue
-			}
-			conf := confFuzzyMin + (confFuzzyMax-confFuzzyMin)*(sim-fuzzyMinSim)/(1-fuzzyMinSim)
-			hits = append(hits, propertyHit{e: e, conf: math.Round(conf*1e4) / 1e4, typ: "fuzzy", fields: fields})
-		}
-	}
-	if len(hits) > 1 {
-		best := 0.0
-		for _, h := range hits {
-			best = max(best, h.conf)
-		}
-		tied := 0
-		for _, h := range hits {
-			if h.conf >= best-0.05 {
-				tied++
-			}
-		}
-		if tied > 1 {
-			for i := range hits {
-				hits[i].conf = math.Round(hits[i].conf*ambiguity*1e4) / 1e4
+			if sc, ok := propmatch.ScoreFuzzy(&q, hints, e.doc.candidate()); ok {
+				hits = append(hits, propmatch.Hit[*propEntry]{Property: e, ID: s.propString(e.ref), Score: sc})
 			}
 		}
 	}
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = s.propString(h.e.ref)
-	}
-	idx := make([]int, len(hits))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool {
-		ha, hb := hits[idx[a]], hits[idx[b]]
-		if ha.conf != hb.conf {
-			return ha.conf > hb.conf
-		}
-		return ids[idx[a]] < ids[idx[b]]
-	})
-	out := make([]readmodel.PropertyMatch, 0, min(len(hits), q.Limit))
-	for _, i := range idx[:min(len(idx), q.Limit)] {
-		h := hits[i]
-		out = append(out, readmodel.PropertyMatch{
-			Property:          s.expandProperty(h.e),
-			MatchConfidence:   h.conf,
-			MatchType:         h.typ,
-			NormalizedInput:   normInput,
-			MatchedFields:     h.fields,
-			InputAddressShown: q.Address,
-		})
+	hits = propmatch.Rank(hits, pq.Limit)
+	out := make([]readmodel.PropertyMatch, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, q.Match(s.expandProperty(h.Property), h.Score))
 	}
 	return out
 }
 
-// similarity is 1 - edit distance / length of the longer string.
-func similarity(a, b string) float64 {
-	if a == b {
-		return 1
-	}
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) == 0 || len(rb) == 0 {
-		return 0
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return 1 - float64(prev[len(rb)])/float64(max(len(ra), len(rb)))
-}
-
-// looksLikeAddress reports whether resolve text starts with a house
-// number.
-func looksLikeAddress(text string) bool {
-	text = strings.TrimSpace(text)
-	return text != "" && text[0] >= '0' && text[0] <= '9' && address.Normalize(text).Addressable()
+// candidate is what the property scorer reads, hints as symbols.
+func (c *cproperty) candidate() propmatch.Candidate[uint32] {
+	return propmatch.Candidate[uint32]{Canonical: c.canonical, Norm: c.norm,
+		Locality: propmatch.Locality[uint32]{City: c.ncity, State: c.state, Zip: c.zip}}
 }
 
 // propertyCandidates ranks properties for address-like resolve text (read
 // lock held): geo_type property, geo_id the property_id, match_method
 // address; decision accept at confidence >= 0.9, else review.
 func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidate {
-	if !looksLikeAddress(q.Text) {
+	if !propmatch.LooksLikeAddress(q.Text) {
 		return nil
 	}
 	matches := s.searchProperties(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
