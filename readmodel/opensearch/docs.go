@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/address"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
@@ -273,20 +274,11 @@ type propertyDoc struct {
 	GeoIDs            []string     `json:"geo_ids,omitempty"`
 }
 
-// houseNumber is the leading number of a normalised street line.
-func houseNumber(street string) string {
-	n, _, _ := strings.Cut(street, " ")
-	if n == "" || n[0] < '0' || n[0] > '9' {
-		return ""
-	}
-	return n
-}
-
 func propertyDocOf(p readmodel.Property) propertyDoc {
 	return propertyDoc{
 		meta:       meta{DocID: p.PropertyID, Version: p.Version},
 		PropertyID: p.PropertyID, CanonicalAddress: p.CanonicalAddress, NormalizedAddress: p.NormalizedAddress,
-		HouseNumber: houseNumber(p.NormalizedAddress), City: p.City, CityNorm: address.NormalizeCity(p.City),
+		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress), City: p.City, CityNorm: address.NormalizeCity(p.City),
 		State: p.State, Zipcode: p.Zipcode, ParcelID: p.ParcelID, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
 		GeoLinks: linksOf(p.GeoLinks), GeoIDs: geoIDsOf(p.GeoLinks, p.PropertyID),
 	}
