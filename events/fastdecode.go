@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -154,7 +155,7 @@ func fastDecode(raw []byte, v any) bool {
 	}
 	target := rv.Elem()
 	s := shapeOf(target.Type())
-	if s.kind == shapeUnsupported || !target.IsZero() {
+	if s.kind == shapeUnsupported || !allZero(rv.UnsafePointer(), target.Type().Size()) {
 		return false // decoding into a non-zero value merges; leave that to the stream decoder
 	}
 	d := decoder{b: raw}
@@ -167,6 +168,21 @@ func fastDecode(raw []byte, v any) bool {
 	}
 	return true
 }
+
+// allZero reports whether the n bytes at p are zero, which they are for
+// a zero value (reflect.Value.IsZero walks the fields and costs more).
+func allZero(p unsafe.Pointer, n uintptr) bool {
+	b := unsafe.Slice((*byte)(p), n)
+	for len(b) > len(zeros) {
+		if !bytes.Equal(b[:len(zeros)], zeros[:]) {
+			return false
+		}
+		b = b[len(zeros):]
+	}
+	return bytes.Equal(b, zeros[:len(b)])
+}
+
+var zeros [512]byte
 
 type decoder struct {
 	b []byte
