@@ -117,25 +117,24 @@ func (ix *Indexer) Progress() Progress {
 // handing the same messages again is safe (projection is idempotent).
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
-	decoded := ix.decodeAll(ctx, msgs)
-	batch := presized(decoded)
+	errs, parts := ix.decodeAll(ctx, msgs)
 	for i, m := range msgs {
-		b, err := decoded[i].batch, decoded[i].err
-		if err != nil {
-			if !errors.Is(err, events.ErrInvalid) {
-				// Transient (a lookup failed, ctx ended): the source retries
-				// the whole batch; nothing is dead-lettered.
-				return fmt.Errorf("indexer: project %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-			}
-			if err := ix.p.DeadLetter(ctx, m, err); err != nil {
-				return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-			}
-			ix.deadLetter.Add(1)
-			ix.p.Metrics.deadLetter(m.Topic)
+		err := errs[i]
+		if err == nil {
 			continue
 		}
-		batch.Append(b)
+		if !errors.Is(err, events.ErrInvalid) {
+			// Transient (a lookup failed, ctx ended): the source retries
+			// the whole batch; nothing is dead-lettered.
+			return fmt.Errorf("indexer: project %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		if err := ix.p.DeadLetter(ctx, m, err); err != nil {
+			return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		ix.deadLetter.Add(1)
+		ix.p.Metrics.deadLetter(m.Topic)
 	}
+	batch := merge(parts)
 	if batch.Len() > 0 {
 		res, err := ix.apply(ctx, batch)
 		if err != nil {
@@ -151,19 +150,21 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	return nil
 }
 
-// presized returns an empty batch with room for every decoded document,
-// so appending them copies each document once.
-func presized(ds []decoded) readmodel.Batch {
+// merge concatenates parts in order, sizing each slice once.
+func merge(parts []readmodel.Batch) readmodel.Batch {
+	if len(parts) == 1 {
+		return parts[0]
+	}
 	var n readmodel.Batch
 	var locs, permits, props, signals, leads, catalog, deletes int
-	for _, d := range ds {
-		locs += len(d.batch.Locations)
-		permits += len(d.batch.Permits)
-		props += len(d.batch.Properties)
-		signals += len(d.batch.GeoSignals)
-		leads += len(d.batch.Leads)
-		catalog += len(d.batch.Catalog)
-		deletes += len(d.batch.Deletes)
+	for _, p := range parts {
+		locs += len(p.Locations)
+		permits += len(p.Permits)
+		props += len(p.Properties)
+		signals += len(p.GeoSignals)
+		leads += len(p.Leads)
+		catalog += len(p.Catalog)
+		deletes += len(p.Deletes)
 	}
 	if locs > 0 {
 		n.Locations = make([]readmodel.Location, 0, locs)
@@ -186,58 +187,59 @@ func presized(ds []decoded) readmodel.Batch {
 	if deletes > 0 {
 		n.Deletes = make([]readmodel.Delete, 0, deletes)
 	}
+	for _, p := range parts {
+		n.Append(p)
+	}
 	return n
-}
-
-type decoded struct {
-	batch readmodel.Batch
-	err   error
 }
 
 // parallelMin is the batch size from which decoding fans out.
 const parallelMin = 64
 
-// decodeAll decodes and projects every message. Decoding is the indexer's
-// main cost (strict JSON), and messages are independent until the write,
-// so large batches are split across GOMAXPROCS workers; results keep the
-// messages' order.
-func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) []decoded {
-	out := make([]decoded, len(msgs))
-	workers := min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin)
-	if workers <= 1 {
-		for i, m := range msgs {
-			out[i].batch, out[i].err = ix.decode(ctx, m)
+// decodeAll decodes and projects every message: errs[i] is message i's
+// error, and parts, in order, hold the documents of the others (in
+// message order within each kind). Decoding is the indexer's main cost
+// (strict JSON), and messages are independent until the write, so large
+// batches are split into contiguous chunks across GOMAXPROCS workers,
+// each projecting into its own part.
+func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error, parts []readmodel.Batch) {
+	errs = make([]error, len(msgs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
+	chunk := (len(msgs) + workers - 1) / workers
+	parts = make([]readmodel.Batch, workers)
+	run := func(k, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			errs[i] = ix.decode(ctx, msgs[i], &parts[k])
 		}
-		return out
+	}
+	if workers == 1 {
+		run(0, 0, len(msgs))
+		return errs, parts
 	}
 	var wg sync.WaitGroup
-	chunk := (len(msgs) + workers - 1) / workers
-	for lo := 0; lo < len(msgs); lo += chunk {
-		hi := min(lo+chunk, len(msgs))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				out[i].batch, out[i].err = ix.decode(ctx, msgs[i])
-			}
-		})
+	for k := range workers {
+		lo, hi := min(k*chunk, len(msgs)), min((k+1)*chunk, len(msgs))
+		wg.Go(func() { run(k, lo, hi) })
 	}
 	wg.Wait()
-	return out
+	return errs, parts
 }
 
-// decode turns one message into documents, a permanent error (wrapping
-// events.ErrInvalid) or a transient one (anything else).
-func (ix *Indexer) decode(ctx context.Context, m Message) (readmodel.Batch, error) {
+// decode projects one message, appending its documents to b, or returns
+// a permanent error (wrapping events.ErrInvalid) or a transient one
+// (anything else) and appends nothing.
+func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch) error {
 	if len(m.Value) > ix.p.MaxMessageBytes {
-		return readmodel.Batch{}, fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
+		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
 	env, err := events.Decode(m.Value)
 	if err != nil {
-		return readmodel.Batch{}, err
+		return err
 	}
 	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
-		return readmodel.Batch{}, fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
+		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 	}
-	return Project(ctx, env, ix.p.Lookup)
+	return projectInto(ctx, env, ix.p.Lookup, b)
 }
 
 // apply writes the batch, retrying transient failures with exponential

@@ -21,29 +21,48 @@ type Lookup interface {
 // projected (dead letter); any other error is transient (retry).
 func Project(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Batch, error) {
 	var b readmodel.Batch
+	if err := projectInto(ctx, env, look, &b); err != nil {
+		return readmodel.Batch{}, err
+	}
+	return b, nil
+}
+
+// projectInto is Project appending to b: on success it appends the
+// envelope's documents, on error nothing. The indexer projects a whole
+// batch into one readmodel.Batch this way, without a batch per event.
+func projectInto(ctx context.Context, env events.Envelope, look Lookup, b *readmodel.Batch) error {
 	if env.Type.IsDelete() {
 		kind, ok := kindOf[env.Type.Family()]
 		if !ok {
-			return b, fmt.Errorf("%w: no read-model kind for %s", events.ErrInvalid, env.Type)
+			return fmt.Errorf("%w: no read-model kind for %s", events.ErrInvalid, env.Type)
 		}
 		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kind, ID: env.EntityID, Version: env.EntityVersion})
-		return b, nil
+		return nil
 	}
+	var (
+		one readmodel.Batch
+		err error
+	)
 	switch env.Type {
 	case events.LocationUpserted:
 		l, err := projectLocation(env)
 		if err != nil {
-			return b, err
+			return err
 		}
 		b.Locations = append(b.Locations, l)
+		return nil
 	case events.PermitUpserted, events.PropertyUpserted:
-		return projectPermitFamily(ctx, env, look)
+		one, err = projectPermitFamily(ctx, env, look)
 	case events.GeoSignalUpserted, events.LeadUpserted, events.CatalogUpserted:
-		return projectSignalFamily(ctx, env, look)
+		one, err = projectSignalFamily(ctx, env, look)
 	default:
-		return b, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+		return fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
 	}
-	return b, nil
+	if err != nil {
+		return err
+	}
+	b.Append(one)
+	return nil
 }
 
 var kindOf = map[string]readmodel.Kind{
