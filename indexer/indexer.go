@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,47 +151,32 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	return nil
 }
 
-// merge concatenates parts in order, sizing each slice once.
+// merge concatenates parts in order into parts[0], which decodeAll sized
+// for the whole batch.
 func merge(parts []readmodel.Batch) readmodel.Batch {
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	var n readmodel.Batch
-	var locs, permits, props, signals, leads, catalog, deletes int
-	for _, p := range parts {
-		locs += len(p.Locations)
-		permits += len(p.Permits)
-		props += len(p.Properties)
-		signals += len(p.GeoSignals)
-		leads += len(p.Leads)
-		catalog += len(p.Catalog)
-		deletes += len(p.Deletes)
-	}
-	if locs > 0 {
-		n.Locations = make([]readmodel.Location, 0, locs)
-	}
-	if permits > 0 {
-		n.Permits = make([]readmodel.Permit, 0, permits)
-	}
-	if props > 0 {
-		n.Properties = make([]readmodel.Property, 0, props)
-	}
-	if signals > 0 {
-		n.GeoSignals = make([]readmodel.GeoSignal, 0, signals)
-	}
-	if leads > 0 {
-		n.Leads = make([]readmodel.Lead, 0, leads)
-	}
-	if catalog > 0 {
-		n.Catalog = make([]readmodel.CatalogEntry, 0, catalog)
-	}
-	if deletes > 0 {
-		n.Deletes = make([]readmodel.Delete, 0, deletes)
-	}
-	for _, p := range parts {
+	n := parts[0]
+	for _, p := range parts[1:] {
 		n.Append(p)
 	}
 	return n
+}
+
+// reserve makes room for n more documents in each non-empty slice of b.
+func reserve(b *readmodel.Batch, n int) {
+	b.Locations = growNonEmpty(b.Locations, n)
+	b.Permits = growNonEmpty(b.Permits, n)
+	b.Properties = growNonEmpty(b.Properties, n)
+	b.GeoSignals = growNonEmpty(b.GeoSignals, n)
+	b.Leads = growNonEmpty(b.Leads, n)
+	b.Catalog = growNonEmpty(b.Catalog, n)
+	b.Deletes = growNonEmpty(b.Deletes, n)
+}
+
+func growNonEmpty[T any](s []T, n int) []T {
+	if len(s) == 0 {
+		return s
+	}
+	return slices.Grow(s, n)
 }
 
 // parallelMin is the batch size from which decoding fans out.
@@ -208,8 +194,19 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 	chunk := (len(msgs) + workers - 1) / workers
 	parts = make([]readmodel.Batch, workers)
 	run := func(k, lo, hi int) {
+		room := hi - lo
+		if k == 0 {
+			room = len(msgs) // merge appends the other parts to part 0
+		}
 		for i := lo; i < hi; i++ {
 			errs[i] = ix.decode(ctx, msgs[i], &parts[k])
+			if room > 0 && parts[k].Len() > 0 {
+				// A batch is one partition of one topic, and a topic holds
+				// one entity family: the first document's kind is the kind
+				// of (nearly) all of them, so its slice is sized once.
+				reserve(&parts[k], room-(i-lo))
+				room = 0
+			}
 		}
 	}
 	if workers == 1 {
