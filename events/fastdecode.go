@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -473,6 +474,15 @@ func (d *decoder) str() (s []byte, ok bool) {
 	}
 	d.i++
 	start := d.i
+	// Eight bytes at a time while none is a quote, a backslash or a
+	// control character.
+	for d.i+8 <= len(d.b) {
+		x := binary.LittleEndian.Uint64(d.b[d.i:])
+		if hasZeroByte(x^(lsb*'"'))|hasZeroByte(x^(lsb*'\\'))|((x-lsb*0x20)&^x&msb) != 0 {
+			break
+		}
+		d.i += 8
+	}
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		if c == '"' {
@@ -486,6 +496,14 @@ func (d *decoder) str() (s []byte, ok bool) {
 	}
 	return nil, false
 }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZeroByte is non-zero when one of x's bytes is zero.
+func hasZeroByte(x uint64) uint64 { return (x - lsb) &^ x & msb }
 
 // number passes over a JSON number; digits counts the integer part,
 // integer is false when it has a fraction or exponent.

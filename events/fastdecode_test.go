@@ -31,7 +31,7 @@ func filled(t reflect.Type, seed int) reflect.Value {
 	}
 	switch t.Kind() {
 	case reflect.String:
-		v.SetString(fmt.Sprintf("s%d é", seed))
+		v.SetString(fmt.Sprintf("s%d é, long enough to cross 8-byte words", seed))
 	case reflect.Int, reflect.Int64:
 		v.SetInt(int64(seed*7 - 3))
 	case reflect.Float64:
