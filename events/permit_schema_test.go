@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/events/eventstest"
 )
 
 // checkNullableObject is checkObject for payloads with pointer fields: a
@@ -90,8 +91,8 @@ const validPropertyEvent = `{"schema_version":1,"event_id":"ev_0123456789abcdef0
 // to both validators, as TestSchemaAndDecoderAgree does for locations.
 func TestPermitSchemaAndDecoderAgree(t *testing.T) {
 	schemas := map[events.Type]*jsonschema.Schema{
-		events.PermitUpserted:   compileSchema(t, "permit.upserted.json"),
-		events.PropertyUpserted: compileSchema(t, "property.upserted.json"),
+		events.PermitUpserted:   eventstest.Schema(t, "permit.upserted.json"),
+		events.PropertyUpserted: eventstest.Schema(t, "property.upserted.json"),
 	}
 	edit := func(base string, f func(env, data map[string]any)) string {
 		var env map[string]any

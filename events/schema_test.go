@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/events/eventstest"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 )
 
@@ -33,22 +34,6 @@ func loadSchemaDoc(t *testing.T, name string) map[string]any {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	return doc
-}
-
-func compileSchema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join("schemas", name))
-	require.NoError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	require.NoError(t, c.AddResource(name, doc))
-	sch, err := c.Compile(name)
-	require.NoError(t, err)
-	return sch
 }
 
 // jsonField describes one field of a Go struct as encoding/json sees it.
@@ -201,7 +186,7 @@ func TestLocationSchemaMatchesGoTypes(t *testing.T) {
 // PERMITD_SCHEMA_ALL_EVENTS=1 to validate them all).
 func TestGazetteerEventsMatchSchema(t *testing.T) {
 	all := os.Getenv("PERMITD_SCHEMA_ALL_EVENTS") == "1"
-	sch := compileSchema(t, "location.upserted.json")
+	sch := eventstest.Schema(t, "location.upserted.json")
 	var buf bytes.Buffer
 	rep, err := gazetteer.WriteNDJSON(context.Background(), &buf)
 	require.NoError(t, err)
@@ -242,7 +227,7 @@ const validLocationEvent = `{"schema_version":1,"event_id":"ev_0123456789abcdef0
 // the schema documents more than the decoder enforces (enumerations,
 // patterns, ranges), decoderRejects says so explicitly.
 func TestSchemaAndDecoderAgree(t *testing.T) {
-	sch := compileSchema(t, "location.upserted.json")
+	sch := eventstest.Schema(t, "location.upserted.json")
 	edit := func(f func(env, data map[string]any)) string {
 		var env map[string]any
 		require.NoError(t, json.Unmarshal([]byte(validLocationEvent), &env))

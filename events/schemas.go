@@ -36,3 +36,10 @@ func SchemaNames() []string {
 	}
 	return out
 }
+
+// SchemaFile returns one embedded schema file by name
+// ("permit.upserted.json", "deleted.json").
+func SchemaFile(name string) ([]byte, bool) {
+	b, err := fs.ReadFile(schemaFS, "schemas/"+name)
+	return b, err == nil
+}

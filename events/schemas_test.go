@@ -9,37 +9,17 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/events/eventstest"
 )
-
-func compileTypeSchema(t *testing.T, typ events.Type) *jsonschema.Schema {
-	t.Helper()
-	raw, ok := events.Schema(typ)
-	if !ok {
-		t.Fatalf("no schema for %s", typ)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://"+string(typ)+".json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://" + string(typ) + ".json")
-	if err != nil {
-		t.Fatalf("%s: %v", typ, err)
-	}
-	return s
-}
 
 func TestEveryTypeHasASchema(t *testing.T) {
 	for _, typ := range events.Types {
-		compileTypeSchema(t, typ)
+		eventstest.TypeSchema(t, typ)
 	}
 }
 
 func TestDeleteSchemaAgreesWithDecode(t *testing.T) {
-	s := compileTypeSchema(t, events.PermitDeleted)
+	s := eventstest.TypeSchema(t, events.PermitDeleted)
 	good, err := events.New(events.PermitDeleted, "seattle:1", 7, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "test", nil)
 	if err != nil {
 		t.Fatal(err)

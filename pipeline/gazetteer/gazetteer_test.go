@@ -146,23 +146,6 @@ func TestCounts(t *testing.T) {
 	t.Logf("locations %v, skipped %+v, adjustments %v", rep.Locations, rep.Skipped, rep.Adjustments)
 }
 
-func TestImportTime(t *testing.T) {
-	// Import alone (emit discards), then the NDJSON encoding on top.
-	start := time.Now()
-	rep, err := Import(context.Background(), data.Open, func(events.Envelope) error { return nil })
-	require.NoError(t, err)
-	imported := time.Since(start)
-
-	start = time.Now()
-	_, err = WriteNDJSON(context.Background(), io.Discard)
-	require.NoError(t, err)
-	written := time.Since(start)
-
-	t.Logf("national import: %d events in %v (%.0f events/s); WriteNDJSON to io.Discard %v",
-		rep.Events, imported, float64(rep.Events)/imported.Seconds(), written)
-	require.Less(t, imported, 2*time.Second, "import of the national gazetteer must stay well under 2 s")
-}
-
 func TestEnvelopes(t *testing.T) {
 	n := loadNational(t)
 	seenEvent := map[string]bool{}

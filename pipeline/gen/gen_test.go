@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/events/eventstest"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/readmodel/address"
 )
@@ -51,8 +50,8 @@ func TestDeterministic(t *testing.T) {
 func TestEvents(t *testing.T) {
 	const n = 20000
 	schemas := map[events.Type]*jsonschema.Schema{
-		events.PermitUpserted:   compileSchema(t, "permit.upserted.json"),
-		events.PropertyUpserted: compileSchema(t, "property.upserted.json"),
+		events.PermitUpserted:   eventstest.Schema(t, "permit.upserted.json"),
+		events.PropertyUpserted: eventstest.Schema(t, "property.upserted.json"),
 	}
 	props := map[string]events.Property{}
 	numbers := map[string]bool{}
@@ -167,22 +166,6 @@ func TestParams(t *testing.T) {
 	rep, err := Generate(context.Background(), Params{Permits: 3, Seed: 1}, func(events.Envelope) error { return nil })
 	require.NoError(t, err, "zero Now uses the system clock")
 	assert.Equal(t, 3, rep.Permits)
-}
-
-func compileSchema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "events", "schemas", name))
-	require.NoError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	require.NoError(t, c.AddResource(name, doc))
-	sch, err := c.Compile(name)
-	require.NoError(t, err)
-	return sch
 }
 
 // BenchmarkGenerate measures generation into a discarding emit: the cost

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/events/eventstest"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/readmodel/address"
 )
@@ -294,29 +293,13 @@ func TestEventsDecodeStrictly(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "events", "schemas", name))
-	require.NoError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	require.NoError(t, c.AddResource(name, doc))
-	sch, err := c.Compile(name)
-	require.NoError(t, err)
-	return sch
-}
-
 // TestEventsMatchSchema validates every emitted event against its JSON
 // Schema in events/schemas.
 func TestEventsMatchSchema(t *testing.T) {
 	im := importBundled(t)
 	schemas := map[events.Type]*jsonschema.Schema{
-		events.PermitUpserted:   compileSchema(t, "permit.upserted.json"),
-		events.PropertyUpserted: compileSchema(t, "property.upserted.json"),
+		events.PermitUpserted:   eventstest.Schema(t, "permit.upserted.json"),
+		events.PropertyUpserted: eventstest.Schema(t, "property.upserted.json"),
 	}
 	for i, line := range im.lines {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
