@@ -250,3 +250,38 @@ func cloneFloat(f *float64) *float64 {
 	v := *f
 	return &v
 }
+
+// PropertyLocation presents a property as a location of the property
+// scope (resolve candidates, location detail): its hierarchy names come
+// from the linked locations that look finds; links it cannot find are
+// left out. Every backend presents properties through it.
+func PropertyLocation(p Property, look func(geoID string) (Location, bool), permitCount int64, latestPermitDate string) Location {
+	l := Location{
+		GeoID: p.PropertyID, GeoType: GeoProperty, Name: p.NormalizedAddress,
+		DisplayName: p.CanonicalAddress, FullAddress: p.CanonicalAddress, State: p.State, City: p.City,
+		Zipcode: p.Zipcode, PermitCount: permitCount, LatestPermitDate: latestPermitDate, Version: p.Version,
+	}
+	if p.Lat != nil && p.Lon != nil {
+		l.Lat, l.Lon = *p.Lat, *p.Lon
+	}
+	for _, g := range p.GeoLinks {
+		loc, ok := look(g.GeoID)
+		if !ok {
+			continue
+		}
+		switch g.GeoType {
+		case GeoState:
+			l.StateGeoID, l.StateName = g.GeoID, loc.StateName
+		case GeoCounty:
+			l.CountyGeoID, l.County = g.GeoID, loc.Name
+		case GeoCity:
+			l.CityGeoID = g.GeoID
+			if loc.Name != "" {
+				l.City = loc.Name
+			}
+		case GeoJurisdiction:
+			l.JurisdictionGeoID, l.Jurisdiction = g.GeoID, loc.Name
+		}
+	}
+	return l
+}

@@ -329,45 +329,11 @@ func mustKey(id string) propKey {
 // propertyLocation presents a live property as a location of the property
 // scope (read lock held), its hierarchy taken from its links.
 func (s *Store) propertyLocation(e *propEntry) readmodel.Location {
-	p := s.expandProperty(e)
-	l := readmodel.Location{
-		GeoID:       p.PropertyID,
-		GeoType:     readmodel.GeoProperty,
-		Name:        p.NormalizedAddress,
-		DisplayName: p.CanonicalAddress,
-		FullAddress: p.CanonicalAddress,
-		State:       p.State,
-		City:        p.City,
-		Zipcode:     p.Zipcode,
-		PermitCount: int64(len(e.permits)),
-		Version:     p.Version,
-	}
-	if p.Lat != nil && p.Lon != nil {
-		l.Lat, l.Lon = *p.Lat, *p.Lon
-	}
+	latestDate := ""
 	if len(e.permits) > 0 {
-		l.LatestPermitDate = latest(sliceSet(e.permits))
+		latestDate = latest(sliceSet(e.permits))
 	}
-	for _, g := range p.GeoLinks {
-		loc, ok := s.locations.get(g.GeoID)
-		if !ok {
-			continue
-		}
-		switch g.GeoType {
-		case readmodel.GeoState:
-			l.StateGeoID, l.StateName = g.GeoID, loc.StateName
-		case readmodel.GeoCounty:
-			l.CountyGeoID, l.County = g.GeoID, loc.Name
-		case readmodel.GeoCity:
-			l.CityGeoID = g.GeoID
-			if loc.Name != "" {
-				l.City = loc.Name
-			}
-		case readmodel.GeoJurisdiction:
-			l.JurisdictionGeoID, l.Jurisdiction = g.GeoID, loc.Name
-		}
-	}
-	return l
+	return readmodel.PropertyLocation(s.expandProperty(e), s.locations.get, int64(len(e.permits)), latestDate)
 }
 
 // mergeCandidates ranks property and location candidates together: score

@@ -176,41 +176,16 @@ func errOr(err, otherwise error) error {
 }
 
 // propertyLocation presents a property as a location of the property
-// scope, its hierarchy from the linked locations (the memory backend's
-// propertyLocation).
+// scope, its hierarchy from the linked locations fetched with it.
 func propertyLocation(p readmodel.Property, locs []locationDoc, count int64, latest string) readmodel.Location {
-	l := readmodel.Location{
-		GeoID: p.PropertyID, GeoType: readmodel.GeoProperty, Name: p.NormalizedAddress,
-		DisplayName: p.CanonicalAddress, FullAddress: p.CanonicalAddress, State: p.State, City: p.City,
-		Zipcode: p.Zipcode, PermitCount: count, LatestPermitDate: latest, Version: p.Version,
-	}
-	if p.Lat != nil && p.Lon != nil {
-		l.Lat, l.Lon = *p.Lat, *p.Lon
-	}
-	byID := map[string]locationDoc{}
+	byID := make(map[string]readmodel.Location, len(locs))
 	for _, d := range locs {
-		byID[d.GeoID] = d
+		byID[d.GeoID] = d.location()
 	}
-	for _, g := range p.GeoLinks {
-		loc, ok := byID[g.GeoID]
-		if !ok {
-			continue
-		}
-		switch g.GeoType {
-		case readmodel.GeoState:
-			l.StateGeoID, l.StateName = g.GeoID, loc.StateName
-		case readmodel.GeoCounty:
-			l.CountyGeoID, l.County = g.GeoID, loc.Name
-		case readmodel.GeoCity:
-			l.CityGeoID = g.GeoID
-			if loc.Name != "" {
-				l.City = loc.Name
-			}
-		case readmodel.GeoJurisdiction:
-			l.JurisdictionGeoID, l.Jurisdiction = g.GeoID, loc.Name
-		}
-	}
-	return l
+	return readmodel.PropertyLocation(p, func(id string) (readmodel.Location, bool) {
+		l, ok := byID[id]
+		return l, ok
+	}, count, latest)
 }
 
 // exists is the existence half of a geo-scoped read: the location, or for
