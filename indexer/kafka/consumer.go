@@ -58,7 +58,8 @@ type Params struct {
 
 	// BatchSize caps the messages of one batch (default 2000); BatchWait
 	// is how long a batch may wait to fill after its first message
-	// (default 20ms).
+	// (default 20ms). A batch that reaches the partition's high watermark
+	// does not wait.
 	BatchSize int
 	BatchWait time.Duration
 	// MaxFetchBytes bounds one fetch (default 16 MiB). Keep it above the

@@ -82,8 +82,11 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 }
 
 // fetchBatch blocks for the first message, then takes what arrives within
-// BatchWait, up to BatchSize. It returns the messages fetched so far even
-// when fetch ends, so the caller can finish them.
+// BatchWait, up to BatchSize. A batch that reaches the partition's high
+// watermark goes at once: nothing more is there to wait for, and waiting
+// would only delay the newest messages (and catching up). It returns the
+// messages fetched so far even when fetch ends, so the caller can finish
+// them.
 func (c *Consumer) fetchBatch(fetch context.Context, r *kafkago.Reader, batch []indexer.Message) ([]indexer.Message, int64, error) {
 	m, err := r.FetchMessage(fetch)
 	if err != nil {
@@ -91,7 +94,7 @@ func (c *Consumer) fetchBatch(fetch context.Context, r *kafkago.Reader, batch []
 	}
 	batch = append(batch, message(m))
 	hwm := m.HighWaterMark
-	if len(batch) >= c.p.BatchSize {
+	if len(batch) >= c.p.BatchSize || atHighWatermark(m) {
 		return batch, hwm, nil
 	}
 	wait, cancel := context.WithTimeout(fetch, c.p.BatchWait)
@@ -103,6 +106,9 @@ func (c *Consumer) fetchBatch(fetch context.Context, r *kafkago.Reader, batch []
 		}
 		batch = append(batch, message(m))
 		hwm = m.HighWaterMark
+		if atHighWatermark(m) {
+			break
+		}
 	}
 	return batch, hwm, nil
 }
@@ -163,4 +169,10 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 		}
 		delay = c.backoff(delay)
 	}
+}
+
+// atHighWatermark reports whether m is the newest message its fetch saw
+// (a zero high watermark says nothing).
+func atHighWatermark(m kafkago.Message) bool {
+	return m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
 }
