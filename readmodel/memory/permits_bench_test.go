@@ -244,9 +244,10 @@ func benchPages(b *testing.B, geoID string) {
 	}
 	b.ReportMetric(float64(loc.PermitCount), "geo-permits")
 	r := rand.New(rand.NewPCG(1, 1))
-	lat := make(latencies, 0, b.N)
+	n := samples(b)
+	lat := make(latencies, 0, n)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		q := readmodel.PermitQuery{GeoID: geoID, Desc: i%2 == 0, Limit: 25}
 		if i%4 >= 2 && len(keys) > 0 {
 			k := keys[r.IntN(len(keys))]
@@ -263,6 +264,10 @@ func benchPages(b *testing.B, geoID string) {
 	lat.report(b)
 }
 
+// samples is how many timed reads a latency benchmark takes: at least
+// 20,000 so p99 means something even at -benchtime 1x (make bench).
+func samples(b *testing.B) int { return max(b.N, 20000) }
+
 func BenchmarkPermitsPageState(b *testing.B) { benchPages(b, events.GeoID("state", "WA")) }
 
 func BenchmarkPermitsPageCity(b *testing.B) {
@@ -276,10 +281,11 @@ func BenchmarkPropertySearch(b *testing.B) {
 	if len(bench.addresses) == 0 {
 		b.Fatal("no sampled addresses")
 	}
-	lat := make(latencies, 0, b.N)
+	n := samples(b)
+	lat := make(latencies, 0, n)
 	found := 0
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		a := bench.addresses[i%len(bench.addresses)]
 		t0 := time.Now()
 		m, err := bench.store.SearchProperties(ctx, readmodel.PropertyQuery{Address: a, Limit: 1})
@@ -292,8 +298,8 @@ func BenchmarkPropertySearch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if found != b.N {
-		b.Fatalf("found %d of %d sampled addresses", found, b.N)
+	if found != n {
+		b.Fatalf("found %d of %d sampled addresses", found, n)
 	}
 	lat.report(b)
 }
