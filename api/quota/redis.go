@@ -115,42 +115,78 @@ func (r *Redis) Allow(ctx context.Context, p apikey.Principal) (Decision, error)
 	return r.allowFallback(p), nil
 }
 
+// allowRedis checks the rate limit (redis_rate's GCRA script) and counts
+// the monthly quota. With both limits the two round trips run at once,
+// so the check costs one round trip of latency, not two: the monthly
+// counter is incremented optimistically and given back when the rate limit
+// denies. Neither limit can over-admit; while a rate-denied request's
+// increment is outstanding, a concurrent request at the very end of its
+// monthly quota may be denied a moment early.
 func (r *Redis) allowRedis(ctx context.Context, p apikey.Principal) (Decision, error) {
 	lim, limited := rateLimit(p.Plan)
 	quota := p.Plan.MonthlyQuota
 	if !limited && quota <= 0 {
 		return Decision{Allowed: true}, nil
 	}
+	now := r.p.Now()
+	month := monthKey(now)
+	var (
+		wg   sync.WaitGroup
+		used int64
+		merr error
+	)
+	if quota > 0 {
+		wg.Go(func() { used, merr = r.incrMonthly(ctx, p.KeyID, month, now) })
+	}
 	d := Decision{Allowed: true, RetryAfter: -1}
+	var rerr error
 	if limited {
-		res, err := r.rl.Allow(ctx, r.p.Prefix+p.KeyID, lim)
-		if err != nil {
-			return Decision{}, err
-		}
-		d = Decision{Allowed: res.Allowed > 0, Limit: lim.Burst, Remaining: res.Remaining, Reset: res.ResetAfter, RetryAfter: res.RetryAfter}
-		if !d.Allowed {
-			d.Reason = ReasonRate
-			return d, nil
+		var res *redis_rate.Result
+		if res, rerr = r.rl.Allow(ctx, r.p.Prefix+p.KeyID, lim); rerr == nil {
+			d = Decision{Allowed: res.Allowed > 0, Limit: lim.Burst, Remaining: res.Remaining, Reset: res.ResetAfter, RetryAfter: res.RetryAfter}
 		}
 	}
-	if quota > 0 {
-		now := r.p.Now()
-		month := monthKey(now)
-		var incr *redis.IntCmd
-		_, err := r.p.Client.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			k := r.monthlyKey(p.KeyID, month)
-			incr = pl.Incr(ctx, k)
-			pl.ExpireAt(ctx, k, monthEnd(now))
-			return nil
-		})
-		if err != nil {
-			return Decision{}, err
+	wg.Wait()
+	if rerr != nil || merr != nil {
+		if merr == nil && quota > 0 {
+			r.giveBack(ctx, p.KeyID, month)
 		}
-		used := incr.Val()
+		return Decision{}, errors.Join(rerr, merr)
+	}
+	if !d.Allowed {
+		d.Reason = ReasonRate
+		if quota > 0 {
+			r.giveBack(ctx, p.KeyID, month)
+		}
+		return d, nil
+	}
+	if quota > 0 {
 		r.mem.observeMonthly(p.KeyID, month, used)
 		d = applyMonthly(d, quota, used, now)
 	}
 	return d, nil
+}
+
+// incrMonthly counts one request against the month's quota and returns
+// the month's total so far.
+func (r *Redis) incrMonthly(ctx context.Context, keyID, month string, now time.Time) (int64, error) {
+	var incr *redis.IntCmd
+	_, err := r.p.Client.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		k := r.monthlyKey(keyID, month)
+		incr = pl.Incr(ctx, k)
+		pl.ExpireAt(ctx, k, monthEnd(now))
+		return nil
+	})
+	return incr.Val(), err
+}
+
+// giveBack undoes incrMonthly for a request that was not admitted. A
+// failure only leaves the month's count one high (never over-admitting),
+// so it is counted as a Redis error, not returned.
+func (r *Redis) giveBack(ctx context.Context, keyID, month string) {
+	if err := r.p.Client.Decr(ctx, r.monthlyKey(keyID, month)).Err(); err != nil {
+		r.p.Metrics.redisError()
+	}
 }
 
 func (r *Redis) monthlyKey(keyID, month string) string {
