@@ -90,7 +90,7 @@ func NewRedis(p RedisParams) (*Redis, error) {
 	mem := NewMemory(p.Now, p.Metrics)
 	mem.store = "fallback"
 	return &Redis{
-		p: p, rl: redis_rate.NewLimiter(p.Client), mem: mem, log: p.Logger,
+		p: p, rl: redis_rate.NewLimiter(piggyback{p.Client}), mem: mem, log: p.Logger,
 		wake: make(chan struct{}, 1), pending: map[pendingKey]int64{},
 	}, nil
 }
@@ -116,12 +116,12 @@ func (r *Redis) Allow(ctx context.Context, p apikey.Principal) (Decision, error)
 }
 
 // allowRedis checks the rate limit (redis_rate's GCRA script) and counts
-// the monthly quota. With both limits the two round trips run at once,
-// so the check costs one round trip of latency, not two: the monthly
-// counter is incremented optimistically and given back when the rate limit
-// denies. Neither limit can over-admit; while a rate-denied request's
-// increment is outstanding, a concurrent request at the very end of its
-// monthly quota may be denied a moment early.
+// the monthly quota in ONE round trip: redis_rate runs its script through
+// piggyback, which sends the monthly INCR/EXPIREAT in the same pipeline.
+// The monthly counter is incremented optimistically and given back when
+// the rate limit denies. Neither limit can over-admit; while a
+// rate-denied request's increment is outstanding, a concurrent request at
+// the very end of its monthly quota may be denied a moment early.
 func (r *Redis) allowRedis(ctx context.Context, p apikey.Principal) (Decision, error) {
 	lim, limited := rateLimit(p.Plan)
 	quota := p.Plan.MonthlyQuota
@@ -130,41 +130,86 @@ func (r *Redis) allowRedis(ctx context.Context, p apikey.Principal) (Decision, e
 	}
 	now := r.p.Now()
 	month := monthKey(now)
-	var (
-		wg   sync.WaitGroup
-		used int64
-		merr error
-	)
-	if quota > 0 {
-		wg.Go(func() { used, merr = r.incrMonthly(ctx, p.KeyID, month, now) })
-	}
-	d := Decision{Allowed: true, RetryAfter: -1}
-	var rerr error
-	if limited {
-		var res *redis_rate.Result
-		if res, rerr = r.rl.Allow(ctx, r.p.Prefix+p.KeyID, lim); rerr == nil {
-			d = Decision{Allowed: res.Allowed > 0, Limit: lim.Burst, Remaining: res.Remaining, Reset: res.ResetAfter, RetryAfter: res.RetryAfter}
+	if !limited {
+		used, err := r.incrMonthly(ctx, p.KeyID, month, now)
+		if err != nil {
+			return Decision{}, err
 		}
+		r.mem.observeMonthly(p.KeyID, month, used)
+		return applyMonthly(Decision{Allowed: true, RetryAfter: -1}, quota, used, now), nil
 	}
-	wg.Wait()
-	if rerr != nil || merr != nil {
-		if merr == nil && quota > 0 {
+	var m *monthlyCount
+	if quota > 0 {
+		m = &monthlyCount{key: r.monthlyKey(p.KeyID, month), expireAt: monthEnd(now)}
+		ctx = context.WithValue(ctx, monthlyCountKey{}, m)
+	}
+	res, rerr := r.rl.Allow(ctx, r.p.Prefix+p.KeyID, lim)
+	counted := m != nil && m.incr != nil && m.incr.Err() == nil
+	if rerr != nil {
+		if counted {
 			r.giveBack(ctx, p.KeyID, month)
 		}
-		return Decision{}, errors.Join(rerr, merr)
+		return Decision{}, rerr
 	}
+	if m != nil && !counted {
+		// The script ran but the count did not (or the pipeline was not
+		// used): count on its own rather than admit uncounted.
+		used, err := r.incrMonthly(ctx, p.KeyID, month, now)
+		if err != nil {
+			return Decision{}, err
+		}
+		m.incr = redis.NewIntResult(used, nil)
+	}
+	d := Decision{Allowed: res.Allowed > 0, Limit: lim.Burst, Remaining: res.Remaining, Reset: res.ResetAfter, RetryAfter: res.RetryAfter}
 	if !d.Allowed {
 		d.Reason = ReasonRate
-		if quota > 0 {
+		if m != nil {
 			r.giveBack(ctx, p.KeyID, month)
 		}
 		return d, nil
 	}
-	if quota > 0 {
+	if m != nil {
+		used := m.incr.Val()
 		r.mem.observeMonthly(p.KeyID, month, used)
 		d = applyMonthly(d, quota, used, now)
 	}
 	return d, nil
+}
+
+// monthlyCount asks piggyback to count one request against a month.
+type monthlyCount struct {
+	key      string
+	expireAt time.Time
+	incr     *redis.IntCmd // set once sent
+}
+
+type monthlyCountKey struct{}
+
+// piggyback is the client redis_rate runs its GCRA script through. When
+// the context carries a monthlyCount not yet sent, the script's EVALSHA
+// and the month's INCR and EXPIREAT go out in one pipeline: the quota
+// check costs one round trip. Every other call passes straight through
+// (including redis_rate's EVAL fallback after NOSCRIPT, by which time the
+// count has been sent).
+type piggyback struct {
+	redis.UniversalClient
+}
+
+func (pb piggyback) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	m, _ := ctx.Value(monthlyCountKey{}).(*monthlyCount)
+	if m == nil || m.incr != nil {
+		return pb.UniversalClient.EvalSha(ctx, sha1, keys, args...)
+	}
+	var cmd *redis.Cmd
+	// Per-command errors (NOSCRIPT) stay on their commands; redis_rate
+	// reads the script's and allowRedis the counter's.
+	_, _ = pb.UniversalClient.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		cmd = pl.EvalSha(ctx, sha1, keys, args...)
+		m.incr = pl.Incr(ctx, m.key)
+		pl.ExpireAt(ctx, m.key, m.expireAt)
+		return nil
+	})
+	return cmd
 }
 
 // incrMonthly counts one request against the month's quota and returns
