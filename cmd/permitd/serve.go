@@ -157,20 +157,27 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	producers, signalsCheck, err := withSignals(bundledSignalData(clock(), cfg.Data), bundledProducers(cfg.Data))
-	if err != nil {
-		return err
+	embeddedFeed := cfg.Data != "none"
+	var producers []indexer.Producer
+	var signalsCheck api.ReadinessCheck
+	if embeddedFeed {
+		if producers, signalsCheck, err = withSignals(bundledSignalData(clock(), cfg.Data), bundledProducers(cfg.Data)); err != nil {
+			return err
+		}
 	}
-	checks := []api.ReadinessCheck{
-		readModelCheck(rm),
-		signalsCheck,
-		func(context.Context) api.Check {
+	// Readiness: the read model answers, and whatever indexes into it in
+	// this process has caught up. An API-only replica (no bundled data, no
+	// Kafka: a separate `permitd index` feeds a durable backend) is ready
+	// once the read model holds documents, i.e. an indexer applied a batch.
+	checks := []api.ReadinessCheck{readModelCheck(rm, !embeddedFeed && kix == nil)}
+	if embeddedFeed {
+		checks = append(checks, signalsCheck, func(context.Context) api.Check {
 			p := ix.Progress()
-			return api.Check{Name: feedCheck, OK: feed.CaughtUp() && (p.Batches > 0 || cfg.Data == "none" && kix != nil), Detail: map[string]any{
+			return api.Check{Name: feedCheck, OK: feed.CaughtUp() && p.Batches > 0, Detail: map[string]any{
 				"source": "embedded:" + cfg.Data, "caught_up": feed.CaughtUp(), "lag": feed.Lag(),
 				"batches_applied": p.Batches, "events_applied": p.Applied, "dead_letters": p.DeadLetters,
 			}}
-		},
+		})
 	}
 	if kix != nil {
 		checks = append(checks, kix.Check())
@@ -244,7 +251,10 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-func readModelCheck(r readmodel.Reader) api.ReadinessCheck {
+// readModelCheck reports whether the read model answers; with needDocs it
+// also needs at least one document (evidence that an indexer elsewhere
+// has applied a batch).
+func readModelCheck(r readmodel.Reader, needDocs bool) api.ReadinessCheck {
 	return func(ctx context.Context) api.Check {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -253,10 +263,12 @@ func readModelCheck(r readmodel.Reader) api.ReadinessCheck {
 			return api.Check{Name: "read_model", Detail: map[string]any{"error": err.Error()}}
 		}
 		counts := map[string]int64{}
+		var total int64
 		for k, v := range h.Counts {
 			counts[string(k)] = v
+			total += v
 		}
-		return api.Check{Name: "read_model", OK: true, Detail: map[string]any{"backend": h.Backend, "documents": counts}}
+		return api.Check{Name: "read_model", OK: !needDocs || total > 0, Detail: map[string]any{"backend": h.Backend, "documents": counts}}
 	}
 }
 

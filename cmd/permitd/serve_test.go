@@ -97,6 +97,11 @@ func TestServeLifecycle(t *testing.T) {
 	if code, body := get(t, base+"/v1/openapi.json", ""); code != http.StatusOK || !strings.Contains(body, `"openapi"`) {
 		t.Fatalf("openapi: %d", code)
 	}
+	// An API-only replica is ready once an indexer elsewhere has filled the
+	// read model; this one is empty.
+	if code, body := get(t, base+"/v1/health/ready", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, `"read_model"`) {
+		t.Fatalf("ready with an empty read model: %d %s", code, body)
+	}
 }
 
 func TestServeConfigIsValidated(t *testing.T) {
