@@ -8,6 +8,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/api/openapi/openapitest"
 	"github.com/permitd/permitd/api/quota"
 	"github.com/permitd/permitd/api/quota/redistest"
 	"github.com/permitd/permitd/readmodel"
@@ -49,6 +51,10 @@ func newQuotaAPI(t testing.TB, auth apikey.Authenticator, lim quota.Limiter, log
 	return h
 }
 
+// quotaDoc checks every response of these tests against the OpenAPI
+// document (200, 403 and 429 with their headers).
+var quotaDoc = sync.OnceValues(openapitest.NewValidator)
+
 func callWithKey(h http.Handler, key string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, quotaRoute, nil)
@@ -56,6 +62,13 @@ func callWithKey(h http.Handler, key string) *httptest.ResponseRecorder {
 		req.Header.Set("X-API-Key", key)
 	}
 	h.ServeHTTP(rec, req)
+	v, err := quotaDoc()
+	if err == nil {
+		err = v.Validate(req, rec.Code, rec.Header(), rec.Body.Bytes())
+	}
+	if err != nil {
+		panic(fmt.Sprintf("response breaks the OpenAPI document: %v\n%s", err, rec.Body))
+	}
 	return rec
 }
 
