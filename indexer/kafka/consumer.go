@@ -84,6 +84,13 @@ type Params struct {
 	// Consumer-group timings (group mode; kafka-go defaults when zero).
 	HeartbeatInterval, SessionTimeout, RebalanceTimeout, JoinGroupBackoff time.Duration
 
+	// First lists the topics whose owned partitions are consumed up to
+	// the high watermark they had when this consumer took them before any
+	// other topic's batch is handled, so that projections find what they
+	// look up (permits and leads look up their ZIP's location). Default:
+	// the locations topic. Later events of every topic flow together.
+	First []string
+
 	Logger  *slog.Logger
 	Metrics *indexer.Metrics // optional: lag per partition, retries
 }
@@ -101,6 +108,7 @@ type Consumer struct {
 	parts map[topicPartition]*partition // currently owned
 
 	started  atomic.Bool // the first assignment (or discovery) is known
+	firstUp  atomic.Bool // latched once the First topics' owned partitions caught up
 	caughtUp atomic.Bool // latched once every owned partition reached its start watermark
 	batches  atomic.Int64
 	commits  atomic.Int64
@@ -132,6 +140,11 @@ func New(p Params) (*Consumer, error) {
 	}
 	if len(p.Topics) == 0 {
 		p.Topics = events.Topics()
+	}
+	if p.First == nil {
+		if loc, err := events.TopicFor(events.LocationUpserted); err == nil {
+			p.First = []string{loc}
+		}
 	}
 	if p.BatchSize <= 0 {
 		p.BatchSize = 2000
@@ -224,6 +237,24 @@ func (c *Consumer) mode() string {
 // handled up to the high watermark it had then. It latches: once true it
 // stays true (Lag keeps reporting the live distance).
 func (c *Consumer) CaughtUp() bool { return c.caughtUp.Load() }
+
+// firstCaughtUp reports whether every owned partition of the First topics
+// has reached the high watermark it had when this consumer took it
+// (vacuously true when it owns none). It latches.
+func (c *Consumer) firstCaughtUp() bool {
+	if c.firstUp.Load() {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.parts {
+		if slices.Contains(c.p.First, p.topic) && p.pos.Load() < p.startHWM {
+			return false
+		}
+	}
+	c.firstUp.Store(true)
+	return true
+}
 
 // Lag is the number of messages behind the newest high watermarks seen,
 // summed over the owned partitions; -1 before the first assignment.

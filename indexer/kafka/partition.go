@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -63,6 +65,9 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			continue
 		}
 		delay = c.p.BackoffMin
+		if !slices.Contains(c.p.First, p.topic) && !c.waitFirst(fetch) {
+			return
+		}
 		if !c.handle(fetch, drain, log, batch) {
 			return
 		}
@@ -175,4 +180,15 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 // (a zero high watermark says nothing).
 func atHighWatermark(m kafkago.Message) bool {
 	return m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
+}
+
+// waitFirst holds a batch of a dependent topic until the First topics have
+// caught up; false when fetch ends first.
+func (c *Consumer) waitFirst(fetch context.Context) bool {
+	for !c.firstCaughtUp() {
+		if !sleep(fetch, 10*time.Millisecond) {
+			return false
+		}
+	}
+	return true
 }
