@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,10 +144,26 @@ func (q query) date(name string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
-	if _, err := time.Parse(time.DateOnly, s); err != nil || len(s) != 10 {
+	if !isDate(s) {
 		return "", invalid(name, "must be a calendar date YYYY-MM-DD; got %q", clip(s))
 	}
 	return s, nil
+}
+
+// isDate reports whether s is a real calendar date written YYYY-MM-DD.
+func isDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil && len(s) == 10
+}
+
+// id returns a required entity id parameter (geo_id): trimmed, and of a
+// shape some entity can have (checkID).
+func (q query) id(name string) (string, error) {
+	s, err := q.text(true, 128, name)
+	if err != nil {
+		return "", err
+	}
+	return s, checkID(name, s)
 }
 
 var stateRe = regexp.MustCompile(`^[A-Za-z]{2}$`)
@@ -181,7 +198,7 @@ func (q query) csv(name string, allowed []string) ([]string, error) {
 		if len(item) > 100 {
 			return nil, invalid(name, "has an item longer than 100 characters")
 		}
-		if allowed != nil && !contains(allowed, item) {
+		if allowed != nil && !slices.Contains(allowed, item) {
 			return nil, invalid(name, "has unknown value %q; allowed: %s", clip(item), strings.Join(allowed, ", "))
 		}
 		seen[item] = true
@@ -199,15 +216,6 @@ func dateRange(from, to string) error {
 		return invalid("from_date", "must not be after to_date (%s > %s)", from, to)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clip shortens user input echoed in messages.

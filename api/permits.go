@@ -2,8 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -75,11 +73,6 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	return nextCursor(s, endpoint, binding, &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
 }
 
-func isDate(s string) bool {
-	_, err := time.Parse(time.DateOnly, s)
-	return err == nil && len(s) == 10
-}
-
 // searchPermits: GET /v1/permits/search.
 //
 // Any scope's geo_id is accepted, a property_id included (the property's
@@ -87,11 +80,8 @@ func isDate(s string) bool {
 // order, from_date and to_date; limit may change between pages.
 func (s *server) searchPermits(c *gin.Context) error {
 	q := newQuery(c.Request.URL)
-	geoID, err := q.text(true, 128, "geo_id")
+	geoID, err := q.id("geo_id")
 	if err != nil {
-		return err
-	}
-	if err := checkID("geo_id", geoID); err != nil {
 		return err
 	}
 	order, err := q.enum("desc", []string{"asc", "desc"}, "order")
@@ -155,10 +145,3 @@ func (s *server) searchPermits(c *gin.Context) error {
 }
 
 func clamp01(f float64) float64 { return min(max(f, 0), 1) }
-
-// trimmedOptional returns an optional trimmed text parameter of at most
-// maxLen characters.
-func (q query) trimmedOptional(name string, maxLen int) (string, error) {
-	s, err := q.text(false, maxLen, name)
-	return strings.TrimSpace(s), err
-}

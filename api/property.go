@@ -41,7 +41,7 @@ func (s *server) searchProperty(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	city, err := q.trimmedOptional("city", 100)
+	city, err := q.text(false, 100, "city")
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *server) searchProperty(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	zip, err := q.trimmedOptional("zipcode", 10)
+	zip, err := q.text(false, 10, "zipcode")
 	if err != nil {
 		return err
 	}

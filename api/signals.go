@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,19 +12,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/api/cursor"
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
-
-// PermitSignalKeys are the permit signal keys of the spec, in its
-// canonical order (the order responses echo them in).
-var PermitSignalKeys = []string{
-	"site_prep_issued_nowcast",
-	"new_construction_issued_nowcast",
-	"framing_nowcast_early",
-	"framing_window_late",
-	"rough_in_nowcast_early",
-	"rough_in_window_late",
-}
 
 // defaultFreshnessDays is the window applied when include_stale is false
 // and max_freshness_days is omitted.
@@ -248,23 +239,16 @@ type leadParams struct {
 // anchor must be a known non-property geography.
 func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 	var p leadParams
-	id, _, err := q.get("geo_id")
+	id, err := q.id("geo_id")
 	if err != nil {
 		return p, err
 	}
-	id = strings.TrimSpace(id)
-	if id == "" {
-		return p, invalid("geo_id", "is required")
-	}
-	if err := checkID("geo_id", id); err != nil {
-		return p, err
-	}
-	req, err := q.csv("signal_keys", PermitSignalKeys)
+	req, err := q.csv("signal_keys", events.PermitSignalKeys)
 	if err != nil {
 		return p, err
 	}
-	for _, k := range PermitSignalKeys {
-		if len(req) == 0 || contains(req, k) {
+	for _, k := range events.PermitSignalKeys {
+		if len(req) == 0 || slices.Contains(req, k) {
 			p.keys = append(p.keys, k)
 		}
 	}
