@@ -46,3 +46,38 @@ func TestHandleBatchRetriesTransientProjectionErrors(t *testing.T) {
 		t.Fatalf("dead letters: sink %d, progress %d; want 1", dead, ix.Progress().DeadLetters)
 	}
 }
+
+// discardWriter accepts every batch without storing it, so a benchmark
+// measures decoding and projection alone.
+type discardWriter struct{}
+
+func (discardWriter) Apply(_ context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	return readmodel.ApplyResult{Applied: b.Len()}, nil
+}
+
+// BenchmarkHandleBatch measures HandleBatch's decode and projection of a
+// batch of permits (the write is discarded), per event.
+func BenchmarkHandleBatch(b *testing.B) {
+	raw, err := json.Marshal(permitEnv(b, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]indexer.Message, 2000)
+	for i := range msgs {
+		msgs[i] = indexer.Message{Topic: "permitd.permits.v1", Offset: int64(i), Value: raw}
+	}
+	ix, err := indexer.New(indexer.Params{Writer: discardWriter{}, Lookup: lookup98101(), DeadLetter: func(context.Context, indexer.Message, error) error {
+		b.Fatal("unexpected dead letter")
+		return nil
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ix.HandleBatch(context.Background(), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/event")
+}

@@ -39,30 +39,42 @@ func projectInto(ctx context.Context, env events.Envelope, look Lookup, b *readm
 		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kind, ID: env.EntityID, Version: env.EntityVersion})
 		return nil
 	}
-	var (
-		one readmodel.Batch
-		err error
-	)
+	var err error
 	switch env.Type {
 	case events.LocationUpserted:
-		l, err := projectLocation(env)
-		if err != nil {
-			return err
+		var d readmodel.Location
+		if d, err = projectLocation(env); err == nil {
+			b.Locations = append(b.Locations, d)
 		}
-		b.Locations = append(b.Locations, l)
-		return nil
-	case events.PermitUpserted, events.PropertyUpserted:
-		one, err = projectPermitFamily(ctx, env, look)
-	case events.GeoSignalUpserted, events.LeadUpserted, events.CatalogUpserted:
-		one, err = projectSignalFamily(ctx, env, look)
+	case events.PermitUpserted:
+		var d readmodel.Permit
+		if d, err = ProjectPermit(ctx, env, look); err == nil {
+			b.Permits = append(b.Permits, d)
+		}
+	case events.PropertyUpserted:
+		var d readmodel.Property
+		if d, err = ProjectProperty(ctx, env, look); err == nil {
+			b.Properties = append(b.Properties, d)
+		}
+	case events.GeoSignalUpserted:
+		var d readmodel.GeoSignal
+		if d, err = projectGeoSignal(ctx, env, look); err == nil {
+			b.GeoSignals = append(b.GeoSignals, d)
+		}
+	case events.LeadUpserted:
+		var d readmodel.Lead
+		if d, err = projectLead(ctx, env, look); err == nil {
+			b.Leads = append(b.Leads, d)
+		}
+	case events.CatalogUpserted:
+		var d readmodel.CatalogEntry
+		if d, err = projectCatalog(env); err == nil {
+			b.Catalog = append(b.Catalog, d)
+		}
 	default:
-		return fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+		err = fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
 	}
-	if err != nil {
-		return err
-	}
-	b.Append(one)
-	return nil
+	return err
 }
 
 var kindOf = map[string]readmodel.Kind{

@@ -67,28 +67,6 @@ var (
 	zipRe        = regexp.MustCompile(`^[0-9]{5}$`)
 )
 
-// projectPermitFamily projects permit.upserted and property.upserted.
-func projectPermitFamily(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Batch, error) {
-	var b readmodel.Batch
-	switch env.Type {
-	case events.PermitUpserted:
-		p, err := ProjectPermit(ctx, env, look)
-		if err != nil {
-			return b, err
-		}
-		b.Permits = append(b.Permits, p)
-	case events.PropertyUpserted:
-		p, err := ProjectProperty(ctx, env, look)
-		if err != nil {
-			return b, err
-		}
-		b.Properties = append(b.Properties, p)
-	default:
-		return b, fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
-	}
-	return b, nil
-}
-
 // ProjectPermit maps a permit.upserted envelope to its document, linked to
 // its geographies (see the package comment on geo matching).
 func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Permit, error) {

@@ -46,7 +46,7 @@ func lookup98101(counties ...string) fakeLookup {
 	}}
 }
 
-func permitEnv(t *testing.T, mut func(*events.Permit)) events.Envelope {
+func permitEnv(t testing.TB, mut func(*events.Permit)) events.Envelope {
 	t.Helper()
 	v := 250000.0
 	lat, lon := 47.61, -122.33

@@ -16,37 +16,6 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// projectSignalFamily projects geo_signal, permit_lead and catalog upserts.
-// Geo signals and leads are denormalised with the locations they name
-// (display name, type, state; a lead's anchors and county), so reads never
-// join.
-func projectSignalFamily(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Batch, error) {
-	var b readmodel.Batch
-	switch env.Type {
-	case events.GeoSignalUpserted:
-		g, err := projectGeoSignal(ctx, env, look)
-		if err != nil {
-			return b, err
-		}
-		b.GeoSignals = append(b.GeoSignals, g)
-	case events.LeadUpserted:
-		l, err := projectLead(ctx, env, look)
-		if err != nil {
-			return b, err
-		}
-		b.Leads = append(b.Leads, l)
-	case events.CatalogUpserted:
-		c, err := projectCatalog(env)
-		if err != nil {
-			return b, err
-		}
-		b.Catalog = append(b.Catalog, c)
-	default:
-		return b, fmt.Errorf("%w: no projection for %s", events.ErrInvalid, env.Type)
-	}
-	return b, nil
-}
-
 func isUpperSnake(s string) bool {
 	if s == "" || s[0] < 'A' || s[0] > 'Z' {
 		return false
