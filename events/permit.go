@@ -44,6 +44,21 @@ type Permit struct {
 	SourceURL string `json:"source_url,omitempty"`
 }
 
+// Work types: the vocabulary of Permit.WorkType that producers map their
+// source's action into (schemas/permit.upserted.json lists it; values are
+// not enumerated there, so a producer may add one).
+const (
+	WorkNewConstruction = "New Construction"
+	WorkAdditionAlter   = "Addition/Alteration"
+	WorkDemolition      = "Demolition"
+	WorkGrading         = "Grading/Site Prep"
+	WorkMEP             = "Mechanical/Electrical/Plumbing"
+	WorkTemporary       = "Temporary"
+	WorkNoConstruction  = "No Construction"
+	WorkCurbCut         = "Curb Cut"
+	WorkRelocation      = "Relocation"
+)
+
 // PermitAddress is a permit's address. ZipSource records where the ZIP
 // came from: "source" (the record had it), "nearest_zip" (derived from
 // lat/lon against the gazetteer's ZIP points), or "" when unknown.

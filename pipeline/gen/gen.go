@@ -50,15 +50,6 @@ const Source = "synthetic"
 // Version is the entity version of every generated event.
 const Version int64 = 1
 
-// Work types, shared with the Seattle importer's vocabulary.
-const (
-	WorkNewConstruction = "New Construction"
-	WorkAdditionAlter   = "Addition/Alteration"
-	WorkDemolition      = "Demolition"
-	WorkGrading         = "Grading/Site Prep"
-	WorkMEP             = "Mechanical/Electrical/Plumbing"
-)
-
 // Params says what to generate.
 type Params struct {
 	// Permits is the number of permits, at least 1.

@@ -44,7 +44,7 @@ type workKind struct {
 
 var kinds = []workKind{
 	{
-		workType: WorkAdditionAlter, share: 0.40, median: 45000, sigma: 1.0,
+		workType: events.WorkAdditionAlter, share: 0.40, median: 45000, sigma: 1.0,
 		permitTypes: []string{"Building"}, actions: []string{"Addition/Alteration"},
 		descriptions: []string{
 			"Interior alterations to existing single-family residence",
@@ -57,7 +57,7 @@ var kinds = []workKind{
 		reviewDays: [2]int{1, 90}, workDays: [2]int{30, 240},
 	},
 	{
-		workType: WorkMEP, share: 0.30, median: 8000, sigma: 0.8,
+		workType: events.WorkMEP, share: 0.30, median: 8000, sigma: 0.8,
 		permitTypes: []string{"Mechanical", "Electrical", "Plumbing"},
 		actions:     []string{"Mechanical", "Electrical", "Plumbing"},
 		descriptions: []string{
@@ -71,7 +71,7 @@ var kinds = []workKind{
 		reviewDays: [2]int{0, 14}, workDays: [2]int{7, 60},
 	},
 	{
-		workType: WorkNewConstruction, share: 0.15, median: 350000, sigma: 0.9,
+		workType: events.WorkNewConstruction, share: 0.15, median: 350000, sigma: 0.9,
 		permitTypes: []string{"Building"}, actions: []string{"New"},
 		descriptions: []string{
 			"Construct new single-family residence with attached garage",
@@ -83,7 +83,7 @@ var kinds = []workKind{
 		reviewDays: [2]int{30, 240}, workDays: [2]int{180, 600},
 	},
 	{
-		workType: WorkDemolition, share: 0.08, median: 20000, sigma: 0.8,
+		workType: events.WorkDemolition, share: 0.08, median: 20000, sigma: 0.8,
 		permitTypes: []string{"Demolition"}, actions: []string{"Demolition"},
 		descriptions: []string{
 			"Demolish existing single-family residence",
@@ -93,7 +93,7 @@ var kinds = []workKind{
 		reviewDays: [2]int{1, 45}, workDays: [2]int{7, 60},
 	},
 	{
-		workType: WorkGrading, share: 0.07, median: 60000, sigma: 0.9,
+		workType: events.WorkGrading, share: 0.07, median: 60000, sigma: 0.9,
 		permitTypes: []string{"Site Development"}, actions: []string{"Grading"},
 		descriptions: []string{
 			"Grading and excavation for new construction",
@@ -151,7 +151,7 @@ func (g *generator) permit(p *events.Permit, i int, line string, pl *place, zip 
 	if r.Float64() < 0.6 {
 		p.Contractor = contractors[r.IntN(len(contractors))]
 	}
-	if k.workType == WorkNewConstruction {
+	if k.workType == events.WorkNewConstruction {
 		units := 1
 		switch y := r.Float64(); {
 		case y < 0.15:

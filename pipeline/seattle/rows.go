@@ -361,24 +361,24 @@ func parseCoordinates(lat, lon string) (*float64, *float64, bool) {
 func commercialWork(action, permitType string) string {
 	switch action {
 	case "NEW":
-		return WorkNewConstruction
+		return events.WorkNewConstruction
 	case "ADD/ALT", "ALTER":
-		return WorkAdditionAlter
+		return events.WorkAdditionAlter
 	case "DEMOLITION":
-		return WorkDemolition
+		return events.WorkDemolition
 	case "GRADING":
-		return WorkGrading
+		return events.WorkGrading
 	case "TEMP":
-		return WorkTemporary
+		return events.WorkTemporary
 	case "NO CONSTRUCTION":
-		return WorkNoConstruction
+		return events.WorkNoConstruction
 	case "CURB CUT":
-		return WorkCurbCut
+		return events.WorkCurbCut
 	case "RELOCATION":
-		return WorkRelocation
+		return events.WorkRelocation
 	case "":
 		if permitType == "Demolition" {
-			return WorkDemolition
+			return events.WorkDemolition
 		}
 	}
 	return ""
@@ -388,15 +388,15 @@ func commercialWork(action, permitType string) string {
 func multifamilyWork(action string) string {
 	switch action {
 	case "New":
-		return WorkNewConstruction
+		return events.WorkNewConstruction
 	case "Addition/Alteration":
-		return WorkAdditionAlter
+		return events.WorkAdditionAlter
 	case "Change of Use Only - No Construction":
-		return WorkNoConstruction
+		return events.WorkNoConstruction
 	case "Temporary":
-		return WorkTemporary
+		return events.WorkTemporary
 	case "Demolition":
-		return WorkDemolition
+		return events.WorkDemolition
 	}
 	return ""
 }

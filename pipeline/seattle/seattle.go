@@ -18,7 +18,7 @@
 //     (commercial "Permit Type", multifamily "PermitTypeMapped") and
 //     action_type its action (commercial "Action Type", multifamily
 //     "PermitTypeDesc"). work_type is the kind of work, mapped from the
-//     action into the vocabulary the generator shares (WorkTypes).
+//     action into the events.Work* vocabulary the generator shares.
 //   - address.line is the source's street line (whitespace collapsed);
 //     city SEATTLE and state WA (SDCI permits only inside the city; the
 //     multifamily file's empty or misspelt cities are counted in Notes).
@@ -66,26 +66,6 @@ const (
 	City  = "SEATTLE"
 	State = "WA"
 )
-
-// Work types, the kind of work a permit covers. The generator uses the
-// same vocabulary.
-const (
-	WorkNewConstruction = "New Construction"
-	WorkAdditionAlter   = "Addition/Alteration"
-	WorkDemolition      = "Demolition"
-	WorkGrading         = "Grading/Site Prep"
-	WorkMEP             = "Mechanical/Electrical/Plumbing"
-	WorkTemporary       = "Temporary"
-	WorkNoConstruction  = "No Construction"
-	WorkCurbCut         = "Curb Cut"
-	WorkRelocation      = "Relocation"
-)
-
-// WorkTypes lists every work type.
-var WorkTypes = []string{
-	WorkNewConstruction, WorkAdditionAlter, WorkDemolition, WorkGrading,
-	WorkMEP, WorkTemporary, WorkNoConstruction, WorkCurbCut, WorkRelocation,
-}
 
 // fileSpec is one export.
 type fileSpec struct {
