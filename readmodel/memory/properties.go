@@ -240,24 +240,30 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.searchProperties(q), nil
+	pq, hits := s.propertyHits(q)
+	out := make([]readmodel.PropertyMatch, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, pq.Match(s.expandProperty(h.Property), h.Score))
+	}
+	return out, nil
 }
 
-// searchProperties runs a property search (read lock held). The hints
-// become symbols, so the filter compares handles; candidates come from
-// the street (or street and city) chain and, for the fuzzy fallback, the
-// house number and city chain.
-func (s *Store) searchProperties(pq readmodel.PropertyQuery) []readmodel.PropertyMatch {
+// propertyHits runs a property search (read lock held) and returns the
+// parsed query with the ranked entries. The hints become symbols, so the
+// filter compares handles; candidates come from the street (or street and
+// city) chain and, for the fuzzy fallback, the house number and city
+// chain.
+func (s *Store) propertyHits(pq readmodel.PropertyQuery) (propmatch.Query, []propmatch.Hit[*propEntry]) {
 	q, ok := propmatch.Parse(pq)
 	if !ok {
-		return []readmodel.PropertyMatch{}
+		return q, nil
 	}
 	// Hints as symbols: a hint no property has matches nothing.
 	citySym, ok1 := s.pi.syms.lookup(q.City)
 	stateSym, ok2 := s.pi.syms.lookup(q.State)
 	zipSym, ok3 := s.pi.syms.lookup(q.Zip)
 	if !ok1 || !ok2 || !ok3 {
-		return []readmodel.PropertyMatch{}
+		return q, nil
 	}
 	hints := propmatch.Locality[uint32]{City: citySym, State: stateSym, Zip: zipSym}
 	t := s.props
@@ -280,12 +286,7 @@ func (s *Store) searchProperties(pq readmodel.PropertyQuery) []readmodel.Propert
 			}
 		}
 	}
-	hits = propmatch.Rank(hits, pq.Limit)
-	out := make([]readmodel.PropertyMatch, 0, len(hits))
-	for _, h := range hits {
-		out = append(out, q.Match(s.expandProperty(h.Property), h.Score))
-	}
-	return out
+	return q, propmatch.Rank(hits, pq.Limit)
 }
 
 // candidate is what the property scorer reads, hints as symbols.
@@ -301,16 +302,16 @@ func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candida
 	if !propmatch.LooksLikeAddress(q.Text) {
 		return nil
 	}
-	matches := s.searchProperties(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
-	out := make([]readmodel.Candidate, 0, len(matches))
-	for _, m := range matches {
-		e := s.props.entry(propRef{key: mustKey(m.Property.PropertyID), kind: 1}, false)
+	pq, hits := s.propertyHits(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
+	out := make([]readmodel.Candidate, 0, len(hits))
+	for _, h := range hits {
+		m := pq.Match(s.expandProperty(h.Property), h.Score)
 		decision := "review"
 		if m.MatchConfidence >= 0.9 {
 			decision = "accept"
 		}
 		out = append(out, readmodel.Candidate{
-			Location:    s.propertyLocation(e),
+			Location:    s.propertyLocation(h.Property, m.Property),
 			Score:       m.MatchConfidence,
 			Confidence:  m.MatchConfidence,
 			MatchMethod: "address",
@@ -321,19 +322,11 @@ func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candida
 	return out
 }
 
-func mustKey(id string) propKey {
-	k, _ := parsePropKey(id)
-	return k
-}
-
-// propertyLocation presents a live property as a location of the property
-// scope (read lock held), its hierarchy taken from its links.
-func (s *Store) propertyLocation(e *propEntry) readmodel.Location {
-	latestDate := ""
-	if len(e.permits) > 0 {
-		latestDate = latest(sliceSet(e.permits))
-	}
-	return readmodel.PropertyLocation(s.expandProperty(e), s.locations.get, int64(len(e.permits)), latestDate)
+// propertyLocation presents a live property, p its document, as a
+// location of the property scope (read lock held), its hierarchy taken
+// from its links.
+func (s *Store) propertyLocation(e *propEntry, p readmodel.Property) readmodel.Location {
+	return readmodel.PropertyLocation(p, s.locations.get, int64(len(e.permits)), latest(sliceSet(e.permits)))
 }
 
 // mergeCandidates ranks property and location candidates together: score

@@ -147,3 +147,20 @@ func TestResolvePropertyScope(t *testing.T) {
 		t.Fatalf("property location %+v %v", loc, err)
 	}
 }
+
+// A property whose id is not prop_ + 32 hex is held under a symbol; its
+// resolve candidate must come from the entry the search found, not from
+// re-parsing the id.
+func TestResolvePropertyWithOtherID(t *testing.T) {
+	s := newStore(t)
+	p := property("600 University Street", "Seattle", "WA", "98101", 1)
+	p.PropertyID = "parcel-0001"
+	apply(t, s, readmodel.Batch{Properties: []readmodel.Property{p}})
+	got, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "600 University St, Seattle", GeoType: readmodel.GeoProperty, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Location.GeoID != p.PropertyID || got[0].Location.DisplayName != p.CanonicalAddress {
+		t.Fatalf("candidates %+v", got)
+	}
+}

@@ -153,7 +153,7 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		if e == nil || e.state != propLive {
 			return readmodel.Location{}, readmodel.ErrNotFound
 		}
-		return s.propertyLocation(e), nil
+		return s.propertyLocation(e, s.expandProperty(e)), nil
 	}
 	l, ok := s.locations.get(geoID)
 	if !ok {
