@@ -266,32 +266,21 @@ func countyJurisdiction(c *county) located {
 	}}
 }
 
+// cityJurisdiction is the "City of <name>" authority of an incorporated
+// place: its city location renamed, pointing at the city.
 func cityJurisdiction(p *place) located {
-	r, c := p.row, p.county
+	l := cityLocation(p).loc
 	var aliases []string
-	for _, a := range placeAliases(r.name, r.ascii) {
+	for _, a := range l.Aliases {
 		aliases = append(aliases, cityJurisdictionName(a))
 	}
-	return located{id: p.juris, loc: events.Location{
-		GeoType:           TypeJurisdiction,
-		Name:              p.jname,
-		DisplayName:       p.jname + ", " + r.state,
-		FullAddress:       p.jname + ", " + c.row.name + ", " + r.state,
-		State:             r.state,
-		StateName:         c.state.name,
-		County:            c.row.name,
-		City:              r.name,
-		Jurisdiction:      p.jname,
-		StateGeoID:        c.state.id,
-		CountyGeoID:       c.id,
-		CityGeoID:         p.id,
-		JurisdictionGeoID: p.juris,
-		Aliases:           aliases,
-		Lat:               r.lat,
-		Lon:               r.lon,
-		Population:        r.population,
-		Incorporated:      true,
-	}}
+	l.GeoType = TypeJurisdiction
+	l.Name = p.jname
+	l.DisplayName = p.jname + ", " + l.State
+	l.FullAddress = p.jname + ", " + l.County + ", " + l.State
+	l.CityGeoID = p.id
+	l.Aliases = aliases
+	return located{id: p.juris, loc: l}
 }
 
 func cityLocation(p *place) located {
