@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/indexer"
 )
 
@@ -75,8 +75,19 @@ func runIndex(ctx context.Context, e env, args []string) error {
 		log.Warn("memory backend: the indexed state lives in this process and serves no reads; use serve -kafka-brokers for API plus indexer")
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Listen before anything starts, so a taken address fails fast and
+	// leaves no consumer running.
+	var ln net.Listener
+	if cfg.Addr != "" {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return err
+		}
+		defer ln.Close() // on an early return; Shutdown closes it otherwise
+		fmt.Fprintf(e.stdout, "metrics and health on http://%s\n", ln.Addr())
+	}
+
+	reg := newRegistry()
 	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
 	if err != nil {
 		return err
@@ -88,43 +99,31 @@ func runIndex(ctx context.Context, e env, args []string) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return k.Run(gctx) })
-	if cfg.Addr != "" {
-		check := k.Check()
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-		})
-		mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, r *http.Request) {
-			c := check(r.Context())
-			w.Header().Set("Content-Type", "application/json")
-			if !c.OK {
-				w.WriteHeader(http.StatusServiceUnavailable)
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"ready": c.OK, c.Name: c.Detail})
-		})
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			return err
-		}
-		srv := newHTTPServer(mux, log)
-		fmt.Fprintf(e.stdout, "metrics and health on http://%s\n", ln.Addr())
-		g.Go(func() error {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
+	if ln != nil {
+		serveHTTP(gctx, g, newHTTPServer(indexMux(reg, k.Check()), log), ln, cfg.ShutdownTimeout, log)
 	}
 	err = g.Wait()
 	p := k.Indexer.Progress()
 	log.Info("permitd index stopped", "batches", p.Batches, "events_applied", p.Applied, "dead_letters", p.DeadLetters)
 	return err
+}
+
+// indexMux serves /metrics, /health/live and /health/ready (503 until
+// check is OK) for the indexer-only process.
+func indexMux(reg *prometheus.Registry, check api.ReadinessCheck) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, r *http.Request) {
+		c := check(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		if !c.OK {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"ready": c.OK, c.Name: c.Detail})
+	})
+	return mux
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/goleak"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -196,5 +198,21 @@ func TestIndexCommand(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// index fails fast when its address is taken, and leaves no consumer
+// running behind the error.
+func TestIndexAddressTaken(t *testing.T) {
+	brokers, _ := kafkaFixture(t, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	err = run(t.Context(), []string{"index", "--kafka-brokers", brokers, "--addr", ln.Addr().String(), "--log-level", "error"}, kafkaNoEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v, want the taken address", err)
 	}
 }

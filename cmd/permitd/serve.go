@@ -117,9 +117,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		log.Warn("no cursor secret configured: cursors will not survive a restart nor work across replicas")
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
+	reg := newRegistry()
 	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
 	if err != nil {
 		return err
@@ -202,23 +200,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := newHTTPServer(handler, log)
 	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	serveHTTP(gctx, g, newHTTPServer(handler, log), ln, cfg.ShutdownTimeout, log)
 	g.Go(func() error { return q.Run(gctx) })
 	if kix != nil {
 		g.Go(func() error { return kix.Run(gctx) })
@@ -249,6 +234,32 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// newRegistry is a process's Prometheus registry, with the Go runtime and
+// process collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveHTTP runs srv on ln in g; once ctx (g's context) ends it shuts srv
+// down, letting requests in flight finish within timeout.
+func serveHTTP(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) {
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		log.Info("shutting down", "addr", ln.Addr().String())
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
 }
 
 // readModelCheck reports whether the read model answers; with needDocs it
