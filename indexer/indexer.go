@@ -143,7 +143,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 		}
 		ix.applied.Add(int64(res.Applied))
 		ix.stale.Add(int64(res.Stale))
-		ix.p.Metrics.applied(res, batch.Len())
+		ix.p.Metrics.applied(res)
 	}
 	ix.batches.Add(1)
 	ix.lastApply.Store(time.Now().UnixNano())

@@ -48,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) applied(res readmodel.ApplyResult, _ int) {
+func (m *Metrics) applied(res readmodel.ApplyResult) {
 	if m == nil {
 		return
 	}

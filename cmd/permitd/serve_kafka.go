@@ -99,10 +99,11 @@ type kafkaIndexer struct {
 // earliest offset and commits nothing, so API replicas never share a
 // group and each holds the whole read model.
 //
-// serve calls it when --kafka-brokers is set, in place of the embedded
-// feed: run Run in the errgroup, add Check to the readiness checks, and
-// build the API's Reader from the same backend. reg-backed metrics come
-// in as m (indexer.NewMetrics).
+// index always calls it; serve calls it when --kafka-brokers is set,
+// beside the embedded feed (which still runs unless -data none): run Run
+// in the errgroup and add Check to the readiness checks. The Kafka
+// source has its own Indexer; m (indexer.NewMetrics) may be shared with
+// the feed's.
 func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look indexer.Lookup, log *slog.Logger, m *indexer.Metrics) (*kafkaIndexer, error) {
 	brokers := splitCSV(cfg.Brokers)
 	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers})
