@@ -20,7 +20,9 @@ type located struct {
 type state struct {
 	code, name string
 	id         string
-	fips       string // 2-digit state FIPS, from the county file
+	fips       string    // 2-digit state FIPS, from the county file
+	pop        int64     // sum over places
+	counties   []*county // in FIPS order
 }
 
 type county struct {
@@ -124,6 +126,7 @@ func build(ctx context.Context, open func(string) (io.ReadCloser, error), rep *R
 			c.uninc += r.population
 		}
 		c.pop += r.population
+		c.state.pop += r.population
 		c.places++
 		places = append(places, p)
 	}
@@ -143,9 +146,13 @@ func build(ctx context.Context, open func(string) (io.ReadCloser, error), rep *R
 		fipsList = append(fipsList, f)
 	}
 	sort.Strings(fipsList)
+	for _, f := range fipsList {
+		c := counties[f]
+		c.state.counties = append(c.state.counties, c)
+	}
 
 	for _, code := range stateCodes {
-		out = append(out, stateLocation(states[code], counties, fipsList, places))
+		out = append(out, stateLocation(states[code]))
 	}
 	for _, f := range fipsList {
 		out = append(out, countyLocation(counties[f]))
@@ -169,15 +176,11 @@ func build(ctx context.Context, open func(string) (io.ReadCloser, error), rep *R
 
 func cityJurisdictionName(name string) string { return "City of " + name }
 
-func stateLocation(s *state, counties map[string]*county, fipsList []string, places []*place) located {
+func stateLocation(s *state) located {
 	// Land-area-weighted mean of the county internal points. Longitudes
 	// east of 0 (the Aleutians past the antimeridian) are unwrapped first.
 	var sumW, sumLat, sumLon float64
-	for _, f := range fipsList {
-		c := counties[f]
-		if c.state != s {
-			continue
-		}
+	for _, c := range s.counties {
 		w := c.row.landSqmi
 		if w <= 0 {
 			w = 1
@@ -198,12 +201,6 @@ func stateLocation(s *state, counties map[string]*county, fipsList []string, pla
 		}
 		lon = round4(lon)
 	}
-	var pop int64
-	for _, p := range places {
-		if p.row.state == s.code {
-			pop += p.row.population
-		}
-	}
 	return located{id: s.id, loc: events.Location{
 		GeoType:     TypeState,
 		Name:        s.name,
@@ -214,7 +211,7 @@ func stateLocation(s *state, counties map[string]*county, fipsList []string, pla
 		Aliases:     []string{s.code},
 		Lat:         lat,
 		Lon:         lon,
-		Population:  pop,
+		Population:  s.pop,
 	}}
 }
 
