@@ -42,7 +42,7 @@ func bundledSignalData(asOf time.Time, dataMode string) signalDataParams {
 func demoPermits(now time.Time, n int) indexer.Producer {
 	return func(ctx context.Context, emit func(topic string, key, value []byte) error) error {
 		_, err := gen.Generate(ctx, gen.Params{Permits: n, Seed: 1, Now: now, Open: openOneState("WA")},
-			func(env events.Envelope) error { return emitEnvelope(emit, env) })
+			envelopeEmitter(emit))
 		return err
 	}
 }
@@ -140,11 +140,7 @@ type signalTee struct {
 }
 
 func (t *signalTee) forward(env events.Envelope) error {
-	return emitEnvelope(t.emit, env)
-}
-
-func emitEnvelope(emit func(topic string, key, value []byte) error, env events.Envelope) error {
-	return envelopeEmitter(emit)(env)
+	return envelopeEmitter(t.emit)(env)
 }
 
 func (t *signalTee) tee(prod indexer.Producer) indexer.Producer {

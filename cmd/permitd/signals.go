@@ -25,7 +25,8 @@ type signalsConfig struct {
 	Out  string
 	AsOf string
 
-	asOf time.Time
+	asOf   time.Time
+	getenv func(string) string // PERMITD_NOW when -as-of is empty
 }
 
 func (c *signalsConfig) bind(fs *flagSet) {
@@ -36,7 +37,7 @@ func (c *signalsConfig) bind(fs *flagSet) {
 }
 
 // Validate checks every field.
-func (c *signalsConfig) Validate(getenv func(string) string) error {
+func (c *signalsConfig) Validate() error {
 	var errs []error
 	errs = append(errs, c.commonConfig.validate())
 	if c.In == "" || c.Out == "" {
@@ -44,7 +45,7 @@ func (c *signalsConfig) Validate(getenv func(string) string) error {
 	}
 	s := c.AsOf
 	if s == "" {
-		s = getenv("PERMITD_NOW")
+		s = c.getenv("PERMITD_NOW")
 	}
 	t, err := parseNow(s)
 	if err != nil {
@@ -58,14 +59,9 @@ func (c *signalsConfig) Validate(getenv func(string) string) error {
 }
 
 func runSignals(ctx context.Context, e env, args []string) error {
-	var cfg signalsConfig
-	fs := newFlagSet("signals", e)
-	cfg.bind(fs)
-	if err := fs.parse(args); err != nil {
+	cfg := signalsConfig{getenv: e.getenv}
+	if err := loadConfig("signals", e, args, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(e.getenv); err != nil {
-		return fmt.Errorf("config: %w", err)
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd signals", "in", cfg.In, "out", cfg.Out, "as_of", cfg.asOf.Format(time.RFC3339))
