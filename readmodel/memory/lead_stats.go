@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -63,21 +64,11 @@ func recIDs(r *leadRec) leadIDs { return leadIDs{city: r.city, zip: r.zip, count
 func cmpIDs(a, b leadIDs) int {
 	switch {
 	case a.city != b.city:
-		return cmpU32(a.city, b.city)
+		return cmp.Compare(a.city, b.city)
 	case a.zip != b.zip:
-		return cmpU32(a.zip, b.zip)
+		return cmp.Compare(a.zip, b.zip)
 	}
-	return cmpU32(a.county, b.county)
-}
-
-func cmpU32(a, b uint32) int {
-	if a < b {
-		return -1
-	}
-	if a > b {
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.county, b.county)
 }
 
 // search returns the position of (hasConf, conf, ids) in the record
@@ -196,7 +187,7 @@ func (s *leadStatsAcc) scalars(c *leadDayCell, day int32, p int) {
 		return
 	}
 	s.total += int64(p)
-	if day == leadNoDate {
+	if day == noDate {
 		s.fresh[3] += int64(p)
 	} else {
 		s.fresh[leadFreshBucket(max(s.today-day, 0))] += int64(p)
@@ -274,7 +265,7 @@ func (s *leadStatsAcc) key(key string, d *leadDayAggs, w leadWindow) {
 	nullPass := 0
 	if withNull {
 		nullPass = d.null.passing(s.minConf)
-		s.scalars(&d.null, leadNoDate, nullPass)
+		s.scalars(&d.null, noDate, nullPass)
 		direct += d.null.idCost(nullPass)
 		kept += int64(nullPass)
 	}
@@ -331,11 +322,11 @@ func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error)
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	today := leadDay(q.Today)
-	if today == leadNoDate {
+	today := parseDay(q.Today)
+	if today == noDate {
 		return readmodel.PermitStats{}, fmt.Errorf("%w: stats need Today", readmodel.ErrInvalidQuery)
 	}
-	n := len(x.names.names)
+	n := len(x.names.strs)
 	acc := leadStatsAcc{
 		today:    today,
 		minConf:  w.minConf,
@@ -375,7 +366,7 @@ func (x *leadIndex) top(c *idCounter, n int) []readmodel.ValueCount {
 	out := make([]readmodel.ValueCount, 0, len(c.touched))
 	for _, id := range c.touched {
 		if c.n[id] > 0 {
-			out = append(out, readmodel.ValueCount{Value: x.names.names[id], Count: c.n[id]})
+			out = append(out, readmodel.ValueCount{Value: x.names.str(id), Count: c.n[id]})
 			c.n[id] = 0 // an id touched twice is listed once
 		}
 	}

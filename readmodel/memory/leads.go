@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/tidwall/btree"
 
@@ -33,12 +32,10 @@ import (
 // record from every structure (its fields still name its position) and
 // inserts a new one.
 
-const leadNoDate = math.MinInt32
-
 // leadRec is one indexed lead.
 type leadRec struct {
 	lead    readmodel.Lead
-	date    int32 // days since 1970-01-01; leadNoDate for null
+	date    int32 // days since 1970-01-01; noDate for null
 	hasConf bool
 	conf    float64
 	// Interned *_norm values; 0 when empty.
@@ -114,17 +111,17 @@ func (a *anchorLeads) get(key string, create bool) *keyLeads {
 type leadIndex struct {
 	byID    map[string]*leadRec
 	anchors map[string]*anchorLeads
-	names   normInterner
+	names   *symbols // interned *_norm values
 }
 
 func newLeadIndex() *leadIndex {
-	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newNormInterner()}
+	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newSymbols()}
 }
 
 func (x *leadIndex) add(l readmodel.Lead) {
 	r := &leadRec{
 		lead:   l,
-		date:   leadDay(l.EventDateUsed),
+		date:   parseDay(l.EventDateUsed),
 		city:   x.names.id(l.Location.CityNorm),
 		zip:    x.names.id(l.Location.ZipcodeNorm),
 		county: x.names.id(l.Location.CountyNorm),
@@ -167,55 +164,15 @@ func (x *leadIndex) remove(id string) {
 	}
 }
 
-// leadDay parses YYYY-MM-DD into days since the epoch; leadNoDate for "" or
-// a malformed date.
-func leadDay(s string) int32 {
-	if s == "" {
-		return leadNoDate
-	}
-	t, err := time.Parse(time.DateOnly, s)
-	if err != nil {
-		return leadNoDate
-	}
-	return int32(t.Unix() / 86400)
-}
-
-func leadDayString(d int32) string {
-	if d == leadNoDate {
-		return ""
-	}
-	return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
-}
-
-// normInterner maps *_norm strings to small ids (0 is "").
-type normInterner struct {
-	ids   map[string]uint32
-	names []string
-}
-
-func newNormInterner() normInterner {
-	return normInterner{ids: map[string]uint32{"": 0}, names: []string{""}}
-}
-
-func (in *normInterner) id(s string) uint32 {
-	if id, ok := in.ids[s]; ok {
-		return id
-	}
-	id := uint32(len(in.names))
-	in.ids[s] = id
-	in.names = append(in.names, s)
-	return id
-}
-
 // leadWindow is a LeadFilter's effective date bounds in day numbers.
 type leadWindow struct {
-	lo, hi  int32 // inclusive; lo = leadNoDate+1 and hi = MaxInt32 when open
+	lo, hi  int32 // inclusive; lo = noDate+1 and hi = MaxInt32 when open
 	bounded bool  // a bound is set: null dates are excluded
 	minConf *float64
 }
 
 func leadWindowOf(f readmodel.LeadFilter) (leadWindow, error) {
-	w := leadWindow{lo: leadNoDate + 1, hi: math.MaxInt32, minConf: f.MinConfidence}
+	w := leadWindow{lo: noDate + 1, hi: math.MaxInt32, minConf: f.MinConfidence}
 	for _, b := range []struct {
 		s  string
 		lo bool
@@ -223,8 +180,8 @@ func leadWindowOf(f readmodel.LeadFilter) (leadWindow, error) {
 		if b.s == "" {
 			continue
 		}
-		d := leadDay(b.s)
-		if d == leadNoDate {
+		d := parseDay(b.s)
+		if d == noDate {
 			return w, fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, b.s)
 		}
 		w.bounded = true
@@ -240,7 +197,7 @@ func leadWindowOf(f readmodel.LeadFilter) (leadWindow, error) {
 // passes reports whether r is in the leadWindow and meets the confidence
 // floor.
 func (w leadWindow) passes(r *leadRec) bool {
-	if r.date == leadNoDate {
+	if r.date == noDate {
 		if w.bounded {
 			return false
 		}
@@ -283,9 +240,9 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	}
 	var pivot *leadRec
 	if q.After != nil {
-		pivot = &leadRec{date: leadDay(q.After.EventDate), hasConf: q.After.HasConfidence, conf: q.After.Confidence}
+		pivot = &leadRec{date: parseDay(q.After.EventDate), hasConf: q.After.HasConfidence, conf: q.After.Confidence}
 		pivot.lead.LeadID = q.After.LeadID
-		if q.After.EventDate != "" && pivot.date == leadNoDate {
+		if q.After.EventDate != "" && pivot.date == noDate {
 			return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, q.After.EventDate)
 		}
 	}
@@ -333,7 +290,7 @@ func (k *keyLeads) walkDate(w leadWindow, after *leadRec, fn func(*leadRec) bool
 		if after != nil && !dateLess(after, r) {
 			return true // the cursor's own item
 		}
-		if r.date == leadNoDate {
+		if r.date == noDate {
 			if w.bounded {
 				return false
 			}
@@ -423,7 +380,7 @@ func leadConfBucket(r *leadRec) int {
 
 func (d *leadDayAggs) add(r *leadRec, delta int64) {
 	var c *leadDayCell
-	if r.date == leadNoDate {
+	if r.date == noDate {
 		c = &d.null
 	} else {
 		i, ok := slices.BinarySearch(d.days, r.date)

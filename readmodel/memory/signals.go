@@ -237,7 +237,7 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	if len(recs) > q.Limit {
 		recs = recs[:q.Limit]
 		last := recs[len(recs)-1]
-		page.Next = &readmodel.LeadKey{EventDate: leadDayString(last.date), HasConfidence: last.hasConf, Confidence: last.conf, LeadID: last.lead.LeadID}
+		page.Next = &readmodel.LeadKey{EventDate: formatDay(last.date), HasConfidence: last.hasConf, Confidence: last.conf, LeadID: last.lead.LeadID}
 	}
 	for _, r := range recs {
 		page.Leads = append(page.Leads, r.lead.Clone())
