@@ -238,10 +238,10 @@ func countyLocation(c *county) located {
 }
 
 func countyJurisdiction(c *county) located {
-	name := c.row.name
-	aliases := placeAliases(name, fold(name))
+	name, f := c.row.name, fold(c.row.name)
+	aliases := placeAliases(name, f)
 	aliases = append(aliases, "Unincorporated "+name)
-	if f := fold(name); f != name {
+	if f != name {
 		aliases = append(aliases, "Unincorporated "+f)
 	}
 	return located{id: c.juris, loc: events.Location{

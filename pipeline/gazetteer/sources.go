@@ -63,7 +63,7 @@ type zipCountyRow struct {
 //   - 46113 Shannon County was renamed 46102 Oglala Lakota (2015).
 //
 // Connecticut's 2022 planning regions (091xx, GeoNames) have no one-to-one
-// county; ZIPs there fall back to the USDA county (see resolveZipCounty).
+// county; ZIPs there fall back to the USDA county (see buildZips).
 var countyRemap = map[string]string{
 	"02063": "02261",
 	"02066": "02261",
