@@ -201,10 +201,6 @@ func dayOf(s string) (int32, bool) {
 	return int32(t.Unix() / 86400), true
 }
 
-func dayString(d int32) string {
-	return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
-}
-
 func pointOf(lat, lon *float64) *point {
 	if lat == nil || lon == nil {
 		return nil

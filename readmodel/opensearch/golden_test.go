@@ -12,6 +12,7 @@ import (
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
+	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
@@ -42,7 +43,7 @@ func TestQueryGoldens(t *testing.T) {
 	require.NoError(t, err)
 	pq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Mt Vernon, WA", State: "WA", Limit: 5})
 	zq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Bellevue, WA 98004", Limit: 5})
-	ps, ok := propertySearchOf(readmodel.PropertyQuery{Address: "600 University St, Seattle, WA 98101", Limit: 5})
+	ps, ok := propmatch.Parse(readmodel.PropertyQuery{Address: "600 University St, Seattle, WA 98101", Limit: 5})
 	require.True(t, ok)
 
 	for name, body := range map[string]any{
@@ -67,7 +68,7 @@ func TestQueryGoldens(t *testing.T) {
 		"stats.aggs.json":                   aggs,
 		"resolve.search.json":               resolveBody(pq),
 		"resolve_zip.search.json":           resolveBody(zq),
-		"properties.search.json":            propertyBody(ps),
+		"properties.search.json":            propertyBody(&ps),
 		"property_permit_stats.search.json": propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                 countBody(),
 		"scan_pit.search.json":              scanBody("pit-id", "doc-9"),

@@ -13,23 +13,16 @@ import (
 // propmatch.Match decides the match levels, confidences, ambiguity and
 // order on the hits.
 
-// propertySearchOf normalises a query into the fields propertyBody needs;
-// false when it cannot match anything (no house number or street name).
-func propertySearchOf(q readmodel.PropertyQuery) (propertySearch, bool) {
-	l, ok := propmatch.Parse(q)
-	return propertySearch{street: l.Street, number: l.Number, city: l.City, state: l.State, zip: l.Zip}, ok
-}
-
 // SearchProperties implements readmodel.Reader with one _search.
 func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
 	if q.Limit < 1 || q.Limit > 20 {
 		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
-	ps, ok := propertySearchOf(q)
+	pq, ok := propmatch.Parse(q)
 	if !ok {
 		return []readmodel.PropertyMatch{}, nil
 	}
-	r, err := s.search(ctx, s.read(readmodel.KindProperty), propertyBody(ps))
+	r, err := s.search(ctx, s.read(readmodel.KindProperty), propertyBody(&pq))
 	if err != nil {
 		return nil, err
 	}
@@ -37,33 +30,30 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	if err != nil {
 		return nil, err
 	}
-	return matchProperties(ps, q, docs), nil
+	return matchProperties(&pq, q.Limit, docs), nil
 }
 
-// matchProperties ranks the fetched properties with package propmatch;
-// the fetched documents serve both the street and the fuzzy pass.
-func matchProperties(_ propertySearch, pq readmodel.PropertyQuery, docs []propertyDoc) []readmodel.PropertyMatch {
-	q, ok := propmatch.Parse(pq)
-	if !ok {
-		return []readmodel.PropertyMatch{}
-	}
+// matchProperties ranks the properties fetched for q with package
+// propmatch; the fetched documents serve both the street and the fuzzy
+// pass.
+func matchProperties(q *propmatch.Query, limit int, docs []propertyDoc) []readmodel.PropertyMatch {
 	hints := q.Hints()
 	var hits []propmatch.Hit[*propertyDoc]
 	for i := range docs {
 		d := &docs[i]
-		if sc, ok := propmatch.ScoreStreet(&q, hints, d.candidate()); ok {
+		if sc, ok := propmatch.ScoreStreet(q, hints, d.candidate()); ok {
 			hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.PropertyID, Score: sc})
 		}
 	}
 	if q.Fuzzy(len(hits)) {
 		for i := range docs {
 			d := &docs[i]
-			if sc, ok := propmatch.ScoreFuzzy(&q, hints, d.candidate()); ok {
+			if sc, ok := propmatch.ScoreFuzzy(q, hints, d.candidate()); ok {
 				hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.PropertyID, Score: sc})
 			}
 		}
 	}
-	hits = propmatch.Rank(hits, pq.Limit)
+	hits = propmatch.Rank(hits, limit)
 	out := make([]readmodel.PropertyMatch, 0, len(hits))
 	for _, h := range hits {
 		out = append(out, q.Match(h.Property.property(), h.Score))
@@ -76,7 +66,3 @@ func (d *propertyDoc) candidate() propmatch.Candidate[string] {
 	return propmatch.Candidate[string]{Canonical: d.CanonicalAddress, Norm: d.NormalizedAddress,
 		Locality: propmatch.Locality[string]{City: d.CityNorm, State: d.State, Zip: d.Zipcode}}
 }
-
-// looksLikeAddress reports whether resolve text is worth a property
-// search (propmatch.LooksLikeAddress).
-func looksLikeAddress(text string) bool { return propmatch.LooksLikeAddress(text) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
@@ -344,11 +345,6 @@ func resolveBody(q resolve.Query) obj {
 	}
 }
 
-// propertySearch is a normalised property lookup (see SearchProperties).
-type propertySearch struct {
-	street, number, city, state, zip string
-}
-
 // maxPropertyScan bounds the properties one lookup reads (exact street
 // matches and, for the fuzzy fallback, the same house number in the city).
 const maxPropertyScan = 2000
@@ -357,23 +353,23 @@ const maxPropertyScan = 2000
 // street line, or (with a city) the house number in that city; city,
 // state and ZIP hints are filters (a property without a ZIP passes the
 // ZIP filter).
-func propertyBody(p propertySearch) obj {
+func propertyBody(q *propmatch.Query) obj {
 	filter := []obj{live()}
-	if p.city != "" {
-		filter = append(filter, term("city_norm", p.city))
+	if q.City != "" {
+		filter = append(filter, term("city_norm", q.City))
 	}
-	if p.state != "" {
-		filter = append(filter, term("state", p.state))
+	if q.State != "" {
+		filter = append(filter, term("state", q.State))
 	}
-	if p.zip != "" {
+	if q.Zip != "" {
 		filter = append(filter, obj{"bool": obj{"should": []obj{
-			term("zipcode", p.zip),
+			term("zipcode", q.Zip),
 			{"bool": obj{"must_not": []obj{{"exists": obj{"field": "zipcode"}}}}},
 		}, "minimum_should_match": 1}})
 	}
-	should := []obj{term("normalized_address", p.street)}
-	if p.city != "" {
-		should = append(should, term("house_number", p.number))
+	should := []obj{term("normalized_address", q.Street)}
+	if q.City != "" {
+		should = append(should, term("house_number", q.Number))
 	}
 	return obj{
 		"size":             maxPropertyScan,

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
@@ -498,18 +499,18 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	pq := resolve.ParseQuery(q)
-	withProps := (q.GeoType == "" || q.GeoType == readmodel.GeoProperty) && looksLikeAddress(q.Text)
+	withProps := (q.GeoType == "" || q.GeoType == readmodel.GeoProperty) && propmatch.LooksLikeAddress(q.Text)
 	withLocs := q.GeoType != readmodel.GeoProperty
 	var reqs []msearchReq
 	if withLocs {
 		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), resolveBody(pq)})
 	}
-	var ps propertySearch
+	var propQ propmatch.Query
 	var psOK bool
 	if withProps {
-		ps, psOK = propertySearchOf(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
+		propQ, psOK = propmatch.Parse(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
 		if psOK {
-			reqs = append(reqs, msearchReq{s.read(readmodel.KindProperty), propertyBody(ps)})
+			reqs = append(reqs, msearchReq{s.read(readmodel.KindProperty), propertyBody(&propQ)})
 		}
 	}
 	if len(reqs) == 0 {
@@ -540,7 +541,7 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 		if err != nil {
 			return nil, err
 		}
-		matches := matchProperties(ps, readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit}, docs)
+		matches := matchProperties(&propQ, q.Limit, docs)
 		if props, err = s.propertyCandidates(ctx, matches); err != nil {
 			return nil, err
 		}
