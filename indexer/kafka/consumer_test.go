@@ -118,3 +118,29 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
 	require.Empty(t, dlq.msgs)
 }
+
+// TestLagCountsAStuckBatch: while the handler keeps failing, readiness
+// and the lag gauge count the messages waiting, and the consumer is not
+// caught up until they are applied.
+func TestLagCountsAStuckBatch(t *testing.T) {
+	b := newBroker(t, 1)
+	envs := locations(t, "s", 20, 1)
+	b.publish(envs...)
+	var healthy atomic.Bool
+	store := memory.New(memory.Options{})
+	ix := newIndexer(t, store, nil)
+	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+		if !healthy.Load() {
+			return errInjected
+		}
+		return ix.HandleBatch(ctx, msgs)
+	})
+	p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
+	c := start(t, p)
+	eventually(t, 10*time.Second, "lag counts the stuck messages", func() bool { return c.Lag() == int64(len(envs)) })
+	require.Equal(t, float64(len(envs)), value(t, p.Metrics.Lag.WithLabelValues(locTopic, "0")))
+	require.False(t, c.CaughtUp())
+	healthy.Store(true)
+	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
+	require.Zero(t, c.Lag())
+}

@@ -126,15 +126,22 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 			c.log.Warn("closing consumer group", "err", err)
 		}
 	}()
+	delay := c.p.BackoffMin
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
 				return nil
 			}
-			c.log.Warn("consumer group error; rejoining", "err", err)
+			c.retried()
+			c.log.Warn("consumer group error; rejoining", "err", err, "backoff", delay)
+			if !sleep(ctx, delay) {
+				return nil
+			}
+			delay = c.backoff(delay)
 			continue
 		}
+		delay = c.p.BackoffMin
 		wg.Add(1)
 		gen.Start(func(genCtx context.Context) {
 			defer wg.Done()

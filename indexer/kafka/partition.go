@@ -40,9 +40,19 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			log.Warn("closing partition reader", "err", err)
 		}
 	}()
-	if err := r.SetOffset(p.pos.Load()); err != nil {
-		log.Error("set offset", "offset", p.pos.Load(), "err", err)
-		return
+	// SetOffset only fails on a reader that is already in use, which this
+	// one is not; retried all the same rather than letting the partition
+	// stop for good.
+	for delay := c.p.BackoffMin; ; delay = c.backoff(delay) {
+		err := r.SetOffset(p.pos.Load())
+		if err == nil {
+			break
+		}
+		log.Error("set offset failed; retrying", "offset", p.pos.Load(), "err", err, "backoff", delay)
+		c.retried()
+		if !sleep(fetch, delay) {
+			return
+		}
 	}
 	log.Debug("partition reader started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
 
@@ -65,6 +75,12 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			continue
 		}
 		delay = c.p.BackoffMin
+		// The watermark the fetch saw counts now, so lag keeps growing while
+		// this batch waits for the locations topic or is retried.
+		if hwm > p.hwm.Load() {
+			p.hwm.Store(hwm)
+			c.setLag(p)
+		}
 		if !slices.Contains(c.p.First, p.topic) && !c.waitFirst(fetch) {
 			return
 		}
