@@ -522,15 +522,21 @@ func TestImportErrors(t *testing.T) {
 		_, err := Import(context.Background(), fakeOpen(partial), func(events.Envelope) error { return nil })
 		require.ErrorIs(t, err, os.ErrNotExist)
 	})
-	t.Run("bad header", func(t *testing.T) {
-		bad := map[string]string{}
-		for k, v := range files {
-			bad[k] = v
-		}
-		bad[data.Counties] = "USPS|GEOID\n"
-		_, err := Import(context.Background(), fakeOpen(bad), func(events.Envelope) error { return nil })
-		require.ErrorContains(t, err, "unexpected header")
-	})
+	for file, header := range map[string]string{
+		data.Counties:    "USPS|GEOID\n",
+		data.Cities:      "city,city_ascii,state_id\n",
+		data.ZipCounties: "zip,fips,county\n",
+	} {
+		t.Run("bad header "+file, func(t *testing.T) {
+			bad := map[string]string{}
+			for k, v := range files {
+				bad[k] = v
+			}
+			bad[file] = header
+			_, err := Import(context.Background(), fakeOpen(bad), func(events.Envelope) error { return nil })
+			require.ErrorContains(t, err, "unexpected header")
+		})
+	}
 	t.Run("emit error stops the import", func(t *testing.T) {
 		boom := errors.New("boom")
 		calls := 0

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -146,44 +147,54 @@ func readCounties(r io.Reader, rep *Report) ([]countyRow, error) {
 	return out, nil
 }
 
+// eachCSVRow reads the CSV file named file from r: it checks the header
+// line against header and calls row for every data record with its
+// 1-based line (rec is reused between calls). A record the CSV reader
+// cannot parse is counted as a malformed_row.
+func eachCSVRow(r io.Reader, file string, header []string, rep *Report, row func(line int, rec []string)) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				rep.skip(file, "malformed_row", pe.StartLine)
+				continue
+			}
+			return fmt.Errorf("gazetteer: read %s: %w", file, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if line == 1 {
+			if !slices.Equal(rec, header) {
+				return fmt.Errorf("gazetteer: %s: unexpected header %q", file, rec)
+			}
+			continue
+		}
+		row(line, rec)
+	}
+}
+
 var citiesHeader = []string{"city", "city_ascii", "state_id", "state_name", "county_fips", "county_name", "lat", "lng", "population", "density", "source", "military", "incorporated", "timezone", "ranking", "zips", "id"}
 
 // readPlaces parses the simplemaps file. County codes are zero-padded
 // (simplemaps drops the leading zero) and remapped; whether the county
 // exists is checked by the builder.
 func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
 	var out []placeRow
 	seen := map[string]bool{}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				rep.skip(data.Cities, "malformed_row", pe.StartLine)
-				continue
-			}
-			return nil, fmt.Errorf("gazetteer: read %s: %w", data.Cities, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if line == 1 {
-			if strings.Join(rec, ",") != strings.Join(citiesHeader, ",") {
-				return nil, fmt.Errorf("gazetteer: %s: unexpected header %q", data.Cities, rec)
-			}
-			continue
-		}
+	err := eachCSVRow(r, data.Cities, citiesHeader, rep, func(line int, rec []string) {
 		if len(rec) != len(citiesHeader) {
 			rep.skip(data.Cities, "malformed_row", line)
-			continue
+			return
 		}
 		if strings.Join(rec, "") == "" {
 			rep.skip(data.Cities, "empty_row", line)
-			continue
+			return
 		}
 		p := placeRow{
 			line: line, name: strings.TrimSpace(rec[0]), ascii: strings.TrimSpace(rec[1]),
@@ -191,11 +202,11 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		}
 		if p.id == "" || p.name == "" || len(p.state) != 2 || p.stateName == "" {
 			rep.skip(data.Cities, "malformed_row", line)
-			continue
+			return
 		}
 		if seen[p.id] {
 			rep.skip(data.Cities, "duplicate_id", line)
-			continue
+			return
 		}
 		fips := rec[4]
 		if len(fips) == 4 {
@@ -203,7 +214,7 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		}
 		if !isDigits(fips, 5) {
 			rep.skip(data.Cities, "malformed_county_fips", line)
-			continue
+			return
 		}
 		if to, ok := countyRemap[fips]; ok {
 			rep.adjust("city_county_remapped")
@@ -213,13 +224,13 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		var ok bool
 		if p.lat, p.lon, ok = parseLatLon(rec[6], rec[7]); !ok {
 			rep.skip(data.Cities, "bad_coordinates", line)
-			continue
+			return
 		}
 		if rec[8] != "" {
 			pop, err := strconv.ParseFloat(rec[8], 64)
 			if err != nil || pop < 0 {
 				rep.skip(data.Cities, "bad_population", line)
-				continue
+				return
 			}
 			p.population = int64(pop)
 		}
@@ -229,7 +240,7 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		case "FALSE":
 		default:
 			rep.skip(data.Cities, "bad_incorporated_flag", line)
-			continue
+			return
 		}
 		if p.ascii == "" {
 			p.ascii = fold(p.name)
@@ -237,8 +248,8 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		p.zips = strings.Fields(rec[15])
 		seen[p.id] = true
 		out = append(out, p)
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // readPostal parses the GeoNames file (no header). State and county
@@ -275,35 +286,15 @@ func readPostal(r io.Reader, rep *Report) ([]postalRow, error) {
 // readZipCounties parses the USDA file; remapping and existence checks are
 // the builder's.
 func readZipCounties(r io.Reader, rep *Report) ([]zipCountyRow, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
 	var out []zipCountyRow
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				rep.skip(data.ZipCounties, "malformed_row", pe.StartLine)
-				continue
-			}
-			return nil, fmt.Errorf("gazetteer: read %s: %w", data.ZipCounties, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if line == 1 {
-			if strings.Join(rec, ",") != "zip,fips,county,state" {
-				return nil, fmt.Errorf("gazetteer: %s: unexpected header %q", data.ZipCounties, rec)
-			}
-			continue
-		}
+	err := eachCSVRow(r, data.ZipCounties, zipCountiesHeader, rep, func(line int, rec []string) {
 		if len(rec) != 4 || !isDigits(rec[0], 5) || !isDigits(rec[1], 5) {
 			rep.skip(data.ZipCounties, "malformed_row", line)
-			continue
+			return
 		}
 		out = append(out, zipCountyRow{line: line, zip: rec[0], fips: rec[1]})
-	}
-	return out, nil
+	})
+	return out, err
 }
+
+var zipCountiesHeader = []string{"zip", "fips", "county", "state"}
