@@ -123,9 +123,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	metrics := indexer.NewMetrics(reg)
-	dlq := &feedDeadLetters{log: log}
 	ix, err := indexer.New(indexer.Params{
-		Writer: rm, Lookup: rm, DeadLetter: dlq.store, Logger: log, Metrics: metrics,
+		Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return err
@@ -167,7 +166,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	// this process has caught up. An API-only replica (no bundled data, no
 	// Kafka: a separate `permitd index` feeds a durable backend) is ready
 	// once the read model holds documents, i.e. an indexer applied a batch.
-	checks := []api.ReadinessCheck{readModelCheck(rm, !embeddedFeed && kix == nil)}
+	checks := []api.ReadinessCheck{readModelCheck(rm, !embeddedFeed && kix == nil), q.Check}
 	if embeddedFeed {
 		checks = append(checks, signalsCheck, func(context.Context) api.Check {
 			p := ix.Progress()
@@ -283,16 +282,10 @@ func readModelCheck(r readmodel.Reader, needDocs bool) api.ReadinessCheck {
 	}
 }
 
-// feedDeadLetters receives the embedded feed's dead letters. The bundled
-// data is built and tested to have none, and there is no dead-letter topic
-// in process: each one is logged at error level with its position and
-// reason, and counted in /v1/health/ready (dead_letters) and in
-// permitd_indexer_dead_letters_total.
-type feedDeadLetters struct {
-	log *slog.Logger
-}
-
-func (d *feedDeadLetters) store(_ context.Context, m indexer.Message, reason error) error {
-	d.log.Error("dead letter", "topic", m.Topic, "offset", m.Offset, "key", string(m.Key), "reason", reason)
-	return nil
+// feedDeadLetter is the embedded feed's dead-letter sink. There is no
+// dead-letter topic in process, and the bundled data is built and tested
+// to have no poison event, so one is a defect of the build: rather than log
+// and skip it, the feed fails and serve stops, naming the event and why.
+func feedDeadLetter(_ context.Context, m indexer.Message, reason error) error {
+	return fmt.Errorf("bundled event %d (%s, key %q) can never be projected: %w", m.Offset, m.Topic, m.Key, reason)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/quota"
 )
@@ -114,6 +115,10 @@ func openKeyStore(cfg quotaConfig) (apikey.Store, *redis.Client, error) {
 
 // quotaParts is what serve wires from a quotaConfig.
 type quotaParts struct {
+	// Check reports the quota store in /v1/health/ready. It is always OK:
+	// while Redis is away the documented fallback keeps serving, and the
+	// check says so ("fallback": true).
+	Check api.ReadinessCheck
 	// Auth accepts the development keys (PERMITD_API_KEYS, any string, on
 	// the development plan) and issued pmk_ keys from the store.
 	Auth apikey.Authenticator
@@ -149,6 +154,9 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 			Limiter: quota.NewMemory(nil, metrics),
 			Run:     func(context.Context) error { return nil },
 			Close:   func() error { return nil },
+			Check: func(context.Context) api.Check {
+				return api.Check{Name: "quota", OK: true, Detail: map[string]any{"store": "memory", "keys_file": cfg.KeysFile}}
+			},
 		}, nil
 	}
 	lim, err := quota.NewRedis(quota.RedisParams{Client: rdb, Logger: log, Metrics: metrics})
@@ -167,5 +175,8 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 		Limiter: lim,
 		Run:     lim.Run,
 		Close:   rdb.Close,
+		Check: func(context.Context) api.Check {
+			return api.Check{Name: "quota", OK: true, Detail: map[string]any{"store": "redis", "fallback": lim.Degraded()}}
+		},
 	}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/permitd/permitd/indexer"
 )
 
 // startServe runs `permitd serve` in process on a free port and returns its
@@ -99,7 +101,8 @@ func TestServeLifecycle(t *testing.T) {
 	}
 	// An API-only replica is ready once an indexer elsewhere has filled the
 	// read model; this one is empty.
-	if code, body := get(t, base+"/v1/health/ready", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, `"read_model"`) {
+	if code, body := get(t, base+"/v1/health/ready", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, `"read_model"`) ||
+		!strings.Contains(body, `"quota":{"keys_file"`) || !strings.Contains(body, `"store":"memory"`) {
 		t.Fatalf("ready with an empty read model: %d %s", code, body)
 	}
 }
@@ -124,5 +127,26 @@ func TestServeConfigIsValidated(t *testing.T) {
 	}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "addr") {
 		t.Fatalf("PERMITD_ADDR not applied: %v", err)
+	}
+}
+
+// TestBundledPoisonStopsTheFeed: the embedded feed has no dead-letter
+// topic, so an event it can never project stops it with the event named,
+// rather than being logged and skipped.
+func TestBundledPoisonStopsTheFeed(t *testing.T) {
+	rm := newMemoryReadModel()
+	ix, err := indexer.New(indexer.Params{Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := indexer.NewFeed(ix, 16)
+	err = feed.Run(context.Background(), func(_ context.Context, emit indexer.Emit) error {
+		return emit("permitd.locations.v1", []byte("g1"), []byte(`{"schema_version":1,"truncated`))
+	})
+	if err == nil || !strings.Contains(err.Error(), "can never be projected") || !strings.Contains(err.Error(), `key "g1"`) {
+		t.Fatalf("feed error %v", err)
+	}
+	if feed.CaughtUp() {
+		t.Fatal("a failed feed must not report caught up")
 	}
 }
