@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/permitd/permitd/events"
@@ -336,13 +337,7 @@ func buildZips(rows []postalRow, usda []zipCountyRow, states map[string]*state, 
 			rep.skip(data.ZipCounties, "zip_not_in_postal_codes", u.line)
 			continue
 		}
-		dup := false
-		for _, have := range usdaByZip[u.zip] {
-			if have == c {
-				dup = true
-			}
-		}
-		if dup {
+		if slices.Contains(usdaByZip[u.zip], c) {
 			rep.skip(data.ZipCounties, "duplicate_pair", u.line)
 			continue
 		}
@@ -467,7 +462,7 @@ func matchPlace(r postalRow, s *state, c *county, byName, byZip map[string][]*pl
 	if r.place != "" {
 		if cands := byName[s.code+"|"+nameKey(r.place)]; len(cands) > 0 {
 			return best(cands, func(p *place) [2]bool {
-				return [2]bool{contains(p.row.zips, r.zip), c != nil && p.county == c}
+				return [2]bool{slices.Contains(p.row.zips, r.zip), c != nil && p.county == c}
 			}), "by_name"
 		}
 	}
@@ -507,15 +502,6 @@ func better(pa [2]bool, a *place, pb [2]bool, b *place) bool {
 		return a.row.population > b.row.population
 	}
 	return a.row.id < b.row.id
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // nearestPlace returns the place of state nearest to (lat, lon), by
