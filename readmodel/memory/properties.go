@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"sort"
 	"strings"
 
 	"github.com/permitd/permitd/readmodel"
@@ -296,8 +295,7 @@ func (c *cproperty) candidate() propmatch.Candidate[uint32] {
 }
 
 // propertyCandidates ranks properties for address-like resolve text (read
-// lock held): geo_type property, geo_id the property_id, match_method
-// address; decision accept at confidence >= 0.9, else review.
+// lock held) and presents them with propmatch.ResolveCandidate.
 func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidate {
 	if !propmatch.LooksLikeAddress(q.Text) {
 		return nil
@@ -306,18 +304,7 @@ func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candida
 	out := make([]readmodel.Candidate, 0, len(hits))
 	for _, h := range hits {
 		m := pq.Match(s.expandProperty(h.Property), h.Score)
-		decision := "review"
-		if m.MatchConfidence >= 0.9 {
-			decision = "accept"
-		}
-		out = append(out, readmodel.Candidate{
-			Location:    s.propertyLocation(h.Property, m.Property),
-			Score:       m.MatchConfidence,
-			Confidence:  m.MatchConfidence,
-			MatchMethod: "address",
-			Decision:    decision,
-			Reasons:     []string{"address_" + m.MatchType},
-		})
+		out = append(out, propmatch.ResolveCandidate(m, s.propertyLocation(h.Property, m.Property)))
 	}
 	return out
 }
@@ -327,21 +314,4 @@ func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candida
 // from its links.
 func (s *Store) propertyLocation(e *propEntry, p readmodel.Property) readmodel.Location {
 	return readmodel.PropertyLocation(p, s.locations.get, int64(len(e.permits)), latest(sliceSet(e.permits)))
-}
-
-// mergeCandidates ranks property and location candidates together: score
-// descending, population descending, geo_id ascending.
-func mergeCandidates(a, b []readmodel.Candidate, limit int) []readmodel.Candidate {
-	out := append(a, b...)
-	sort.SliceStable(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		switch {
-		case x.Score != y.Score:
-			return x.Score > y.Score
-		case x.Location.Population != y.Location.Population:
-			return x.Location.Population > y.Location.Population
-		}
-		return x.Location.GeoID < y.Location.GeoID
-	})
-	return out[:min(len(out), limit)]
 }

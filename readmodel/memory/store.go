@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/propmatch"
 )
 
 // Resolver ranks locations for free text. It is kept in step with the
@@ -190,7 +191,7 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	if len(out) == 0 {
 		return s.resolver.Search(q), nil
 	}
-	return mergeCandidates(out, s.resolver.Search(q), q.Limit), nil
+	return propmatch.MergeCandidates(out, s.resolver.Search(q), q.Limit), nil
 }
 
 // Health implements readmodel.Reader.

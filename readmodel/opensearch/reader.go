@@ -555,13 +555,12 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	if len(props) == 0 {
 		return ranked, nil
 	}
-	return mergeCandidates(props, ranked, q.Limit), nil
+	return propmatch.MergeCandidates(props, ranked, q.Limit), nil
 }
 
 // propertyCandidates presents property matches as resolve candidates
-// (the memory backend's rules: match_method address, accept at confidence
-// >= 0.9, else review), with one _msearch for their linked locations and
-// permit counts.
+// (propmatch.ResolveCandidate), with one _msearch for their linked
+// locations and permit counts.
 func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.PropertyMatch) ([]readmodel.Candidate, error) {
 	if len(matches) == 0 {
 		return nil, nil
@@ -616,37 +615,9 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 	out := make([]readmodel.Candidate, 0, len(matches))
 	for _, m := range matches {
 		c := counts[m.Property.PropertyID]
-		decision := "review"
-		if m.MatchConfidence >= 0.9 {
-			decision = "accept"
-		}
-		out = append(out, readmodel.Candidate{
-			Location:    propertyLocation(m.Property, locs, c.n, c.latest),
-			Score:       m.MatchConfidence,
-			Confidence:  m.MatchConfidence,
-			MatchMethod: "address",
-			Decision:    decision,
-			Reasons:     []string{"address_" + m.MatchType},
-		})
+		out = append(out, propmatch.ResolveCandidate(m, propertyLocation(m.Property, locs, c.n, c.latest)))
 	}
 	return out, nil
-}
-
-// mergeCandidates ranks property and location candidates together: score
-// descending, population descending, geo_id ascending.
-func mergeCandidates(a, b []readmodel.Candidate, limit int) []readmodel.Candidate {
-	out := append(a, b...)
-	sort.SliceStable(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		switch {
-		case x.Score != y.Score:
-			return x.Score > y.Score
-		case x.Location.Population != y.Location.Population:
-			return x.Location.Population > y.Location.Population
-		}
-		return x.Location.GeoID < y.Location.GeoID
-	})
-	return out[:min(len(out), limit)]
 }
 
 // Health implements readmodel.Reader.

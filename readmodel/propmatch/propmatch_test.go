@@ -251,3 +251,22 @@ func TestHouseNumber(t *testing.T) {
 		require.Equal(t, want, propmatch.HouseNumber(street), "%q", street)
 	}
 }
+
+func TestResolveCandidateAndMerge(t *testing.T) {
+	loc := readmodel.Location{GeoID: "prop_b", GeoType: readmodel.GeoProperty}
+	accept := propmatch.ResolveCandidate(readmodel.PropertyMatch{MatchConfidence: 0.9, MatchType: "normalized"}, loc)
+	require.Equal(t, readmodel.Candidate{Location: loc, Score: 0.9, Confidence: 0.9, MatchMethod: "address",
+		Decision: "accept", Reasons: []string{"address_normalized"}}, accept)
+	review := propmatch.ResolveCandidate(readmodel.PropertyMatch{MatchConfidence: 0.85, MatchType: "fuzzy"},
+		readmodel.Location{GeoID: "prop_a"})
+	require.Equal(t, "review", review.Decision)
+
+	city := readmodel.Candidate{Location: readmodel.Location{GeoID: "g_city", Population: 10}, Score: 0.9}
+	zip := readmodel.Candidate{Location: readmodel.Location{GeoID: "g_zip"}, Score: 0.9}
+	got := propmatch.MergeCandidates([]readmodel.Candidate{review, accept}, []readmodel.Candidate{zip, city}, 3)
+	var ids []string
+	for _, c := range got {
+		ids = append(ids, c.Location.GeoID)
+	}
+	require.Equal(t, []string{"g_city", "g_zip", "prop_b"}, ids) // score, population desc, geo_id asc
+}
