@@ -95,8 +95,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (g *geoAcc) permit(f permitFacts, newBuild bool) {
-	pt := permitPoint{day: math.MinInt32, newBuild: newBuild, valuation: math.NaN(), zip: f.zip, state: strings.ToUpper(f.p.Address.State)}
+func (g *geoAcc) permit(f permitFacts) {
+	pt := permitPoint{day: math.MinInt32, newBuild: f.class.newConstruction, valuation: math.NaN(), zip: f.zip, state: strings.ToUpper(f.p.Address.State)}
 	if !f.issue.IsZero() && !reCancelled.MatchString(strings.ToLower(f.p.Status)) {
 		pt.day = int32(f.issue.Unix() / 86400)
 	}

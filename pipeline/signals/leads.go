@@ -109,6 +109,7 @@ type permitFacts struct {
 	version   int64
 	occurred  time.Time
 	p         events.Permit
+	class     class     // classify(p)
 	issue     time.Time // zero: not issued
 	completed time.Time // zero: no completion
 	zip       string
@@ -147,7 +148,7 @@ func derive(f permitFacts, asOf time.Time) []events.Lead {
 	if f.issue.IsZero() || reCancelled.MatchString(status) || f.issue.After(asOf) {
 		return nil
 	}
-	c := classify(p)
+	c := f.class
 	expired := reExpired.MatchString(status)
 	_, valued := sizeFactor(p.Valuation)
 	base := func(key, basis string, date time.Time, conf float64, codes ...string) events.Lead {

@@ -146,13 +146,13 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
 		return nil // an older or repeated snapshot
 	}
 	f := permitFacts{
-		id: env.EntityID, version: env.EntityVersion, occurred: env.OccurredAt, p: p,
+		id: env.EntityID, version: env.EntityVersion, occurred: env.OccurredAt, p: p, class: classify(p),
 		issue: parseDate(p.IssueDate), completed: parseDate(p.CompletionDate), zip: zip5(p.Address.Zipcode),
 	}
 	if st := strings.ToUpper(p.Address.State); len(st) == 2 {
 		pl.states[st] = true
 	}
-	pl.geo.permit(f, classify(p).newConstruction)
+	pl.geo.permit(f)
 	var keys uint8
 	for _, l := range derive(f, pl.p.AsOf) {
 		env, err := events.New(events.LeadUpserted, events.LeadID(f.id, l.SignalKey), leadVersion(f.version), f.occurred, Source, &l)
