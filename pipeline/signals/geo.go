@@ -3,6 +3,7 @@ package signals
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,21 +79,12 @@ func (g *geoAcc) location(id string, l events.Location) {
 	if l.GeoType == "zip" {
 		info.up = []string{id}
 		for _, u := range []string{l.JurisdictionGeoID, l.CityGeoID, l.CountyGeoID, l.StateGeoID} {
-			if u != "" && !contains(info.up, u) {
+			if u != "" && !slices.Contains(info.up, u) {
 				info.up = append(info.up, u)
 			}
 		}
 	}
 	g.geos[id] = info
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *geoAcc) permit(f permitFacts) {
