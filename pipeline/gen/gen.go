@@ -33,8 +33,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -82,12 +84,12 @@ type Report struct {
 func (r Report) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "generated %d permits and %d properties (%d events) over %d places in %v\n",
 		r.Permits, r.Properties, r.Events, r.Places, r.Elapsed.Round(time.Millisecond))
-	for _, k := range sortedKeys(r.WorkTypes) {
+	for _, k := range slices.Sorted(maps.Keys(r.WorkTypes)) {
 		if err == nil {
 			_, err = fmt.Fprintf(w, "  work %-32s %d\n", k, r.WorkTypes[k])
 		}
 	}
-	for _, k := range sortedKeys(r.Statuses) {
+	for _, k := range slices.Sorted(maps.Keys(r.Statuses)) {
 		if err == nil {
 			_, err = fmt.Fprintf(w, "  status %-30s %d\n", k, r.Statuses[k])
 		}
@@ -254,13 +256,4 @@ func mix(a, b uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -46,7 +46,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/permitd/permitd/events"
@@ -153,7 +154,7 @@ func (r Report) WriteText(w io.Writer) error {
 		for _, b := range f.Bad {
 			p("  bad %-28s %6d rows, first lines %v\n", b.Reason, b.Rows, b.Lines)
 		}
-		for _, k := range sortedKeys(f.Notes) {
+		for _, k := range slices.Sorted(maps.Keys(f.Notes)) {
 			p("  note %-27s %6d rows\n", k, f.Notes[k])
 		}
 	}
@@ -251,13 +252,4 @@ func Import(ctx context.Context, open func(name string) (io.ReadCloser, error), 
 func finish(rep Report, start time.Time) Report {
 	rep.Elapsed = time.Since(start)
 	return rep
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

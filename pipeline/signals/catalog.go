@@ -151,12 +151,3 @@ func Catalog(state string) []events.CatalogEntry {
 	sort.Slice(out, func(i, j int) bool { return out[i].SignalKey < out[j].SignalKey })
 	return out
 }
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

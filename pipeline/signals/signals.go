@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,7 +209,7 @@ func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred
 // Finish emits the catalog of every state seen (and WA), then the geo
 // signal rows, and returns the report.
 func (pl *Pipeline) Finish(ctx context.Context) (Report, error) {
-	for _, st := range sortedKeys(pl.states) {
+	for _, st := range slices.Sorted(maps.Keys(pl.states)) {
 		for _, e := range Catalog(st) {
 			env, err := events.New(events.CatalogUpserted, events.CatalogID(e.State, e.SignalKey), Revision, pl.p.AsOf, Source, &e)
 			if err != nil {
