@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,7 +152,7 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		if err != nil {
 			return readmodel.Location{}, err
 		}
-		return propertyLocation(props[0].property(), locs, rs[1].total(), maxDate(rs[1], "latest")), nil
+		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), rs[1].total(), maxDate(rs[1], "latest")), nil
 	}
 	rs, err := s.msearch(ctx,
 		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
@@ -176,17 +177,17 @@ func errOr(err, otherwise error) error {
 	return otherwise
 }
 
-// propertyLocation presents a property as a location of the property
-// scope, its hierarchy from the linked locations fetched with it.
-func propertyLocation(p readmodel.Property, locs []locationDoc, count int64, latest string) readmodel.Location {
+// locationLookup indexes the locations fetched with one or more
+// properties by geo_id, for readmodel.PropertyLocation.
+func locationLookup(locs []locationDoc) func(geoID string) (readmodel.Location, bool) {
 	byID := make(map[string]readmodel.Location, len(locs))
 	for _, d := range locs {
 		byID[d.GeoID] = d.location()
 	}
-	return readmodel.PropertyLocation(p, func(id string) (readmodel.Location, bool) {
+	return func(id string) (readmodel.Location, bool) {
 		l, ok := byID[id]
 		return l, ok
-	}, count, latest)
+	}
 }
 
 // exists is the existence half of a geo-scoped read: the location, or for
@@ -493,7 +494,7 @@ func statsFrom(r *searchResult, topN int) (readmodel.PermitStats, error) {
 // fuzzy location pool (resolveBody) and, for address-like text, the
 // property candidates; resolve.Score and resolve.Rank order the pool as
 // the memory backend's resolver does. Property candidates need a second
-// _msearch for their hierarchy and permit counts (propertyLocation).
+// _msearch for their hierarchy and permit counts (propertyCandidates).
 func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
 	if q.Limit < 1 || q.Limit > 20 {
 		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
@@ -572,6 +573,8 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 			geoIDs = append(geoIDs, g.GeoID)
 		}
 	}
+	slices.Sort(geoIDs) // matches of one street share their city, county and state
+	geoIDs = slices.Compact(geoIDs)
 	reqs := []msearchReq{{s.read(readmodel.KindPermit), propertyPermitStatsBody(propIDs)}}
 	if len(geoIDs) > 0 {
 		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), locationsByIDBody(geoIDs)})
@@ -612,10 +615,11 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 		}
 		counts[b.Key] = c
 	}
+	look := locationLookup(locs)
 	out := make([]readmodel.Candidate, 0, len(matches))
 	for _, m := range matches {
 		c := counts[m.Property.PropertyID]
-		out = append(out, propmatch.ResolveCandidate(m, propertyLocation(m.Property, locs, c.n, c.latest)))
+		out = append(out, propmatch.ResolveCandidate(m, readmodel.PropertyLocation(m.Property, look, c.n, c.latest)))
 	}
 	return out, nil
 }

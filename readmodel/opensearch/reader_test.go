@@ -1,0 +1,66 @@
+package opensearch
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// TestResolvePropertyCandidates drives the property scope of
+// ResolveCandidates against a fake cluster: one _msearch for the
+// properties, one for their permit counts and linked locations.
+func TestResolvePropertyCandidates(t *testing.T) {
+	prop := func(id, city, cityGeo string) string {
+		return `{"_id":"` + id + `","_source":{"doc_id":"` + id + `","version":1,"deleted":false,"property_id":"` + id +
+			`","canonical_address":"600 UNIVERSITY ST, ` + city + `, WA","normalized_address":"600 UNIVERSITY ST","house_number":"600",` +
+			`"city":"` + city + `","city_norm":"` + city + `","state":"WA","geo_links":[` +
+			`{"geo_id":"` + cityGeo + `","geo_type":"city","confidence":1,"method":"zip_city"},` +
+			`{"geo_id":"g_wa","geo_type":"state","confidence":1,"method":"state"}]}}`
+	}
+	loc := func(id, typ, name string) string {
+		return `{"_id":"` + id + `","_source":{"doc_id":"` + id + `","version":1,"deleted":false,"geo_id":"` + id +
+			`","geo_type":"` + typ + `","name":"` + name + `","state_name":"Washington"}}`
+	}
+	answers := []string{
+		`{"responses":[{"status":200,"hits":{"hits":[` + prop("prop_a", "SEATTLE", "g_sea") + `,` + prop("prop_b", "SPOKANE", "g_spo") + `]}}]}`,
+		`{"responses":[
+		 {"status":200,"hits":{"hits":[]},"aggregations":{"by_property":{"buckets":[{"key":"prop_a","doc_count":3,"latest":{"value":1719705600000}}]}}},
+		 {"status":200,"hits":{"hits":[` + loc("g_sea", "city", "Seattle") + `,` + loc("g_spo", "city", "Spokane") + `,` + loc("g_wa", "state", "Washington") + `]}}]}`,
+	}
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, string(b))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
+	}))
+	t.Cleanup(srv.Close)
+	s, err := New(Config{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+
+	got, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "600 University St", GeoType: readmodel.GeoProperty, Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, seen, 2)
+	require.Equal(t, 1, strings.Count(seen[1], `"g_wa"`), "a location shared by the matches is fetched once")
+	require.Len(t, got, 2)
+	a, b := got[0], got[1]
+	require.Equal(t, "prop_a", a.Location.GeoID)
+	require.Equal(t, readmodel.GeoProperty, a.Location.GeoType)
+	require.Equal(t, "address", a.MatchMethod)
+	require.Equal(t, "review", a.Decision, "two equal matches are ambiguous")
+	require.Equal(t, "Seattle", a.Location.City)
+	require.Equal(t, "g_sea", a.Location.CityGeoID)
+	require.Equal(t, "Washington", a.Location.StateName)
+	require.Equal(t, int64(3), a.Location.PermitCount)
+	require.Equal(t, "2024-06-30", a.Location.LatestPermitDate)
+	require.Equal(t, "prop_b", b.Location.GeoID)
+	require.Equal(t, "Spokane", b.Location.City)
+	require.Equal(t, int64(0), b.Location.PermitCount)
+}
