@@ -3,7 +3,6 @@ package events_test
 import (
 	"encoding/json"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -13,47 +12,6 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/events/eventstest"
 )
-
-// checkNullableObject is checkObject for payloads with pointer fields: a
-// pointer encodes as its element's type or null, and a struct field is an
-// object checked recursively.
-func checkNullableObject(t *testing.T, doc, node map[string]any, goType reflect.Type) {
-	t.Helper()
-	require.Equal(t, "object", node["type"], "%s", goType)
-	require.Equal(t, false, node["additionalProperties"], "%s: additionalProperties must be false", goType)
-	fields := jsonFields(goType)
-	props := node["properties"].(map[string]any)
-	require.Equal(t, sortedKeys(fields), sortedKeys(props), "%s: schema properties vs JSON fields", goType)
-
-	var wantRequired []string
-	for name, f := range fields {
-		if !f.omitempty {
-			wantRequired = append(wantRequired, name)
-		}
-	}
-	sort.Strings(wantRequired)
-	require.Equal(t, wantRequired, toStrings(node["required"]), "%s: required = fields without omitempty", goType)
-
-	for name, f := range fields {
-		p := resolve(doc, props[name].(map[string]any))
-		typ := f.typ
-		if typ.Kind() == reflect.Pointer {
-			got, _ := p["type"].([]any)
-			want := []any{schemaType(typ.Elem()), "null"}
-			if f.omitempty {
-				// An omitted nil never encodes as null.
-				require.Equal(t, schemaType(typ.Elem()), p["type"], "%s.%s", goType, name)
-			} else {
-				require.Equal(t, want, got, "%s.%s: pointer without omitempty is type-or-null", goType, name)
-			}
-			continue
-		}
-		require.Equal(t, schemaType(typ), declaredType(p), "%s.%s", goType, name)
-		if typ.Kind() == reflect.Struct {
-			checkNullableObject(t, doc, p, typ)
-		}
-	}
-}
 
 func TestPermitAndPropertySchemasMatchGoTypes(t *testing.T) {
 	tests := []struct {
@@ -72,7 +30,7 @@ func TestPermitAndPropertySchemasMatchGoTypes(t *testing.T) {
 			props := doc["properties"].(map[string]any)
 			require.Equal(t, string(tt.typ), props["type"].(map[string]any)["const"])
 			require.EqualValues(t, events.SchemaVersion, props["schema_version"].(map[string]any)["const"])
-			checkNullableObject(t, doc, resolve(doc, props["data"].(map[string]any)), tt.payload)
+			checkObject(t, doc, resolve(doc, props["data"].(map[string]any)), tt.payload)
 		})
 	}
 }

@@ -134,6 +134,9 @@ func toStrings(v any) []string {
 
 // checkObject compares one schema object node with a Go struct type.
 // alsoRequired lists omitempty fields that this event type requires anyway.
+// A pointer field encodes as its element's type, or null unless it is
+// omitempty (an omitted nil never encodes as null); a struct field is an
+// object checked recursively.
 func checkObject(t *testing.T, doc, node map[string]any, goType reflect.Type, alsoRequired ...string) {
 	t.Helper()
 	require.Equal(t, "object", node["type"])
@@ -155,10 +158,23 @@ func checkObject(t *testing.T, doc, node map[string]any, goType reflect.Type, al
 
 	for name, f := range fields {
 		p := resolve(doc, props[name].(map[string]any))
-		require.Equal(t, schemaType(f.typ), declaredType(p), "%s.%s", goType, name)
-		if f.typ.Kind() == reflect.Slice && f.typ != reflect.TypeOf(json.RawMessage{}) {
+		typ := f.typ
+		if typ.Kind() == reflect.Pointer {
+			if f.omitempty {
+				require.Equal(t, schemaType(typ.Elem()), p["type"], "%s.%s", goType, name)
+			} else {
+				got, _ := p["type"].([]any)
+				require.Equal(t, []any{schemaType(typ.Elem()), "null"}, got, "%s.%s: pointer without omitempty is type-or-null", goType, name)
+			}
+			continue
+		}
+		require.Equal(t, schemaType(typ), declaredType(p), "%s.%s", goType, name)
+		switch {
+		case typ.Kind() == reflect.Slice && typ != reflect.TypeOf(json.RawMessage{}):
 			items := resolve(doc, p["items"].(map[string]any))
-			require.Equal(t, schemaType(f.typ.Elem()), declaredType(items), "%s.%s items", goType, name)
+			require.Equal(t, schemaType(typ.Elem()), declaredType(items), "%s.%s items", goType, name)
+		case typ.Kind() == reflect.Struct && typ != reflect.TypeOf(time.Time{}):
+			checkObject(t, doc, p, typ)
 		}
 	}
 }
