@@ -21,8 +21,7 @@ func Schema(t Type) ([]byte, bool) {
 	if t.IsDelete() {
 		name = "deleted.json"
 	}
-	b, err := fs.ReadFile(schemaFS, "schemas/"+name)
-	return b, err == nil
+	return SchemaFile(name)
 }
 
 // SchemaNames lists the embedded schema files.
