@@ -516,10 +516,7 @@ func (d *decoder) number() (digits int, integer, ok bool) {
 		d.i++
 		digits = 1
 	case c >= '1' && c <= '9':
-		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
-			d.i++
-			digits++
-		}
+		digits = d.digits()
 	default:
 		return 0, false, false
 	}
@@ -527,12 +524,7 @@ func (d *decoder) number() (digits int, integer, ok bool) {
 	if d.peek() == '.' {
 		integer = false
 		d.i++
-		n := 0
-		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
-			d.i++
-			n++
-		}
-		if n == 0 {
+		if d.digits() == 0 {
 			return 0, false, false
 		}
 	}
@@ -542,12 +534,7 @@ func (d *decoder) number() (digits int, integer, ok bool) {
 		if c := d.peek(); c == '+' || c == '-' {
 			d.i++
 		}
-		n := 0
-		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
-			d.i++
-			n++
-		}
-		if n == 0 {
+		if d.digits() == 0 {
 			return 0, false, false
 		}
 	}
@@ -560,6 +547,15 @@ func (d *decoder) number() (digits int, integer, ok bool) {
 		return digits, integer, true
 	}
 	return 0, false, false
+}
+
+// digits passes over a run of decimal digits and returns its length.
+func (d *decoder) digits() int {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i - start
 }
 
 // internType returns the constant for a known event type, saving an
