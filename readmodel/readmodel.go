@@ -67,19 +67,24 @@ var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLe
 //   - A read that the backend cannot serve returns ErrUnavailable (wrapped).
 type Reader interface {
 	// Location returns one location by geo_id with PermitCount and
-	// LatestPermitDate current as of the last applied batch.
-	// Unknown geo_id: ErrNotFound.
+	// LatestPermitDate current as of the last applied batch (counted by the
+	// backend; a document's own figures are ignored). A property_id is a
+	// geo_id of the property scope: the property presented by
+	// PropertyLocation. Unknown geo_id: ErrNotFound.
 	Location(ctx context.Context, geoID string) (Location, error)
 
-	// ResolveCandidates ranks locations (and properties, for the property
-	// scope) for free text. Candidates are ordered by Score descending, ties
-	// broken by population descending then geo_id ascending, at most
-	// q.Limit. No match is an empty slice, not an error.
+	// ResolveCandidates ranks locations for free text; when q.GeoType is
+	// "" or property and the text looks like an address (a leading house
+	// number), properties too (geo_type property, match_method address).
+	// Candidates are ordered by Score descending, ties broken by population
+	// descending then geo_id ascending, at most q.Limit. No match is an
+	// empty slice, not an error.
 	ResolveCandidates(ctx context.Context, q ResolveQuery) ([]Candidate, error)
 
-	// SearchPermits pages the permits linked to q.GeoID, ordered by
-	// issue_date (q.Desc) with permit_id ascending as tie-breaker; permits
-	// without an issue date sort after every dated permit in both orders.
+	// SearchPermits pages the permits linked to q.GeoID (for a property_id,
+	// the permits of that property), ordered by issue_date (q.Desc) with
+	// permit_id ascending as tie-breaker; permits without an issue date
+	// sort after every dated permit in both orders.
 	// Unknown geo_id: ErrNotFound. A known geo with no permits: empty page.
 	SearchPermits(ctx context.Context, q PermitQuery) (PermitPage, error)
 

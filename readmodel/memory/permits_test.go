@@ -363,3 +363,19 @@ func deref(p readmodel.Permit) flat {
 	out.Valuation, out.Permit.Lat, out.Permit.Lon = nil, nil, nil
 	return out
 }
+
+// PermitCount and LatestPermitDate come from the permit index: a location
+// document that carries its own (stale) figures does not leak them.
+func TestLocationPermitFiguresComeFromTheIndex(t *testing.T) {
+	s := newStore(t)
+	apply(t, s, readmodel.Batch{Locations: []readmodel.Location{
+		{GeoID: "g_empty", GeoType: readmodel.GeoCity, Name: "Nowhere", PermitCount: 7, LatestPermitDate: "2020-01-01", Version: 1},
+	}})
+	l, err := s.Location(context.Background(), "g_empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.PermitCount != 0 || l.LatestPermitDate != "" {
+		t.Fatalf("location %+v", l)
+	}
+}

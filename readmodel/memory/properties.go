@@ -298,7 +298,7 @@ func (c *cproperty) candidate() propmatch.Candidate[uint32] {
 // lock held) and presents them with propmatch.ResolveCandidate.
 func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidate {
 	if !propmatch.LooksLikeAddress(q.Text) {
-		return nil
+		return []readmodel.Candidate{}
 	}
 	pq, hits := s.propertyHits(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
 	out := make([]readmodel.Candidate, 0, len(hits))

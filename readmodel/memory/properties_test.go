@@ -164,3 +164,11 @@ func TestResolvePropertyWithOtherID(t *testing.T) {
 		t.Fatalf("candidates %+v", got)
 	}
 }
+
+// No match is an empty slice, not nil (readmodel.Reader.ResolveCandidates).
+func TestResolvePropertyScopeNoMatchIsEmpty(t *testing.T) {
+	got, err := newStore(t).ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "Seattle", GeoType: readmodel.GeoProperty, Limit: 5})
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("candidates %#v, %v", got, err)
+	}
+}

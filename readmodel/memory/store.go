@@ -161,6 +161,7 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		return readmodel.Location{}, readmodel.ErrNotFound
 	}
 	l = l.Clone()
+	l.PermitCount, l.LatestPermitDate = 0, "" // the index's, never the document's
 	if set, _ := s.geoPermits(geoID); set != nil {
 		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
 	}
