@@ -257,7 +257,17 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 		}
 		out = append(out, got...)
 	}
-	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	if len(keys) > 1 { // each key's page is already in order
+		slices.SortFunc(out, func(a, b *leadRec) int {
+			if less(a, b) {
+				return -1
+			}
+			if less(b, a) {
+				return 1
+			}
+			return 0
+		})
+	}
 	if len(out) > want {
 		out = out[:want]
 	}
