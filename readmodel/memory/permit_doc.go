@@ -122,16 +122,11 @@ func ptrOf(f float64) *float64 {
 	return &f
 }
 
-// parsePropKey reads prop_ + 32 lowercase hex.
+// parsePropKey reads a property_id (readmodel.IsPropertyID) as 16 bytes.
 func parsePropKey(id string) (propKey, bool) {
 	var k propKey
-	if len(id) != 37 || id[:5] != "prop_" {
+	if !readmodel.IsPropertyID(id) {
 		return k, false
-	}
-	for i := 5; i < 37; i++ {
-		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return k, false
-		}
 	}
 	if _, err := hex.Decode(k[:], []byte(id[5:])); err != nil {
 		return k, false

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
@@ -118,24 +117,12 @@ func maxDate(r *searchResult, name string) string {
 	return epochDay(*a.Value)
 }
 
-func isPropertyID(id string) bool {
-	if len(id) != 37 || !strings.HasPrefix(id, "prop_") {
-		return false
-	}
-	for i := 5; i < len(id); i++ {
-		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // Location implements readmodel.Reader with one _msearch: the document and
 // its permits' count and latest issue date. A property_id is a location
 // of the property scope (as in the memory backend): the property, its
 // permits and, by a terms lookup on its links, its hierarchy.
 func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	if isPropertyID(geoID) {
+	if readmodel.IsPropertyID(geoID) {
 		rs, err := s.msearch(ctx,
 			msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)},
 			msearchReq{s.read(readmodel.KindPermit), permitCountBody("property_id", geoID)},
@@ -193,7 +180,7 @@ func locationLookup(locs []locationDoc) func(geoID string) (readmodel.Location, 
 // exists is the existence half of a geo-scoped read: the location, or for
 // a property_id the property.
 func (s *Store) exists(geoID string) msearchReq {
-	if isPropertyID(geoID) {
+	if readmodel.IsPropertyID(geoID) {
 		return msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)}
 	}
 	return msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)}
@@ -225,7 +212,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 		return readmodel.PermitPage{}, err
 	}
 	field := "geo_ids"
-	if isPropertyID(q.GeoID) {
+	if readmodel.IsPropertyID(q.GeoID) {
 		field = "property_id"
 	}
 	rs, err := s.msearch(ctx, s.exists(q.GeoID),
@@ -275,7 +262,7 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
-	if !isPropertyID(q.PropertyID) {
+	if !readmodel.IsPropertyID(q.PropertyID) {
 		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
 	}
 	rs, err := s.msearch(ctx, s.exists(q.PropertyID),
