@@ -179,3 +179,30 @@ func sortCounts(v []readmodel.ValueCount) {
 		}
 	}
 }
+
+// Stats of a geography without leads are zeros and empty lists, whether
+// or not the store holds any lead; its lead page is empty, not nil.
+func TestStatsWithoutLeadsAreEmpty(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: city}, Today: "2026-01-01", TopN: 5}
+	check := func(st readmodel.PermitStats, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		require.Zero(t, st.Total)
+		require.Empty(t, st.BySignal)
+		require.Empty(t, st.TopCities)
+		require.Empty(t, st.TopCounties)
+		require.Empty(t, st.TopZips)
+	}
+	check(s.PermitStats(ctx, q))
+
+	conf := 0.9
+	apply(t, s, readmodel.Batch{Leads: []readmodel.Lead{{LeadID: "l1", SignalKey: "k", EventDateUsed: "2025-12-30",
+		Confidence: &conf, GeoIDs: []string{zipA}, Version: 1}}})
+	check(s.PermitStats(ctx, q))
+	page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: q.Filter, Sort: readmodel.SortEventDateDesc, Limit: 5})
+	require.NoError(t, err)
+	require.NotNil(t, page.Leads)
+	require.Empty(t, page.Leads)
+}

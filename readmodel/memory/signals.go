@@ -23,11 +23,11 @@ type signalIndexes struct {
 	geoByGeo map[string]map[string]*readmodel.GeoSignal
 }
 
-func (x *signalIndexes) init() {
-	if x.leads == nil {
-		x.leads = newLeadIndex()
-		x.geoByState = map[string]*btree.BTreeG[*readmodel.GeoSignal]{}
-		x.geoByGeo = map[string]map[string]*readmodel.GeoSignal{}
+func newSignalIndexes() signalIndexes {
+	return signalIndexes{
+		leads:      newLeadIndex(),
+		geoByState: map[string]*btree.BTreeG[*readmodel.GeoSignal]{},
+		geoByGeo:   map[string]map[string]*readmodel.GeoSignal{},
 	}
 }
 
@@ -42,7 +42,6 @@ func geoSignalLess(a, b *readmodel.GeoSignal) bool {
 }
 
 func (x *signalIndexes) addGeo(g *readmodel.GeoSignal) {
-	x.init()
 	t := x.geoByState[g.State]
 	if t == nil {
 		t = btree.NewBTreeGOptions(geoSignalLess, btree.Options{NoLocks: true})
@@ -59,7 +58,7 @@ func (x *signalIndexes) addGeo(g *readmodel.GeoSignal) {
 
 func (x *signalIndexes) removeGeo(id string) {
 	geoID, key, ok := strings.Cut(id, "|")
-	if !ok || x.geoByGeo == nil {
+	if !ok {
 		return
 	}
 	g := x.geoByGeo[geoID][key]
@@ -79,7 +78,6 @@ func (s *Store) putGeoSignal(g readmodel.GeoSignal) bool {
 	if !ok {
 		return false
 	}
-	s.signals.init()
 	if hadPrev {
 		s.signals.removeGeo(g.ID())
 	}
@@ -101,7 +99,6 @@ func (s *Store) putLead(l readmodel.Lead) bool {
 	if !ok {
 		return false
 	}
-	s.signals.init()
 	if hadPrev {
 		s.signals.leads.remove(l.LeadID)
 	}
@@ -227,9 +224,6 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 		return readmodel.LeadPage{}, readmodel.ErrNotFound
 	}
 	page := readmodel.LeadPage{Leads: []readmodel.Lead{}}
-	if s.signals.leads == nil {
-		return page, nil
-	}
 	recs, err := s.signals.leads.page(q)
 	if err != nil {
 		return page, err
@@ -251,9 +245,6 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	defer s.mu.RUnlock()
 	if _, ok := s.locations.get(q.Filter.GeoID); !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound
-	}
-	if s.signals.leads == nil {
-		return readmodel.PermitStats{BySignal: []readmodel.ValueCount{}, TopCounties: []readmodel.ValueCount{}, TopCities: []readmodel.ValueCount{}, TopZips: []readmodel.ValueCount{}}, nil
 	}
 	return s.signals.leads.stats(q)
 }

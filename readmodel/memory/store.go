@@ -39,7 +39,7 @@ type Store struct {
 	catalog    *table[readmodel.CatalogEntry]
 
 	signals signalIndexes // signals.go
-	pi      permitIndexes // permits.go
+	pi      permitIndexes // intern.go, permits.go
 
 	resolver Resolver
 }
@@ -63,6 +63,7 @@ func New(opts Options) *Store {
 		permits:    newTable[*cpermit](),
 		props:      newPropertyTable(),
 		pi:         newPermitIndexes(),
+		signals:    newSignalIndexes(),
 		geoSignals: newTable[readmodel.GeoSignal](),
 		leads:      newTable[readmodel.Lead](),
 		catalog:    newTable[readmodel.CatalogEntry](),
