@@ -12,7 +12,11 @@ package readmodel
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"slices"
+	"strconv"
 )
 
 // Sentinel errors every backend returns (wrapped or bare; test with errors.Is).
@@ -147,8 +151,30 @@ type Inspector interface {
 	// Counts returns the number of live (not deleted) documents per kind.
 	Counts(ctx context.Context) (map[Kind]int64, error)
 	// Digest returns a hex SHA-256 over every live document's kind, id and
-	// version, independent of insertion order.
+	// version, independent of insertion order (built with Digest, so equal
+	// contents give equal digests on every backend).
 	Digest(ctx context.Context) (string, error)
+}
+
+// Digest builds Inspector.Digest, the same way for every backend: Add
+// each live document in any order, then Sum.
+type Digest struct{ lines []string }
+
+// Add records one live document.
+func (d *Digest) Add(k Kind, id string, version int64) {
+	d.lines = append(d.lines, string(k)+" "+id+" "+strconv.FormatInt(version, 10))
+}
+
+// Sum is the hex SHA-256 over the sorted lines "kind id version", each
+// ending in a newline.
+func (d *Digest) Sum() string {
+	slices.Sort(d.lines)
+	h := sha256.New()
+	for _, l := range d.lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Batch is one unit of projection output. Documents of one kind are

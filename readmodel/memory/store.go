@@ -7,11 +7,7 @@ package memory
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
@@ -216,30 +212,22 @@ func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
 	}, nil
 }
 
-// Digest implements readmodel.Inspector: SHA-256 over the sorted lines
-// "kind id version" of every live document.
+// Digest implements readmodel.Inspector (readmodel.Digest over every live
+// document).
 func (s *Store) Digest(ctx context.Context) (string, error) {
-	s.mu.RLock()
-	var lines []string
+	var d readmodel.Digest
 	add := func(k readmodel.Kind) func(string, int64) {
-		return func(id string, v int64) {
-			lines = append(lines, string(k)+" "+id+" "+strconv.FormatInt(v, 10))
-		}
+		return func(id string, v int64) { d.Add(k, id, v) }
 	}
+	s.mu.RLock()
 	eachVersion(s.locations, add(readmodel.KindLocation))
 	eachVersion(s.permits, add(readmodel.KindPermit))
-	s.props.each(func(e *propEntry) { add(readmodel.KindProperty)(s.propString(e.ref), e.version) })
+	s.props.each(func(e *propEntry) { d.Add(readmodel.KindProperty, s.propString(e.ref), e.version) })
 	eachVersion(s.geoSignals, add(readmodel.KindGeoSignal))
 	eachVersion(s.leads, add(readmodel.KindLead))
 	eachVersion(s.catalog, add(readmodel.KindCatalog))
 	s.mu.RUnlock()
-	slices.Sort(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return d.Sum(), nil
 }
 
 func eachVersion[T any](t *table[T], fn func(id string, v int64)) {

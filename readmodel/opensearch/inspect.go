@@ -2,14 +2,10 @@ package opensearch
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -32,28 +28,20 @@ func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
 	return out, nil
 }
 
-// Digest implements readmodel.Inspector: the memory backend's digest
-// (SHA-256 over the sorted "kind id version" lines of live documents).
+// Digest implements readmodel.Inspector (readmodel.Digest over every live
+// document).
 // Each kind is scanned by doc_id with search_after inside a point in time,
 // so the scan is one snapshot; when the point in time cannot be opened or
 // has expired, the scan continues from the last doc_id without one.
 func (s *Store) Digest(ctx context.Context) (string, error) {
-	var lines []string
+	var d readmodel.Digest
 	for _, k := range readmodel.Kinds {
-		err := s.scan(ctx, k, func(id string, v int64) {
-			lines = append(lines, string(k)+" "+id+" "+strconv.FormatInt(v, 10))
-		})
+		err := s.scan(ctx, k, func(id string, v int64) { d.Add(k, id, v) })
 		if err != nil {
 			return "", err
 		}
 	}
-	slices.Sort(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return d.Sum(), nil
 }
 
 // scan calls fn for every live document of kind k.
