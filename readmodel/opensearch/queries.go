@@ -30,6 +30,19 @@ func filtered(clauses ...obj) obj {
 	return obj{"bool": obj{"filter": f}}
 }
 
+// dateRange keeps documents whose date field is in [from, to]
+// (YYYY-MM-DD, inclusive; "" leaves that side open).
+func dateRange(field, from, to string) obj {
+	r := obj{"format": "strict_date"}
+	if from != "" {
+		r["gte"] = from
+	}
+	if to != "" {
+		r["lte"] = to
+	}
+	return obj{"range": obj{field: r}}
+}
+
 // byIDBody fetches one live document by id (the existence half of a read
 // that must answer ErrNotFound).
 func byIDBody(id string) obj {
@@ -70,14 +83,7 @@ func locationsByIDBody(ids []string) obj {
 func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey, total bool) obj {
 	clauses := []obj{term(field, id)}
 	if from != "" || to != "" {
-		r := obj{"format": "strict_date"}
-		if from != "" {
-			r["gte"] = from
-		}
-		if to != "" {
-			r["lte"] = to
-		}
-		clauses = append(clauses, obj{"range": obj{"issue_date": r}})
+		clauses = append(clauses, dateRange("issue_date", from, to))
 	}
 	order := "asc"
 	if desc {
@@ -183,14 +189,7 @@ func leadQuery(f readmodel.LeadFilter) (obj, error) {
 		clauses = append(clauses, terms("signal_key", f.SignalKeys))
 	}
 	if lo != "" || hi != "" {
-		r := obj{"format": "strict_date"}
-		if lo != "" {
-			r["gte"] = lo
-		}
-		if hi != "" {
-			r["lte"] = hi
-		}
-		clauses = append(clauses, obj{"range": obj{"event_date_used": r}})
+		clauses = append(clauses, dateRange("event_date_used", lo, hi))
 	}
 	if f.MinConfidence != nil {
 		clauses = append(clauses, obj{"range": obj{"confidence": obj{"gte": *f.MinConfidence}}})
