@@ -110,14 +110,12 @@ type propertyPermitsResponse struct {
 	NextCursor *string              `json:"next_cursor"`
 }
 
-var propertyIDRe = regexp.MustCompile(`^prop_[0-9a-f]{32}$`)
-
 // propertyPermits: GET /v1/property/{property_id}/permits. Issue date
 // descending, undated last, permit_id ascending; count is the page's
 // size. The cursor is bound to the property_id.
 func (s *server) propertyPermits(c *gin.Context) error {
 	id := strings.TrimSpace(c.Param("property_id"))
-	if !propertyIDRe.MatchString(id) {
+	if !readmodel.IsPropertyID(id) {
 		return invalid("property_id", "must match ^prop_[0-9a-f]{32}$; got %q", clip(id))
 	}
 	q := newQuery(c.Request.URL)
