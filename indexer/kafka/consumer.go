@@ -19,7 +19,9 @@
 // duplicates and reordering harmless, so redelivery after a crash or a
 // rebalance is safe. The consumer reports CaughtUp once every partition it
 // started with has reached the high watermark it saw at start; serve keeps
-// /v1/health/ready false until then.
+// /v1/health/ready false until then. Lag is measured against high
+// watermarks listed every LagInterval, so it keeps growing while a
+// partition is stuck.
 package kafka
 
 import (
@@ -81,6 +83,13 @@ type Params struct {
 	// partition changes at the same interval.
 	PartitionWatchInterval time.Duration
 
+	// LagInterval is how often the high watermarks of the owned
+	// partitions are listed (default 5s). Fetches refresh them too, but a
+	// partition whose batch is being retried or held for the First topics
+	// fetches nothing; without this its lag would freeze at the watermark
+	// of its last fetch instead of growing with what is published.
+	LagInterval time.Duration
+
 	// Consumer-group timings (group mode; kafka-go defaults when zero).
 	HeartbeatInterval, SessionTimeout, RebalanceTimeout, JoinGroupBackoff time.Duration
 
@@ -130,6 +139,18 @@ type partition struct {
 
 func (p *partition) lag() int64 { return max(0, p.hwm.Load()-p.pos.Load()) }
 
+// raiseHWM records h as the high watermark unless a newer one is known:
+// fetches and the watermark poller report concurrently, and a watermark
+// never goes back.
+func (p *partition) raiseHWM(h int64) {
+	for {
+		cur := p.hwm.Load()
+		if h <= cur || p.hwm.CompareAndSwap(cur, h) {
+			return
+		}
+	}
+}
+
 // New validates p and returns a Consumer.
 func New(p Params) (*Consumer, error) {
 	if len(p.Brokers) == 0 {
@@ -169,6 +190,9 @@ func New(p Params) (*Consumer, error) {
 	}
 	if p.PartitionWatchInterval <= 0 {
 		p.PartitionWatchInterval = 10 * time.Second
+	}
+	if p.LagInterval <= 0 {
+		p.LagInterval = 5 * time.Second
 	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
@@ -214,6 +238,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 		drainTimer.Wait()
 		c.transport.CloseIdleConnections()
 	}()
+	poll, stopPoll := context.WithCancel(ctx)
+	var poller sync.WaitGroup
+	poller.Go(func() { c.pollWatermarks(poll) })
+	defer func() {
+		stopPoll()
+		poller.Wait()
+	}()
 
 	c.log.Info("kafka consumer starting", "brokers", c.p.Brokers, "topics", c.p.Topics, "mode", c.mode())
 	var err error
@@ -257,7 +288,8 @@ func (c *Consumer) firstCaughtUp() bool {
 }
 
 // Lag is the number of messages behind the newest high watermarks seen,
-// summed over the owned partitions; -1 before the first assignment.
+// summed over the owned partitions; -1 before the first assignment. The
+// watermarks are at most LagInterval old, also while a partition is stuck.
 func (c *Consumer) Lag() int64 {
 	if !c.started.Load() {
 		return -1
@@ -386,6 +418,32 @@ func (c *Consumer) offsets(ctx context.Context, tps []topicPartition) (map[topic
 		}
 	}
 	return out, nil
+}
+
+// pollWatermarks raises the owned partitions' high watermarks (and their
+// lag gauges) every LagInterval until ctx ends. A failed listing is
+// logged and tried again at the next tick.
+func (c *Consumer) pollWatermarks(ctx context.Context) {
+	for sleep(ctx, c.p.LagInterval) {
+		c.mu.Lock()
+		tps := slices.Collect(maps.Keys(c.parts))
+		c.mu.Unlock()
+		offs, err := c.offsets(ctx, tps)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("listing high watermarks for lag failed; trying again", "err", err, "interval", c.p.LagInterval)
+			}
+			continue
+		}
+		c.mu.Lock()
+		for tp, o := range offs {
+			if p := c.parts[tp]; p != nil { // still owned
+				p.raiseHWM(o[1])
+				c.setLag(p)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 // newPartitions builds owned partitions starting at start (an offset or

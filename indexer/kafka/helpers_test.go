@@ -155,6 +155,18 @@ func location(t testing.TB, id string, version int64) events.Envelope {
 	return env
 }
 
+// permit is a valid permit.upserted event in ZIP 98101; all versions of
+// one number share a key, so they land on one partition.
+func permit(t testing.TB, number string, version int64) events.Envelope {
+	t.Helper()
+	env, err := events.New(events.PermitUpserted, events.PermitDocID("test", number), version, time.Unix(1700000000+version, 0), "test", events.Permit{
+		PermitNumber: number, PermitType: "Building", IssueDate: "2025-01-02", Source: "test",
+		Address: events.PermitAddress{Line: "600 UNIVERSITY ST", City: "SEATTLE", State: "WA", Zipcode: "98101", ZipSource: "source"},
+	})
+	require.NoError(t, err)
+	return env
+}
+
 func deleted(t testing.TB, typ events.Type, id string, version int64) events.Envelope {
 	t.Helper()
 	env, err := events.New(typ, id, version, time.Unix(1700000000+version, 0), "test", nil)

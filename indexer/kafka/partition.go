@@ -75,12 +75,11 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			continue
 		}
 		delay = c.p.BackoffMin
-		// The watermark the fetch saw counts now, so lag keeps growing while
-		// this batch waits for the locations topic or is retried.
-		if hwm > p.hwm.Load() {
-			p.hwm.Store(hwm)
-			c.setLag(p)
-		}
+		// The watermark the fetch saw counts now, before this batch waits
+		// for the First topics or is retried; meanwhile pollWatermarks
+		// keeps raising it.
+		p.raiseHWM(hwm)
+		c.setLag(p)
 		if !slices.Contains(c.p.First, p.topic) && !c.waitFirst(fetch) {
 			return
 		}
@@ -92,7 +91,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			return
 		}
 		p.pos.Store(next)
-		p.hwm.Store(max(hwm, next))
+		p.raiseHWM(max(hwm, next))
 		c.batches.Add(1)
 		c.setLag(p)
 		c.checkCaughtUp()
