@@ -93,15 +93,27 @@ type Params struct {
 	// Consumer-group timings (group mode; kafka-go defaults when zero).
 	HeartbeatInterval, SessionTimeout, RebalanceTimeout, JoinGroupBackoff time.Duration
 
-	// First lists the topics whose owned partitions are consumed up to
-	// the high watermark they had when this consumer took them before any
-	// other topic's batch is handled, so that projections find what they
-	// look up (permits and leads look up their ZIP's location). Default:
-	// the locations topic. Later events of every topic flow together.
+	// First lists the topics consumed up to their high watermark before
+	// any other topic's batch is handled, so that projections find what
+	// they look up (permits and leads look up their ZIP's location).
+	// Default: the locations topic. The First topics themselves never
+	// wait. Replay mode owns every partition and waits until those of the
+	// First topics reach the watermark they had when it took them. Group
+	// mode waits group-wide: for every partition of the First topics among
+	// Topics, whichever member owns it, until the group's committed offset
+	// (this member's position, for a partition it owns) reaches the
+	// watermark the partition had when the generation started; an empty
+	// partition has nothing to wait for. Either way, once met the gate
+	// stays open for the consumer's lifetime and every topic flows
+	// together.
 	First []string
 
 	Logger  *slog.Logger
 	Metrics *indexer.Metrics // optional: lag per partition, retries
+
+	// balancers replace kafka-go's group balancers; tests set them (see
+	// export_test.go) to decide which member owns which partition.
+	balancers []kafkago.GroupBalancer
 }
 
 // Consumer reads the topics and drives the Handler. Create it with New
@@ -116,11 +128,12 @@ type Consumer struct {
 	mu    sync.Mutex
 	parts map[topicPartition]*partition // currently owned
 
-	started  atomic.Bool // the first assignment (or discovery) is known
-	firstUp  atomic.Bool // latched once the First topics' owned partitions caught up
-	caughtUp atomic.Bool // latched once every owned partition reached its start watermark
-	batches  atomic.Int64
-	commits  atomic.Int64
+	started      atomic.Bool  // the first assignment (or discovery) is known
+	firstUp      atomic.Bool  // latched once the First topics caught up (see Params.First)
+	firstWaiting atomic.Int64 // batches held by waitFirst now
+	caughtUp     atomic.Bool  // latched once every owned partition reached its start watermark
+	batches      atomic.Int64
+	commits      atomic.Int64
 }
 
 type topicPartition struct {
@@ -269,27 +282,10 @@ func (c *Consumer) mode() string {
 // stays true (Lag keeps reporting the live distance).
 func (c *Consumer) CaughtUp() bool { return c.caughtUp.Load() }
 
-// firstCaughtUp reports whether every owned partition of the First topics
-// has reached the high watermark it had when this consumer took it
-// (vacuously true when it owns none). It latches.
-func (c *Consumer) firstCaughtUp() bool {
-	if c.firstUp.Load() {
-		return true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, p := range c.parts {
-		if slices.Contains(c.p.First, p.topic) && p.pos.Load() < p.startHWM {
-			return false
-		}
-	}
-	c.firstUp.Store(true)
-	return true
-}
-
 // Lag is the number of messages behind the newest high watermarks seen,
 // summed over the owned partitions; -1 before the first assignment. The
-// watermarks are at most LagInterval old, also while a partition is stuck.
+// watermarks are listed every LagInterval, also while a partition is
+// stuck.
 func (c *Consumer) Lag() int64 {
 	if !c.started.Load() {
 		return -1

@@ -112,6 +112,7 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: c.p.PartitionWatchInterval,
 		StartOffset:            kafkago.FirstOffset,
+		GroupBalancers:         c.p.balancers,
 		Logger:                 kafkaLogger(c.log, slog.LevelDebug),
 		ErrorLogger:            kafkaLogger(c.log, slog.LevelWarn),
 	})
@@ -152,7 +153,9 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 
 // runGeneration reads the generation's partitions until it ends (a
 // rebalance) or ctx ends. It must not return earlier: kafka-go ends the
-// generation as soon as a started function returns.
+// generation as soon as a started function returns. Until the First gate
+// is open it also lists the First partitions' watermarks, owned or not,
+// and runs watchFirst for them, so the gate is group-wide.
 func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkago.Generation) {
 	fetch, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -169,10 +172,14 @@ func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkag
 	log.Info("partitions assigned", "partitions", len(start))
 
 	var ps []*partition
+	var firstHWM map[topicPartition]int64 // nil once the First gate is open
 	delay := c.p.BackoffMin
 	for {
 		var err error
 		ps, err = c.newPartitions(fetch, start)
+		if err == nil && !c.firstUp.Load() {
+			firstHWM, err = c.firstWatermarks(fetch)
+		}
 		if err == nil {
 			break
 		}
@@ -189,6 +196,9 @@ func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkag
 	c.own(ps, true)
 
 	var wg sync.WaitGroup
+	if firstHWM != nil {
+		wg.Go(func() { c.watchFirst(fetch, log, firstHWM) })
+	}
 	for _, p := range ps {
 		wg.Go(func() {
 			c.consume(fetch, drain, p, func(next int64) error {

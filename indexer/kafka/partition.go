@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -195,15 +194,4 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 // (a zero high watermark says nothing).
 func atHighWatermark(m kafkago.Message) bool {
 	return m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
-}
-
-// waitFirst holds a batch of a dependent topic until the First topics have
-// caught up; false when fetch ends first.
-func (c *Consumer) waitFirst(fetch context.Context) bool {
-	for !c.firstCaughtUp() {
-		if !sleep(fetch, 10*time.Millisecond) {
-			return false
-		}
-	}
-	return true
 }
