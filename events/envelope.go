@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 	"unicode/utf8"
 
@@ -90,6 +91,10 @@ type Envelope struct {
 	OccurredAt    time.Time       `json:"occurred_at"`
 	Source        string          `json:"source"`
 	Data          json.RawMessage `json:"data,omitempty"`
+
+	// payload is Data decoded, set by DecodeEvent; DecodeData copies it
+	// out instead of parsing Data again.
+	payload any
 }
 
 // ErrInvalid wraps every reason Decode rejects an event; such an event can
@@ -108,30 +113,76 @@ func Decode(raw []byte) (Envelope, error) {
 	if err := decodeStrict(raw, &env); err != nil {
 		return env, fmt.Errorf("%w: envelope: %v", ErrInvalid, err)
 	}
+	return env, env.check()
+}
+
+// DecodeEvent is Decode for the indexer's hot path: it also decodes an
+// upsert's payload, in the same single pass over raw in the common case,
+// and keeps it in the envelope, so that DecodeData hands out a copy
+// instead of parsing Data again. Data then aliases raw (Decode copies it).
+// What it accepts and rejects, and the values it yields, are those of
+// Decode followed by DecodeData: when the single pass is unsure it falls
+// back to Decode, and DecodeData parses Data as usual.
+func DecodeEvent(raw []byte) (Envelope, error) {
+	if env, ok := fastEvent(raw); ok {
+		return env, env.check()
+	}
+	return Decode(raw)
+}
+
+// check validates a decoded envelope.
+func (env Envelope) check() error {
 	if env.SchemaVersion != SchemaVersion {
-		return env, fmt.Errorf("%w: unsupported schema_version %d", ErrInvalid, env.SchemaVersion)
+		return fmt.Errorf("%w: unsupported schema_version %d", ErrInvalid, env.SchemaVersion)
 	}
 	if !env.Type.Known() {
-		return env, fmt.Errorf("%w: unknown type %q", ErrInvalid, env.Type)
+		return fmt.Errorf("%w: unknown type %q", ErrInvalid, env.Type)
 	}
 	if env.EventID == "" || env.EntityID == "" {
-		return env, fmt.Errorf("%w: event_id and entity_id are required", ErrInvalid)
+		return fmt.Errorf("%w: event_id and entity_id are required", ErrInvalid)
 	}
 	if env.EntityVersion <= 0 {
-		return env, fmt.Errorf("%w: entity_version must be positive", ErrInvalid)
+		return fmt.Errorf("%w: entity_version must be positive", ErrInvalid)
 	}
 	hasData := len(env.Data) > 0 && !bytes.Equal(env.Data, []byte("null"))
 	if env.Type.IsDelete() && hasData {
-		return env, fmt.Errorf("%w: %s carries no data", ErrInvalid, env.Type)
+		return fmt.Errorf("%w: %s carries no data", ErrInvalid, env.Type)
 	}
 	if !env.Type.IsDelete() && !hasData {
-		return env, fmt.Errorf("%w: %s requires data", ErrInvalid, env.Type)
+		return fmt.Errorf("%w: %s requires data", ErrInvalid, env.Type)
 	}
-	return env, nil
+	return nil
+}
+
+// newPayload returns a new zero payload of an upsert type, nil for any
+// other type.
+func newPayload(t Type) any {
+	switch t {
+	case LocationUpserted:
+		return new(Location)
+	case PermitUpserted:
+		return new(Permit)
+	case PropertyUpserted:
+		return new(Property)
+	case GeoSignalUpserted:
+		return new(GeoSignal)
+	case LeadUpserted:
+		return new(Lead)
+	case CatalogUpserted:
+		return new(CatalogEntry)
+	}
+	return nil
 }
 
 // DecodeData parses an upsert's payload strictly into v.
 func DecodeData(env Envelope, v any) error {
+	if env.payload != nil {
+		dst, src := reflect.ValueOf(v), reflect.ValueOf(env.payload)
+		if dst.Type() == src.Type() && !dst.IsNil() {
+			dst.Elem().Set(src.Elem())
+			return nil
+		}
+	}
 	if err := decodeStrict(env.Data, v); err != nil {
 		return fmt.Errorf("%w: %s data: %v", ErrInvalid, env.Type, err)
 	}
@@ -150,7 +201,14 @@ func decodeStrict(raw []byte, v any) error {
 }
 
 // decodeStream is decodeStrict with goccy's strict stream decoder only.
-func decodeStream(raw []byte, v any) error {
+func decodeStream(raw []byte, v any) (err error) {
+	// goccy's stream decoder panics on some malformed input (an escaped
+	// unknown key can slice past its buffer); that is a rejection too.
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("malformed JSON (the strict decoder failed on it)")
+		}
+	}()
 	dec := gojson.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -31,6 +31,7 @@ import (
 // shape is what the fast path knows of a Go type.
 type shape struct {
 	kind   shapeKind
+	sub    shapeSub // which type of its kind, so decoding compares no reflect.Type
 	typ    reflect.Type
 	elem   *shape       // pointer target, slice element
 	fields []fieldShape // struct fields; the index is the bit in the duplicate-key mask
@@ -42,9 +43,14 @@ type fieldShape struct {
 	shape  *shape
 }
 
-// field finds the field named key; a linear scan beats hashing for the
-// few fields of an event.
-func (s *shape) field(key []byte) int {
+// field finds the field named key, trying hint (the field after the
+// previous key) first: producers write the fields in declaration order,
+// so that is nearly always a hit. Otherwise a linear scan, which beats
+// hashing for the few fields of an event.
+func (s *shape) field(key []byte, hint int) int {
+	if hint < len(s.fields) && s.fields[hint].name == string(key) {
+		return hint
+	}
 	for i := range s.fields {
 		if s.fields[i].name == string(key) {
 			return i
@@ -65,6 +71,17 @@ const (
 	shapePtr
 	shapeSlice
 	shapeStruct
+)
+
+// shapeSub tells apart the types that share a kind.
+type shapeSub uint8
+
+const (
+	subNone    shapeSub = iota
+	subType             // events.Type: interned
+	subInt              // int (shapeInt is int64 otherwise)
+	subTime             // time.Time (shapeUnmarshaler is json.RawMessage otherwise)
+	subStrings          // []string
 )
 
 var (
@@ -95,6 +112,9 @@ func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
 	switch {
 	case t == rawType || t == timeType:
 		s.kind = shapeUnmarshaler
+		if t == timeType {
+			s.sub = subTime
+		}
 		return s
 	case t.Kind() != reflect.Pointer && (t.Implements(jsonUnm) || reflect.PointerTo(t).Implements(jsonUnm) ||
 		t.Implements(textUnm) || reflect.PointerTo(t).Implements(textUnm)):
@@ -103,8 +123,14 @@ func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
 	switch t.Kind() {
 	case reflect.String:
 		s.kind = shapeString
+		if t == typeType {
+			s.sub = subType
+		}
 	case reflect.Int, reflect.Int64:
 		s.kind = shapeInt
+		if t.Kind() == reflect.Int {
+			s.sub = subInt
+		}
 	case reflect.Float64:
 		s.kind = shapeFloat
 	case reflect.Bool:
@@ -116,6 +142,9 @@ func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
 			return s // []byte is base64 in JSON
 		}
 		s.kind, s.elem = shapeSlice, buildShape(t.Elem(), seen)
+		if t == reflect.TypeFor[[]string]() {
+			s.sub = subStrings
+		}
 	case reflect.Struct:
 		var fields []fieldShape
 		for i := range t.NumField() {
@@ -229,8 +258,8 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 			return false
 		}
 		// Both keep no reference to their argument: RawMessage copies it.
-		if s.typ == timeType {
-			return (*time.Time)(p).UnmarshalJSON(d.b[start:d.i]) == nil
+		if s.sub == subTime {
+			return decodeTime(d.b[start:d.i], (*time.Time)(p))
 		}
 		return (*json.RawMessage)(p).UnmarshalJSON(d.b[start:d.i]) == nil
 	}
@@ -244,7 +273,7 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 		if !ok {
 			return false
 		}
-		if s.typ == typeType {
+		if s.sub == subType {
 			*(*Type)(p) = internType(str)
 		} else {
 			*(*string)(p) = string(str)
@@ -267,7 +296,7 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 		if neg {
 			n = -n
 		}
-		if s.typ.Kind() == reflect.Int {
+		if s.sub == subInt {
 			if int64(int(n)) != n {
 				return false
 			}
@@ -320,12 +349,12 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 		return false
 	}
 	d.i++
-	sv := reflect.NewAt(s.typ, p).Elem()
-	strs, isStrings := (*[]string)(nil), s.typ == reflect.TypeFor[[]string]()
-	if isStrings {
-		strs = (*[]string)(p)
+	var sv reflect.Value
+	strs := (*[]string)(p)
+	if s.sub == subStrings {
 		*strs = make([]string, 0, 2) // goccy makes [] an empty, non-nil slice
 	} else {
+		sv = reflect.NewAt(s.typ, p).Elem()
 		sv.Set(reflect.MakeSlice(s.typ, 0, 0))
 	}
 	d.ws()
@@ -335,7 +364,7 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 	}
 	for {
 		d.ws()
-		if isStrings {
+		if s.sub == subStrings {
 			var e string
 			if !d.value(s.elem, unsafe.Pointer(&e), depth+1) {
 				return false
@@ -372,13 +401,14 @@ func (d *decoder) object(s *shape, p unsafe.Pointer, depth int) bool {
 		return true
 	}
 	var seen uint64
+	f := -1
 	for {
 		d.ws()
 		key, ok := d.str()
 		if !ok {
 			return false
 		}
-		f := s.field(key)
+		f = s.field(key, f+1)
 		if f < 0 || seen&(1<<f) != 0 {
 			return false
 		}
@@ -567,4 +597,140 @@ func internType(b []byte) Type {
 		}
 	}
 	return Type(b)
+}
+
+// decodeTime decodes a JSON time like time.Time's UnmarshalJSON, which it
+// leaves every form but the common one to: "YYYY-MM-DDTHH:MM:SSZ" with
+// every part in range.
+func decodeTime(b []byte, t *time.Time) bool {
+	if len(b) != 22 || b[0] != '"' || b[5] != '-' || b[8] != '-' || b[11] != 'T' ||
+		b[14] != ':' || b[17] != ':' || b[20] != 'Z' || b[21] != '"' {
+		return t.UnmarshalJSON(b) == nil
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(b[1:5]), num(b[6:8]), num(b[9:11])
+	hour, minute, sec := num(b[12:14]), num(b[15:17]), num(b[18:20])
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return t.UnmarshalJSON(b) == nil
+	}
+	v := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	if v.Day() != day { // the 31st of a 30-day month, say: normalised, so not this form
+		return t.UnmarshalJSON(b) == nil
+	}
+	*t = v
+	return true
+}
+
+// fastEvent is DecodeEvent's single pass: the envelope as fastDecode
+// decodes it, and an upsert's data straight into its payload type (once
+// the type is known: data before type is decoded after the object), with
+// Data aliasing raw. It gives up, returning false, wherever fastDecode of
+// the envelope or of Data would, and on data that is missing, null or on
+// a type without a payload, so Decode and DecodeData produce the errors.
+func fastEvent(raw []byte) (Envelope, bool) {
+	var env Envelope
+	if !utf8.Valid(raw) {
+		return env, false
+	}
+	s := envelopeShape()
+	dataField := s.field([]byte("data"), 0)
+	d := decoder{b: raw}
+	d.ws()
+	if d.peek() != '{' {
+		return Envelope{}, false
+	}
+	d.i++
+	d.ws()
+	dataStart, dataEnd := -1, -1
+	var payload any
+	var seen uint64
+	f := -1
+	for d.peek() != '}' {
+		d.ws()
+		key, ok := d.str()
+		if !ok {
+			return Envelope{}, false
+		}
+		f = s.field(key, f+1)
+		if f < 0 || seen&(1<<f) != 0 {
+			return Envelope{}, false
+		}
+		seen |= 1 << f
+		d.ws()
+		if d.peek() != ':' {
+			return Envelope{}, false
+		}
+		d.i++
+		d.ws()
+		if f == dataField {
+			if d.peek() != '{' {
+				return Envelope{}, false // null, or not an object: Decode says why
+			}
+			dataStart = d.i
+			if payload = newPayload(env.Type); payload != nil {
+				if !decodePayload(&d, payload) {
+					return Envelope{}, false
+				}
+			} else if !d.skip(0) { // the type comes later (or has no payload)
+				return Envelope{}, false
+			}
+			dataEnd = d.i
+		} else {
+			fs := &s.fields[f]
+			if !d.value(fs.shape, unsafe.Add(unsafe.Pointer(&env), fs.offset), 1) {
+				return Envelope{}, false
+			}
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.ws()
+			if d.peek() == '}' {
+				return Envelope{}, false // a trailing comma
+			}
+		case '}':
+		default:
+			return Envelope{}, false
+		}
+	}
+	d.i++
+	d.ws()
+	if d.i != len(d.b) {
+		return Envelope{}, false
+	}
+	if dataStart < 0 {
+		return env, env.Type.IsDelete() // an upsert without data: Decode says why
+	}
+	if payload == nil {
+		if payload = newPayload(env.Type); payload == nil {
+			return Envelope{}, false
+		}
+		pd := decoder{b: raw[:dataEnd], i: dataStart}
+		if !decodePayload(&pd, payload) || pd.i != dataEnd {
+			return Envelope{}, false
+		}
+	}
+	env.Data = raw[dataStart:dataEnd:dataEnd]
+	env.payload = payload
+	return env, true
+}
+
+var envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
+
+// decodePayload decodes the object at d into payload, a pointer to a zero
+// payload struct, as fastDecode would.
+func decodePayload(d *decoder, payload any) bool {
+	v := reflect.ValueOf(payload)
+	return d.value(shapeOf(v.Type().Elem()), v.UnsafePointer(), 0)
 }

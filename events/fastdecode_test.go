@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -143,4 +144,131 @@ func FuzzFastDecodeAgrees(f *testing.F) {
 			agreeOnce(t, typ, raw)
 		}
 	})
+}
+
+// eventSamples are valid events of every type, in the producers' field
+// order and with data before type.
+func eventSamples(t testing.TB) [][]byte {
+	var out [][]byte
+	for i, typ := range Types {
+		var data any
+		if p := newPayload(typ); p != nil {
+			data = filled(reflect.TypeOf(p).Elem(), i).Addr().Interface()
+		}
+		env, err := New(typ, fmt.Sprintf("id-%d", i), int64(i+1), time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC), "test", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, raw)
+		if data != nil {
+			// The same fields with data first.
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			first := []byte(`{"data":` + string(m["data"]))
+			for _, k := range []string{"type", "event_id", "entity_id", "entity_version", "occurred_at", "source", "schema_version"} {
+				first = append(first, `,"`+k+`":`+string(m[k])...)
+			}
+			out = append(out, append(first, '}'))
+		}
+	}
+	return out
+}
+
+// TestDecodeEventAgrees holds DecodeEvent to Decode followed by
+// DecodeData: the same errors, the same envelope and the same payload.
+func TestDecodeEventAgrees(t *testing.T) {
+	fast := 0
+	for _, raw := range eventSamples(t) {
+		env, err := DecodeEvent(raw)
+		if err != nil || (env.payload == nil) != env.Type.IsDelete() {
+			t.Fatalf("a valid event missed the single pass (err %v): %s", err, raw)
+		}
+		for _, m := range mutations(raw) {
+			if agreeEvent(t, m) {
+				fast++
+			}
+		}
+	}
+	t.Logf("%d inputs took the single pass", fast)
+}
+
+// agreeEvent compares DecodeEvent with Decode+DecodeData on raw and
+// reports whether the single pass decoded it.
+func agreeEvent(t *testing.T, raw []byte) bool {
+	t.Helper()
+	got, gotErr := DecodeEvent(raw)
+	want, wantErr := Decode(raw)
+	if !sameErr(gotErr, wantErr) {
+		t.Fatalf("errors differ on %q:\n got %v\nwant %v", raw, gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return false
+	}
+	if !bytes.Equal(got.Data, want.Data) {
+		t.Fatalf("Data differs on %q: got %q want %q", raw, got.Data, want.Data)
+	}
+	single := got.payload != nil
+	p := newPayload(want.Type)
+	if p == nil {
+		return single
+	}
+	wantP, gotP := newPayload(want.Type), newPayload(want.Type)
+	wantPErr := DecodeData(want, wantP)
+	gotPErr := DecodeData(got, gotP)
+	if !sameErr(gotPErr, wantPErr) {
+		t.Fatalf("payload errors differ on %q:\n got %v\nwant %v", raw, gotPErr, wantPErr)
+	}
+	if single && wantPErr != nil {
+		t.Fatalf("the single pass accepted a payload DecodeData rejects (%v): %q", wantPErr, raw)
+	}
+	got.Data, want.Data, got.payload = nil, nil, nil
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotP, wantP) {
+		t.Fatalf("DecodeEvent decoded %q differently:\n got %#v %#v\nwant %#v %#v", raw, got, gotP, want, wantP)
+	}
+	return single
+}
+
+// sameErr reports whether two decoding results agree: both succeed, or
+// both fail with ErrInvalid. (When the single pass gives up, DecodeEvent's
+// error is Decode's own; goccy's messages may quote stale bytes of its
+// buffer, so the texts are not compared.)
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return errors.Is(a, ErrInvalid) && errors.Is(b, ErrInvalid)
+}
+
+// FuzzDecodeEventAgrees extends TestDecodeEventAgrees to arbitrary input.
+func FuzzDecodeEventAgrees(f *testing.F) {
+	for _, raw := range eventSamples(f) {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { agreeEvent(t, raw) })
+}
+
+// TestDecodeTimeAgrees holds decodeTime to time.Time's UnmarshalJSON.
+func TestDecodeTimeAgrees(t *testing.T) {
+	in := []string{
+		`"2024-05-06T07:08:09Z"`, `"2024-02-29T23:59:59Z"`, `"2023-02-29T00:00:00Z"`, `"2024-04-31T00:00:00Z"`,
+		`"2024-13-01T00:00:00Z"`, `"2024-00-01T00:00:00Z"`, `"2024-01-00T00:00:00Z"`, `"2024-01-01T24:00:00Z"`,
+		`"2024-01-01T00:60:00Z"`, `"2024-01-01T00:00:60Z"`, `"0000-01-01T00:00:00Z"`, `"9999-12-31T23:59:59Z"`,
+		`"2024-01-01t00:00:00Z"`, `"2024-01-01T00:00:00z"`, `"2024-01-01T00:00:00+01:00"`, `"2024-01-01T00:00:00.5Z"`,
+		`"2024-01-0aT00:00:00Z"`, `"+024-01-01T00:00:00Z"`, `"-024-01-01T00:00:00Z"`, `"2024-1-01T00:00:00Z"`, `null`,
+	}
+	for _, s := range in {
+		var want time.Time
+		wantErr := want.UnmarshalJSON([]byte(s))
+		var got time.Time
+		ok := decodeTime([]byte(s), &got)
+		if ok != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decodeTime %v %#v, UnmarshalJSON %v %#v", s, ok, got, wantErr, want)
+		}
+	}
 }

@@ -229,7 +229,7 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch) er
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
-	env, err := events.Decode(m.Value)
+	env, err := events.DecodeEvent(m.Value)
 	if err != nil {
 		return err
 	}
