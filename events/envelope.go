@@ -189,6 +189,20 @@ func DecodeData(env Envelope, v any) error {
 	return nil
 }
 
+// Payload returns an upsert's payload as a *T: the one DecodeEvent
+// decoded (shared, not copied: treat it as read-only), or else Data
+// parsed strictly as DecodeData does.
+func Payload[T any](env Envelope) (*T, error) {
+	if p, ok := env.payload.(*T); ok {
+		return p, nil
+	}
+	v := new(T)
+	if err := DecodeData(env, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // decodeStrict decodes exactly one JSON value with no unknown fields. The
 // common case takes fastDecode's single pass (fastdecode.go); anything it
 // is unsure of, and every error, goes through goccy/go-json's strict stream

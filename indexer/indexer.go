@@ -63,6 +63,11 @@ type Indexer struct {
 	deadLetter atomic.Int64
 	retries    atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
+
+	// batches' documents are reused: Writer.Apply keeps none of a
+	// batch's slices, so once it returns the slices go back here for the
+	// next batch instead of to the garbage collector.
+	pool sync.Pool // *readmodel.Batch
 }
 
 // New returns an Indexer.
@@ -119,6 +124,7 @@ func (ix *Indexer) Progress() Progress {
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	errs, parts := ix.decodeAll(ctx, msgs)
+	defer ix.release(&parts[0])
 	for i, m := range msgs {
 		err := errs[i]
 		if err == nil {
@@ -161,6 +167,26 @@ func merge(parts []readmodel.Batch) readmodel.Batch {
 	return n
 }
 
+// release clears b's documents (dropping their references) and pools its
+// slices for the next batch.
+func (ix *Indexer) release(b *readmodel.Batch) {
+	r := &readmodel.Batch{
+		Locations:  emptied(b.Locations),
+		Permits:    emptied(b.Permits),
+		Properties: emptied(b.Properties),
+		GeoSignals: emptied(b.GeoSignals),
+		Leads:      emptied(b.Leads),
+		Catalog:    emptied(b.Catalog),
+		Deletes:    emptied(b.Deletes),
+	}
+	ix.pool.Put(r)
+}
+
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
+}
+
 // reserve makes room for n more documents in each non-empty slice of b.
 func reserve(b *readmodel.Batch, n int) {
 	b.Locations = growNonEmpty(b.Locations, n)
@@ -173,7 +199,7 @@ func reserve(b *readmodel.Batch, n int) {
 }
 
 func growNonEmpty[T any](s []T, n int) []T {
-	if len(s) == 0 {
+	if len(s) == 0 || cap(s)-len(s) >= n {
 		return s
 	}
 	return slices.Grow(s, n)
@@ -193,6 +219,9 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
 	chunk := (len(msgs) + workers - 1) / workers
 	parts = make([]readmodel.Batch, workers)
+	if b, ok := ix.pool.Get().(*readmodel.Batch); ok {
+		parts[0] = *b
+	}
 	run := func(k, lo, hi int) {
 		room := hi - lo
 		if k == 0 {

@@ -92,8 +92,8 @@ func ProjectLocation(env events.Envelope) (readmodel.Location, error) {
 }
 
 func projectLocation(env events.Envelope) (readmodel.Location, error) {
-	var d events.Location
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.Location](env)
+	if err != nil {
 		return readmodel.Location{}, err
 	}
 	gt, ok := readmodel.ParseGeoType(d.GeoType)

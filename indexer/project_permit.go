@@ -70,11 +70,11 @@ var (
 // ProjectPermit maps a permit.upserted envelope to its document, linked to
 // its geographies (see the package comment on geo matching).
 func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Permit, error) {
-	var d events.Permit
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.Permit](env)
+	if err != nil {
 		return readmodel.Permit{}, err
 	}
-	if err := validatePermit(env, &d); err != nil {
+	if err := validatePermit(env, d); err != nil {
 		return readmodel.Permit{}, fmt.Errorf("%w: permit %s: %v", events.ErrInvalid, env.EntityID, err)
 	}
 	state := strings.ToUpper(d.Address.State)
@@ -129,11 +129,11 @@ func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readm
 // ProjectProperty maps a property.upserted envelope to its document,
 // linked to its ZIP's geographies like a permit with a source ZIP.
 func ProjectProperty(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Property, error) {
-	var d events.Property
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.Property](env)
+	if err != nil {
 		return readmodel.Property{}, err
 	}
-	if err := validateProperty(env, &d); err != nil {
+	if err := validateProperty(env, d); err != nil {
 		return readmodel.Property{}, fmt.Errorf("%w: property %s: %v", events.ErrInvalid, env.EntityID, err)
 	}
 	state := strings.ToUpper(d.State)

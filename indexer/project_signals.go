@@ -62,8 +62,8 @@ func locate(ctx context.Context, look Lookup, geoID string) (readmodel.Location,
 }
 
 func projectGeoSignal(ctx context.Context, env events.Envelope, look Lookup) (readmodel.GeoSignal, error) {
-	var d events.GeoSignal
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.GeoSignal](env)
+	if err != nil {
 		return readmodel.GeoSignal{}, err
 	}
 	if env.EntityID != events.GeoSignalID(d.GeoID, d.SignalKey) {
@@ -112,8 +112,8 @@ func projectGeoSignal(ctx context.Context, env events.Envelope, look Lookup) (re
 }
 
 func projectCatalog(env events.Envelope) (readmodel.CatalogEntry, error) {
-	var d events.CatalogEntry
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.CatalogEntry](env)
+	if err != nil {
 		return readmodel.CatalogEntry{}, err
 	}
 	switch {
@@ -141,8 +141,8 @@ func projectCatalog(env events.Envelope) (readmodel.CatalogEntry, error) {
 }
 
 func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmodel.Lead, error) {
-	var d events.Lead
-	if err := events.DecodeData(env, &d); err != nil {
+	d, err := events.Payload[events.Lead](env)
+	if err != nil {
 		return readmodel.Lead{}, err
 	}
 	switch {
@@ -297,7 +297,7 @@ func NormZip(s string) string {
 
 // mapsURL links a lead to a map: its coordinates when known, else its
 // address; "" when there is neither.
-func mapsURL(d events.Lead) string {
+func mapsURL(d *events.Lead) string {
 	const base = "https://www.google.com/maps/search/?api=1&query="
 	if d.Lat != nil && d.Lon != nil {
 		return base + strconv.FormatFloat(*d.Lat, 'f', 6, 64) + "%2C" + strconv.FormatFloat(*d.Lon, 'f', 6, 64)

@@ -142,6 +142,9 @@ type Writer interface {
 	//
 	// An error means the batch may be partly applied; because of the
 	// version rule the caller may retry the whole batch.
+	//
+	// Apply keeps nothing of b's slices once it returns (it copies what it
+	// stores): the indexer reuses them for its next batch.
 	Apply(ctx context.Context, b Batch) (ApplyResult, error)
 }
 
