@@ -64,11 +64,11 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// TestDecodeEscapedUnknownKey: goccy's stream decoder sometimes panics on
-// an unknown key with an escape (it slices past its buffer; seen in
-// TestDecodeEventAgrees, depending on the state its buffers are in), so
-// decodeStream turns a panic into an error. Such input is rejected
-// (ErrInvalid: a dead letter) wherever the key falls in the buffer.
+// TestDecodeEscapedUnknownKey: goccy/go-json's stream decoder, which
+// decodeStream used before, read past its buffer on an unknown key with
+// an escape (seen in TestDecodeEventAgrees: a panic, or a checkptr fault
+// under -race). Such input is rejected (ErrInvalid: a dead letter)
+// wherever the key falls.
 func TestDecodeEscapedUnknownKey(t *testing.T) {
 	for pad := range 300 {
 		raw := []byte(`{"data":{"state":"` + strings.Repeat("s", pad) + `"},"type":"catalog.upserted","event_id":"ev_1","entity_id":"id-10","entity_versi\n":11,"occurred_at":"2024-05-06T07:08:09Z","source":"test","schema_version":1}`)

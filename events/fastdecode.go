@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -14,10 +15,10 @@ import (
 	"unsafe"
 )
 
-// This file is decodeStrict's fast path. The strict stream decoder of
-// goccy/go-json copies its input into its own buffer, reads it byte by
-// byte and allocates at every step; it was most of the indexer's CPU. The
-// fast path decodes the common case in one pass over the bytes and only
+// This file is decodeStrict's fast path. A general strict decoder
+// (encoding/json, or goccy/go-json before) reads byte by byte through
+// reflection and allocates at every step; it was most of the indexer's
+// CPU. The fast path decodes the common case in one pass over the bytes and only
 // accepts input it can prove the stream decoder accepts and decodes to the
 // same value: one well-formed JSON value, every object key an exact
 // (byte-equal, unescaped, not repeated) field name of the target type, every
@@ -39,6 +40,7 @@ type shape struct {
 
 type fieldShape struct {
 	name   string // exact JSON name
+	member string // the name as a JSON string, and a colon: how an object member starts
 	offset uintptr
 	shape  *shape
 }
@@ -67,7 +69,7 @@ const (
 	shapeInt // int, int64: an integer literal of at most 18 digits
 	shapeFloat
 	shapeBool
-	shapeUnmarshaler // json.RawMessage, time.Time: the value's bytes go to UnmarshalJSON, as goccy does
+	shapeUnmarshaler // json.RawMessage, time.Time: the value's bytes go to UnmarshalJSON, as encoding/json does
 	shapePtr
 	shapeSlice
 	shapeStruct
@@ -169,7 +171,7 @@ func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
 			if slices.ContainsFunc(fields, func(f fieldShape) bool { return f.name == name }) || len(fields) == maxFields {
 				return s
 			}
-			fields = append(fields, fieldShape{name: name, offset: f.Offset, shape: buildShape(f.Type, seen)})
+			fields = append(fields, fieldShape{name: name, member: strconv.Quote(name) + ":", offset: f.Offset, shape: buildShape(f.Type, seen)})
 		}
 		s.kind, s.fields = shapeStruct, fields
 	}
@@ -215,8 +217,54 @@ func allZero(p unsafe.Pointer, n uintptr) bool {
 var zeros [512]byte
 
 type decoder struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	strs *strCache // nil: every string is allocated
+}
+
+// strCache hands out the strings it decoded recently instead of
+// allocating them again: an event's short strings (states, types,
+// statuses, sources, cities) mostly repeat from one event to the next. It
+// is direct-mapped by hash and used by one goroutine at a time (fastEvent
+// takes one from strCaches).
+type strCache struct {
+	slots [1 << 9]string
+	// env is fastEvent's envelope while it decodes: decoding through
+	// unsafe pointers would move a local one to the heap.
+	env Envelope
+}
+
+// maxCached is the longest string strCache keeps; longer ones are mostly
+// unique (ids, names, descriptions).
+const maxCached = 24
+
+var strCaches = sync.Pool{New: func() any { return new(strCache) }}
+
+// shortHash mixes the length and the first and last eight bytes of b
+// (all of it when shorter): cheap, and good enough to spread a cache's
+// strings; a collision only costs a miss.
+func shortHash(b []byte) uint64 {
+	var h uint64
+	if len(b) >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(b[len(b)-8:]), 29)
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	return (h ^ uint64(len(b))) * 0x9e3779b97f4a7c15
+}
+
+// str returns b as a string, from the cache when it holds it.
+func (c *strCache) str(b []byte) string {
+	if c == nil || len(b) > maxCached {
+		return string(b)
+	}
+	slot := &c.slots[shortHash(b)>>(64-9)]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
 }
 
 const maxDepth = 32
@@ -276,7 +324,7 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 		if s.sub == subType {
 			*(*Type)(p) = internType(str)
 		} else {
-			*(*string)(p) = string(str)
+			*(*string)(p) = d.strs.str(str)
 		}
 		return true
 	case shapeInt:
@@ -309,6 +357,10 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 		start := d.i
 		if _, _, ok := d.number(); !ok {
 			return false
+		}
+		if f, ok := exactFloat(d.b[start:d.i]); ok {
+			*(*float64)(p) = f
+			return true
 		}
 		f, err := strconv.ParseFloat(unsafe.String(&d.b[start], d.i-start), 64)
 		if err != nil {
@@ -352,7 +404,7 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 	var sv reflect.Value
 	strs := (*[]string)(p)
 	if s.sub == subStrings {
-		*strs = make([]string, 0, 2) // goccy makes [] an empty, non-nil slice
+		*strs = make([]string, 0, 2) // encoding/json makes [] an empty, non-nil slice
 	} else {
 		sv = reflect.NewAt(s.typ, p).Elem()
 		sv.Set(reflect.MakeSlice(s.typ, 0, 0))
@@ -390,6 +442,34 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 	}
 }
 
+// member reads an object member's key and colon (and the whitespace
+// around them) and returns the index of the key's field in s, -1 when it
+// names none (or is not a plain string). The field hint is tried first by
+// comparing the input with its key and colon directly, which is what
+// producers write (in declaration order, without whitespace).
+func (d *decoder) member(s *shape, hint int) int {
+	if hint < len(s.fields) {
+		m := s.fields[hint].member
+		if len(d.b)-d.i >= len(m) && string(d.b[d.i:d.i+len(m)]) == m {
+			d.i += len(m)
+			d.ws()
+			return hint
+		}
+	}
+	d.ws()
+	k, ok := d.str()
+	if !ok {
+		return -1
+	}
+	d.ws()
+	if d.peek() != ':' {
+		return -1
+	}
+	d.i++
+	d.ws()
+	return s.field(k, hint)
+}
+
 func (d *decoder) object(s *shape, p unsafe.Pointer, depth int) bool {
 	if d.peek() != '{' {
 		return false
@@ -403,25 +483,18 @@ func (d *decoder) object(s *shape, p unsafe.Pointer, depth int) bool {
 	var seen uint64
 	f := -1
 	for {
-		d.ws()
-		key, ok := d.str()
-		if !ok {
-			return false
-		}
-		f = s.field(key, f+1)
+		f = d.member(s, f+1)
 		if f < 0 || seen&(1<<f) != 0 {
 			return false
 		}
 		seen |= 1 << f
-		d.ws()
-		if d.peek() != ':' {
-			return false
-		}
-		d.i++
-		d.ws()
 		fs := &s.fields[f]
 		if !d.value(fs.shape, unsafe.Add(p, fs.offset), depth+1) {
 			return false
+		}
+		if d.i < len(d.b) && d.b[d.i] == ',' {
+			d.i++
+			continue
 		}
 		d.ws()
 		switch d.peek() {
@@ -638,13 +711,21 @@ func decodeTime(b []byte, t *time.Time) bool {
 // the envelope or of Data would, and on data that is missing, null or on
 // a type without a payload, so Decode and DecodeData produce the errors.
 func fastEvent(raw []byte) (Envelope, bool) {
-	var env Envelope
 	if !utf8.Valid(raw) {
-		return env, false
+		return Envelope{}, false
 	}
+	strs := strCaches.Get().(*strCache)
+	env, ok := strs.event(raw)
+	strs.env = Envelope{}
+	strCaches.Put(strs)
+	return env, ok
+}
+
+func (strs *strCache) event(raw []byte) (Envelope, bool) {
+	env := &strs.env
 	s := envelopeShape()
 	dataField := s.field([]byte("data"), 0)
-	d := decoder{b: raw}
+	d := decoder{b: raw, strs: strs}
 	d.ws()
 	if d.peek() != '{' {
 		return Envelope{}, false
@@ -656,22 +737,11 @@ func fastEvent(raw []byte) (Envelope, bool) {
 	var seen uint64
 	f := -1
 	for d.peek() != '}' {
-		d.ws()
-		key, ok := d.str()
-		if !ok {
-			return Envelope{}, false
-		}
-		f = s.field(key, f+1)
+		f = d.member(s, f+1)
 		if f < 0 || seen&(1<<f) != 0 {
 			return Envelope{}, false
 		}
 		seen |= 1 << f
-		d.ws()
-		if d.peek() != ':' {
-			return Envelope{}, false
-		}
-		d.i++
-		d.ws()
 		if f == dataField {
 			if d.peek() != '{' {
 				return Envelope{}, false // null, or not an object: Decode says why
@@ -687,7 +757,7 @@ func fastEvent(raw []byte) (Envelope, bool) {
 			dataEnd = d.i
 		} else {
 			fs := &s.fields[f]
-			if !d.value(fs.shape, unsafe.Add(unsafe.Pointer(&env), fs.offset), 1) {
+			if !d.value(fs.shape, unsafe.Add(unsafe.Pointer(env), fs.offset), 1) {
 				return Envelope{}, false
 			}
 		}
@@ -710,20 +780,20 @@ func fastEvent(raw []byte) (Envelope, bool) {
 		return Envelope{}, false
 	}
 	if dataStart < 0 {
-		return env, env.Type.IsDelete() // an upsert without data: Decode says why
+		return *env, env.Type.IsDelete() // an upsert without data: Decode says why
 	}
 	if payload == nil {
 		if payload = newPayload(env.Type); payload == nil {
 			return Envelope{}, false
 		}
-		pd := decoder{b: raw[:dataEnd], i: dataStart}
+		pd := decoder{b: raw[:dataEnd], i: dataStart, strs: strs}
 		if !decodePayload(&pd, payload) || pd.i != dataEnd {
 			return Envelope{}, false
 		}
 	}
 	env.Data = raw[dataStart:dataEnd:dataEnd]
 	env.payload = payload
-	return env, true
+	return *env, true
 }
 
 var envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
@@ -734,3 +804,44 @@ func decodePayload(d *decoder, payload any) bool {
 	v := reflect.ValueOf(payload)
 	return d.value(shapeOf(v.Type().Elem()), v.UnsafePointer(), 0)
 }
+
+// exactFloat converts a plain decimal (no exponent) of at most 15
+// significant digits and 22 fraction digits, a JSON number already
+// checked: its digits and its power of ten are exact float64s, so one
+// IEEE division rounds it correctly, as strconv.ParseFloat does (which
+// takes the same path after more parsing). ok is false for anything else.
+func exactFloat(b []byte) (f float64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var mant uint64
+	digits, frac, point := 0, 0, false
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			if mant != 0 || c != '0' {
+				digits++
+			}
+			mant = mant*10 + uint64(c-'0')
+			if point {
+				frac++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return 0, false // an exponent
+		}
+	}
+	if digits > 15 || frac > 22 {
+		return 0, false
+	}
+	f = float64(mant) / pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}

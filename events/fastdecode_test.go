@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -235,14 +238,12 @@ func agreeEvent(t *testing.T, raw []byte) bool {
 }
 
 // sameErr reports whether two decoding results agree: both succeed, or
-// both fail with ErrInvalid. (When the single pass gives up, DecodeEvent's
-// error is Decode's own; goccy's messages may quote stale bytes of its
-// buffer, so the texts are not compared.)
+// both fail with ErrInvalid and the same message.
 func sameErr(a, b error) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return errors.Is(a, ErrInvalid) && errors.Is(b, ErrInvalid)
+	return errors.Is(a, ErrInvalid) && errors.Is(b, ErrInvalid) && a.Error() == b.Error()
 }
 
 // FuzzDecodeEventAgrees extends TestDecodeEventAgrees to arbitrary input.
@@ -269,6 +270,71 @@ func TestDecodeTimeAgrees(t *testing.T) {
 		ok := decodeTime([]byte(s), &got)
 		if ok != (wantErr == nil) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decodeTime %v %#v, UnmarshalJSON %v %#v", s, ok, got, wantErr, want)
+		}
+	}
+}
+
+// TestExactFloatAgrees holds exactFloat to strconv.ParseFloat, bit for bit.
+func TestExactFloatAgrees(t *testing.T) {
+	in := []string{"0", "-0", "0.0", "-0.0", "47.6062", "-122.3321", "0.1", "0.3", "1.5", "123456789012345",
+		"1234567890123456", "0.000000000000000000001", "0.0000000000000000000001", "0.00000000000000000000001",
+		"999999999999999.9", "99999999999999.99", "125000", "1e3", "0.30000000000000004", "9007199254740993"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		in = append(in, strconv.FormatFloat((r.Float64()-0.5)*math.Pow(10, float64(r.IntN(12)-4)), 'f', r.IntN(12), 64))
+	}
+	fast := 0
+	for _, s := range in {
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := exactFloat([]byte(s))
+		if !ok {
+			continue
+		}
+		fast++
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%s: exactFloat %v (%#x), ParseFloat %v (%#x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+	t.Logf("%d of %d took the exact path", fast, len(in))
+}
+
+// TestRecycle: a recycled payload comes back zeroed for the next event,
+// and what was copied out of it before stays as it was.
+func TestRecycle(t *testing.T) {
+	decode := func(name string, aliases []string) (Envelope, *Location) {
+		env, err := New(LocationUpserted, "city-"+name, 1, time.Unix(0, 0), "test", &Location{
+			GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Aliases: aliases,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeEvent(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Payload[Location](got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, p
+	}
+	for i := range 100 {
+		env, p := decode(fmt.Sprint("a", i), []string{"x", "y"})
+		kept := *p // what a projection copies
+		Recycle(env)
+		_, q := decode(fmt.Sprint("b", i), nil)
+		if kept.Name != fmt.Sprint("a", i) || !reflect.DeepEqual(kept.Aliases, []string{"x", "y"}) {
+			t.Fatalf("a copy changed after Recycle: %+v", kept)
+		}
+		if q.Name != fmt.Sprint("b", i) || q.Aliases != nil {
+			t.Fatalf("a recycled payload kept old fields: %+v", q)
 		}
 	}
 }
