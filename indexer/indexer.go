@@ -262,6 +262,7 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch) er
 	if err != nil {
 		return err
 	}
+	defer events.Recycle(env) // the documents copy what they keep
 	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
 		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 	}
