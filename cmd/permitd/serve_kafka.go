@@ -25,6 +25,7 @@ type kafkaConfig struct {
 	BatchWait       time.Duration
 	MaxMessageBytes int
 	DrainTimeout    time.Duration
+	LagInterval     time.Duration
 }
 
 func (c *kafkaConfig) bind(fs *flagSet) {
@@ -35,6 +36,7 @@ func (c *kafkaConfig) bind(fs *flagSet) {
 	fs.DurationVar(&c.BatchWait, "kafka-batch-wait", 20*time.Millisecond, "how long a batch may wait to fill after its first message")
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", 1<<20, "larger messages go to the dead-letter topic")
 	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
+	fs.DurationVar(&c.LagInterval, "kafka-lag-interval", 5*time.Second, "how often the owned partitions' high watermarks are listed for the lag metric and readiness (also while a partition is stuck)")
 }
 
 // enabled reports whether a Kafka source is configured.
@@ -64,8 +66,8 @@ func (c *kafkaConfig) validate(required bool) error {
 	if c.BatchSize < 1 {
 		errs = append(errs, errors.New("kafka-batch-size must be at least 1"))
 	}
-	if c.BatchWait <= 0 || c.DrainTimeout <= 0 {
-		errs = append(errs, errors.New("kafka-batch-wait and kafka-drain-timeout must be positive"))
+	if c.BatchWait <= 0 || c.DrainTimeout <= 0 || c.LagInterval <= 0 {
+		errs = append(errs, errors.New("kafka-batch-wait, kafka-drain-timeout and kafka-lag-interval must be positive"))
 	}
 	if c.MaxMessageBytes < 1024 {
 		errs = append(errs, errors.New("kafka-max-message-bytes must be at least 1024"))
@@ -125,6 +127,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	c, err := kafkasrc.New(kafkasrc.Params{
 		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, DrainTimeout: cfg.DrainTimeout,
+		LagInterval: cfg.LagInterval,
 		// An oversized message must still be fetched to reach the
 		// dead-letter topic.
 		MaxFetchBytes: max(16<<20, 2*cfg.MaxMessageBytes),
