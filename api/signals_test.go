@@ -529,6 +529,30 @@ func TestGeoSignalsAndCatalog(t *testing.T) {
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?geo_type=property").Status)
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?min_score=2").Status)
 	require.Equal(t, 422, h.Get("/v1/signals/geo/search?cursor=zzz").Status)
+
+	// Retiring a key in the catalog takes its rows out of both geo
+	// endpoints at once; the rows themselves stay in the read model.
+	retired, err := events.New(events.CatalogUpserted, events.CatalogID("WA", "permit_velocity"), 1<<40, sigNow, "test", events.CatalogEntry{
+		State: "WA", SignalKey: "permit_velocity", Family: events.FamilyGeo, ActiveSignalVersion: "v1",
+		ActiveWeightsProfileID: "w1", Status: "retired", Spec: json.RawMessage(`{"unit":"score"}`),
+	})
+	require.NoError(t, err)
+	h.Publish(retired)
+	res = h.Get("/v1/signals/catalog?signal_keys=permit_velocity")
+	res.JSON(t, &cat)
+	require.Equal(t, 0, cat.Count)
+	res = h.Get("/v1/signals/geo/location/" + sigGeo.city + "?signal_keys=permit_velocity,nope")
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Body)
+	res.JSON(t, &loc)
+	require.Equal(t, 0, loc.Count)
+	require.Equal(t, []string{"permit_velocity", "nope"}, loc.Missing)
+	require.Empty(t, walk("&signal_keys=permit_velocity"))
+	rest := walk("")
+	require.NotEmpty(t, rest)
+	for _, r := range rest {
+		require.NotEqual(t, "permit_velocity", r.SignalKey)
+	}
+	require.Less(t, len(rest), len(all))
 }
 
 // TestPermitLeadsAndStatsAgreeRealAndGenerated runs the same agreement

@@ -237,10 +237,15 @@ type CatalogEntry struct {
 	Family                 string // "geo" or "permit"
 	ActiveSignalVersion    string
 	ActiveWeightsProfileID string
-	Status                 string // "active", ...
+	Status                 string // CatalogActive, or another status (retired, draft, ...)
 	Spec                   json.RawMessage
 	Version                int64
 }
+
+// CatalogActive is the catalog status of a signal key that is served:
+// listed by the catalog by default, and the only status whose geo signal
+// rows are returned.
+const CatalogActive = "active"
 
 // ID is the document id of a catalog entry.
 func (c CatalogEntry) ID() string { return c.State + "|" + c.SignalKey }

@@ -103,12 +103,16 @@ type Reader interface {
 	PropertyPermits(ctx context.Context, q PropertyPermitsQuery) (PropertyPermitPage, error)
 
 	// GeoSignalsForLocation returns the active geo signal rows of one geo_id,
-	// signal_key ascending, restricted to keys when keys is non-empty.
-	// Unknown geo_id: ErrNotFound. Known geo without rows: empty slice.
+	// signal_key ascending, restricted to keys when keys is non-empty. A
+	// row is active when the catalog of the row's state lists its
+	// signal_key with status CatalogActive; rows of other keys (no entry,
+	// or another status) are never served. Unknown geo_id: ErrNotFound.
+	// Known geo without active rows: empty slice.
 	GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]GeoSignal, error)
 
-	// SearchGeoSignals pages geo signal rows of one state ordered by score
-	// descending, signal_key ascending, geo_id ascending.
+	// SearchGeoSignals pages the active geo signal rows (as above) of one
+	// state ordered by score descending, signal_key ascending, geo_id
+	// ascending.
 	SearchGeoSignals(ctx context.Context, q GeoSignalQuery) (GeoSignalPage, error)
 
 	// Catalog lists catalog entries of one state (active only unless

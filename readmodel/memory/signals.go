@@ -125,6 +125,13 @@ func (s *Store) delCatalog(id string, version int64) bool {
 	return ok
 }
 
+// activeKey reports whether the catalog of state lists key as active (read
+// lock held).
+func (s *Store) activeKey(state, key string) bool {
+	c, ok := s.catalog.get(readmodel.CatalogEntry{State: state, SignalKey: key}.ID())
+	return ok && c.Status == readmodel.CatalogActive
+}
+
 // GeoSignalsForLocation implements readmodel.Reader.
 func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
 	s.mu.RLock()
@@ -135,7 +142,7 @@ func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []
 	rows := s.signals.geoByGeo[geoID]
 	out := []readmodel.GeoSignal{}
 	for k, g := range rows {
-		if len(keys) == 0 || slices.Contains(keys, k) {
+		if (len(keys) == 0 || slices.Contains(keys, k)) && s.activeKey(g.State, k) {
 			out = append(out, g.Clone())
 		}
 	}
@@ -160,12 +167,23 @@ func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery
 	if q.After != nil {
 		after = &readmodel.GeoSignal{Score: q.After.Score, SignalKey: q.After.SignalKey, GeoID: q.After.GeoID}
 	}
+	// The state's active keys (among q.SignalKeys when given): the
+	// catalog is small, rows are many.
+	active := map[string]bool{}
+	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
+		if c.State == q.State && c.Status == readmodel.CatalogActive && (len(q.SignalKeys) == 0 || slices.Contains(q.SignalKeys, c.SignalKey)) {
+			active[c.SignalKey] = true
+		}
+	})
+	if len(active) == 0 {
+		return page, nil
+	}
 	var hits []*readmodel.GeoSignal
 	iter := func(g *readmodel.GeoSignal) bool {
 		if after != nil && !geoSignalLess(after, g) {
 			return true
 		}
-		if len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, g.SignalKey) ||
+		if !active[g.SignalKey] ||
 			q.GeoType != "" && g.GeoType != q.GeoType ||
 			q.Decision != "" && g.Decision != q.Decision {
 			return true
@@ -198,7 +216,7 @@ func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmo
 	defer s.mu.RUnlock()
 	out := []readmodel.CatalogEntry{}
 	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
-		if c.State != q.State || !q.IncludeInactive && c.Status != "active" {
+		if c.State != q.State || !q.IncludeInactive && c.Status != readmodel.CatalogActive {
 			return
 		}
 		if len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, c.SignalKey) {

@@ -513,12 +513,16 @@ func geoSignalsOrdering(t *testing.T, e *Env) {
 		{"min score", readmodel.GeoSignalQuery{State: "WA", MinScore: &minScore}},
 		{"other state", readmodel.GeoSignalQuery{State: "OR"}},
 		{"no rows", readmodel.GeoSignalQuery{State: "TX"}},
+		// construction_momentum is inactive in WA and has no entry in OR:
+		// its rows are never served.
+		{"inactive key", readmodel.GeoSignalQuery{State: "WA", SignalKeys: []string{"construction_momentum"}}},
+		{"key without entry", readmodel.GeoSignalQuery{State: "OR", SignalKeys: []string{"construction_momentum"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := tc.q
 			want := []readmodel.GeoSignal{}
 			for _, g := range e.GeoSignals {
-				if g.State != q.State || len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, g.SignalKey) ||
+				if !activeSignal(e, g) || g.State != q.State || len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, g.SignalKey) ||
 					q.GeoType != "" && g.GeoType != q.GeoType || q.Decision != "" && g.Decision != q.Decision ||
 					q.MinScore != nil && g.Score < *q.MinScore {
 					continue
@@ -551,18 +555,34 @@ func geoSignalsOrdering(t *testing.T, e *Env) {
 			}
 		})
 	}
+	// Seattle has rows of both keys; only permit_velocity is active in WA.
 	rows, err := e.B.GeoSignalsForLocation(ctx, Seattle, nil)
 	e.Check(t, CapGeoSignals, err)
-	require.Len(t, rows, 2)
-	require.Equal(t, "construction_momentum", rows[0].SignalKey)
+	require.Len(t, rows, 1)
+	requireSignal(t, e.GeoSignals[events.GeoSignalID(Seattle, "permit_velocity")], rows[0])
 	rows, err = e.B.GeoSignalsForLocation(ctx, Seattle, []string{"permit_velocity"})
 	e.Check(t, CapGeoSignals, err)
 	require.Len(t, rows, 1)
 	requireSignal(t, e.GeoSignals[events.GeoSignalID(Seattle, "permit_velocity")], rows[0])
+	rows, err = e.B.GeoSignalsForLocation(ctx, Seattle, []string{"construction_momentum"})
+	e.Check(t, CapGeoSignals, err)
+	require.NotNil(t, rows)
+	require.Empty(t, rows, "an inactive key's row")
+	rows, err = e.B.GeoSignalsForLocation(ctx, Portland, nil)
+	e.Check(t, CapGeoSignals, err)
+	require.Len(t, rows, 1, "OR lists permit_velocity only")
+	require.Equal(t, "permit_velocity", rows[0].SignalKey)
 	rows, err = e.B.GeoSignalsForLocation(ctx, WA, nil)
 	e.Check(t, CapGeoSignals, err)
 	require.NotNil(t, rows)
 	require.Empty(t, rows, "a known geo without rows")
+}
+
+// activeSignal reports whether g's key is active in the catalog of g's
+// state: the only rows a backend serves.
+func activeSignal(e *Env, g readmodel.GeoSignal) bool {
+	c, ok := e.Catalog[readmodel.CatalogEntry{State: g.State, SignalKey: g.SignalKey}.ID()]
+	return ok && c.Status == readmodel.CatalogActive
 }
 
 func requireSignal(t *testing.T, want, got readmodel.GeoSignal) {
