@@ -317,9 +317,17 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 	}
 	switch s.kind {
 	case shapeString:
+		start := d.i
 		str, ok := d.str()
 		if !ok {
-			return false
+			// An escape (or a control character: unescape gives up too).
+			d.i = start
+			v, ok := d.unescape()
+			if !ok || s.sub == subType {
+				return false
+			}
+			*(*string)(p) = v
+			return true
 		}
 		if s.sub == subType {
 			*(*Type)(p) = internType(str)
@@ -845,3 +853,74 @@ func exactFloat(b []byte) (f float64, ok bool) {
 
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// unescape reads a string value with escapes as encoding/json does, for
+// the escapes it can reproduce exactly: \" \\ \/ \b \f \n \r \t and
+// \uXXXX outside the surrogate range (a surrogate, paired or not, gives
+// up: encoding/json pairs or replaces them). A control character gives up
+// too. The input is valid UTF-8 (fastEvent and fastDecode check).
+func (d *decoder) unescape() (string, bool) {
+	if d.peek() != '"' {
+		return "", false
+	}
+	d.i++
+	var out []byte
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			return "", false
+		}
+		e := d.b[d.i+1]
+		d.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if d.i+4 > len(d.b) {
+				return "", false
+			}
+			var r rune
+			for _, h := range d.b[d.i : d.i+4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return "", false
+			}
+			d.i += 4
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}

@@ -338,3 +338,23 @@ func TestRecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestUnescapeAgrees: escaped strings take the fast path and decode as
+// encoding/json decodes them; the escapes it cannot reproduce give up.
+func TestUnescapeAgrees(t *testing.T) {
+	fast := 0
+	for _, lit := range []string{
+		`"plain"`, `"a\"b"`, `"back\\slash"`, `"a\/b"`, `"\b\f\n\r\t"`, `"caf\u00e9"`, `"\u00E9\u4e2d"`,
+		`"nul\u0000"`, `"x\u0041y"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\u12"`, `"\u12g4"`, `"\x"`,
+		`"tab	raw"`, `"end\"`, `"é\n"`, `"<b>\u0026amp;</b>"`,
+	} {
+		raw := []byte(`{"geo_type":"city","name":` + lit + `,"state":"WA"}`)
+		if agreeOnce(t, reflect.TypeFor[Location](), raw) {
+			fast++
+		}
+	}
+	if fast != 11 {
+		t.Fatalf("%d escaped strings took the fast path, want 11", fast)
+	}
+	t.Logf("%d took the fast path", fast)
+}
