@@ -105,16 +105,25 @@ func permitPageBody(field, id string, desc bool, from, to string, limit int, aft
 	return b
 }
 
-// geoSignalsOfBody lists one geography's rows, signal_key ascending.
+// geoSignalsOfBody lists one geography's rows, signal_key ascending,
+// with their total so a geography with more than maxRowsPerGeo rows fails
+// the read (see complete) instead of losing its last keys.
 func geoSignalsOfBody(geoID string, keys []string) obj {
 	clauses := []obj{term("geo_id", geoID)}
 	if len(keys) > 0 {
 		clauses = append(clauses, terms("signal_key", keys))
 	}
-	return obj{"size": maxRowsPerGeo, "query": filtered(clauses...), "sort": []obj{{"signal_key": "asc"}}}
+	return obj{
+		"size":             maxRowsPerGeo,
+		"track_total_hits": true,
+		"query":            filtered(clauses...),
+		"sort":             []obj{{"signal_key": "asc"}},
+	}
 }
 
-// maxRowsPerGeo bounds the signal rows of one geography (one per key).
+// maxRowsPerGeo bounds the signal rows GeoSignalsForLocation reads for
+// one geography: one row per signal key, so it is the number of distinct
+// geo signal keys. More rows than that is an error, not a shorter answer.
 const maxRowsPerGeo = 1000
 
 // geoSignalPageBody pages a state's rows: score desc, signal_key asc,
@@ -146,7 +155,8 @@ func geoSignalPageBody(q readmodel.GeoSignalQuery) obj {
 }
 
 // catalogBody lists a state's catalog entries, signal_key ascending (the
-// state is fixed, so this is the memory backend's order).
+// state is fixed, so this is the memory backend's order), with their
+// total so a state with more than maxCatalog entries fails the read.
 func catalogBody(q readmodel.CatalogQuery) obj {
 	clauses := []obj{term("state", q.State)}
 	if !q.IncludeInactive {
@@ -155,9 +165,18 @@ func catalogBody(q readmodel.CatalogQuery) obj {
 	if len(q.SignalKeys) > 0 {
 		clauses = append(clauses, terms("signal_key", q.SignalKeys))
 	}
-	return obj{"size": maxCatalog, "query": filtered(clauses...), "sort": []obj{{"signal_key": "asc"}}}
+	return obj{
+		"size":             maxCatalog,
+		"track_total_hits": true,
+		"query":            filtered(clauses...),
+		"sort":             []obj{{"signal_key": "asc"}},
+	}
 }
 
+// maxCatalog bounds the catalog entries of one state that Catalog reads:
+// one entry per signal key, so it is the number of distinct keys a state
+// may have. More entries
+// than that is an error, not a shorter list.
 const maxCatalog = 1000
 
 // leadWindow is a LeadFilter's effective date bounds: the later of

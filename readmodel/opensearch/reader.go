@@ -289,7 +289,8 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 	return out, nil
 }
 
-// GeoSignalsForLocation implements readmodel.Reader (one _msearch).
+// GeoSignalsForLocation implements readmodel.Reader (one _msearch). More
+// than maxRowsPerGeo rows fail the read rather than answer a partial set.
 func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
 	rs, err := s.msearch(ctx,
 		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
@@ -300,6 +301,9 @@ func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []
 	if !found(rs[0]) {
 		return nil, readmodel.ErrNotFound
 	}
+	if err := complete(rs[1], "geo signal rows of "+geoID, "maxRowsPerGeo", maxRowsPerGeo); err != nil {
+		return nil, err
+	}
 	docs, err := decodeHits[geoSignalDoc](rs[1])
 	if err != nil {
 		return nil, err
@@ -309,6 +313,20 @@ func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []
 		out[i] = d.geoSignal()
 	}
 	return out, nil
+}
+
+// complete fails a read bounded by size (the constant named bound) when
+// the matching documents are more than the hits returned, saying what
+// overflowed; the body must track total hits. Such a read is an error,
+// never a silently truncated answer.
+func complete(r *searchResult, what, bound string, size int) error {
+	if r.Hits.Total == nil {
+		return fmt.Errorf("opensearch: %s: the answer has no hits.total, so it may be truncated at %s=%d", what, bound, size)
+	}
+	if n := int64(len(r.Hits.Hits)); r.Hits.Total.Value > n {
+		return fmt.Errorf("opensearch: %s overflow %s: %d match, %d returned", what, bound, r.Hits.Total.Value, n)
+	}
+	return nil
 }
 
 // SearchGeoSignals implements readmodel.Reader (one _search).
@@ -336,10 +354,14 @@ func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery
 	return page, nil
 }
 
-// Catalog implements readmodel.Reader (one _search).
+// Catalog implements readmodel.Reader (one _search). A state with more
+// than maxCatalog matching entries is an error, not a truncated list.
 func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
 	r, err := s.search(ctx, s.read(readmodel.KindCatalog), catalogBody(q))
 	if err != nil {
+		return nil, err
+	}
+	if err := complete(r, "catalog entries of "+q.State, "maxCatalog", maxCatalog); err != nil {
 		return nil, err
 	}
 	docs, err := decodeHits[catalogDoc](r)

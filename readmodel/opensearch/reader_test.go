@@ -2,6 +2,7 @@ package opensearch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -63,4 +64,91 @@ func TestResolvePropertyCandidates(t *testing.T) {
 	require.Equal(t, "prop_b", b.Location.GeoID)
 	require.Equal(t, "Spokane", b.Location.City)
 	require.Equal(t, int64(0), b.Location.PermitCount)
+}
+
+// fakeAnswers answers the i-th request with answers[i] (the last one
+// again past the end) and records each as "METHOD URI\nbody".
+func fakeAnswers(t *testing.T, answers ...string) (*Store, *[]string) {
+	t.Helper()
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, r.Method+" "+r.URL.RequestURI()+"\n"+string(b))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
+	}))
+	t.Cleanup(srv.Close)
+	s, err := New(Config{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+	return s, &seen
+}
+
+// hits renders a search answer: total is hits.total.value (-1 for none).
+func hits(total int, sources ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"status":200,"hits":{`)
+	if total >= 0 {
+		fmt.Fprintf(&b, `"total":{"value":%d,"relation":"eq"},`, total)
+	}
+	b.WriteString(`"hits":[`)
+	for i, src := range sources {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"_id":"%d","_source":%s}`, i, src)
+	}
+	b.WriteString(`]}}`)
+	return b.String()
+}
+
+func entrySrc(state, key, status string) string {
+	return `{"state":"` + state + `","signal_key":"` + key + `","status":"` + status + `"}`
+}
+
+func rowSrc(geoID, state, key string, score float64) string {
+	return fmt.Sprintf(`{"doc_id":"%s|%s","version":1,"deleted":false,"geo_id":"%s","geo_type":"city","state":"%s","signal_key":"%s","score":%g,"confidence":0.5,"reasons":[]}`,
+		geoID, key, geoID, state, key, score)
+}
+
+var locSrc = `{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","lat":0,"lon":0}`
+
+// TestBoundedReadsFailOnOverflow: a bounded read whose total exceeds the
+// hits returned is an error naming what overflowed, never a shorter answer.
+func TestBoundedReadsFailOnOverflow(t *testing.T) {
+	ctx := context.Background()
+	geoRows := func(s *Store) (int, error) {
+		rows, err := s.GeoSignalsForLocation(ctx, "g1", nil)
+		return len(rows), err
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  string
+		read    func(s *Store) (int, error) // the items answered
+		wantErr string
+	}{
+		{"rows of one geography",
+			`{"responses":[` + hits(1, locSrc) + `,` + hits(maxRowsPerGeo+5, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
+			geoRows,
+			"geo signal rows of g1 overflow maxRowsPerGeo: 1005 match, 1 returned"},
+		{"rows without a total",
+			`{"responses":[` + hits(1, locSrc) + `,` + hits(-1, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
+			geoRows,
+			"geo signal rows of g1: the answer has no hits.total, so it may be truncated at maxRowsPerGeo=1000"},
+		{"catalog of a state",
+			hits(maxCatalog+1, entrySrc("WA", "velocity", "active")),
+			func(s *Store) (int, error) {
+				entries, err := s.Catalog(ctx, readmodel.CatalogQuery{State: "WA"})
+				return len(entries), err
+			},
+			"catalog entries of WA overflow maxCatalog: 1001 match, 1 returned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, seen := fakeAnswers(t, tc.answer)
+			n, err := tc.read(s)
+			require.EqualError(t, err, "opensearch: "+tc.wantErr)
+			require.NotErrorIs(t, err, readmodel.ErrUnavailable, "a retry cannot help")
+			require.Len(t, *seen, 1, "nothing is read after the overflow")
+			require.Zero(t, n, "no partial answer")
+		})
+	}
 }

@@ -32,6 +32,13 @@
 // Two reads are exceptions, both documented where they live: the property
 // scope of ResolveCandidates and SearchProperties' property-as-location
 // details need a second _msearch to fetch the properties' hierarchy.
+//
+// # Bounded reads
+//
+// The signal and catalog reads that are not pages (a geography's signal
+// rows, a state's catalog) ask for at most a size constant of hits and
+// track the total: when more documents match, the read fails with an
+// error naming what overflowed, never a truncated answer.
 package opensearch
 
 import (
