@@ -126,13 +126,41 @@ func geoSignalsOfBody(geoID string, keys []string) obj {
 // geo signal keys. More rows than that is an error, not a shorter answer.
 const maxRowsPerGeo = 1000
 
-// geoSignalPageBody pages a state's rows: score desc, signal_key asc,
-// geo_id asc.
-func geoSignalPageBody(q readmodel.GeoSignalQuery) obj {
-	clauses := []obj{term("state", q.State)}
-	if len(q.SignalKeys) > 0 {
-		clauses = append(clauses, terms("signal_key", q.SignalKeys))
+// activeCatalogBody finds the active catalog entries (status "active")
+// of state, or of every state when state is "", restricted to keys when
+// keys is non-empty. Only state, signal_key and status are read: the
+// answer is the set of (state, signal_key) pairs whose geo signal rows
+// are served (see activeSet). size bounds it; the total is tracked so an
+// answer that does not hold every entry fails the read (see complete).
+func activeCatalogBody(state string, keys []string, size int) obj {
+	clauses := []obj{term("status", "active")}
+	if state != "" {
+		clauses = append(clauses, term("state", state))
 	}
+	if len(keys) > 0 {
+		clauses = append(clauses, terms("signal_key", keys))
+	}
+	return obj{
+		"size":             size,
+		"track_total_hits": true,
+		"_source":          []string{"state", "signal_key", "status"},
+		"query":            filtered(clauses...),
+		"sort":             []obj{{"state": "asc"}, {"signal_key": "asc"}},
+	}
+}
+
+// maxActiveEntries bounds the active catalog entries of every state that
+// GeoSignalsForLocation reads with its rows (states x signal keys). It is
+// the default index.max_result_window, the most one search returns; more
+// active entries than that is an error, not a partial active set.
+const maxActiveEntries = 10000
+
+// geoSignalPageBody pages a state's rows whose signal_key is one of
+// active (the state's active keys, already intersected with q.SignalKeys;
+// never empty: SearchGeoSignals answers an empty page without a search):
+// score desc, signal_key asc, geo_id asc.
+func geoSignalPageBody(q readmodel.GeoSignalQuery, active []string) obj {
+	clauses := []obj{term("state", q.State), terms("signal_key", active)}
 	if q.GeoType != "" {
 		clauses = append(clauses, term("geo_type", string(q.GeoType)))
 	}
@@ -173,9 +201,9 @@ func catalogBody(q readmodel.CatalogQuery) obj {
 	}
 }
 
-// maxCatalog bounds the catalog entries of one state that Catalog reads:
-// one entry per signal key, so it is the number of distinct keys a state
-// may have. More entries
+// maxCatalog bounds the catalog entries of one state that Catalog, and the
+// active-key lookup of SearchGeoSignals, read: one entry per signal key,
+// so it is the number of distinct keys a state may have. More entries
 // than that is an error, not a shorter list.
 const maxCatalog = 1000
 

@@ -2,6 +2,7 @@ package opensearch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,6 +113,65 @@ func rowSrc(geoID, state, key string, score float64) string {
 
 var locSrc = `{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","lat":0,"lon":0}`
 
+// TestKeepActive: a row is served only when its own state lists its key
+// with status exactly "active".
+func TestKeepActive(t *testing.T) {
+	row := func(state, key string) geoSignalDoc {
+		return geoSignalDoc{GeoID: "g1", State: state, SignalKey: key}
+	}
+	active := activeSet([]catalogDoc{
+		{State: "WA", SignalKey: "a_active", Status: "active"},
+		{State: "WA", SignalKey: "b_retired", Status: "retired"},
+		{State: "WA", SignalKey: "c_case", Status: "Active"},
+		{State: "OR", SignalKey: "d_other_state", Status: "active"},
+		{State: "WA", SignalKey: "f_active", Status: "active"},
+	})
+	got := keepActive([]geoSignalDoc{
+		row("WA", "a_active"),
+		row("WA", "b_retired"),
+		row("WA", "c_case"),
+		row("WA", "d_other_state"),
+		row("WA", "e_no_entry"),
+		row("WA", "f_active"),
+		row("", "a_active"),
+	}, active)
+	keys := make([]string, len(got))
+	for i, g := range got {
+		keys[i] = g.State + "/" + g.SignalKey
+	}
+	require.Equal(t, []string{"WA/a_active", "WA/f_active"}, keys, "active rows kept in order; inactive, other-state, missing entries dropped")
+	require.NotNil(t, keepActive(nil, active), "no rows: an empty slice, not nil")
+}
+
+func TestGeoSignalsForLocationServesActiveRows(t *testing.T) {
+	s, seen := fakeAnswers(t, `{"responses":[`+
+		hits(1, locSrc)+`,`+
+		hits(3, entrySrc("OR", "momentum", "active"), entrySrc("WA", "velocity", "active"), entrySrc("WA", "zeta", "active"))+`,`+
+		hits(3, rowSrc("g1", "WA", "momentum", 0.9), rowSrc("g1", "WA", "velocity", 0.5), rowSrc("g1", "WA", "zeta", 0.1))+`]}`)
+	rows, err := s.GeoSignalsForLocation(context.Background(), "g1", []string{"momentum", "velocity", "zeta"})
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "momentum is active in OR only")
+	require.Equal(t, "velocity", rows[0].SignalKey)
+	require.Equal(t, "zeta", rows[1].SignalKey)
+
+	require.Len(t, *seen, 1, "one round trip")
+	req := (*seen)[0]
+	require.True(t, strings.HasPrefix(req, "POST /_msearch\n"), req)
+	lines := strings.Split(strings.TrimSpace(req[strings.IndexByte(req, '\n')+1:]), "\n")
+	require.Len(t, lines, 6, "three searches")
+	require.Equal(t, `{"index":"`+s.read(readmodel.KindCatalog)+`"}`, lines[2])
+	want, err := json.Marshal(activeCatalogBody("", []string{"momentum", "velocity", "zeta"}, maxActiveEntries))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), lines[3], "the active catalog of every state, restricted to the keys")
+	require.Contains(t, lines[5], `"track_total_hits":true`)
+}
+
+func TestGeoSignalsForLocationUnknownGeo(t *testing.T) {
+	s, _ := fakeAnswers(t, `{"responses":[`+hits(0)+`,`+hits(1, entrySrc("WA", "velocity", "active"))+`,`+hits(0)+`]}`)
+	_, err := s.GeoSignalsForLocation(context.Background(), "g404", nil)
+	require.ErrorIs(t, err, readmodel.ErrNotFound)
+}
+
 // TestBoundedReadsFailOnOverflow: a bounded read whose total exceeds the
 // hits returned is an error naming what overflowed, never a shorter answer.
 func TestBoundedReadsFailOnOverflow(t *testing.T) {
@@ -126,14 +186,25 @@ func TestBoundedReadsFailOnOverflow(t *testing.T) {
 		read    func(s *Store) (int, error) // the items answered
 		wantErr string
 	}{
+		{"active catalog of every state",
+			`{"responses":[` + hits(1, locSrc) + `,` + hits(maxActiveEntries+1, entrySrc("WA", "velocity", "active")) + `,` + hits(1, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
+			geoRows,
+			"active catalog entries overflow maxActiveEntries: 10001 match, 1 returned"},
 		{"rows of one geography",
-			`{"responses":[` + hits(1, locSrc) + `,` + hits(maxRowsPerGeo+5, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
+			`{"responses":[` + hits(1, locSrc) + `,` + hits(1, entrySrc("WA", "velocity", "active")) + `,` + hits(maxRowsPerGeo+5, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
 			geoRows,
 			"geo signal rows of g1 overflow maxRowsPerGeo: 1005 match, 1 returned"},
 		{"rows without a total",
-			`{"responses":[` + hits(1, locSrc) + `,` + hits(-1, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
+			`{"responses":[` + hits(1, locSrc) + `,` + hits(1, entrySrc("WA", "velocity", "active")) + `,` + hits(-1, rowSrc("g1", "WA", "velocity", 1)) + `]}`,
 			geoRows,
 			"geo signal rows of g1: the answer has no hits.total, so it may be truncated at maxRowsPerGeo=1000"},
+		{"active keys of a state",
+			hits(maxCatalog+1, entrySrc("WA", "velocity", "active")),
+			func(s *Store) (int, error) {
+				page, err := s.SearchGeoSignals(ctx, readmodel.GeoSignalQuery{State: "WA", Limit: 10})
+				return len(page.Signals), err
+			},
+			"active catalog entries of WA overflow maxCatalog: 1001 match, 1 returned"},
 		{"catalog of a state",
 			hits(maxCatalog+1, entrySrc("WA", "velocity", "active")),
 			func(s *Store) (int, error) {
@@ -149,6 +220,45 @@ func TestBoundedReadsFailOnOverflow(t *testing.T) {
 			require.NotErrorIs(t, err, readmodel.ErrUnavailable, "a retry cannot help")
 			require.Len(t, *seen, 1, "nothing is read after the overflow")
 			require.Zero(t, n, "no partial answer")
+		})
+	}
+}
+
+func TestSearchGeoSignalsActiveKeys(t *testing.T) {
+	ctx := context.Background()
+	t.Run("page restricted to the active keys", func(t *testing.T) {
+		s, seen := fakeAnswers(t,
+			hits(2, entrySrc("WA", "velocity", "active"), entrySrc("WA", "momentum", "active")),
+			hits(-1, rowSrc("g1", "WA", "velocity", 0.9), rowSrc("g2", "WA", "momentum", 0.8), rowSrc("g3", "WA", "velocity", 0.7)))
+		page, err := s.SearchGeoSignals(ctx, readmodel.GeoSignalQuery{State: "WA", SignalKeys: []string{"velocity", "momentum", "retired"}, Limit: 2})
+		require.NoError(t, err)
+		require.Len(t, page.Signals, 2)
+		require.Equal(t, &readmodel.GeoSignalKey{Score: 0.8, SignalKey: "momentum", GeoID: "g2"}, page.Next)
+
+		require.Len(t, *seen, 2, "the active keys, then the page")
+		require.True(t, strings.HasPrefix((*seen)[0], "POST /"+s.read(readmodel.KindCatalog)+"/_search\n"), (*seen)[0])
+		want, err := json.Marshal(activeCatalogBody("WA", []string{"velocity", "momentum", "retired"}, maxCatalog))
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), (*seen)[0][strings.IndexByte((*seen)[0], '\n')+1:])
+		require.True(t, strings.HasPrefix((*seen)[1], "POST /"+s.read(readmodel.KindGeoSignal)+"/_search\n"), (*seen)[1])
+		require.Contains(t, (*seen)[1], `{"terms":{"signal_key":["momentum","velocity"]}}`, "the active keys, sorted; not the query's")
+	})
+	for _, tc := range []struct {
+		name    string
+		catalog string
+		q       readmodel.GeoSignalQuery
+	}{
+		{"no active key", hits(0), readmodel.GeoSignalQuery{State: "WA", Limit: 5}},
+		{"none of the keys active", hits(0), readmodel.GeoSignalQuery{State: "WA", SignalKeys: []string{"retired"}, Limit: 5}},
+		{"answer with another status", hits(1, entrySrc("WA", "velocity", "retired")), readmodel.GeoSignalQuery{State: "WA", Limit: 5}},
+		{"answer of another state", hits(1, entrySrc("OR", "velocity", "active")), readmodel.GeoSignalQuery{State: "WA", Limit: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, seen := fakeAnswers(t, tc.catalog, hits(-1, rowSrc("g1", "WA", "velocity", 0.9)))
+			page, err := s.SearchGeoSignals(ctx, tc.q)
+			require.NoError(t, err)
+			require.Equal(t, readmodel.GeoSignalPage{Signals: []readmodel.GeoSignal{}}, page, "empty page, Next nil")
+			require.Len(t, *seen, 1, "the rows are not searched")
 		})
 	}
 }

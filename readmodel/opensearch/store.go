@@ -29,16 +29,26 @@
 // exactly once without server-side state: the cursors the API hands out
 // stay valid across replicas and restarts. Full scans (Digest) use a point
 // in time and fall back to plain search_after when it expires.
-// Two reads are exceptions, both documented where they live: the property
-// scope of ResolveCandidates and SearchProperties' property-as-location
-// details need a second _msearch to fetch the properties' hierarchy.
+// Three reads are exceptions, each documented where it lives: the
+// property scope of ResolveCandidates and SearchProperties'
+// property-as-location details need a second _msearch to fetch the
+// properties' hierarchy, and SearchGeoSignals first reads the state's
+// active catalog keys, then pages the rows of those keys.
+//
+// # Active geo signals
+//
+// A geo signal row is served only when the catalog of the row's state
+// lists its signal_key with status "active". GeoSignalsForLocation reads
+// the active entries in the same _msearch as the rows and filters the rows
+// (keepActive); SearchGeoSignals puts the active keys in a terms filter.
 //
 // # Bounded reads
 //
 // The signal and catalog reads that are not pages (a geography's signal
-// rows, a state's catalog) ask for at most a size constant of hits and
-// track the total: when more documents match, the read fails with an
-// error naming what overflowed, never a truncated answer.
+// rows, a state's catalog, the active catalog entries) ask for at most a
+// size constant of hits and track the total: when more documents match,
+// the read fails with an error naming what overflowed, never a truncated
+// answer.
 package opensearch
 
 import (
