@@ -10,8 +10,9 @@ import (
 // symbols interns repeated strings (permit types, statuses, sources,
 // cities, geo_ids, link methods) as uint32 handles, so a million permits
 // hold a handful of copies of "Issued". Handle 0 is "". Symbols are never
-// freed: their number is bounded by the vocabulary, not by the documents.
-// Guarded by the Store's lock.
+// freed: their number is bounded by the vocabulary, not by the documents
+// (strings that are not, such as descriptions, are texts). Guarded by the
+// Store's lock.
 type symbols struct {
 	ids  map[string]uint32
 	strs []string
@@ -40,6 +41,62 @@ func (t *symbols) lookup(s string) (uint32, bool) {
 }
 
 func (t *symbols) str(id uint32) string { return t.strs[id] }
+
+// texts interns strings that are nearly one per document (permit
+// descriptions, permit numbers) with reference counts, so permits with the
+// same text share it and a text no permit holds any more is freed: a
+// long-running process that sees permits change and go does not keep every
+// description it ever saw. Handle 0 is "". Guarded by the Store's lock.
+type texts struct {
+	ids  map[string]uint32
+	strs []string
+	refs []uint32
+	free []uint32 // handles of freed texts, for reuse
+}
+
+func newTexts() *texts {
+	return &texts{ids: map[string]uint32{"": 0}, strs: []string{""}, refs: []uint32{0}}
+}
+
+// acquire interns s and counts one more holder (write lock held).
+func (t *texts) acquire(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	if id, ok := t.ids[s]; ok {
+		t.refs[id]++
+		return id
+	}
+	s = strings.Clone(s) // do not pin the caller's buffer
+	var id uint32
+	if n := len(t.free); n > 0 {
+		id, t.free = t.free[n-1], t.free[:n-1]
+		t.strs[id], t.refs[id] = s, 1
+	} else {
+		id = uint32(len(t.strs))
+		t.strs, t.refs = append(t.strs, s), append(t.refs, 1)
+	}
+	t.ids[s] = id
+	return id
+}
+
+// release counts one holder less and frees the text when none is left
+// (write lock held).
+func (t *texts) release(id uint32) {
+	if id == 0 {
+		return
+	}
+	if t.refs[id]--; t.refs[id] == 0 {
+		delete(t.ids, t.strs[id])
+		t.strs[id] = ""
+		t.free = append(t.free, id)
+	}
+}
+
+func (t *texts) str(id uint32) string { return t.strs[id] }
+
+// live is the number of texts held.
+func (t *texts) live() int { return len(t.ids) - 1 }
 
 // clink is a geo link in compact form.
 type clink struct {
@@ -155,10 +212,11 @@ func fromMillionths(u uint32) float64 { return float64(u) / 1e6 }
 // and the permits linked to each geo_id (permits.go).
 type permitIndexes struct {
 	syms   *symbols
+	texts  *texts // descriptions and permit numbers
 	links  *linkSets
 	geoIdx map[uint32]treeSet
 }
 
 func newPermitIndexes() permitIndexes {
-	return permitIndexes{syms: newSymbols(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}}
+	return permitIndexes{syms: newSymbols(), texts: newTexts(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}}
 }

@@ -161,13 +161,14 @@ func (s *Store) propString(r propRef) string {
 	return ""
 }
 
-// compactPermit converts a document (write lock held).
+// compactPermit converts a document (write lock held). The result holds
+// its texts; releaseTexts lets them go when the store drops it.
 func (s *Store) compactPermit(p readmodel.Permit) *cpermit {
 	sy := s.pi.syms
 	c := &cpermit{
 		id:         p.PermitID,
 		version:    p.Version,
-		desc:       sy.id(p.RawDescription),
+		desc:       s.pi.texts.acquire(p.RawDescription),
 		address:    p.Address.FullAddress,
 		valuation:  nanOf(p.Valuation),
 		lat:        nanOf(p.Lat),
@@ -188,16 +189,22 @@ func (s *Store) compactPermit(p readmodel.Permit) *cpermit {
 		prop:       s.propRefOf(p.PropertyID),
 	}
 	if p.PermitID != p.Source+":"+p.PermitNumber || p.PermitNumber == "" {
-		c.number = sy.id(p.PermitNumber)
+		c.number = s.pi.texts.acquire(p.PermitNumber)
 	}
 	c.links = s.pi.links.id(sy, p.GeoLinks, p.PropertyID)
 	return c
 }
 
+// releaseTexts lets go of the texts c holds (write lock held).
+func (s *Store) releaseTexts(c *cpermit) {
+	s.pi.texts.release(c.desc)
+	s.pi.texts.release(c.number)
+}
+
 // permitNumber is the permit's source number.
 func (s *Store) permitNumber(c *cpermit) string {
 	if c.number != 0 {
-		return s.pi.syms.str(c.number)
+		return s.pi.texts.str(c.number)
 	}
 	return c.id[len(s.pi.syms.str(c.source))+1:]
 }
@@ -216,7 +223,7 @@ func (s *Store) expandPermit(c *cpermit) readmodel.Permit {
 		ApplicationDate: formatDay(c.appD),
 		IssueDate:       issueOf(c.ik),
 		CompletionDate:  formatDay(c.compD),
-		RawDescription:  sy.str(c.desc),
+		RawDescription:  s.pi.texts.str(c.desc),
 		Contractor:      sy.str(c.contractor),
 		Valuation:       ptrOf(c.valuation),
 		Source:          sy.str(c.source),

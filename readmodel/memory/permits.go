@@ -24,11 +24,13 @@ func (s *Store) putPermit(p readmodel.Permit) bool {
 	c := s.compactPermit(p)
 	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
 	if !ok {
+		s.releaseTexts(c) // stale: never stored
 		return false
 	}
 	if hadPrev {
 		c.id = prev.id // share the table key's bytes
 		s.unindexPermit(prev)
+		s.releaseTexts(prev)
 	}
 	s.indexPermit(c)
 	return true
@@ -38,6 +40,7 @@ func (s *Store) delPermit(id string, version int64) bool {
 	prev, hadPrev, ok := s.permits.del(id, version)
 	if hadPrev {
 		s.unindexPermit(prev)
+		s.releaseTexts(prev)
 	}
 	return ok
 }

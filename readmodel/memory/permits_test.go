@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -377,5 +378,67 @@ func TestLocationPermitFiguresComeFromTheIndex(t *testing.T) {
 	}
 	if l.PermitCount != 0 || l.LatestPermitDate != "" {
 		t.Fatalf("location %+v", l)
+	}
+}
+
+// TestTextsAreFreed: descriptions and permit numbers are shared while
+// permits hold them and freed when none does (changes, deletes, stale
+// writes), so a long-running store does not keep every text it saw.
+func TestTextsAreFreed(t *testing.T) {
+	s := newStore(t)
+	descs := func() map[string]string {
+		page, err := s.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: zipA, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, h := range page.Permits {
+			out[h.Permit.PermitID] = h.Permit.RawDescription + "|" + h.Permit.PermitNumber
+		}
+		return out
+	}
+	with := func(p readmodel.Permit, desc string) readmodel.Permit {
+		p.RawDescription = desc
+		return p
+	}
+	p1, p2, p3 := permit("1", "2025-01-01", zipA, 1), permit("2", "2025-01-02", zipA, 1), permit("3", "2025-01-03", zipA, 1)
+	odd := permit("4", "2025-01-04", zipA, 1)
+	odd.PermitID = "test:other-4" // a number that is not the id's suffix is a text too
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{p1, p2, with(p3, "permit 1"), odd}})
+	if got := s.LiveTexts(); got != 4 { // "permit 1" (twice), "permit 2", "permit 4", number "4"
+		t.Fatalf("live texts %d, want 4", got)
+	}
+	p1.Version = 2
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{with(p1, "permit 1, revised")}})
+	p2.Version = 0
+	if res := apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{with(p2, "stale")}}); res.Stale != 1 {
+		t.Fatalf("stale write took: %+v", res)
+	}
+	if got := s.LiveTexts(); got != 5 { // + "permit 1, revised"; "permit 1" still held by 3; "stale" freed
+		t.Fatalf("live texts %d, want 5", got)
+	}
+	want := map[string]string{
+		"test:1": "permit 1, revised|1", "test:2": "permit 2|2", "test:3": "permit 1|3", "test:other-4": "permit 4|4",
+	}
+	if got := descs(); !maps.Equal(got, want) {
+		t.Fatalf("permits %v, want %v", got, want)
+	}
+	apply(t, s, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "test:3", Version: 2}}})
+	if got := s.LiveTexts(); got != 4 { // "permit 1" freed
+		t.Fatalf("live texts %d, want 4", got)
+	}
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{with(permit("5", "2025-01-05", zipA, 1), "permit 1")}})
+	delete(want, "test:3")
+	want["test:5"] = "permit 1|5"
+	if got := descs(); !maps.Equal(got, want) {
+		t.Fatalf("a reused handle: permits %v, want %v", got, want)
+	}
+	var dels []readmodel.Delete
+	for id := range want {
+		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: id, Version: 9})
+	}
+	apply(t, s, readmodel.Batch{Deletes: dels})
+	if got := s.LiveTexts(); got != 0 {
+		t.Fatalf("live texts %d after deleting every permit, want 0", got)
 	}
 }
