@@ -133,7 +133,7 @@ const maxRowsPerGeo = 1000
 // are served (see activeSet). size bounds it; the total is tracked so an
 // answer that does not hold every entry fails the read (see complete).
 func activeCatalogBody(state string, keys []string, size int) obj {
-	clauses := []obj{term("status", "active")}
+	clauses := []obj{term("status", readmodel.CatalogActive)}
 	if state != "" {
 		clauses = append(clauses, term("state", state))
 	}
@@ -188,7 +188,7 @@ func geoSignalPageBody(q readmodel.GeoSignalQuery, active []string) obj {
 func catalogBody(q readmodel.CatalogQuery) obj {
 	clauses := []obj{term("state", q.State)}
 	if !q.IncludeInactive {
-		clauses = append(clauses, term("status", "active"))
+		clauses = append(clauses, term("status", readmodel.CatalogActive))
 	}
 	if len(q.SignalKeys) > 0 {
 		clauses = append(clauses, terms("signal_key", q.SignalKeys))

@@ -332,7 +332,7 @@ type catalogKey struct{ state, signalKey string }
 func activeSet(entries []catalogDoc) map[catalogKey]bool {
 	out := make(map[catalogKey]bool, len(entries))
 	for _, e := range entries {
-		if e.Status == "active" {
+		if e.Status == readmodel.CatalogActive {
 			out[catalogKey{e.State, e.SignalKey}] = true
 		}
 	}
