@@ -392,7 +392,10 @@ func resolveBody(q resolve.Query) obj {
 }
 
 // maxPropertyScan bounds the properties one lookup reads (exact street
-// matches and, for the fuzzy fallback, the same house number in the city).
+// matches and, for the fuzzy fallback, the same house number in the city):
+// a candidate pool for the shared scorer, best first (a property matching
+// the street scores above one matching only the house number), so a cut
+// drops the weakest candidates, never an exact street match before them.
 const maxPropertyScan = 2000
 
 // propertyBody fetches the properties a lookup may match: the normalised
@@ -421,7 +424,7 @@ func propertyBody(q *propmatch.Query) obj {
 		"size":             maxPropertyScan,
 		"track_total_hits": false,
 		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
-		"sort":             []obj{{"property_id": "asc"}},
+		"sort":             []any{obj{"_score": "desc"}, obj{"property_id": "asc"}},
 	}
 }
 

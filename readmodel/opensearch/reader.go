@@ -508,7 +508,10 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 }
 
 type termsAgg struct {
-	Buckets []struct {
+	// SumOtherDocCount counts the documents of the values that did not
+	// fit in the buckets: any makes the distribution inexact.
+	SumOtherDocCount int64 `json:"sum_other_doc_count"`
+	Buckets          []struct {
 		Key      string `json:"key"`
 		DocCount int64  `json:"doc_count"`
 	} `json:"buckets"`
@@ -526,6 +529,11 @@ func statsFrom(r *searchResult, topN int) (readmodel.PermitStats, error) {
 		var a termsAgg
 		if err := json.Unmarshal(r.Aggregations[name], &a); err != nil {
 			return nil, fmt.Errorf("opensearch: stats %s: %w", name, err)
+		}
+		if a.SumOtherDocCount > 0 {
+			// Counted exactly or not at all: a top list or distribution
+			// missing values could rank the wrong ones first.
+			return nil, fmt.Errorf("opensearch: stats %s overflow maxTerms: %d leads hold values beyond the first %d", name, a.SumOtherDocCount, maxTerms)
 		}
 		out := make([]readmodel.ValueCount, 0, len(a.Buckets))
 		for _, b := range a.Buckets {

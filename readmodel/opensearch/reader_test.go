@@ -262,3 +262,27 @@ func TestSearchGeoSignalsActiveKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsFailOnTermsOverflow: a terms aggregation that could not hold
+// every value (sum_other_doc_count > 0) makes PermitStats fail rather
+// than answer a distribution or top list that is missing values.
+func TestStatsFailOnTermsOverflow(t *testing.T) {
+	agg := func(other int) string {
+		return fmt.Sprintf(`{"sum_other_doc_count":%d,"buckets":[{"key":"98101","doc_count":4}]}`, other)
+	}
+	stats := func(otherZips int) string {
+		return `{"status":200,"hits":{"total":{"value":4,"relation":"eq"},"hits":[]},"aggregations":{` +
+			`"by_signal":` + agg(0) + `,"top_counties":` + agg(0) + `,"top_cities":` + agg(0) + `,"top_zips":` + agg(otherZips) + `,` +
+			`"confidence":{"buckets":{"high":{"doc_count":4},"medium":{"doc_count":0}}},` +
+			`"freshness":{"buckets":{"d0_7":{"doc_count":4},"d8_14":{"doc_count":0},"d15_30":{"doc_count":0}}}}}`
+	}
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 5}
+	s, _ := fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+stats(0)+`]}`)
+	st, err := s.PermitStats(context.Background(), q)
+	require.NoError(t, err)
+	require.Equal(t, []readmodel.ValueCount{{Value: "98101", Count: 4}}, st.TopZips)
+
+	s, _ = fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+stats(7)+`]}`)
+	_, err = s.PermitStats(context.Background(), q)
+	require.EqualError(t, err, "opensearch: stats top_zips overflow maxTerms: 7 leads hold values beyond the first 10000")
+}
