@@ -342,13 +342,22 @@ const fuzziness = "AUTO:4,8"
 // resolveBody finds the candidates of parsed resolve text: every word of
 // one reading must match a word of a name or alias (normalised, within
 // the typo budget, or as a prefix for the last word of 3 letters or
-// more), or the text's ZIP a ZIP; state and geo_type are hard filters.
-// OpenSearch's relevance only picks the pool: resolve.Score and
-// resolve.Rank order it exactly as the memory backend does.
+// more), or the text's ZIP a ZIP, or a ZIP prefix (text of 3 or 4 digits
+// alone) the ZIPs it begins - at most 100, inside the pool; state and
+// geo_type are hard filters. OpenSearch's relevance only picks the pool:
+// resolve.Score and resolve.Rank order it exactly as the memory backend
+// does.
 func resolveBody(q resolve.Query) obj {
 	var should []obj
 	if q.Zip != "" {
 		should = append(should, term("zipcode", q.Zip))
+	}
+	if q.ZipPrefix != "" {
+		// Cities carry a zipcode too: only ZIP locations match by code.
+		should = append(should, obj{"bool": obj{"filter": []obj{
+			{"prefix": obj{"zipcode": q.ZipPrefix}},
+			term("geo_type", string(readmodel.GeoZip)),
+		}}})
 	}
 	for _, r := range q.Readings {
 		if r.Compact && len(r.Tokens) == 1 {

@@ -22,6 +22,17 @@
 // both King County and King, Colorado), and with its words joined ("De
 // Kalb" = "DeKalb"). Each location scores by its best reading.
 //
+// A text whose only word is 3 or 4 digits ("981", "9810") is a ZIP
+// prefix: it matches the ZIPs it begins and nothing else (the state and
+// geo_type filters narrow them: "981" with state OR is empty). Mixed with
+// other words such a number is not a ZIP prefix: it stays a word of the
+// name, as a house number or noise would, and since no place name has it
+// "Seattle 981" or "981 WA" matches nothing. Reading it there as a prefix
+// would need a rule for which ZIP the other words mean, and dropping it
+// would accept "Seattle" for a text that said more; a state belongs in
+// the state filter. Fewer than 3 digits is no prefix ("98" is a thousand
+// ZIPs).
+//
 // # Scoring
 //
 // Every query word must match a distinct word of a location's name or
@@ -39,6 +50,7 @@
 //	name has more words than asked      x (0.62 + 0.30 matched/words)  prefix or fuzzy
 //	bare county name ("King")           x 0.90  alias
 //	ZIP by code                         1.00  postal_code
+//	ZIP by prefix, typed/5 digits r     0.70 + 0.18r  prefix
 //
 // so exact beats alias beats fuzzy beats prefix beats partial names. The
 // raw score adds context: a type prior (state +0.03, city +0.02, county
@@ -53,7 +65,8 @@
 // when not; names never match ZIPs, so a name query never puts a ZIP
 // first, and a ZIP query ("Bellevue, WA 98004") puts the ZIP first - the
 // finest geography consistent with every part of the text - with the city
-// next. Score = raw/1.2, clamped to 0..1 and rounded to 4 decimals.
+// next. A ZIP prefix scores its ZIPs by the prefix quality alone. Score
+// = raw/1.2, clamped to 0..1 and rounded to 4 decimals.
 //
 // The state and geo_type of the request are hard filters: a location
 // outside them is never a candidate, however good its name.
@@ -63,14 +76,21 @@
 // Rank orders by Score descending, population descending, geo_id
 // ascending, keeps Limit, and sets confidence and decision; see Rank. Two
 // scopes of one place (a city and its jurisdiction, a county and its
-// authority, a ZIP and its city) never make each other ambiguous.
+// authority, a ZIP and its city) never make each other ambiguous. The
+// ZIPs of one prefix score alike, so they follow population and then
+// geo_id (the national gazetteer gives ZIPs no population: geo_id, a
+// stable but arbitrary order); a prefix match is never accepted, and
+// several ZIPs of one prefix are ambiguous with each other.
 //
 // # Index design
 //
 // Index keeps one document per geo_id (location clone, name forms, its
 // terms), token postings (term -> slots), joined-name postings
-// ("sedrowoolley", exact lookup only), a ZIP map, a byte trie of terms and
-// a deletion neighbourhood of the terms of 6+ letters. A query word
+// ("sedrowoolley", exact lookup only), a ZIP map (5-digit code -> slots;
+// a ZIP prefix looks up each code it can begin, at most 100 lookups of a
+// few microseconds in all, so no sorted list of codes has to follow
+// Upsert and Delete), a byte trie of terms and a deletion neighbourhood
+// of the terms of 6+ letters. A query word
 // expands to its exact term; to the terms within its typo budget - one
 // edit by a trie walk carrying one banded edit-distance row per depth,
 // two edits by looking up the hashes of the word's deletion variants

@@ -150,6 +150,30 @@ func zipOf(loc *readmodel.Location) string {
 	return z
 }
 
+// withZipPrefix calls fn with the slots of every indexed ZIP that starts
+// with the digits p. It looks up each 5-digit code p can begin - at most
+// 100 map lookups for 3 digits, 10 for 4 - so the ZIP map needs no
+// sorted companion to keep in step with Upsert and Delete.
+func (x *Index) withZipPrefix(p string, fn func([]int32)) {
+	if len(p) == 0 || len(p) > 5 || !isDigits(p) {
+		return
+	}
+	var code [5]byte
+	copy(code[:], p)
+	n := 1
+	for range 5 - len(p) {
+		n *= 10
+	}
+	for i := range n {
+		for j, v := 4, i; j >= len(p); j, v = j-1, v/10 {
+			code[j] = byte('0' + v%10)
+		}
+		if s := x.zips[string(code[:])]; len(s) > 0 {
+			fn(s)
+		}
+	}
+}
+
 func appendUnique(s []string, v string) []string {
 	if slices.Contains(s, v) {
 		return s
@@ -209,6 +233,9 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 	}
 	if q.Zip != "" {
 		addSlots(x.zips[q.Zip])
+	}
+	if q.ZipPrefix != "" {
+		x.withZipPrefix(q.ZipPrefix, addSlots)
 	}
 	for i := range q.Readings {
 		r := &q.Readings[i]

@@ -14,6 +14,12 @@ type Query struct {
 	// ZIP+4 extension when given ("98052-1234", "980521234").
 	Zip, Plus4 string
 
+	// ZipPrefix is the text when its only word is 3 or 4 digits ("981",
+	// "9810"): the start of a ZIP, matched by the ZIPs it begins. Mixed
+	// with other words ("Seattle 981") such a number stays a word of the
+	// name, which no place name has, so it matches nothing.
+	ZipPrefix string
+
 	// CityOf: the text began with "city of", "town of" or "village of",
 	// which asks for the incorporated place's permitting jurisdiction.
 	CityOf bool
@@ -51,13 +57,18 @@ func ParseQuery(rq readmodel.ResolveQuery) Query {
 	return q
 }
 
-// Parse reads free text into a Query: it extracts a ZIP or ZIP+4, a
-// leading "city of", a trailing state code or name, a trailing county
-// word and trailing noise ("USA"); it normalises case, accents,
-// punctuation and abbreviations of the rest.
+// Parse reads free text into a Query: it extracts a ZIP or ZIP+4 (or,
+// when the text is only 3 or 4 digits, a ZIP prefix), a leading "city
+// of", a trailing state code or name, a trailing county word and
+// trailing noise ("USA"); it normalises case, accents, punctuation and
+// abbreviations of the rest.
 func Parse(text string) Query {
 	q := Query{Text: text}
 	ws := words(text)
+	if len(ws) == 1 && len(ws[0]) >= minZipPrefix && len(ws[0]) < 5 && isDigits(ws[0]) {
+		q.ZipPrefix = ws[0]
+		return q
+	}
 	kept := ws[:0:0]
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
@@ -168,3 +179,7 @@ func maxEdits(w string) int {
 
 // minPrefix is the shortest last word that may match as a prefix.
 const minPrefix = 3
+
+// minZipPrefix is the fewest digits a text of digits alone needs to be
+// read as the start of a ZIP: "98" would be a thousand ZIPs.
+const minZipPrefix = 3

@@ -81,6 +81,19 @@ var handQuality = [][6]string{
 	{"Ft Worth", "", "", "Fort Worth, TX", "city", "abbreviation"},
 	{"Mount Rainier", "", "", "Mount Rainier, MD", "city", "exact"},
 	{"Washington DC", "", "", "Washington, DC", "city", "state_code"},
+	// A text of 3 or 4 digits alone is a ZIP prefix: prefixes one ZIP
+	// begins (alone, or in the state asked), and filters that leave none.
+	{"821", "", "", "82190 (Yellowstone National Park, WY)", "zip", "zip_prefix"},
+	{"876", "", "", "87654 (Spaceport City, NM)", "zip", "zip_prefix"},
+	{"399", "", "", "39901 (Atlanta, GA)", "zip", "zip_prefix"},
+	{"6090", "", "", "60901 (Kankakee, IL)", "zip", "zip_prefix"},
+	{"6690", "", "", "66901 (Concordia, KS)", "zip", "zip_prefix"},
+	{"0581", "", "", "05819 (Saint Johnsbury, VT)", "zip", "zip_prefix"},
+	{"7396", "", "zip", "73960 (Texhoma, TX)", "zip", "zip_prefix"},
+	{"063", "NY", "", "06390 (Fishers Island, NY)", "zip", "zip_prefix"},
+	{"726", "MO", "", "72643 (Lead Hill, MO)", "zip", "zip_prefix"},
+	{"981", "OR", "", "", "", "zip_prefix_empty"},
+	{"981", "", "city", "", "", "zip_prefix_empty"},
 }
 
 // TestWriteQualitySet regenerates testdata/quality.tsv; it is a tool, not

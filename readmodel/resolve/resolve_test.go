@@ -68,6 +68,7 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		text       string
 		zip, plus4 string
+		zipPrefix  string
 		cityOf     bool
 		state      string // State of the first reading
 		first      string // Tokens of the first reading, joined
@@ -91,12 +92,17 @@ func TestParse(t *testing.T) {
 		{text: "Sedro-Woolley", first: "sedro woolley"},
 		{text: "Añasco", first: "anasco"},
 		{text: "Seattle USA", first: "seattle"},
+		{text: "981", zipPrefix: "981"},
+		{text: " 9810.", zipPrefix: "9810"},
+		{text: "98", first: "98"},
+		{text: "Seattle 981", first: "seattle 981"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
 			q := Parse(tt.text)
-			if q.Zip != tt.zip || q.Plus4 != tt.plus4 || q.CityOf != tt.cityOf {
-				t.Fatalf("zip %q plus4 %q cityOf %v; want %q %q %v", q.Zip, q.Plus4, q.CityOf, tt.zip, tt.plus4, tt.cityOf)
+			if q.Zip != tt.zip || q.Plus4 != tt.plus4 || q.ZipPrefix != tt.zipPrefix || q.CityOf != tt.cityOf {
+				t.Fatalf("zip %q plus4 %q prefix %q cityOf %v; want %q %q %q %v", q.Zip, q.Plus4, q.ZipPrefix, q.CityOf,
+					tt.zip, tt.plus4, tt.zipPrefix, tt.cityOf)
 			}
 			if tt.first == "" {
 				if len(q.Readings) != 0 {
@@ -260,11 +266,88 @@ func TestSearchFixture(t *testing.T) {
 
 func TestNameQueryNeverPutsZipFirst(t *testing.T) {
 	x := fixtureIndex()
-	for _, text := range []string{"Seattle", "Bellevue", "Portland", "Seattle WA", "981"} {
+	for _, text := range []string{"Seattle", "Bellevue", "Portland", "Seattle WA", "Seattle 981"} {
 		cs := x.Search(readmodel.ResolveQuery{Text: text, Limit: 10})
 		if len(cs) > 0 && cs[0].Location.GeoType == readmodel.GeoZip {
 			t.Errorf("%q: ZIP first\n%s", text, describe(cs))
 		}
+	}
+}
+
+// TestZipPrefix: a text of 3 or 4 digits alone is the start of a ZIP; it
+// lists the ZIPs it begins (prefix, never accept) under the filters and
+// the limit. Mixed with words the number stays a word, as before.
+func TestZipPrefix(t *testing.T) {
+	x := New()
+	for _, l := range fixture() {
+		x.Upsert(l)
+	}
+	for _, code := range []string{"98102", "98103", "98052", "98109"} {
+		x.Upsert(readmodel.Location{GeoID: "z-" + code, GeoType: readmodel.GeoZip, Name: code, Zipcode: code,
+			DisplayName: code + " (Seattle, WA)", State: "WA", City: "Seattle", CityGeoID: "c-sea"})
+	}
+	x.Upsert(readmodel.Location{GeoID: "z-98105", GeoType: readmodel.GeoZip, Name: "98105", Zipcode: "98105",
+		DisplayName: "98105 (Seattle, WA)", State: "WA", City: "Seattle", Population: 50_000})
+	ids := func(cs []readmodel.Candidate) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Location.GeoID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		rq   readmodel.ResolveQuery
+		want []string
+	}{
+		// Population first, then geo_id.
+		{"three digits", readmodel.ResolveQuery{Text: "981", Limit: 10}, []string{"z-98105", "z-98101", "z-98102", "z-98103", "z-98109"}},
+		{"four digits", readmodel.ResolveQuery{Text: " 9800 ", Limit: 10}, []string{"z-98004"}},
+		{"limit", readmodel.ResolveQuery{Text: "981", Limit: 2}, []string{"z-98105", "z-98101"}},
+		{"state filter", readmodel.ResolveQuery{Text: "981", State: "OR", Limit: 10}, nil},
+		{"state filter keeps", readmodel.ResolveQuery{Text: "972", State: "OR", Limit: 10}, []string{"z-97201"}},
+		{"geo_type filter", readmodel.ResolveQuery{Text: "981", GeoType: readmodel.GeoCity, Limit: 10}, nil},
+		{"geo_type zip", readmodel.ResolveQuery{Text: "980", GeoType: readmodel.GeoZip, Limit: 10}, []string{"z-98004", "z-98052"}},
+		{"no such prefix", readmodel.ResolveQuery{Text: "123", Limit: 10}, nil},
+		{"two digits", readmodel.ResolveQuery{Text: "98", Limit: 10}, nil},
+		{"mixed with a name", readmodel.ResolveQuery{Text: "Seattle 981", Limit: 10}, nil},
+		{"mixed with a state", readmodel.ResolveQuery{Text: "981 WA", Limit: 10}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := x.Search(tt.rq)
+			checkContract(t, tt.rq, cs)
+			if !slices.Equal(ids(cs), tt.want) {
+				t.Fatalf("got %v, want %v\n%s", ids(cs), tt.want, describe(cs))
+			}
+			for _, c := range cs {
+				if c.MatchMethod != MethodPrefix || c.Decision == DecisionAccept || !slices.Contains(c.Reasons, "postal_code_prefix") {
+					t.Fatalf("%s: method %s decision %s reasons %v", c.Location.GeoID, c.MatchMethod, c.Decision, c.Reasons)
+				}
+			}
+		})
+	}
+	// One ZIP of the prefix: still review, more confident than many.
+	one := x.Search(readmodel.ResolveQuery{Text: "9800", Limit: 10})
+	many := x.Search(readmodel.ResolveQuery{Text: "9810", Limit: 10})
+	if one[0].Decision != DecisionReview || one[0].Confidence <= many[0].Confidence {
+		t.Fatalf("one ZIP %s %v, many %v", one[0].Decision, one[0].Confidence, many[0].Confidence)
+	}
+	// The exported scorer agrees (the search backend's path).
+	q := ParseQuery(readmodel.ResolveQuery{Text: "9810", Limit: 10})
+	for _, c := range many {
+		m, ok := Score(q, c.Location)
+		if !ok || m.Score != c.Score || m.Method != c.MatchMethod {
+			t.Fatalf("Score(%s) = %+v %v; Search %v %s", c.Location.GeoID, m, ok, c.Score, c.MatchMethod)
+		}
+	}
+	if _, ok := Score(q, readmodel.Location{GeoID: "c-x", GeoType: readmodel.GeoCity, Name: "981", Zipcode: "98101"}); ok {
+		t.Fatal("a ZIP prefix matched a city")
+	}
+	// Deleting the last ZIP of a prefix empties it.
+	x.Delete("z-98004")
+	if cs := x.Search(readmodel.ResolveQuery{Text: "9800", Limit: 10}); len(cs) != 0 {
+		t.Fatalf("deleted ZIP found:\n%s", describe(cs))
 	}
 }
 

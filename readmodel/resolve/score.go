@@ -311,7 +311,14 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 			bestRaw, best = raw, m
 		}
 	}
-	if loc.GeoType == readmodel.GeoZip {
+	if loc.GeoType == readmodel.GeoZip && q.ZipPrefix != "" {
+		if !strings.HasPrefix(loc.Zipcode, q.ZipPrefix) {
+			return Match{}, false
+		}
+		// Scored like a name prefix: typed/whole length r.
+		quality := round4(0.70 + 0.18*float64(len(q.ZipPrefix))/5)
+		consider(quality, Match{Quality: quality, Method: MethodPrefix, Reasons: []string{"postal_code_prefix"}})
+	} else if loc.GeoType == readmodel.GeoZip {
 		if q.Zip == "" || loc.Zipcode != q.Zip {
 			return Match{}, false
 		}
