@@ -44,6 +44,7 @@ func TestQueryGoldens(t *testing.T) {
 	pq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Mt Vernon, WA", State: "WA", Limit: 5})
 	zq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Bellevue, WA 98004", Limit: 5})
 	zpq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "981", State: "WA", Limit: 5})
+	aq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Pt Angeles", Limit: 5})
 	ps, ok := propmatch.Parse(readmodel.PropertyQuery{Address: "600 University St, Seattle, WA 98101", Limit: 5})
 	require.True(t, ok)
 
@@ -72,6 +73,7 @@ func TestQueryGoldens(t *testing.T) {
 		"resolve.search.json":                   resolveBody(pq),
 		"resolve_zip.search.json":               resolveBody(zq),
 		"resolve_zip_prefix.search.json":        resolveBody(zpq),
+		"resolve_abbreviation.search.json":      resolveBody(aq),
 		"properties.search.json":                propertyBody(&ps),
 		"property_permit_stats.search.json":     propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                     countBody(),

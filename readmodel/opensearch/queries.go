@@ -340,13 +340,13 @@ const resolvePool = 200
 const fuzziness = "AUTO:4,8"
 
 // resolveBody finds the candidates of parsed resolve text: every word of
-// one reading must match a word of a name or alias (normalised, within
-// the typo budget, or as a prefix for the last word of 3 letters or
-// more), or the text's ZIP a ZIP, or a ZIP prefix (text of 3 or 4 digits
-// alone) the ZIPs it begins - at most 100, inside the pool; state and
-// geo_type are hard filters. OpenSearch's relevance only picks the pool:
-// resolve.Score and resolve.Rank order it exactly as the memory backend
-// does.
+// one reading must match a word of a name or alias (normalised, or as
+// another long form of an ambiguous abbreviation, within the typo
+// budget, or as a prefix for the last word of 3 letters or more), or the
+// text's ZIP a ZIP, or a ZIP prefix (text of 3 or 4 digits alone) the
+// ZIPs it begins - at most 100, inside the pool; state and geo_type are
+// hard filters. OpenSearch's relevance only picks the pool: resolve.Score
+// and resolve.Rank order it exactly as the memory backend does.
 func resolveBody(q resolve.Query) obj {
 	var should []obj
 	if q.Zip != "" {
@@ -367,6 +367,11 @@ func resolveBody(q resolve.Query) obj {
 		var must []obj
 		for i, t := range r.Tokens {
 			alts := []obj{{"match": obj{"names_norm": obj{"query": t.Text}}}}
+			for _, a := range t.Alts {
+				// The other long forms of an ambiguous abbreviation
+				// ("pt": port), exact only as the scorer matches them.
+				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": a}}})
+			}
 			if len(r.Tokens) == 1 {
 				alts = append(alts, term("compact", t.Text))
 			}

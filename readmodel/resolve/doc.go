@@ -12,7 +12,11 @@
 // Parse folds accents and case, drops apostrophes, splits on every other
 // punctuation (so "Sedro-Woolley" = "Sedro Woolley") and expands
 // abbreviations on both the query and the indexed names (Mt/Mount, Ft/Fort,
-// St/Saint, Ste/Sainte, N/S/E/W, Pt/Point, Is/Island, Hts/Heights, ...). It
+// St/Saint, Ste/Sainte, N/S/E/W, Pt/Point, Is/Island, Hts/Heights, ...).
+// An ambiguous abbreviation also has other long forms that a query word
+// matches, exactly only: "Pt" is Point or Port ("Pt Angeles" = Port
+// Angeles, "Pt Pleasant" = Point Pleasant), while an indexed name keeps
+// the first long form (an indexed "Pt." reads Point). It
 // extracts a 5-digit ZIP and its +4 ("98052-1234", "980521234"), a leading
 // "city of" (also "town of", "village of"), trailing noise ("USA") and then
 // builds readings of the name part: with a trailing state code or name

@@ -258,6 +258,9 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 				}
 			}
 			add(t.Text)
+			for _, a := range t.Alts {
+				add(a)
+			}
 			exact := e.size
 			if len(r.Tokens) == 1 {
 				if p := x.compacts[t.Text]; len(p) > 0 {

@@ -28,6 +28,15 @@ var abbreviations = map[string]string{
 	"pk": "park", "cyn": "canyon", "crk": "creek", "fls": "falls",
 }
 
+// alsoMeans lists the other long forms of an ambiguous abbreviation. A
+// query word takes them as alternatives that match only exactly ("Pt
+// Angeles" is Port Angeles, "Pt Pleasant" Point Pleasant); an indexed
+// name keeps the first long form (abbreviations), so an indexed "Pt."
+// reads Point.
+var alsoMeans = map[string][]string{
+	"pt": {"port"},
+}
+
 // Token is one normalised word: Text is its canonical form (abbreviations
 // expanded), Surface the word as written (folded, lower case).
 type Token struct {
@@ -36,6 +45,10 @@ type Token struct {
 	// Exact: the word matches only exactly, never as a typo or prefix
 	// (the state words of a reading that keeps them as part of the name).
 	Exact bool
+	// Alts are other long forms of an ambiguous abbreviation (alsoMeans:
+	// "pt" is Point, or Port); each matches a name word only exactly.
+	// Set on query words, never on indexed names. Shared: never written.
+	Alts []string
 }
 
 // words splits s into lower-case ASCII words of letters and digits.

@@ -100,7 +100,7 @@ func Parse(text string) Query {
 	}
 	toks := make([]Token, len(kept))
 	for i, w := range kept {
-		toks[i] = Token{Text: canonical(w), Surface: w}
+		toks[i] = Token{Text: canonical(w), Surface: w, Alts: alsoMeans[w]}
 	}
 
 	add := func(r Reading) {

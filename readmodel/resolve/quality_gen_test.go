@@ -81,6 +81,15 @@ var handQuality = [][6]string{
 	{"Ft Worth", "", "", "Fort Worth, TX", "city", "abbreviation"},
 	{"Mount Rainier", "", "", "Mount Rainier, MD", "city", "exact"},
 	{"Washington DC", "", "", "Washington, DC", "city", "state_code"},
+	// "Pt" is Port as well as Point.
+	{"Pt Angeles", "", "", "Port Angeles, WA", "city", "abbreviation"},
+	{"Pt Townsend WA", "", "", "Port Townsend, WA", "city", "abbreviation"},
+	{"Pt Orchard", "", "", "Port Orchard, WA", "city", "abbreviation"},
+	{"Pt Arthur TX", "", "", "Port Arthur, TX", "city", "abbreviation"},
+	{"Pt. St. Lucie", "", "", "Port St. Lucie, FL", "city", "abbreviation"},
+	{"Pt Huron", "", "", "Port Huron, MI", "city", "abbreviation"},
+	{"Pt Pleasant NJ", "", "", "Point Pleasant, NJ", "city", "abbreviation"},
+	{"Pt Lookout", "", "", "Point Lookout, NY", "city", "abbreviation"},
 	// A text of 3 or 4 digits alone is a ZIP prefix: prefixes one ZIP
 	// begins (alone, or in the state asked), and filters that leave none.
 	{"821", "", "", "82190 (Yellowstone National Park, WY)", "zip", "zip_prefix"},

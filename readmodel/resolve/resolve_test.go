@@ -351,6 +351,68 @@ func TestZipPrefix(t *testing.T) {
 	}
 }
 
+// TestAmbiguousAbbreviation: "Pt" is Point or Port on the query side,
+// exactly, with the abbreviation's alias quality; where both exist the
+// population prior orders them and they stay ambiguous.
+func TestAmbiguousAbbreviation(t *testing.T) {
+	x := New()
+	city := func(id, name, state string, pop int64) readmodel.Location {
+		return readmodel.Location{GeoID: "c-" + id, GeoType: readmodel.GeoCity, Name: name, DisplayName: name + ", " + state,
+			State: state, City: name, Population: pop, Incorporated: true}
+	}
+	for _, l := range []readmodel.Location{
+		city("pa", "Port Angeles", "WA", 20_000), city("pp", "Point Pleasant", "NJ", 19_000),
+		city("ptr", "Point Roberts", "WA", 1_300), city("por", "Port Roberts", "MI", 900),
+		city("pab", "Pt. Abbey", "OR", 500), city("po", "Porter", "TX", 300), city("fr", "Fort Roberts", "TX", 300),
+		{GeoID: "z-98362", GeoType: readmodel.GeoZip, Name: "98362", Zipcode: "98362", DisplayName: "98362 (Port Angeles, WA)",
+			State: "WA", City: "Port Angeles", CityGeoID: "c-pa"},
+	} {
+		x.Upsert(l)
+	}
+	tests := []struct {
+		name string
+		text string
+		want want
+		dec  string
+	}{
+		{"port", "Pt Angeles", want{"Port Angeles, WA", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"port dotted", "pt. angeles, wa", want{"Port Angeles, WA", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"point", "Pt Pleasant", want{"Point Pleasant, NJ", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"point spelled", "Point Pleasant", want{"Point Pleasant, NJ", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"port spelled", "Port Angeles", want{"Port Angeles, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
+		{"both, population first", "Pt Roberts", want{"Point Roberts, WA", readmodel.GeoCity, MethodAlias}, DecisionReview},
+		{"both, state decides", "Pt Roberts MI", want{"Port Roberts, MI", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"indexed Pt reads Point", "Point Abbey", want{"Pt. Abbey, OR", readmodel.GeoCity, MethodAlias}, DecisionAccept},
+		{"typo in the other word", "Pt Angles", want{"Port Angeles, WA", readmodel.GeoCity, MethodFuzzy}, DecisionReview},
+		{"zip city", "Pt Angeles WA 98362", want{"98362 (Port Angeles, WA)", readmodel.GeoZip, MethodPostalCode}, DecisionAccept},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := checkTop(t, x, readmodel.ResolveQuery{Text: tt.text}, tt.want)
+			if cs[0].Decision != tt.dec {
+				t.Fatalf("decision %s, want %s\n%s", cs[0].Decision, tt.dec, describe(cs))
+			}
+			if tt.want.geoType == readmodel.GeoZip && !slices.Contains(cs[0].Reasons, "city_match") {
+				t.Fatalf("no city_match:\n%s", describe(cs))
+			}
+		})
+	}
+	// Port is no typo or prefix of Point's and back: the other long form
+	// matches only exactly.
+	for _, text := range []string{"Point Angeles", "Port Pleasant", "Pt Abbey Road"} {
+		if cs := x.Search(readmodel.ResolveQuery{Text: text, Limit: 10}); len(cs) != 0 {
+			t.Errorf("%q:\n%s", text, describe(cs))
+		}
+	}
+	for _, text := range []string{"Pt", "Pt Roberts"} {
+		for _, c := range x.Search(readmodel.ResolveQuery{Text: text, Limit: 10}) {
+			if n := c.Location.Name; n == "Porter" || n == "Fort Roberts" {
+				t.Errorf("%q matched %s", text, n)
+			}
+		}
+	}
+}
+
 func TestFiltersAreHard(t *testing.T) {
 	x := fixtureIndex()
 	for _, rq := range []readmodel.ResolveQuery{
@@ -442,7 +504,7 @@ func TestIncrementalUpdates(t *testing.T) {
 // gives the index's scores and methods.
 func TestScoreAgreesWithIndex(t *testing.T) {
 	x := fixtureIndex()
-	for _, text := range []string{"Seatle", "Spoka", "King Co", "Mt Vernon, WA", "Bellevue, WA 98004", "City of Seattle", "Sedrowoolley", "Portland"} {
+	for _, text := range []string{"Seatle", "Spoka", "King Co", "Mt Vernon, WA", "Bellevue, WA 98004", "City of Seattle", "Sedrowoolley", "Portland", "Pt Land"} {
 		rq := readmodel.ResolveQuery{Text: text, Limit: 20}
 		cs := x.Search(rq)
 		q := ParseQuery(rq)

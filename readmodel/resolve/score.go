@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -163,7 +164,7 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 			}
 			kind, d := 4, 0
 			switch {
-			case q.Text == n.Text:
+			case q.Text == n.Text || slices.Contains(q.Alts, n.Text):
 				kind = 1
 				if j == lastJ+1 {
 					kind = 0
