@@ -100,11 +100,20 @@
 // two edits by looking up the hashes of the word's deletion variants
 // (up to 2 bytes removed) and verifying each hit with the same OSA
 // distance; and, for the last word, to up to 256 terms it begins (a trie
-// subtree walk), unless the word is itself a term with more than 50
-// postings ("Lake", "West"). The word with the fewest postings drives
-// candidate generation, a slot is kept only when its terms reach every
-// other word, and the scorer checks the rest. The bounds only limit recall
-// of broad texts, never the scores. Upsert and Delete are incremental
+// subtree walk), unless the word is the reading's only word and itself a
+// term with more than 50 postings ("Lake", "West", "San"). With another
+// word, that word bounds the candidates (a slot must reach every word),
+// and the expansion finds what the typo budget cannot ("Thousand Oak",
+// "Iron Mount", "Newport New") for 5-20 us more on such texts. Alone, it
+// would list every name the word begins and, since a prefix of a whole
+// name scores over a partial name (0.70+0.18r against 0.77), rank Sandy
+// over San Francisco for "San" and Newry over New York for "New": a
+// common word typed whole and alone means the names that have it. (The
+// oddities of such a word alone - "Port" finds Post, TX first - come
+// from its typo budget, not from this rule.) The word with the fewest
+// postings drives candidate generation, a slot is kept only when its
+// terms reach every other word, and the scorer checks the rest. The
+// bounds only limit recall of broad texts, never the scores. Upsert and Delete are incremental
 // (postings are unordered slices, slots are reused, a term leaves the
 // trie and the deletion neighbourhood with its last posting) so any
 // location may be replaced or removed at any time.

@@ -193,8 +193,9 @@ func removeSlot(p []int32, slot int32) []int32 {
 }
 
 // Candidate generation bounds (they bound recall, not scoring): the last
-// word expands to at most maxPrefixTerms terms it begins, and only when
-// the word itself has at most maxPrefixExact postings.
+// word expands to at most maxPrefixTerms terms it begins, and, when it is
+// the reading's only word, only when the word itself has at most
+// maxPrefixExact postings.
 const (
 	maxPrefixTerms = 256
 	maxPrefixExact = 50
@@ -288,9 +289,12 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 						add(term)
 					}
 				}
-				// A complete word that is a common name ("Lake", "West")
-				// does not also expand to every name it begins.
-				if ti == len(r.Tokens)-1 && len(t.Text) >= minPrefix && exact <= maxPrefixExact {
+				// A complete word that is a common name ("Lake", "Oak")
+				// expands to the names it begins only when another word
+				// of the reading constrains the candidates ("Thousand
+				// Oak"): alone, its prefixes would crowd out the names
+				// that have the word ("San" -> Sandy over San Diego).
+				if ti == len(r.Tokens)-1 && len(t.Text) >= minPrefix && (exact <= maxPrefixExact || len(r.Tokens) > 1) {
 					x.trie.withPrefix(t.Text, maxPrefixTerms, add)
 				}
 			}

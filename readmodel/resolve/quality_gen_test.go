@@ -90,6 +90,19 @@ var handQuality = [][6]string{
 	{"Pt Huron", "", "", "Port Huron, MI", "city", "abbreviation"},
 	{"Pt Pleasant NJ", "", "", "Point Pleasant, NJ", "city", "abbreviation"},
 	{"Pt Lookout", "", "", "Point Lookout, NY", "city", "abbreviation"},
+	// A common word ("Oak", more than 50 postings) typed last after another
+	// word is still a prefix.
+	{"Thousand Oak", "", "", "Thousand Oaks, CA", "city", "prefix_common"},
+	{"Newport New", "", "", "Newport News, VA", "city", "prefix_common"},
+	{"Iron Mount", "", "", "Iron Mountain, MI", "city", "prefix_common"},
+	{"Stone Mount", "", "", "Stone Mountain, GA", "city", "prefix_common"},
+	{"Kings Mount", "", "", "Kings Mountain, NC", "city", "prefix_common"},
+	{"Signal Mount TN", "", "", "Signal Mountain, TN", "city", "prefix_common"},
+	{"Hampton Bay", "", "", "Hampton Bays, NY", "city", "prefix_common"},
+	{"Upper San", "", "", "Upper Sandusky, OH", "city", "prefix_common"},
+	{"Seven Oak", "", "", "Seven Oaks, SC", "city", "prefix_common"},
+	{"Southwest Ranch", "", "", "Southwest Ranches, FL", "city", "prefix_common"},
+	{"Marion Oak", "", "", "Marion Oaks, FL", "city", "prefix_common"},
 	// A text of 3 or 4 digits alone is a ZIP prefix: prefixes one ZIP
 	// begins (alone, or in the state asked), and filters that leave none.
 	{"821", "", "", "82190 (Yellowstone National Park, WY)", "zip", "zip_prefix"},

@@ -413,6 +413,41 @@ func TestAmbiguousAbbreviation(t *testing.T) {
 	}
 }
 
+// TestCommonLastWordPrefix: a last word with more than maxPrefixExact
+// postings expands as a prefix only when another word constrains it.
+func TestCommonLastWordPrefix(t *testing.T) {
+	x := New()
+	for i := range maxPrefixExact + 10 {
+		name := fmt.Sprintf("Oak %c%c", 'a'+i/26, 'a'+i%26)
+		x.Upsert(readmodel.Location{GeoID: fmt.Sprintf("c-oak%02d", i), GeoType: readmodel.GeoCity, Name: name,
+			DisplayName: name + ", TX", State: "TX", Population: 100})
+	}
+	for _, l := range []readmodel.Location{
+		{GeoID: "c-to", GeoType: readmodel.GeoCity, Name: "Thousand Oaks", DisplayName: "Thousand Oaks, CA", State: "CA", Population: 120_000},
+		{GeoID: "c-ok", GeoType: readmodel.GeoCity, Name: "Oakland", DisplayName: "Oakland, CA", State: "CA", Population: 400_000},
+	} {
+		x.Upsert(l)
+	}
+	if n := len(x.terms["oak"]); n <= maxPrefixExact {
+		t.Fatalf("oak has %d postings, want more than %d", n, maxPrefixExact)
+	}
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Thousand Oak"}, want{"Thousand Oaks, CA", readmodel.GeoCity, MethodPrefix})
+	checkTop(t, x, readmodel.ResolveQuery{Text: "thousand oak ca"}, want{"Thousand Oaks, CA", readmodel.GeoCity, MethodPrefix})
+	// Alone, the common word means the names that have it.
+	cs := x.Search(readmodel.ResolveQuery{Text: "Oak", Limit: 20})
+	checkContract(t, readmodel.ResolveQuery{Limit: 20}, cs)
+	if len(cs) == 0 {
+		t.Fatal("Oak: no candidates")
+	}
+	for _, c := range cs {
+		if c.Location.GeoID == "c-to" || c.Location.GeoID == "c-ok" {
+			t.Fatalf("Oak alone expanded as a prefix:\n%s", describe(cs))
+		}
+	}
+	// A rare word alone still does.
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Oakl"}, want{"Oakland, CA", readmodel.GeoCity, MethodPrefix})
+}
+
 func TestFiltersAreHard(t *testing.T) {
 	x := fixtureIndex()
 	for _, rq := range []readmodel.ResolveQuery{
