@@ -77,14 +77,15 @@
 //
 // # Ranking
 //
-// Rank orders by Score descending, population descending, geo_id
-// ascending, keeps Limit, and sets confidence and decision; see Rank. Two
-// scopes of one place (a city and its jurisdiction, a county and its
-// authority, a ZIP and its city) never make each other ambiguous. The
-// ZIPs of one prefix score alike, so they follow population and then
-// geo_id (the national gazetteer gives ZIPs no population: geo_id, a
-// stable but arbitrary order); a prefix match is never accepted, and
-// several ZIPs of one prefix are ambiguous with each other.
+// Rank orders by Score descending, population descending, then (between
+// two ZIPs) ZIP code ascending, then geo_id ascending, keeps Limit, and
+// sets confidence and decision; see Rank. Two scopes of one place (a city
+// and its jurisdiction, a county and its authority, a ZIP and its city)
+// never make each other ambiguous. The ZIPs of one prefix score alike, so
+// they follow population and then their codes (the national gazetteer
+// gives ZIPs no population: "981" lists 98101, 98102, ...); a prefix
+// match is never accepted, and several ZIPs of one prefix are ambiguous
+// with each other.
 //
 // # Index design
 //

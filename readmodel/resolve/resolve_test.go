@@ -213,8 +213,10 @@ func checkContract(t *testing.T, rq readmodel.ResolveQuery, cs []readmodel.Candi
 			continue
 		}
 		p := cs[i-1]
+		zips := p.Location.GeoType == readmodel.GeoZip && c.Location.GeoType == readmodel.GeoZip && p.Location.Zipcode != c.Location.Zipcode
 		ordered := p.Score > c.Score || (p.Score == c.Score && (p.Location.Population > c.Location.Population ||
-			(p.Location.Population == c.Location.Population && p.Location.GeoID < c.Location.GeoID)))
+			(p.Location.Population == c.Location.Population && (zips && p.Location.Zipcode < c.Location.Zipcode ||
+				!zips && p.Location.GeoID < c.Location.GeoID))))
 		if !ordered {
 			t.Fatalf("candidates %d and %d out of order:\n%s", i-1, i, describe(cs))
 		}
@@ -288,6 +290,9 @@ func TestZipPrefix(t *testing.T) {
 	}
 	x.Upsert(readmodel.Location{GeoID: "z-98105", GeoType: readmodel.GeoZip, Name: "98105", Zipcode: "98105",
 		DisplayName: "98105 (Seattle, WA)", State: "WA", City: "Seattle", Population: 50_000})
+	// A geo_id that sorts first, a code that sorts last: codes decide.
+	x.Upsert(readmodel.Location{GeoID: "a-98199", GeoType: readmodel.GeoZip, Name: "98199", Zipcode: "98199",
+		DisplayName: "98199 (Seattle, WA)", State: "WA", City: "Seattle"})
 	ids := func(cs []readmodel.Candidate) []string {
 		var out []string
 		for _, c := range cs {
@@ -300,8 +305,8 @@ func TestZipPrefix(t *testing.T) {
 		rq   readmodel.ResolveQuery
 		want []string
 	}{
-		// Population first, then geo_id.
-		{"three digits", readmodel.ResolveQuery{Text: "981", Limit: 10}, []string{"z-98105", "z-98101", "z-98102", "z-98103", "z-98109"}},
+		// Population first, then the code.
+		{"three digits", readmodel.ResolveQuery{Text: "981", Limit: 10}, []string{"z-98105", "z-98101", "z-98102", "z-98103", "z-98109", "a-98199"}},
 		{"four digits", readmodel.ResolveQuery{Text: " 9800 ", Limit: 10}, []string{"z-98004"}},
 		{"limit", readmodel.ResolveQuery{Text: "981", Limit: 2}, []string{"z-98105", "z-98101"}},
 		{"state filter", readmodel.ResolveQuery{Text: "981", State: "OR", Limit: 10}, nil},

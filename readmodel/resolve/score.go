@@ -432,6 +432,9 @@ func less(a, b *Match) bool {
 	if a.Location.Population != b.Location.Population {
 		return a.Location.Population > b.Location.Population
 	}
+	if a.Location.GeoType == readmodel.GeoZip && b.Location.GeoType == readmodel.GeoZip && a.Location.Zipcode != b.Location.Zipcode {
+		return a.Location.Zipcode < b.Location.Zipcode // the ZIPs of one prefix in code order
+	}
 	return a.Location.GeoID < b.Location.GeoID
 }
 
