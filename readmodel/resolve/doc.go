@@ -100,7 +100,11 @@
 // edit by a trie walk carrying one banded edit-distance row per depth,
 // two edits by looking up the hashes of the word's deletion variants
 // (up to 2 bytes removed) and verifying each hit with the same OSA
-// distance; and, for the last word, to up to 256 terms it begins (a trie
+// distance - unless the word is itself a term with more than 50 postings
+// (a common name word is meant as typed: "Port" lists the Port names
+// instead of Post, TX, one edit away and a whole name, which would
+// outscore them; "Fort" no longer finds Ford, KS first; a rare real word
+// such as "Yakama" still finds Yakima); and, for the last word, to up to 256 terms it begins (a trie
 // subtree walk), unless the word is the reading's only word and itself a
 // term with more than 50 postings ("Lake", "West", "San"). With another
 // word, that word bounds the candidates (a slot must reach every word),
@@ -110,8 +114,10 @@
 // name scores over a partial name (0.70+0.18r against 0.77), rank Sandy
 // over San Francisco for "San" and Newry over New York for "New": a
 // common word typed whole and alone means the names that have it. (The
-// oddities of such a word alone - "Port" finds Post, TX first - come
-// from its typo budget, not from this rule.) The word with the fewest
+// OpenSearch backend knows no posting counts when it builds its fuzzy
+// query: for a common word typed alone it still finds the typo
+// neighbours and, always adding a prefix clause for the last word, the
+// names the word begins; its ranking of such texts can differ.) The word with the fewest
 // postings drives candidate generation, a slot is kept only when its
 // terms reach every other word, and the scorer checks the rest. The
 // bounds only limit recall of broad texts, never the scores. Upsert and Delete are incremental

@@ -270,7 +270,11 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 				}
 			}
 			if !r.Compact && !t.Exact {
-				if k := maxEdits(t.Text); k > 0 {
+				// A common name word ("Port", "Lake", "Fort") is meant as
+				// typed: its typo neighbours are other places' whole
+				// names ("Post", "Laie", "Ford") that would outrank the
+				// names that have the word.
+				if k := maxEdits(t.Text); k > 0 && exact <= maxPrefixExact {
 					if _, done := memo[t.Text]; !done {
 						found := map[string]int{}
 						collect := func(term string, d int) {

@@ -453,6 +453,37 @@ func TestCommonLastWordPrefix(t *testing.T) {
 	checkTop(t, x, readmodel.ResolveQuery{Text: "Oakl"}, want{"Oakland, CA", readmodel.GeoCity, MethodPrefix})
 }
 
+// TestCommonWordTakesNoTypos: a common name word is meant as typed, so
+// "Port" lists the names that have the word, not "Post, TX" (one edit
+// away, a whole name, which would outscore them); a rare word still
+// takes its typos ("Yakama" finds Yakima).
+func TestCommonWordTakesNoTypos(t *testing.T) {
+	x := New()
+	for i := range maxPrefixExact + 10 {
+		name := fmt.Sprintf("Port %c%c", 'a'+i/26, 'a'+i%26)
+		x.Upsert(readmodel.Location{GeoID: fmt.Sprintf("c-port%02d", i), GeoType: readmodel.GeoCity, Name: name,
+			DisplayName: name + ", WA", State: "WA", Population: 100})
+	}
+	for _, l := range []readmodel.Location{
+		{GeoID: "c-post", GeoType: readmodel.GeoCity, Name: "Post", DisplayName: "Post, TX", State: "TX", Population: 5_000},
+		{GeoID: "c-yak", GeoType: readmodel.GeoCity, Name: "Yakima", DisplayName: "Yakima, WA", State: "WA", Population: 96_000},
+	} {
+		x.Upsert(l)
+	}
+	cs := x.Search(readmodel.ResolveQuery{Text: "Port", Limit: 20})
+	checkContract(t, readmodel.ResolveQuery{Limit: 20}, cs)
+	if len(cs) == 0 {
+		t.Fatal("Port: no candidates")
+	}
+	for _, c := range cs {
+		if c.Location.GeoID == "c-post" {
+			t.Fatalf("Port took a typo to Post:\n%s", describe(cs))
+		}
+	}
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Post"}, want{"Post, TX", readmodel.GeoCity, MethodExact})
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Yakama"}, want{"Yakima, WA", readmodel.GeoCity, MethodFuzzy})
+}
+
 func TestFiltersAreHard(t *testing.T) {
 	x := fixtureIndex()
 	for _, rq := range []readmodel.ResolveQuery{
