@@ -377,9 +377,11 @@ func resolveBody(q resolve.Query) obj {
 			}
 			if !t.Exact {
 				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": t.Text, "fuzziness": fuzziness, "max_expansions": 256}}})
-				if i == len(r.Tokens)-1 && len(t.Text) >= 3 {
-					alts = append(alts, obj{"match": obj{"names_norm.prefix": obj{"query": t.Text}}})
-				}
+			}
+			if i == len(r.Tokens)-1 && resolve.Prefixable(len(t.Text), len(r.Tokens)) {
+				// The last word may be one being typed, a trailing state
+				// word too ("Salt La"): the scorer matches it as a prefix.
+				alts = append(alts, obj{"match": obj{"names_norm.prefix": obj{"query": t.Text}}})
 			}
 			must = append(must, obj{"bool": obj{"should": alts, "minimum_should_match": 1}})
 		}

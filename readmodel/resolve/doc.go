@@ -42,8 +42,13 @@
 // Every query word must match a distinct word of a location's name or
 // alias: exactly, within its typo budget (optimal string alignment: 1 edit
 // for words of 4-7 letters, 2 from 8), or - the last word only, 3 letters
-// or more - as a prefix ("Spoka" -> Spokane). The words of a trailing
-// state kept in the no-state reading match only exactly. Name quality,
+// or more, or 2 after other words - as a prefix ("Spoka" -> Spokane,
+// "Port An" -> Port Angeles: a name being typed; a single letter never).
+// The words of a trailing state kept in the no-state reading match only
+// exactly, except that the last may be the start of a name word ("Spokane
+// Va" is Spokane Valley being typed as much as Spokane, Virginia; "Salt
+// La" Salt Lake). A short last word is not expanded (it begins too many
+// terms): the other words bound the candidates. Name quality,
 // 0..1:
 //
 //	exact name                          1.00  exact

@@ -250,6 +250,12 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 		}
 		exps := make([]expansion, 0, len(r.Tokens))
 		for ti, t := range r.Tokens {
+			if ti == len(r.Tokens)-1 && ti > 0 && !r.Compact && len(t.Text) < minPrefix && Prefixable(len(t.Text), len(r.Tokens)) {
+				// A short last word ("Port An") begins too many terms to
+				// expand: the other words drive, and matchForm checks it
+				// against each candidate's name (exactly or as a prefix).
+				continue
+			}
 			e := expansion{terms: map[string]struct{}{}}
 			add := func(term string) {
 				if p := x.terms[term]; len(p) > 0 {

@@ -177,8 +177,20 @@ func maxEdits(w string) int {
 	return 0
 }
 
-// minPrefix is the shortest last word that may match as a prefix.
-const minPrefix = 3
+// minPrefix is the shortest last word that may match as a prefix;
+// minBoundedPrefix the shortest when other words come before it and bound
+// the candidates ("Port An" -> Port Angeles, "San Fr" -> San Francisco).
+// A single letter never does: "Lake Forest P" would match too much.
+const (
+	minPrefix        = 3
+	minBoundedPrefix = 2
+)
+
+// Prefixable reports whether the last word of a reading of words words,
+// of n bytes, may match as a prefix.
+func Prefixable(n, words int) bool {
+	return n >= minPrefix || (words > 1 && n >= minBoundedPrefix)
+}
 
 // minZipPrefix is the fewest digits a text of digits alone needs to be
 // read as the start of a ZIP: "98" would be a thousand ZIPs.

@@ -116,6 +116,16 @@ var handQuality = [][6]string{
 	{"726", "MO", "", "72643 (Lead Hill, MO)", "zip", "zip_prefix"},
 	{"981", "OR", "", "", "", "zip_prefix_empty"},
 	{"981", "", "city", "", "", "zip_prefix_empty"},
+	// A last word of two letters after other words is a name being typed
+	// ("Port An"), a trailing state code too ("Spokane Va").
+	{"Port An", "", "", "Port Angeles, WA", "city", "prefix_short"},
+	{"San Fr", "", "", "San Francisco, CA", "city", "prefix_short"},
+	{"Fort Wo", "", "", "Fort Worth, TX", "city", "prefix_short"},
+	{"Los An", "", "", "Los Angeles, CA", "city", "prefix_short"},
+	{"Las Ve", "", "", "Las Vegas, NV", "city", "prefix_short"},
+	{"St Lo", "", "", "St. Louis, MO", "city", "prefix_short"},
+	{"Spokane Va", "", "", "Spokane Valley, WA", "city", "prefix_short"},
+	{"Port Orch", "", "", "Port Orchard, WA", "city", "prefix_short"},
 }
 
 // TestWriteQualitySet regenerates testdata/quality.tsv; it is a tool, not

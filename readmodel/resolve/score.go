@@ -169,12 +169,21 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 				if j == lastJ+1 {
 					kind = 0
 				}
-			case r.Compact || q.Exact:
+			case r.Compact:
 				continue
+			case q.Exact:
+				// A trailing state kept in the name matches exactly, or,
+				// as the last word, as the start of one ("Salt La" is
+				// Salt Lake City being typed as much as Salt, Louisiana).
+				if i == len(qt)-1 && Prefixable(len(q.Text), len(qt)) && strings.HasPrefix(n.Text, q.Text) {
+					kind = 3
+				} else {
+					continue
+				}
 			default:
 				if dd, ok := dist.distance(q.Text, n.Text); ok && len(n.Text) >= 4 {
 					kind, d = 2, dd
-				} else if i == len(qt)-1 && len(q.Text) >= minPrefix && strings.HasPrefix(n.Text, q.Text) {
+				} else if i == len(qt)-1 && Prefixable(len(q.Text), len(qt)) && strings.HasPrefix(n.Text, q.Text) {
 					kind = 3
 				}
 			}
