@@ -14,11 +14,12 @@ run:
 build:
 	$(GO) build -o bin/permitd ./cmd/permitd
 
-## test: every test (Redis tests start redis-server themselves; Kafka runs in process)
+## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the concurrency tests and the indexer under -race
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race' ./readmodel/memory/ ./readmodel/resolve/
+	$(GO) test -race -count=1 ./indexer/...
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
