@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,37 +89,9 @@ func writeEvents(out string, stdout io.Writer, produce func(emit func(events.Env
 		}()
 		w = f
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	var line []byte
-	if err := produce(func(env events.Envelope) error {
-		var err error
-		if line, err = appendEnvelope(line[:0], env); err != nil {
-			return err
-		}
-		line = append(line, '\n')
-		_, err = bw.Write(line)
-		return err
-	}); err != nil {
+	nw := events.NewNDJSONWriter(w, 1<<20)
+	if err := produce(nw.Write); err != nil {
 		return err
 	}
-	return bw.Flush()
-}
-
-// appendEnvelope appends json.Marshal(env) without re-compacting Data:
-// the envelope's other fields, then the payload spliced in as it is
-// (producers hand over compact JSON).
-func appendEnvelope(b []byte, env events.Envelope) ([]byte, error) {
-	data := env.Data
-	env.Data = nil
-	head, err := json.Marshal(env)
-	if err != nil {
-		return b, err
-	}
-	if len(data) == 0 {
-		return append(b, head...), nil
-	}
-	b = append(b, head[:len(head)-1]...)
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	return append(b, '}'), nil
+	return nw.Flush()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,15 +102,8 @@ func runSignals(ctx context.Context, e env, args []string) error {
 // writes its events as NDJSON. A line that is not a valid envelope stops
 // the run with its line number.
 func writeSignals(ctx context.Context, in io.Reader, out io.Writer, p signals.Params) (signals.Report, error) {
-	bw := bufio.NewWriterSize(out, 256<<10)
-	pl, err := signals.New(p, func(env events.Envelope) error {
-		b, err := json.Marshal(env)
-		if err != nil {
-			return err
-		}
-		bw.Write(b)
-		return bw.WriteByte('\n')
-	})
+	nw := events.NewNDJSONWriter(out, 256<<10)
+	pl, err := signals.New(p, nw.Write)
 	if err != nil {
 		return signals.Report{}, err
 	}
@@ -144,5 +136,5 @@ func writeSignals(ctx context.Context, in io.Reader, out io.Writer, p signals.Pa
 	if err != nil {
 		return rep, err
 	}
-	return rep, bw.Flush()
+	return rep, nw.Flush()
 }

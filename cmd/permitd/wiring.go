@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -77,7 +76,7 @@ func envelopeEmitter(emit indexer.Emit) func(events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		raw, err := json.Marshal(env)
+		raw, err := env.AppendJSON(nil)
 		if err != nil {
 			return err
 		}

@@ -27,9 +27,7 @@
 package gazetteer
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -174,24 +172,12 @@ func WriteNDJSON(ctx context.Context, w io.Writer) (Report, error) {
 }
 
 func writeNDJSON(ctx context.Context, open func(string) (io.ReadCloser, error), w io.Writer) (Report, error) {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	var line []byte
-	rep, err := Import(ctx, open, func(env events.Envelope) error {
-		var err error
-		if line, err = appendEnvelope(line[:0], env); err != nil {
-			return err
-		}
-		line = append(line, '\n')
-		_, err = bw.Write(line)
-		return err
-	})
+	nw := events.NewNDJSONWriter(w, 256<<10)
+	rep, err := Import(ctx, open, nw.Write)
 	if err != nil {
 		return rep, err
 	}
-	if err := bw.Flush(); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return rep, nw.Flush()
 }
 
 // validate checks that geo_ids are unique and every referenced geo_id is
@@ -224,23 +210,4 @@ func validate(locs []located) error {
 		}
 	}
 	return nil
-}
-
-// appendEnvelope appends the JSON of env to b, byte-identical to
-// json.Marshal(env) (the tests check it), without re-validating and
-// re-compacting Data, which events.New produced with json.Marshal.
-func appendEnvelope(b []byte, env events.Envelope) ([]byte, error) {
-	data := env.Data
-	env.Data = nil
-	head, err := json.Marshal(env)
-	if err != nil {
-		return b, err
-	}
-	if len(data) == 0 {
-		return append(b, head...), nil
-	}
-	b = append(b, head[:len(head)-1]...) // drop the closing brace
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	return append(b, '}'), nil
 }
