@@ -14,6 +14,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/address"
 )
 
 func isUpperSnake(s string) bool {
@@ -220,7 +221,7 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 			Zipcode:     zip,
 			County:      anchor.County,
 			CityNorm:    NormName(city),
-			ZipcodeNorm: NormZip(zip),
+			ZipcodeNorm: address.NormalizeZip(zip),
 			CountyNorm:  NormName(anchor.County),
 		},
 		MapsURL: mapsURL(d),
@@ -277,22 +278,6 @@ func NormName(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// NormZip is the zipcode_norm form: the first five digits of a US ZIP
-// ("98101-1234" -> "98101", "98101.0" -> "98101"); "" when there are not
-// five leading digits.
-func NormZip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) < 5 {
-		return ""
-	}
-	for i := 0; i < 5; i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return ""
-		}
-	}
-	return s[:5]
 }
 
 // mapsURL links a lead to a map: its coordinates when known, else its

@@ -124,6 +124,4 @@ func TestNormalisers(t *testing.T) {
 	require.Equal(t, "coeur d alene", indexer.NormName(" Coeur d'Alene "))
 	require.Equal(t, "king county", indexer.NormName("KING  COUNTY"))
 	require.Equal(t, "", indexer.NormName(""))
-	require.Equal(t, "98101", indexer.NormZip("98101.0"))
-	require.Equal(t, "", indexer.NormZip("9810"))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel/address"
 )
 
 // Permit signal keys.
@@ -256,21 +257,8 @@ func bigAlteration(v *float64) bool { return v != nil && *v >= 100_000 }
 // anchorOf is the lead's most specific geography: its ZIP, else its
 // state.
 func anchorOf(p events.Permit) string {
-	if z := zip5(p.Address.Zipcode); z != "" {
+	if z := address.NormalizeZip(p.Address.Zipcode); z != "" {
 		return events.GeoID("zip", z)
 	}
 	return events.GeoID("state", strings.ToUpper(p.Address.State))
-}
-
-func zip5(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) < 5 {
-		return ""
-	}
-	for i := 0; i < 5; i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return ""
-		}
-	}
-	return s[:5]
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel/address"
 )
 
 // Versioning of the methodology.
@@ -149,7 +150,7 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
 	}
 	f := permitFacts{
 		id: env.EntityID, version: env.EntityVersion, occurred: env.OccurredAt, p: p, class: classify(p),
-		issue: parseDate(p.IssueDate), completed: parseDate(p.CompletionDate), zip: zip5(p.Address.Zipcode),
+		issue: parseDate(p.IssueDate), completed: parseDate(p.CompletionDate), zip: address.NormalizeZip(p.Address.Zipcode),
 	}
 	if st := strings.ToUpper(p.Address.State); len(st) == 2 {
 		pl.states[st] = true

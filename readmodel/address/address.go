@@ -117,6 +117,22 @@ func NormalizeCity(s string) string {
 	return strings.Join(tokenize(s), " ")
 }
 
+// NormalizeZip returns the first five digits of a US ZIP ("98101-1234"
+// -> "98101", "98101.0" -> "98101"), "" when it does not start with five
+// digits: the zipcode_norm form of leads, and the ZIP pipelines count by.
+func NormalizeZip(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) < 5 {
+		return ""
+	}
+	for i := 0; i < 5; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return ""
+		}
+	}
+	return s[:5]
+}
+
 // NormalizeState returns the USPS code of a state or territory given as a
 // code or a name in any case ("Washington", "wa" -> "WA"); other input is
 // returned normalised like a city name.

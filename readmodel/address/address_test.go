@@ -221,3 +221,11 @@ func BenchmarkNormalize(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/address")
 }
+
+func TestNormalizeZip(t *testing.T) {
+	for in, want := range map[string]string{"98101.0": "98101", " 98101-1234": "98101", "9810": "", "9810A": "", "": ""} {
+		if got := NormalizeZip(in); got != want {
+			t.Errorf("NormalizeZip(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
