@@ -163,14 +163,33 @@ func newPayload(t Type) any {
 	return nil
 }
 
-// payloadPools keep the payloads handed back with Recycle, by type.
-var payloadPools = map[Type]*sync.Pool{
-	LocationUpserted:  {New: func() any { return new(Location) }},
-	PermitUpserted:    {New: func() any { return new(Permit) }},
-	PropertyUpserted:  {New: func() any { return new(Property) }},
-	GeoSignalUpserted: {New: func() any { return new(GeoSignal) }},
-	LeadUpserted:      {New: func() any { return new(Lead) }},
-	CatalogUpserted:   {New: func() any { return new(CatalogEntry) }},
+// payloadPool keeps the payloads of one type handed back with Recycle.
+type payloadPool struct {
+	sync.Pool
+	reset func(any) bool // zeroes a payload of the pool's type; false for another type
+}
+
+func poolOf[T any]() *payloadPool {
+	return &payloadPool{
+		Pool: sync.Pool{New: func() any { return new(T) }},
+		reset: func(p any) bool {
+			v, ok := p.(*T)
+			if ok {
+				*v = *new(T)
+			}
+			return ok
+		},
+	}
+}
+
+// payloadPools are the payload types of the upsert types.
+var payloadPools = map[Type]*payloadPool{
+	LocationUpserted:  poolOf[Location](),
+	PermitUpserted:    poolOf[Permit](),
+	PropertyUpserted:  poolOf[Property](),
+	GeoSignalUpserted: poolOf[GeoSignal](),
+	LeadUpserted:      poolOf[Lead](),
+	CatalogUpserted:   poolOf[CatalogEntry](),
 }
 
 // Recycle hands the payload DecodeEvent decoded for env back for a later
@@ -179,27 +198,9 @@ var payloadPools = map[Type]*sync.Pool{
 // copy its fields, which stay valid: only the struct is reused). Without
 // it the payload is simply collected.
 func Recycle(env Envelope) {
-	pool := payloadPools[env.Type]
-	if pool == nil || env.payload == nil {
-		return
+	if pool := payloadPools[env.Type]; pool != nil && env.payload != nil && pool.reset(env.payload) {
+		pool.Put(env.payload)
 	}
-	switch p := env.payload.(type) {
-	case *Location:
-		*p = Location{}
-	case *Permit:
-		*p = Permit{}
-	case *Property:
-		*p = Property{}
-	case *GeoSignal:
-		*p = GeoSignal{}
-	case *Lead:
-		*p = Lead{}
-	case *CatalogEntry:
-		*p = CatalogEntry{}
-	default:
-		return
-	}
-	pool.Put(env.payload)
 }
 
 // DecodeData parses an upsert's payload strictly into v.

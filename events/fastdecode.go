@@ -731,8 +731,7 @@ func fastEvent(raw []byte) (Envelope, bool) {
 
 func (strs *strCache) event(raw []byte) (Envelope, bool) {
 	env := &strs.env
-	s := envelopeShape()
-	dataField := s.field([]byte("data"), 0)
+	s, dataField := envelopeShape(), envelopeData()
 	d := decoder{b: raw, strs: strs}
 	d.ws()
 	if d.peek() != '{' {
@@ -804,7 +803,10 @@ func (strs *strCache) event(raw []byte) (Envelope, bool) {
 	return *env, true
 }
 
-var envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
+var (
+	envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
+	envelopeData  = sync.OnceValue(func() int { return envelopeShape().field([]byte("data"), 0) }) // the field index of Data
+)
 
 // decodePayload decodes the object at d into payload, a pointer to a zero
 // payload struct, as fastDecode would.
