@@ -125,21 +125,23 @@ func (s *server) geoSignalsForLocation(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	loc, err := s.Reader.Location(ctx, id)
-	if err != nil {
-		return asNotFound(err, "location "+id)
-	}
-	var rows []readmodel.GeoSignal
-	if loc.GeoType != readmodel.GeoProperty { // properties have no geo signal rows
-		rows, err = s.Reader.GeoSignalsForLocation(ctx, id, keys)
+	var ls readmodel.LocationSignals
+	if readmodel.IsPropertyID(id) {
+		// A property is a geo_id too but has no geo signal rows: only
+		// whether it exists, and its state.
+		loc, err := s.Reader.Location(ctx, id)
 		if err != nil {
 			return asNotFound(err, "location "+id)
 		}
+		ls = readmodel.LocationSignals{GeoType: loc.GeoType, State: loc.State}
+	} else if ls, err = s.Reader.GeoSignalsForLocation(ctx, id, keys); err != nil {
+		return asNotFound(err, "location "+id)
 	}
+	rows := ls.Signals
 	out := geoLocationSignalsResponse{
-		GeoID:             loc.GeoID,
-		GeoType:           string(loc.GeoType),
-		State:             nullable(strings.ToUpper(loc.State)),
+		GeoID:             id,
+		GeoType:           string(ls.GeoType),
+		State:             nullable(strings.ToUpper(ls.State)),
 		Count:             len(rows),
 		Signals:           make([]geoSignalJSON, 0, len(rows)),
 		MissingSignalKeys: []string{},
@@ -227,7 +229,6 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 
 // leadParams are the parsed filters shared by leads and stats.
 type leadParams struct {
-	loc        readmodel.Location
 	keys       []string // canonical order
 	filter     readmodel.LeadFilter
 	maxFresh   *int // effective window, echoed
@@ -297,14 +298,14 @@ func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 	p.bindingKVs = []string{"geo_id", id, "signal_keys", strings.Join(p.keys, ","), "from_date", from, "to_date", to,
 		"min_confidence", floatParam(minConf), "max_freshness_days", window}
 
-	loc, err := s.Reader.Location(c.Request.Context(), id)
-	if err != nil {
-		return p, asNotFound(err, "location "+id)
-	}
-	if loc.GeoType == readmodel.GeoProperty {
+	if readmodel.IsPropertyID(id) {
+		// Leads and stats read the anchor themselves (unknown: 404); a
+		// property is looked up only to tell 404 from this 422.
+		if _, err := s.Reader.Location(c.Request.Context(), id); err != nil {
+			return p, asNotFound(err, "location "+id)
+		}
 		return p, invalid("geo_id", "is a property; permit leads and stats need a jurisdiction, city, zip, county or state geo_id")
 	}
-	p.loc = loc
 	return p, nil
 }
 
@@ -436,9 +437,9 @@ func (s *server) permitLeads(c *gin.Context) error {
 		return asNotFound(err, "location "+p.filter.GeoID)
 	}
 	today := s.today()
-	gt := string(p.loc.GeoType)
+	gt := string(page.GeoType)
 	out := permitLeadsResponse{
-		GeoID:            p.loc.GeoID,
+		GeoID:            p.filter.GeoID,
 		GeoType:          &gt,
 		Scope:            "permit",
 		SignalKeys:       p.keys,
@@ -560,9 +561,9 @@ func (s *server) permitStats(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "location "+p.filter.GeoID)
 	}
-	gt := string(p.loc.GeoType)
+	gt := string(st.GeoType)
 	out := permitStatsResponse{
-		GeoID:            p.loc.GeoID,
+		GeoID:            p.filter.GeoID,
 		GeoType:          &gt,
 		Scope:            "permit",
 		SignalKeys:       p.keys,

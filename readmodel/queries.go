@@ -157,8 +157,17 @@ type LeadQuery struct {
 
 // LeadPage is one page of leads.
 type LeadPage struct {
-	Leads []Lead
-	Next  *LeadKey
+	GeoType GeoType // of the anchor, Filter.GeoID
+	Leads   []Lead
+	Next    *LeadKey
+}
+
+// LocationSignals are the active geo signal rows of one geography, with
+// the geography's type and state.
+type LocationSignals struct {
+	GeoType GeoType
+	State   string
+	Signals []GeoSignal
 }
 
 // StatsQuery aggregates leads.
@@ -179,6 +188,7 @@ type ValueCount struct {
 
 // PermitStats aggregates leads. Every distribution sums to Total.
 type PermitStats struct {
+	GeoType          GeoType // of the anchor, Filter.GeoID
 	Total            int64
 	BySignal         []ValueCount // every signal key with at least one lead, count desc then key asc
 	TopCounties      []ValueCount // count desc, value asc; null values omitted

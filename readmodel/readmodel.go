@@ -106,9 +106,11 @@ type Reader interface {
 	// signal_key ascending, restricted to keys when keys is non-empty. A
 	// row is active when the catalog of the row's state lists its
 	// signal_key with status CatalogActive; rows of other keys (no entry,
-	// or another status) are never served. Unknown geo_id: ErrNotFound.
-	// Known geo without active rows: empty slice.
-	GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]GeoSignal, error)
+	// or another status) are never served. The geo's type and state come
+	// with the rows, so a caller needs no Location read for them. Unknown
+	// geo_id (a property_id too): ErrNotFound. Known geo without active
+	// rows: empty Signals.
+	GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (LocationSignals, error)
 
 	// SearchGeoSignals pages the active geo signal rows (as above) of one
 	// state ordered by score descending, signal_key ascending, geo_id
@@ -121,13 +123,15 @@ type Reader interface {
 	Catalog(ctx context.Context, q CatalogQuery) ([]CatalogEntry, error)
 
 	// PermitLeads pages the leads anchored to q.GeoID that pass q.Filter, in
-	// q.Sort order with lead_id ascending as the final tie-breaker.
-	// Unknown geo_id: ErrNotFound.
+	// q.Sort order with lead_id ascending as the final tie-breaker, with
+	// the anchor's geo type. Unknown geo_id (a property_id too):
+	// ErrNotFound.
 	PermitLeads(ctx context.Context, q LeadQuery) (LeadPage, error)
 
 	// PermitStats aggregates exactly the leads PermitLeads would page for
 	// the same filter: Total equals the number of leads a full walk yields,
-	// and each distribution sums to Total. Unknown geo_id: ErrNotFound.
+	// and each distribution sums to Total; GeoType is the anchor's. Unknown
+	// geo_id (a property_id too): ErrNotFound.
 	PermitStats(ctx context.Context, q StatsQuery) (PermitStats, error)
 
 	// Health reports whether the backend answers and how much it holds.

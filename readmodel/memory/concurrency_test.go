@@ -178,16 +178,16 @@ func TestReadsHandOutCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wantLead, leads2.Leads[0])
 
-	sig, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+	got, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
 	require.NoError(t, err)
-	if len(sig) > 0 {
+	if sig := got.Signals; len(sig) > 0 {
 		want := sig[0].Clone()
 		if len(sig[0].Value) > 0 {
 			sig[0].Value[0] = 'X'
 		}
 		sig[0].Reasons = append(sig[0].Reasons[:0], "mutated")
-		sig2, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+		got2, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
 		require.NoError(t, err)
-		require.Equal(t, want, sig2[0])
+		require.Equal(t, want, got2.Signals[0])
 	}
 }

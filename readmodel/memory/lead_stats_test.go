@@ -119,6 +119,7 @@ func statsOfPages(t *testing.T, s *memory.Store, f readmodel.LeadFilter, today t
 	for {
 		page, err := s.PermitLeads(context.Background(), q)
 		require.NoError(t, err)
+		st.GeoType = page.GeoType // the anchor's, on stats as on every page
 		for _, l := range page.Leads {
 			st.Total++
 			bySignal[l.SignalKey]++

@@ -133,11 +133,12 @@ func (s *Store) activeKey(state, key string) bool {
 }
 
 // GeoSignalsForLocation implements readmodel.Reader.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if _, ok := s.locations.get(geoID); !ok {
-		return nil, readmodel.ErrNotFound
+	loc, ok := s.locations.get(geoID)
+	if !ok {
+		return readmodel.LocationSignals{}, readmodel.ErrNotFound
 	}
 	rows := s.signals.geoByGeo[geoID]
 	out := []readmodel.GeoSignal{}
@@ -147,7 +148,7 @@ func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []
 		}
 	}
 	slices.SortFunc(out, func(a, b readmodel.GeoSignal) int { return cmp.Compare(a.SignalKey, b.SignalKey) })
-	return out, nil
+	return readmodel.LocationSignals{GeoType: loc.GeoType, State: loc.State, Signals: out}, nil
 }
 
 // SearchGeoSignals implements readmodel.Reader: one walk of the state's
@@ -238,10 +239,11 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if _, ok := s.locations.get(q.Filter.GeoID); !ok {
+	anchor, ok := s.locations.get(q.Filter.GeoID)
+	if !ok {
 		return readmodel.LeadPage{}, readmodel.ErrNotFound
 	}
-	page := readmodel.LeadPage{Leads: []readmodel.Lead{}}
+	page := readmodel.LeadPage{GeoType: anchor.GeoType, Leads: []readmodel.Lead{}}
 	recs, err := s.signals.leads.page(q)
 	if err != nil {
 		return page, err
@@ -261,8 +263,11 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if _, ok := s.locations.get(q.Filter.GeoID); !ok {
+	anchor, ok := s.locations.get(q.Filter.GeoID)
+	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound
 	}
-	return s.signals.leads.stats(q)
+	st, err := s.signals.leads.stats(q)
+	st.GeoType = anchor.GeoType
+	return st, err
 }

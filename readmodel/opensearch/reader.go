@@ -188,6 +188,16 @@ func (s *Store) exists(geoID string) msearchReq {
 
 func found(r *searchResult) bool { return len(r.Hits.Hits) > 0 }
 
+// anchor decodes the location a byIDBody search found: ErrNotFound when
+// it found none.
+func anchor(r *searchResult) (readmodel.Location, error) {
+	docs, err := decodeHits[locationDoc](r)
+	if err != nil || len(docs) == 0 {
+		return readmodel.Location{}, errOr(err, readmodel.ErrNotFound)
+	}
+	return docs[0].location(), nil
+}
+
 func checkDate(s string) error {
 	if s == "" {
 		return nil
@@ -295,32 +305,33 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 // whose (state, signal_key) is in that active set are served (keepActive).
 // More than maxActiveEntries active entries or maxRowsPerGeo rows fail the
 // read rather than answer a partial set.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) ([]readmodel.GeoSignal, error) {
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
 	rs, err := s.msearch(ctx,
 		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
 		msearchReq{s.read(readmodel.KindCatalog), activeCatalogBody("", keys, maxActiveEntries)},
 		msearchReq{s.read(readmodel.KindGeoSignal), geoSignalsOfBody(geoID, keys)})
 	if err != nil {
-		return nil, err
+		return readmodel.LocationSignals{}, err
 	}
-	if !found(rs[0]) {
-		return nil, readmodel.ErrNotFound
+	loc, err := anchor(rs[0])
+	if err != nil {
+		return readmodel.LocationSignals{}, err
 	}
 	if err := complete(rs[1], "active catalog entries", "maxActiveEntries", maxActiveEntries); err != nil {
-		return nil, err
+		return readmodel.LocationSignals{}, err
 	}
 	if err := complete(rs[2], "geo signal rows of "+geoID, "maxRowsPerGeo", maxRowsPerGeo); err != nil {
-		return nil, err
+		return readmodel.LocationSignals{}, err
 	}
 	entries, err := decodeHits[catalogDoc](rs[1])
 	if err != nil {
-		return nil, err
+		return readmodel.LocationSignals{}, err
 	}
 	rows, err := decodeHits[geoSignalDoc](rs[2])
 	if err != nil {
-		return nil, err
+		return readmodel.LocationSignals{}, err
 	}
-	return keepActive(rows, activeSet(entries)), nil
+	return readmodel.LocationSignals{GeoType: loc.GeoType, State: loc.State, Signals: keepActive(rows, activeSet(entries))}, nil
 }
 
 // catalogKey is a catalog entry's identity: a state and a signal key.
@@ -466,14 +477,15 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	if err != nil {
 		return readmodel.LeadPage{}, err
 	}
-	if !found(rs[0]) {
-		return readmodel.LeadPage{}, readmodel.ErrNotFound
+	loc, err := anchor(rs[0])
+	if err != nil {
+		return readmodel.LeadPage{}, err
 	}
 	docs, err := decodeHits[leadDoc](rs[1])
 	if err != nil {
 		return readmodel.LeadPage{}, err
 	}
-	page := readmodel.LeadPage{Leads: make([]readmodel.Lead, 0, min(len(docs), q.Limit))}
+	page := readmodel.LeadPage{GeoType: loc.GeoType, Leads: make([]readmodel.Lead, 0, min(len(docs), q.Limit))}
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
@@ -501,10 +513,13 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	if !found(rs[0]) {
-		return readmodel.PermitStats{}, readmodel.ErrNotFound
+	loc, err := anchor(rs[0])
+	if err != nil {
+		return readmodel.PermitStats{}, err
 	}
-	return statsFrom(rs[1], q.TopN)
+	st, err := statsFrom(rs[1], q.TopN)
+	st.GeoType = loc.GeoType
+	return st, err
 }
 
 type termsAgg struct {

@@ -148,8 +148,10 @@ func TestGeoSignalsForLocationServesActiveRows(t *testing.T) {
 		hits(1, locSrc)+`,`+
 		hits(3, entrySrc("OR", "momentum", "active"), entrySrc("WA", "velocity", "active"), entrySrc("WA", "zeta", "active"))+`,`+
 		hits(3, rowSrc("g1", "WA", "momentum", 0.9), rowSrc("g1", "WA", "velocity", 0.5), rowSrc("g1", "WA", "zeta", 0.1))+`]}`)
-	rows, err := s.GeoSignalsForLocation(context.Background(), "g1", []string{"momentum", "velocity", "zeta"})
+	got, err := s.GeoSignalsForLocation(context.Background(), "g1", []string{"momentum", "velocity", "zeta"})
 	require.NoError(t, err)
+	require.Equal(t, readmodel.GeoCity, got.GeoType, "the geo's type comes with its rows")
+	rows := got.Signals
 	require.Len(t, rows, 2, "momentum is active in OR only")
 	require.Equal(t, "velocity", rows[0].SignalKey)
 	require.Equal(t, "zeta", rows[1].SignalKey)
@@ -178,7 +180,7 @@ func TestBoundedReadsFailOnOverflow(t *testing.T) {
 	ctx := context.Background()
 	geoRows := func(s *Store) (int, error) {
 		rows, err := s.GeoSignalsForLocation(ctx, "g1", nil)
-		return len(rows), err
+		return len(rows.Signals), err
 	}
 	for _, tc := range []struct {
 		name    string

@@ -404,6 +404,7 @@ func leadsStats(t *testing.T, e *Env) {
 					require.Less(t, pages, 100)
 					page, err := e.B.PermitLeads(ctx, q)
 					e.Check(t, CapLeads, err)
+					require.Equal(t, e.Locations[tc.f.GeoID].GeoType, page.GeoType, "the anchor's geo type")
 					got = append(got, page.Leads...)
 					if page.Next == nil {
 						break
@@ -422,6 +423,8 @@ func leadsStats(t *testing.T, e *Env) {
 			e.Require(t, CapStats)
 			st, err := e.B.PermitStats(ctx, readmodel.StatsQuery{Filter: tc.f, Today: Today, TopN: 2})
 			e.Check(t, CapStats, err)
+			require.Equal(t, e.Locations[tc.f.GeoID].GeoType, st.GeoType, "the anchor's geo type")
+			st.GeoType = ""
 			require.Equal(t, expectStats(match, 2), normStats(st))
 		})
 	}
@@ -556,26 +559,33 @@ func geoSignalsOrdering(t *testing.T, e *Env) {
 		})
 	}
 	// Seattle has rows of both keys; only permit_velocity is active in WA.
-	rows, err := e.B.GeoSignalsForLocation(ctx, Seattle, nil)
-	e.Check(t, CapGeoSignals, err)
+	// The geo's type and state come with the rows.
+	signalsOf := func(geoID string, keys []string) []readmodel.GeoSignal {
+		t.Helper()
+		got, err := e.B.GeoSignalsForLocation(ctx, geoID, keys)
+		e.Check(t, CapGeoSignals, err)
+		loc := e.Locations[geoID]
+		require.Equal(t, loc.GeoType, got.GeoType)
+		require.Equal(t, loc.State, got.State)
+		require.NotNil(t, got.Signals)
+		return got.Signals
+	}
+	rows := signalsOf(Seattle, nil)
 	require.Len(t, rows, 1)
 	requireSignal(t, e.GeoSignals[events.GeoSignalID(Seattle, "permit_velocity")], rows[0])
-	rows, err = e.B.GeoSignalsForLocation(ctx, Seattle, []string{"permit_velocity"})
-	e.Check(t, CapGeoSignals, err)
+	rows = signalsOf(Seattle, []string{"permit_velocity"})
 	require.Len(t, rows, 1)
 	requireSignal(t, e.GeoSignals[events.GeoSignalID(Seattle, "permit_velocity")], rows[0])
-	rows, err = e.B.GeoSignalsForLocation(ctx, Seattle, []string{"construction_momentum"})
-	e.Check(t, CapGeoSignals, err)
-	require.NotNil(t, rows)
-	require.Empty(t, rows, "an inactive key's row")
-	rows, err = e.B.GeoSignalsForLocation(ctx, Portland, nil)
-	e.Check(t, CapGeoSignals, err)
+	require.Empty(t, signalsOf(Seattle, []string{"construction_momentum"}), "an inactive key's row")
+	rows = signalsOf(Portland, nil)
 	require.Len(t, rows, 1, "OR lists permit_velocity only")
 	require.Equal(t, "permit_velocity", rows[0].SignalKey)
-	rows, err = e.B.GeoSignalsForLocation(ctx, WA, nil)
-	e.Check(t, CapGeoSignals, err)
-	require.NotNil(t, rows)
-	require.Empty(t, rows, "a known geo without rows")
+	require.Empty(t, signalsOf(WA, nil), "a known geo without rows")
+	for id := range e.Properties {
+		_, err := e.B.GeoSignalsForLocation(ctx, id, nil)
+		require.ErrorIs(t, err, readmodel.ErrNotFound, "a property has no geo signal rows")
+		break
+	}
 }
 
 // activeSignal reports whether g's key is active in the catalog of g's
