@@ -156,6 +156,21 @@ type Writer interface {
 	Apply(ctx context.Context, b Batch) (ApplyResult, error)
 }
 
+// Versioned is implemented by a backend that can name the state its reads
+// see, so the API can derive a strong ETag (and answer If-None-Match with
+// 304) without running the read. A backend that cannot (OpenSearch) does
+// not implement it, and the API falls back to a hash of the body.
+//
+// Contract: ReadVersion returns (epoch, seq). Epoch is chosen at random
+// when the backend value is made and never changes; seq increases with
+// every applied batch that changed state. Equal (epoch, seq) means equal
+// read-model contents. A caller must take the version before the read it
+// labels: the read then sees that state or a newer one, never an older
+// one, so a label can only be conservative.
+type Versioned interface {
+	ReadVersion() (epoch, seq uint64)
+}
+
 // Inspector exposes the content of a backend for tests and the indexer's
 // readiness: exact counts and an order-independent digest of live documents.
 type Inspector interface {
