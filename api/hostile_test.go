@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/permitd/permitd/api/apitest"
+	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 	"github.com/permitd/permitd/test/conformance"
 )
@@ -41,7 +42,7 @@ var endpoints = []struct {
 // of every endpoint (alone and given twice): each answer is 200, 404 or a
 // 422 naming the parameter, in the documented shape, never a 500.
 func TestHostileInputNeverFails(t *testing.T) {
-	h := apitest.New(t, apitest.Options{Resolver: resolve.New()})
+	h := apitest.New(t, apitest.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 	h.Publish(conformance.LocationEvents(t)...)
 	h.Publish(conformance.AllEvents(t)...)
 	seen := map[int]int{}

@@ -11,6 +11,7 @@ import (
 	"github.com/permitd/permitd/pipeline/data"
 	gazimport "github.com/permitd/permitd/pipeline/gazetteer"
 	seaimport "github.com/permitd/permitd/pipeline/seattle"
+	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
@@ -22,7 +23,7 @@ func TestSeattleRealPermits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
 	}
-	h := apitest.New(t, apitest.Options{Resolver: resolve.New()})
+	h := apitest.New(t, apitest.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 	var buf []events.Envelope
 	flush := func() {
 		for i := 0; i < len(buf); i += 4096 {

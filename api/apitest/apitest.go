@@ -33,15 +33,15 @@ type Harness struct {
 
 // Options tune a harness; zero values are sensible.
 type Options struct {
-	Deps     api.Deps // fields left zero are filled in
-	Resolver memory.Resolver
-	Now      time.Time // service clock; zero: 2026-01-15T12:00:00Z
+	Deps        api.Deps               // fields left zero are filled in
+	NewResolver func() memory.Resolver // one per side of the store (memory.Options)
+	Now         time.Time              // service clock; zero: 2026-01-15T12:00:00Z
 }
 
 // New builds a harness.
 func New(t testing.TB, o Options) *Harness {
 	t.Helper()
-	store := memory.New(memory.Options{Resolver: o.Resolver})
+	store := memory.New(memory.Options{NewResolver: o.NewResolver})
 	ix, err := indexer.New(indexer.Params{
 		Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {

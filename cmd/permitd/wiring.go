@@ -47,7 +47,7 @@ func openReadModel(ctx context.Context, backend string, os openSearchConfig, log
 
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
-	return memory.New(memory.Options{Resolver: resolve.New()})
+	return memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 }
 
 // bundledProducers yields the bundled real data as events, in dependency

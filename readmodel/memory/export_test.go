@@ -1,8 +1,11 @@
 package memory
 
-// LiveTexts is the number of interned descriptions and permit numbers.
+// LiveTexts is the number of interned descriptions and permit numbers of
+// the active side.
 func (s *Store) LiveTexts() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.pi.texts.live()
+	n, _ := read(s, func(d *side) (int, error) { return d.pi.texts.live(), nil })
+	return n
 }
+
+// StatsCacheCounts reports the stats cache's hits, misses and entries.
+func (s *Store) StatsCacheCounts() (hits, misses int64, size int) { return s.stats.counts() }

@@ -12,7 +12,7 @@ import (
 // hold a handful of copies of "Issued". Handle 0 is "". Symbols are never
 // freed: their number is bounded by the vocabulary, not by the documents
 // (strings that are not, such as descriptions, are texts). Guarded by the
-// Store's lock.
+// the side's single writer; read only by readers of that side.
 type symbols struct {
 	ids  map[string]uint32
 	strs []string
@@ -22,7 +22,7 @@ func newSymbols() *symbols {
 	return &symbols{ids: map[string]uint32{"": 0}, strs: []string{""}}
 }
 
-// id interns s (write lock held).
+// id interns s (the side's writer).
 func (t *symbols) id(s string) uint32 {
 	if id, ok := t.ids[s]; ok {
 		return id
@@ -46,7 +46,7 @@ func (t *symbols) str(id uint32) string { return t.strs[id] }
 // descriptions, permit numbers) with reference counts, so permits with the
 // same text share it and a text no permit holds any more is freed: a
 // long-running process that sees permits change and go does not keep every
-// description it ever saw. Handle 0 is "". Guarded by the Store's lock.
+// description it ever saw. Handle 0 is "". Written only by the side's writer.
 type texts struct {
 	ids  map[string]uint32
 	strs []string
@@ -58,7 +58,7 @@ func newTexts() *texts {
 	return &texts{ids: map[string]uint32{"": 0}, strs: []string{""}, refs: []uint32{0}}
 }
 
-// acquire interns s and counts one more holder (write lock held).
+// acquire interns s and counts one more holder (the side's writer).
 func (t *texts) acquire(s string) uint32 {
 	if s == "" {
 		return 0
@@ -81,7 +81,7 @@ func (t *texts) acquire(s string) uint32 {
 }
 
 // release counts one holder less and frees the text when none is left
-// (write lock held).
+// (the side's writer).
 func (t *texts) release(id uint32) {
 	if id == 0 {
 		return
@@ -127,7 +127,7 @@ func newLinkSets() *linkSets {
 	return &linkSets{small: map[smallSet]uint32{}, ids: map[string]uint32{}, sets: [][]clink{nil}}
 }
 
-// id interns links of a document whose property is prop (write lock held).
+// id interns links of a document whose property is prop (the side's writer).
 func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) uint32 {
 	if len(links) == 0 {
 		return 0
@@ -207,7 +207,7 @@ func toMillionths(f float64) uint32 {
 
 func fromMillionths(u uint32) float64 { return float64(u) / 1e6 }
 
-// permitIndexes are the Store's permit and property indexes beyond the
+// permitIndexes are a side's permit and property indexes beyond the
 // tables: interned strings and link sets shared by permits and properties,
 // and the permits linked to each geo_id (permits.go).
 type permitIndexes struct {

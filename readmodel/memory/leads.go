@@ -92,6 +92,9 @@ func newKeyLeads(key string) *keyLeads {
 // anchorLeads is every lead of one anchor geography, by signal key.
 type anchorLeads struct {
 	keys []*keyLeads // sorted by key
+	// version counts the lead writes that touched this anchor; the stats
+	// cache keys on it (statscache.go).
+	version uint64
 }
 
 func (a *anchorLeads) get(key string, create bool) *keyLeads {
@@ -136,6 +139,7 @@ func (x *leadIndex) add(l readmodel.Lead) {
 			a = &anchorLeads{}
 			x.anchors[g] = a
 		}
+		a.version++
 		k := a.get(l.SignalKey, true)
 		k.byDate.Set(r)
 		k.byConf.Set(r)
@@ -154,6 +158,7 @@ func (x *leadIndex) remove(id string) {
 		if a == nil {
 			continue
 		}
+		a.version++
 		k := a.get(r.lead.SignalKey, false)
 		if k == nil {
 			continue
@@ -162,6 +167,14 @@ func (x *leadIndex) remove(id string) {
 		k.byConf.Delete(r)
 		k.days.add(r, -1)
 	}
+}
+
+// anchorVersion is the number of lead writes that touched geoID.
+func (x *leadIndex) anchorVersion(geoID string) uint64 {
+	if a := x.anchors[geoID]; a != nil {
+		return a.version
+	}
+	return 0
 }
 
 // leadWindow is a LeadFilter's effective date bounds in day numbers.

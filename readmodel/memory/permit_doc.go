@@ -136,8 +136,8 @@ func parsePropKey(id string) (propKey, bool) {
 
 func (k propKey) String() string { return "prop_" + hex.EncodeToString(k[:]) }
 
-// ref makes the propRef of a property id (write lock held).
-func (s *Store) propRefOf(id string) propRef {
+// ref makes the propRef of a property id (the side's writer).
+func (s *side) propRefOf(id string) propRef {
 	if id == "" {
 		return propRef{}
 	}
@@ -151,7 +151,7 @@ func (s *Store) propRefOf(id string) propRef {
 	return r
 }
 
-func (s *Store) propString(r propRef) string {
+func (s *side) propString(r propRef) string {
 	switch r.kind {
 	case 1:
 		return r.key.String()
@@ -161,9 +161,9 @@ func (s *Store) propString(r propRef) string {
 	return ""
 }
 
-// compactPermit converts a document (write lock held). The result holds
+// compactPermit converts a document (the side's writer). The result holds
 // its texts; releaseTexts lets them go when the store drops it.
-func (s *Store) compactPermit(p readmodel.Permit) *cpermit {
+func (s *side) compactPermit(p readmodel.Permit) *cpermit {
 	sy := s.pi.syms
 	c := &cpermit{
 		id:         p.PermitID,
@@ -195,23 +195,23 @@ func (s *Store) compactPermit(p readmodel.Permit) *cpermit {
 	return c
 }
 
-// releaseTexts lets go of the texts c holds (write lock held).
-func (s *Store) releaseTexts(c *cpermit) {
+// releaseTexts lets go of the texts c holds (the side's writer).
+func (s *side) releaseTexts(c *cpermit) {
 	s.pi.texts.release(c.desc)
 	s.pi.texts.release(c.number)
 }
 
 // permitNumber is the permit's source number.
-func (s *Store) permitNumber(c *cpermit) string {
+func (s *side) permitNumber(c *cpermit) string {
 	if c.number != 0 {
 		return s.pi.texts.str(c.number)
 	}
 	return c.id[len(s.pi.syms.str(c.source))+1:]
 }
 
-// expandPermit rebuilds the document (read lock held); the result shares
+// expandPermit rebuilds the document (a reader of the side); the result shares
 // nothing mutable with the store.
-func (s *Store) expandPermit(c *cpermit) readmodel.Permit {
+func (s *side) expandPermit(c *cpermit) readmodel.Permit {
 	sy := s.pi.syms
 	prop := s.propString(c.prop)
 	return readmodel.Permit{
@@ -244,7 +244,7 @@ func (s *Store) expandPermit(c *cpermit) readmodel.Permit {
 }
 
 // link returns the permit's link to geo (a symbol, or selfProperty).
-func (s *Store) link(c *cpermit, geo uint32) (readmodel.GeoLink, bool) {
+func (s *side) link(c *cpermit, geo uint32) (readmodel.GeoLink, bool) {
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == geo {
 			id := s.propString(c.prop)

@@ -19,8 +19,8 @@ import (
 // latest_permit_date the first item's issue date, so both are exact after
 // any sequence of adds, changes (links may move), deletes and replays.
 
-// putPermit stores a permit (write lock held); true when it took.
-func (s *Store) putPermit(p readmodel.Permit) bool {
+// putPermit stores a permit (the side's writer); true when it took.
+func (s *side) putPermit(p readmodel.Permit) bool {
 	c := s.compactPermit(p)
 	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
 	if !ok {
@@ -36,7 +36,7 @@ func (s *Store) putPermit(p readmodel.Permit) bool {
 	return true
 }
 
-func (s *Store) delPermit(id string, version int64) bool {
+func (s *side) delPermit(id string, version int64) bool {
 	prev, hadPrev, ok := s.permits.del(id, version)
 	if hadPrev {
 		s.unindexPermit(prev)
@@ -45,7 +45,7 @@ func (s *Store) delPermit(id string, version int64) bool {
 	return ok
 }
 
-func (s *Store) indexPermit(c *cpermit) {
+func (s *side) indexPermit(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
@@ -63,7 +63,7 @@ func (s *Store) indexPermit(c *cpermit) {
 	}
 }
 
-func (s *Store) unindexPermit(c *cpermit) {
+func (s *side) unindexPermit(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
@@ -83,9 +83,9 @@ func (s *Store) unindexPermit(c *cpermit) {
 	}
 }
 
-// geoPermits returns the permit set of a location's geo_id (read lock
-// held); nil when no permit is linked to it.
-func (s *Store) geoPermits(geoID string) (permitSet, uint32) {
+// geoPermits returns the permit set of a location's geo_id (a reader of the
+// side); nil when no permit is linked to it.
+func (s *side) geoPermits(geoID string) (permitSet, uint32) {
 	sym, ok := s.pi.syms.lookup(geoID)
 	if !ok {
 		return nil, 0
@@ -99,15 +99,13 @@ func (s *Store) geoPermits(geoID string) (permitSet, uint32) {
 
 // SearchPermits implements readmodel.Reader. A property_id is a geo_id of
 // the property scope: its permits, matched by their property link.
-func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
 		return readmodel.PermitPage{}, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	var set permitSet
 	var geo uint32
 	if ref, ok := propRefIfKey(q.GeoID); ok {
@@ -147,7 +145,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 }
 
 // PropertyPermits implements readmodel.Reader.
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
+func (s *side) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
@@ -155,8 +153,6 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 	if !ok {
 		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	e := s.props.entry(ref, false)
 	if e == nil || e.state != propLive {
 		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound

@@ -160,8 +160,8 @@ func unchain(m map[uint64]*propEntry, key uint64, e *propEntry, next func(*propE
 	}
 }
 
-// putProperty stores a property (write lock held); true when it took.
-func (s *Store) putProperty(p readmodel.Property) bool {
+// putProperty stores a property (the side's writer); true when it took.
+func (s *side) putProperty(p readmodel.Property) bool {
 	ref := s.propRefOf(p.PropertyID)
 	t := s.props
 	e := t.entry(ref, true)
@@ -193,7 +193,7 @@ func (s *Store) putProperty(p readmodel.Property) bool {
 	return true
 }
 
-func (s *Store) delProperty(id string, version int64) bool {
+func (s *side) delProperty(id string, version int64) bool {
 	t := s.props
 	e := t.entry(s.propRefOf(id), true)
 	if e.state != propNone && version <= e.version {
@@ -207,7 +207,7 @@ func (s *Store) delProperty(id string, version int64) bool {
 	return true
 }
 
-func (s *Store) expandProperty(e *propEntry) readmodel.Property {
+func (s *side) expandProperty(e *propEntry) readmodel.Property {
 	c := e.doc
 	id := s.propString(e.ref)
 	return readmodel.Property{
@@ -233,12 +233,10 @@ const maxFuzzyScan = 20000
 // propmatch: exact (1.0), normalized (0.95), fuzzy (0.5..0.85, same house
 // number and city), city, state and ZIP hints as filters, ambiguity
 // factor 0.8. An input without a house number matches nothing.
-func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
+func (s *side) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
 	if q.Limit < 1 || q.Limit > 20 {
 		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	pq, hits := s.propertyHits(q)
 	out := make([]readmodel.PropertyMatch, 0, len(hits))
 	for _, h := range hits {
@@ -247,12 +245,12 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	return out, nil
 }
 
-// propertyHits runs a property search (read lock held) and returns the
+// propertyHits runs a property search (a reader of the side) and returns the
 // parsed query with the ranked entries. The hints become symbols, so the
 // filter compares handles; candidates come from the street (or street and
 // city) chain and, for the fuzzy fallback, the house number and city
 // chain.
-func (s *Store) propertyHits(pq readmodel.PropertyQuery) (propmatch.Query, []propmatch.Hit[*propEntry]) {
+func (s *side) propertyHits(pq readmodel.PropertyQuery) (propmatch.Query, []propmatch.Hit[*propEntry]) {
 	q, ok := propmatch.Parse(pq)
 	if !ok {
 		return q, nil
@@ -294,9 +292,9 @@ func (c *cproperty) candidate() propmatch.Candidate[uint32] {
 		Locality: propmatch.Locality[uint32]{City: c.ncity, State: c.state, Zip: c.zip}}
 }
 
-// propertyCandidates ranks properties for address-like resolve text (read
-// lock held) and presents them with propmatch.ResolveCandidate.
-func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidate {
+// propertyCandidates ranks properties for address-like resolve text and
+// presents them with propmatch.ResolveCandidate.
+func (s *side) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidate {
 	if !propmatch.LooksLikeAddress(q.Text) {
 		return []readmodel.Candidate{}
 	}
@@ -310,8 +308,8 @@ func (s *Store) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candida
 }
 
 // propertyLocation presents a live property, p its document, as a
-// location of the property scope (read lock held), its hierarchy taken
+// location of the property scope (a reader of the side), its hierarchy taken
 // from its links.
-func (s *Store) propertyLocation(e *propEntry, p readmodel.Property) readmodel.Location {
+func (s *side) propertyLocation(e *propEntry, p readmodel.Property) readmodel.Location {
 	return readmodel.PropertyLocation(p, s.locations.get, int64(len(e.permits)), latest(sliceSet(e.permits)))
 }

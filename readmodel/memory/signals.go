@@ -13,7 +13,7 @@ import (
 )
 
 // signalIndexes are the secondary indexes of geo signals and leads,
-// maintained under the Store's write lock alongside the tables.
+// maintained by the side's writer alongside the tables.
 type signalIndexes struct {
 	leads *leadIndex
 	// geoByState orders each state's geo signal rows by score descending,
@@ -72,8 +72,8 @@ func (x *signalIndexes) removeGeo(id string) {
 	x.geoByState[g.State].Delete(g)
 }
 
-// putGeoSignal stores a geo signal row (write lock held); true when it took.
-func (s *Store) putGeoSignal(g readmodel.GeoSignal) bool {
+// putGeoSignal stores a geo signal row (the side's writer); true when it took.
+func (s *side) putGeoSignal(g readmodel.GeoSignal) bool {
 	_, hadPrev, ok := s.geoSignals.put(g.ID(), g.Version, g)
 	if !ok {
 		return false
@@ -85,7 +85,7 @@ func (s *Store) putGeoSignal(g readmodel.GeoSignal) bool {
 	return true
 }
 
-func (s *Store) delGeoSignal(id string, version int64) bool {
+func (s *side) delGeoSignal(id string, version int64) bool {
 	_, hadPrev, ok := s.geoSignals.del(id, version)
 	if ok && hadPrev {
 		s.signals.removeGeo(id)
@@ -93,8 +93,8 @@ func (s *Store) delGeoSignal(id string, version int64) bool {
 	return ok
 }
 
-// putLead stores a lead (write lock held); true when it took.
-func (s *Store) putLead(l readmodel.Lead) bool {
+// putLead stores a lead (the side's writer); true when it took.
+func (s *side) putLead(l readmodel.Lead) bool {
 	_, hadPrev, ok := s.leads.put(l.LeadID, l.Version, l)
 	if !ok {
 		return false
@@ -106,7 +106,7 @@ func (s *Store) putLead(l readmodel.Lead) bool {
 	return true
 }
 
-func (s *Store) delLead(id string, version int64) bool {
+func (s *side) delLead(id string, version int64) bool {
 	_, hadPrev, ok := s.leads.del(id, version)
 	if ok && hadPrev {
 		s.signals.leads.remove(id)
@@ -114,28 +114,25 @@ func (s *Store) delLead(id string, version int64) bool {
 	return ok
 }
 
-// putCatalog stores a catalog entry (write lock held); true when it took.
-func (s *Store) putCatalog(c readmodel.CatalogEntry) bool {
+// putCatalog stores a catalog entry (the side's writer); true when it took.
+func (s *side) putCatalog(c readmodel.CatalogEntry) bool {
 	_, _, ok := s.catalog.put(c.ID(), c.Version, c)
 	return ok
 }
 
-func (s *Store) delCatalog(id string, version int64) bool {
+func (s *side) delCatalog(id string, version int64) bool {
 	_, _, ok := s.catalog.del(id, version)
 	return ok
 }
 
-// activeKey reports whether the catalog of state lists key as active (read
-// lock held).
-func (s *Store) activeKey(state, key string) bool {
+// activeKey reports whether the catalog of state lists key as active.
+func (s *side) activeKey(state, key string) bool {
 	c, ok := s.catalog.get(readmodel.CatalogEntry{State: state, SignalKey: key}.ID())
 	return ok && c.Status == readmodel.CatalogActive
 }
 
 // GeoSignalsForLocation implements readmodel.Reader.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
 	loc, ok := s.locations.get(geoID)
 	if !ok {
 		return readmodel.LocationSignals{}, readmodel.ErrNotFound
@@ -153,12 +150,10 @@ func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []
 
 // SearchGeoSignals implements readmodel.Reader: one walk of the state's
 // score-ordered tree from the cursor, filtering as it goes.
-func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
+func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	page := readmodel.GeoSignalPage{Signals: []readmodel.GeoSignal{}}
 	t := s.signals.geoByState[q.State]
 	if t == nil {
@@ -212,9 +207,7 @@ func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery
 }
 
 // Catalog implements readmodel.Reader: signal_key ascending.
-func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *side) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
 	out := []readmodel.CatalogEntry{}
 	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
 		if c.State != q.State || !q.IncludeInactive && c.Status != readmodel.CatalogActive {
@@ -230,15 +223,13 @@ func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmo
 }
 
 // PermitLeads implements readmodel.Reader.
-func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
+func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	if q.Sort != readmodel.SortEventDateDesc && q.Sort != readmodel.SortConfidenceDesc {
 		return readmodel.LeadPage{}, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	anchor, ok := s.locations.get(q.Filter.GeoID)
 	if !ok {
 		return readmodel.LeadPage{}, readmodel.ErrNotFound
@@ -260,9 +251,7 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 }
 
 // PermitStats implements readmodel.Reader.
-func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
 	anchor, ok := s.locations.get(q.Filter.GeoID)
 	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound

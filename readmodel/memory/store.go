@@ -1,195 +1,285 @@
 // Package memory is the embedded read-model backend: every index lives in
-// process behind one RWMutex. Reads run concurrently with each other and
-// see either all or nothing of a batch; Apply holds the write lock for one
-// batch. Nothing internal is handed out: every document returned is a
-// copy.
+// process, and reads never wait for writes.
+//
+// # Left-right
+//
+// A Store holds two complete copies of the read model (sides). Readers use
+// the active side: a reader counts itself in on that side, checks the side
+// is still active (else counts itself out and retries), reads, and counts
+// itself out. No lock is taken on the read path. Writers take turns (one
+// mutex among writers) on the standby side: wait until its last readers
+// have left (reads are short), apply the batch the active side got last
+// time and then the new batch, and make the standby side active. A reader
+// therefore sees whole batches, never part of one, and is never held up by
+// a batch being applied.
+//
+// The price: each batch is applied twice (twice the CPU on the write path)
+// and both sides hold their own indexes (about twice the heap of a single
+// copy; documents of a batch, cloned once when Apply is called, are shared
+// by both sides, since neither changes a stored document in place). The
+// figures are in BenchmarkStoreMemory.
+//
+// Nothing internal is handed out: every document returned is a copy.
 package memory
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/propmatch"
 )
 
-// Resolver ranks locations for free text. It is kept in step with the
-// location table under the Store's lock: Upsert and Delete are called with
-// the write lock held, Search with the read lock held.
+// Resolver ranks locations for free text. Each side has its own, kept in
+// step with that side's location table: Upsert and Delete are called by
+// the side's writer while no reader uses the side, Search by readers.
 type Resolver interface {
 	Upsert(loc readmodel.Location)
 	Delete(geoID string)
 	Search(q readmodel.ResolveQuery) []readmodel.Candidate
 }
 
-// Store is the memory backend. The zero value is not usable; call New.
-type Store struct {
-	mu sync.RWMutex
-
-	locations  *table[readmodel.Location]
-	permits    *table[*cpermit]
-	props      *propertyTable // properties with their permits and address indexes
-	geoSignals *table[readmodel.GeoSignal]
-	leads      *table[readmodel.Lead]
-	catalog    *table[readmodel.CatalogEntry]
-
-	signals signalIndexes // signals.go
-	pi      permitIndexes // intern.go, permits.go
-
-	resolver Resolver
-}
-
 // Options configure a Store.
 type Options struct {
-	// Resolver serves ResolveCandidates; nil makes it ErrUnsupported.
-	Resolver Resolver
+	// NewResolver makes a side's Resolver (it is called twice: one per
+	// side); nil makes ResolveCandidates ErrUnsupported but for the
+	// property scope.
+	NewResolver func() Resolver
+	// StatsCacheSize bounds the stats answers kept (statscache.go); 0
+	// means 4096, negative turns the cache off.
+	StatsCacheSize int
+}
+
+// Store is the memory backend. The zero value is not usable; call New.
+type Store struct {
+	sides   [2]*side
+	active  atomic.Uint32 // index of the side readers use
+	readers [2]readerCount
+
+	wmu     sync.Mutex       // one writer at a time
+	pending *readmodel.Batch // applied to the active side, not yet to the standby one
+
+	epoch uint64
+	seq   atomic.Uint64
+
+	stats *statsCache
+}
+
+// readerCount counts the readers of one side, alone on its cache line.
+type readerCount struct {
+	n atomic.Int64
+	_ [56]byte
 }
 
 var (
 	_ readmodel.Reader    = (*Store)(nil)
 	_ readmodel.Writer    = (*Store)(nil)
 	_ readmodel.Inspector = (*Store)(nil)
+	_ readmodel.Versioned = (*Store)(nil)
 )
 
 // New returns an empty Store.
 func New(opts Options) *Store {
-	return &Store{
-		locations:  newTable[readmodel.Location](),
-		permits:    newTable[*cpermit](),
-		props:      newPropertyTable(),
-		pi:         newPermitIndexes(),
-		signals:    newSignalIndexes(),
-		geoSignals: newTable[readmodel.GeoSignal](),
-		leads:      newTable[readmodel.Lead](),
-		catalog:    newTable[readmodel.CatalogEntry](),
-		resolver:   opts.Resolver,
+	s := &Store{epoch: rand.Uint64()}
+	for i := range s.sides {
+		var r Resolver
+		if opts.NewResolver != nil {
+			r = opts.NewResolver()
+		}
+		s.sides[i] = newSide(r)
+	}
+	size := opts.StatsCacheSize
+	if size == 0 {
+		size = 4096
+	}
+	if size > 0 {
+		s.stats = newStatsCache(size)
+	}
+	return s
+}
+
+// ReadVersion implements readmodel.Versioned: seq counts the batches that
+// changed state, and is bumped just after readers switch to the new state.
+func (s *Store) ReadVersion() (epoch, seq uint64) { return s.epoch, s.seq.Load() }
+
+// enter counts the caller in as a reader of the active side; leave(c)
+// counts it out.
+func (s *Store) enter() (*side, *readerCount) {
+	for {
+		i := s.active.Load()
+		c := &s.readers[i]
+		c.n.Add(1)
+		if s.active.Load() == i {
+			return s.sides[i], c
+		}
+		c.n.Add(-1) // a writer swapped meanwhile: it may be writing side i
 	}
 }
 
+func leave(c *readerCount) { c.n.Add(-1) }
+
+// read runs fn on the active side.
+func read[T any](s *Store, fn func(*side) (T, error)) (T, error) {
+	d, c := s.enter()
+	defer leave(c)
+	return fn(d)
+}
+
 // Apply implements readmodel.Writer. The batch is visible to readers as a
-// whole once Apply returns; memory is the durability this backend has (see
-// the indexer's rebuild-on-start for restarts).
+// whole once Apply returns, and not before; memory is the durability this
+// backend has (see the indexer's rebuild-on-start for restarts). Apply
+// keeps nothing of b: the caller may reuse its slices. A delete of an
+// unknown kind fails the batch before anything is applied.
 func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
 	if err := ctx.Err(); err != nil {
 		return readmodel.ApplyResult{}, err
 	}
-	var res readmodel.ApplyResult
-	count := func(ok bool) {
-		if ok {
-			res.Applied++
-		} else {
-			res.Stale++
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range b.Locations {
-		l = l.Clone()
-		_, _, ok := s.locations.put(l.GeoID, l.Version, l)
-		if ok && s.resolver != nil {
-			s.resolver.Upsert(l)
-		}
-		count(ok)
-	}
-	for _, p := range b.Permits {
-		count(s.putPermit(p))
-	}
-	for _, p := range b.Properties {
-		count(s.putProperty(p))
-	}
-	for _, g := range b.GeoSignals {
-		count(s.putGeoSignal(g.Clone()))
-	}
-	for _, l := range b.Leads {
-		count(s.putLead(l.Clone()))
-	}
-	for _, c := range b.Catalog {
-		count(s.putCatalog(c.Clone()))
-	}
 	for _, d := range b.Deletes {
-		ok, err := s.delete(d)
-		if err != nil {
-			return res, err
+		if !knownKind(d.Kind) {
+			return readmodel.ApplyResult{}, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
 		}
-		count(ok)
 	}
+	own := cloneBatch(&b)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	j := 1 - s.active.Load()
+	s.drain(j)
+	standby := s.sides[j]
+	if s.pending != nil {
+		standby.apply(s.pending)
+	}
+	res := standby.apply(own)
+	if res.Applied == 0 { // both sides now hold the same state
+		s.pending = nil
+		return res, nil
+	}
+	s.active.Store(j)
+	s.seq.Add(1)
+	s.pending = own
 	return res, nil
 }
 
-func (s *Store) delete(d readmodel.Delete) (bool, error) {
-	switch d.Kind {
-	case readmodel.KindLocation:
-		_, _, ok := s.locations.del(d.ID, d.Version)
-		if ok && s.resolver != nil {
-			s.resolver.Delete(d.ID)
+// drain waits until side i has no reader. Readers that arrive now see the
+// other side active and do not stay.
+func (s *Store) drain(i uint32) {
+	for spins := 0; s.readers[i].n.Load() != 0; spins++ {
+		if spins < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
 		}
-		return ok, nil
-	case readmodel.KindPermit:
-		return s.delPermit(d.ID, d.Version), nil
-	case readmodel.KindProperty:
-		return s.delProperty(d.ID, d.Version), nil
-	case readmodel.KindGeoSignal:
-		return s.delGeoSignal(d.ID, d.Version), nil
-	case readmodel.KindLead:
-		return s.delLead(d.ID, d.Version), nil
-	case readmodel.KindCatalog:
-		return s.delCatalog(d.ID, d.Version), nil
 	}
-	return false, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
 }
 
-// Location implements readmodel.Reader. PermitCount and LatestPermitDate
-// are read from the permit index of the geo_id. A property_id is a geo_id
-// of the property scope: its location is the property (canonical address,
-// lat/lon, hierarchy from its links, its permits).
+func knownKind(k readmodel.Kind) bool {
+	switch k {
+	case readmodel.KindLocation, readmodel.KindPermit, readmodel.KindProperty,
+		readmodel.KindGeoSignal, readmodel.KindLead, readmodel.KindCatalog:
+		return true
+	}
+	return false
+}
+
+// cloneBatch deep-copies b, so the Store owns every document it shares
+// between its sides.
+func cloneBatch(b *readmodel.Batch) *readmodel.Batch {
+	out := &readmodel.Batch{
+		Locations:  make([]readmodel.Location, len(b.Locations)),
+		Permits:    make([]readmodel.Permit, len(b.Permits)),
+		Properties: make([]readmodel.Property, len(b.Properties)),
+		GeoSignals: make([]readmodel.GeoSignal, len(b.GeoSignals)),
+		Leads:      make([]readmodel.Lead, len(b.Leads)),
+		Catalog:    make([]readmodel.CatalogEntry, len(b.Catalog)),
+		Deletes:    append([]readmodel.Delete(nil), b.Deletes...),
+	}
+	for i, l := range b.Locations {
+		out.Locations[i] = l.Clone()
+	}
+	for i, p := range b.Permits {
+		out.Permits[i] = p.Clone()
+	}
+	for i, p := range b.Properties {
+		out.Properties[i] = p.Clone()
+	}
+	for i, g := range b.GeoSignals {
+		out.GeoSignals[i] = g.Clone()
+	}
+	for i, l := range b.Leads {
+		out.Leads[i] = l.Clone()
+	}
+	for i, c := range b.Catalog {
+		out.Catalog[i] = c.Clone()
+	}
+	return out
+}
+
+// Location implements readmodel.Reader (store_side.go).
 func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if ref, ok := propRefIfKey(geoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return readmodel.Location{}, readmodel.ErrNotFound
-		}
-		return s.propertyLocation(e, s.expandProperty(e)), nil
-	}
-	l, ok := s.locations.get(geoID)
-	if !ok {
-		return readmodel.Location{}, readmodel.ErrNotFound
-	}
-	l = l.Clone()
-	l.PermitCount, l.LatestPermitDate = 0, "" // the index's, never the document's
-	if set, _ := s.geoPermits(geoID); set != nil {
-		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
-	}
-	return l, nil
+	return read(s, func(d *side) (readmodel.Location, error) { return d.Location(ctx, geoID) })
 }
 
-// ResolveCandidates implements readmodel.Reader. Address-like text (a
-// leading house number) also matches properties (geo_type property, geo_id
-// the property_id, match_method address; see SearchProperties), ranked
-// with the resolver's candidates by score. The property scope needs no
-// resolver; the other scopes do.
+// ResolveCandidates implements readmodel.Reader (store_side.go).
 func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
-	if s.resolver == nil && q.GeoType != readmodel.GeoProperty {
-		return nil, readmodel.ErrUnsupported
-	}
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []readmodel.Candidate
-	if q.GeoType == "" || q.GeoType == readmodel.GeoProperty {
-		out = s.propertyCandidates(q)
-	}
-	if q.GeoType == readmodel.GeoProperty {
-		return out, nil
-	}
-	if len(out) == 0 {
-		return s.resolver.Search(q), nil
-	}
-	return propmatch.MergeCandidates(out, s.resolver.Search(q), q.Limit), nil
+	return read(s, func(d *side) ([]readmodel.Candidate, error) { return d.ResolveCandidates(ctx, q) })
+}
+
+// SearchPermits implements readmodel.Reader (permits.go).
+func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	return read(s, func(d *side) (readmodel.PermitPage, error) { return d.SearchPermits(ctx, q) })
+}
+
+// PropertyPermits implements readmodel.Reader (permits.go).
+func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
+	return read(s, func(d *side) (readmodel.PropertyPermitPage, error) { return d.PropertyPermits(ctx, q) })
+}
+
+// SearchProperties implements readmodel.Reader (properties.go).
+func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
+	return read(s, func(d *side) ([]readmodel.PropertyMatch, error) { return d.SearchProperties(ctx, q) })
+}
+
+// GeoSignalsForLocation implements readmodel.Reader (signals.go).
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
+	return read(s, func(d *side) (readmodel.LocationSignals, error) { return d.GeoSignalsForLocation(ctx, geoID, keys) })
+}
+
+// SearchGeoSignals implements readmodel.Reader (signals.go).
+func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
+	return read(s, func(d *side) (readmodel.GeoSignalPage, error) { return d.SearchGeoSignals(ctx, q) })
+}
+
+// Catalog implements readmodel.Reader (signals.go).
+func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
+	return read(s, func(d *side) ([]readmodel.CatalogEntry, error) { return d.Catalog(ctx, q) })
+}
+
+// PermitLeads implements readmodel.Reader (signals.go).
+func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
+	return read(s, func(d *side) (readmodel.LeadPage, error) { return d.PermitLeads(ctx, q) })
+}
+
+// PermitStats implements readmodel.Reader (signals.go, lead_stats.go). A
+// repeated query is answered from the stats cache until a write touches
+// its anchor's leads or any location (statscache.go).
+func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	return read(s, func(d *side) (readmodel.PermitStats, error) {
+		if s.stats == nil {
+			return d.PermitStats(ctx, q)
+		}
+		key := d.statsKey(q)
+		if st, ok := s.stats.get(key); ok {
+			return st, nil
+		}
+		st, err := d.PermitStats(ctx, q)
+		if err == nil {
+			s.stats.put(key, st)
+		}
+		return st, err
+	})
 }
 
 // Health implements readmodel.Reader.
@@ -198,36 +288,36 @@ func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
 	return readmodel.Health{Backend: "memory", Counts: counts}, err
 }
 
-// Counts implements readmodel.Inspector.
+// Counts implements readmodel.Inspector, for the active side.
 func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return map[readmodel.Kind]int64{
-		readmodel.KindLocation:  int64(s.locations.live),
-		readmodel.KindPermit:    int64(s.permits.live),
-		readmodel.KindProperty:  int64(s.props.live),
-		readmodel.KindGeoSignal: int64(s.geoSignals.live),
-		readmodel.KindLead:      int64(s.leads.live),
-		readmodel.KindCatalog:   int64(s.catalog.live),
-	}, nil
+	return read(s, func(d *side) (map[readmodel.Kind]int64, error) {
+		return map[readmodel.Kind]int64{
+			readmodel.KindLocation:  int64(d.locations.live),
+			readmodel.KindPermit:    int64(d.permits.live),
+			readmodel.KindProperty:  int64(d.props.live),
+			readmodel.KindGeoSignal: int64(d.geoSignals.live),
+			readmodel.KindLead:      int64(d.leads.live),
+			readmodel.KindCatalog:   int64(d.catalog.live),
+		}, nil
+	})
 }
 
 // Digest implements readmodel.Inspector (readmodel.Digest over every live
-// document).
+// document of the active side).
 func (s *Store) Digest(ctx context.Context) (string, error) {
-	var d readmodel.Digest
-	add := func(k readmodel.Kind) func(string, int64) {
-		return func(id string, v int64) { d.Add(k, id, v) }
-	}
-	s.mu.RLock()
-	eachVersion(s.locations, add(readmodel.KindLocation))
-	eachVersion(s.permits, add(readmodel.KindPermit))
-	s.props.each(func(e *propEntry) { d.Add(readmodel.KindProperty, s.propString(e.ref), e.version) })
-	eachVersion(s.geoSignals, add(readmodel.KindGeoSignal))
-	eachVersion(s.leads, add(readmodel.KindLead))
-	eachVersion(s.catalog, add(readmodel.KindCatalog))
-	s.mu.RUnlock()
-	return d.Sum(), nil
+	return read(s, func(d *side) (string, error) {
+		var dg readmodel.Digest
+		add := func(k readmodel.Kind) func(string, int64) {
+			return func(id string, v int64) { dg.Add(k, id, v) }
+		}
+		eachVersion(d.locations, add(readmodel.KindLocation))
+		eachVersion(d.permits, add(readmodel.KindPermit))
+		d.props.each(func(e *propEntry) { dg.Add(readmodel.KindProperty, d.propString(e.ref), e.version) })
+		eachVersion(d.geoSignals, add(readmodel.KindGeoSignal))
+		eachVersion(d.leads, add(readmodel.KindLead))
+		eachVersion(d.catalog, add(readmodel.KindCatalog))
+		return dg.Sum(), nil
+	})
 }
 
 func eachVersion[T any](t *table[T], fn func(id string, v int64)) {

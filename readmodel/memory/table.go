@@ -3,7 +3,7 @@ package memory
 // table holds the versioned documents of one kind. A delete leaves a
 // tombstone carrying its version, so an older upsert that arrives later
 // (replay, reordering) stays deleted. Not safe for concurrent use: the
-// Store's lock guards every table.
+// a side is written by one writer while no reader reads it (store.go).
 type table[T any] struct {
 	rows map[string]*row[T]
 	live int

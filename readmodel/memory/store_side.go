@@ -1,0 +1,161 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/propmatch"
+)
+
+// side is one complete copy of the read model: every table and index. A
+// Store holds two (store.go); one writer at a time changes the side no
+// reader reads, so nothing in a side is guarded by a lock.
+type side struct {
+	locations  *table[readmodel.Location]
+	permits    *table[*cpermit]
+	props      *propertyTable // properties with their permits and address indexes
+	geoSignals *table[readmodel.GeoSignal]
+	leads      *table[readmodel.Lead]
+	catalog    *table[readmodel.CatalogEntry]
+
+	signals signalIndexes // signals.go
+	pi      permitIndexes // intern.go, permits.go
+
+	resolver Resolver
+	// locGen counts location writes that took: stats name locations, so
+	// the stats cache keys on it (statscache.go).
+	locGen uint64
+}
+
+func newSide(r Resolver) *side {
+	return &side{
+		locations:  newTable[readmodel.Location](),
+		permits:    newTable[*cpermit](),
+		props:      newPropertyTable(),
+		pi:         newPermitIndexes(),
+		signals:    newSignalIndexes(),
+		geoSignals: newTable[readmodel.GeoSignal](),
+		leads:      newTable[readmodel.Lead](),
+		catalog:    newTable[readmodel.CatalogEntry](),
+		resolver:   r,
+	}
+}
+
+// apply writes a batch the Store owns (cloneBatch): documents are stored
+// as they are, shared with the other side, and never changed in place by
+// either (reads clone what they hand out).
+func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
+	var res readmodel.ApplyResult
+	count := func(ok bool) {
+		if ok {
+			res.Applied++
+		} else {
+			res.Stale++
+		}
+	}
+	for _, l := range b.Locations {
+		_, _, ok := s.locations.put(l.GeoID, l.Version, l)
+		if ok {
+			s.locGen++
+			if s.resolver != nil {
+				s.resolver.Upsert(l) // the resolver keeps its own copy
+			}
+		}
+		count(ok)
+	}
+	for _, p := range b.Permits {
+		count(s.putPermit(p))
+	}
+	for _, p := range b.Properties {
+		count(s.putProperty(p))
+	}
+	for _, g := range b.GeoSignals {
+		count(s.putGeoSignal(g))
+	}
+	for _, l := range b.Leads {
+		count(s.putLead(l))
+	}
+	for _, c := range b.Catalog {
+		count(s.putCatalog(c))
+	}
+	for _, d := range b.Deletes {
+		ok, _ := s.delete(d) // kinds were checked before either side changed
+		count(ok)
+	}
+	return res
+}
+
+func (s *side) delete(d readmodel.Delete) (bool, error) {
+	switch d.Kind {
+	case readmodel.KindLocation:
+		_, _, ok := s.locations.del(d.ID, d.Version)
+		if ok {
+			s.locGen++
+		}
+		if ok && s.resolver != nil {
+			s.resolver.Delete(d.ID)
+		}
+		return ok, nil
+	case readmodel.KindPermit:
+		return s.delPermit(d.ID, d.Version), nil
+	case readmodel.KindProperty:
+		return s.delProperty(d.ID, d.Version), nil
+	case readmodel.KindGeoSignal:
+		return s.delGeoSignal(d.ID, d.Version), nil
+	case readmodel.KindLead:
+		return s.delLead(d.ID, d.Version), nil
+	case readmodel.KindCatalog:
+		return s.delCatalog(d.ID, d.Version), nil
+	}
+	return false, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
+}
+
+// Location implements readmodel.Reader. PermitCount and LatestPermitDate
+// are read from the permit index of the geo_id. A property_id is a geo_id
+// of the property scope: its location is the property (canonical address,
+// lat/lon, hierarchy from its links, its permits).
+func (s *side) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
+	if ref, ok := propRefIfKey(geoID); ok {
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return readmodel.Location{}, readmodel.ErrNotFound
+		}
+		return s.propertyLocation(e, s.expandProperty(e)), nil
+	}
+	l, ok := s.locations.get(geoID)
+	if !ok {
+		return readmodel.Location{}, readmodel.ErrNotFound
+	}
+	l = l.Clone()
+	l.PermitCount, l.LatestPermitDate = 0, "" // the index's, never the document's
+	if set, _ := s.geoPermits(geoID); set != nil {
+		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
+	}
+	return l, nil
+}
+
+// ResolveCandidates implements readmodel.Reader. Address-like text (a
+// leading house number) also matches properties (geo_type property, geo_id
+// the property_id, match_method address; see SearchProperties), ranked
+// with the resolver's candidates by score. The property scope needs no
+// resolver; the other scopes do.
+func (s *side) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
+	if s.resolver == nil && q.GeoType != readmodel.GeoProperty {
+		return nil, readmodel.ErrUnsupported
+	}
+	if q.Limit < 1 || q.Limit > 20 {
+		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	var out []readmodel.Candidate
+	if q.GeoType == "" || q.GeoType == readmodel.GeoProperty {
+		out = s.propertyCandidates(q)
+	}
+	if q.GeoType == readmodel.GeoProperty {
+		return out, nil
+	}
+	if len(out) == 0 {
+		return s.resolver.Search(q), nil
+	}
+	return propmatch.MergeCandidates(out, s.resolver.Search(q), q.Limit), nil
+}
