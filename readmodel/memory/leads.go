@@ -240,16 +240,14 @@ func (a *anchorLeads) selected(keys []string) []*keyLeads {
 	return out
 }
 
-// page collects up to limit+1 leads after `after` in the query's order.
+// page returns up to limit+1 leads after the cursor in the query's order:
+// a k-way merge of one sorted stream per selected signal key, each
+// starting at the cursor (or the window's edge), stopping once limit+1
+// leads are out. Nothing is collected and then sorted.
 func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	w, err := leadWindowOf(q.Filter)
 	if err != nil {
 		return nil, err
-	}
-	keys := x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys)
-	less := dateLess
-	if q.Sort == readmodel.SortConfidenceDesc {
-		less = confLess
 	}
 	var pivot *leadRec
 	if q.After != nil {
@@ -259,121 +257,218 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 			return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, q.After.EventDate)
 		}
 	}
+	keys := x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys)
 	want := q.Limit + 1
-	var out []*leadRec
-	for _, k := range keys {
-		var got []*leadRec
+	m := leadMerge{less: dateLess, out: make([]*leadRec, 0, want)}
+	if q.Sort == readmodel.SortConfidenceDesc {
+		m.less = confLess
+	}
+	streams := make([]leadStream, len(keys))
+	for i, k := range keys {
+		st := &streams[i]
 		if q.Sort == readmodel.SortConfidenceDesc {
-			got = k.confPage(w, pivot, want)
+			k.confStream(st, w, pivot, want)
 		} else {
-			got = k.datePage(w, pivot, want)
+			k.dateStream(st, w, pivot)
 		}
-		out = append(out, got...)
+		if st.advance() {
+			m.push(st)
+		}
 	}
-	if len(keys) > 1 { // each key's page is already in order
-		slices.SortFunc(out, func(a, b *leadRec) int {
-			if less(a, b) {
-				return -1
-			}
-			if less(b, a) {
-				return 1
-			}
-			return 0
-		})
+	for len(m.heap) > 0 && len(m.out) < want {
+		st := m.heap[0]
+		m.out = append(m.out, st.cur)
+		if st.advance() {
+			m.fix()
+		} else {
+			m.pop()
+		}
 	}
-	if len(out) > want {
-		out = out[:want]
+	for i := range streams {
+		streams[i].release()
 	}
-	return out, nil
+	return m.out, nil
 }
 
-// datePage collects up to want leads of the window after `after`, in
-// event-date order.
-func (k *keyLeads) datePage(w leadWindow, after *leadRec, want int) []*leadRec {
-	var out []*leadRec
-	k.walkDate(w, after, func(r *leadRec) bool {
-		out = append(out, r)
-		return len(out) < want
-	})
-	return out
+// leadStream yields one key's leads of a page in the page's order: from a
+// B-tree iterator (filtered as it goes, stopping at the window's far
+// edge), or from a short list already in order.
+type leadStream struct {
+	cur  *leadRec
+	iter btree.IterG[*leadRec]
+	live bool // iter is in use
+	// started: the iterator is positioned on its first candidate.
+	started bool
+	accept  func(r *leadRec) (take, more bool)
+	list    []*leadRec
 }
 
-// walkDate calls fn for each lead of the window after `after`, in
-// event-date order, until fn returns false. It seeks to the later of the
-// cursor and the window's upper bound and stops at the lower bound.
-func (k *keyLeads) walkDate(w leadWindow, after *leadRec, fn func(*leadRec) bool) {
-	start := &leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}
-	if w.hi == math.MaxInt32 {
-		start = nil
+// advance moves to the next lead of the stream; false at its end.
+func (st *leadStream) advance() bool {
+	if !st.live {
+		if len(st.list) == 0 {
+			return false
+		}
+		st.cur, st.list = st.list[0], st.list[1:]
+		return true
+	}
+	for {
+		var ok bool
+		if st.started {
+			ok = st.iter.Next()
+		} else {
+			ok, st.started = st.seek(), true
+		}
+		if !ok {
+			return false
+		}
+		r := st.iter.Item()
+		take, more := st.accept(r)
+		if take {
+			st.cur = r
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+func (st *leadStream) seek() bool {
+	if st.cur != nil { // the seek key
+		k := st.cur
+		st.cur = nil
+		return st.iter.Seek(k)
+	}
+	return st.iter.First()
+}
+
+func (st *leadStream) release() {
+	if st.live {
+		st.iter.Release()
+	}
+}
+
+// dateStream streams the leads of the window after `after` in event-date
+// order: it seeks to the later of the cursor and the window's upper bound
+// and stops at the lower bound.
+func (k *keyLeads) dateStream(st *leadStream, w leadWindow, after *leadRec) {
+	var start *leadRec
+	if w.hi != math.MaxInt32 {
+		start = &leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}
 	}
 	if after != nil && (start == nil || dateLess(start, after)) {
 		start = after
 	}
-	iter := func(r *leadRec) bool {
+	st.iter, st.live, st.cur = k.byDate.Iter(), true, start
+	st.accept = func(r *leadRec) (bool, bool) {
 		if after != nil && !dateLess(after, r) {
-			return true // the cursor's own item
+			return false, true // the cursor's own item
 		}
 		if r.date == noDate {
 			if w.bounded {
-				return false
+				return false, false
 			}
 		} else if r.date < w.lo {
-			return false
+			return false, false
 		}
-		if w.passes(r) {
-			return fn(r)
-		}
-		return true
-	}
-	if start == nil {
-		k.byDate.Scan(iter)
-	} else {
-		k.byDate.Ascend(start, iter)
+		return w.passes(r), true
 	}
 }
 
-// confPage serves the confidence order. When the date leadWindow holds few
-// leads of this key (by the day aggregates), it collects them from the
-// date tree and sorts them; otherwise it walks the confidence tree from
-// the cursor, skipping leads outside the leadWindow.
-func (k *keyLeads) confPage(w leadWindow, after *leadRec, want int) []*leadRec {
+// confStream streams the leads of the window after `after` in confidence
+// order. When the date window holds few leads of this key (by the day
+// aggregates), its best `want` come from one walk of the window in the
+// date tree, kept in order as they are found (at most `want` held);
+// otherwise the confidence tree is walked from the cursor, skipping leads
+// outside the window and stopping below the confidence floor.
+func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want int) {
 	if w.bounded {
 		if n := k.days.count(w.lo, w.hi); n <= 4096 || n*8 < int64(k.byConf.Len()) {
-			var top []*leadRec // the best `want` so far, in confidence order
-			k.walkDate(w, nil, func(r *leadRec) bool {
-				if after != nil && !confLess(after, r) {
-					return true
-				}
-				if len(top) == want && !confLess(r, top[want-1]) {
-					return true
-				}
-				i := sort.Search(len(top), func(i int) bool { return confLess(r, top[i]) })
-				if len(top) < want {
-					top = append(top, nil)
-				}
-				copy(top[i+1:], top[i:])
-				top[i] = r
-				return true
-			})
-			return top
+			st.list = k.confTop(w, after, want)
+			return
 		}
 	}
-	var out []*leadRec
-	iter := func(r *leadRec) bool {
+	st.iter, st.live, st.cur = k.byConf.Iter(), true, after
+	st.accept = func(r *leadRec) (bool, bool) {
 		if after != nil && !confLess(after, r) {
-			return true
+			return false, true
 		}
-		if w.passes(r) {
-			out = append(out, r)
+		if w.minConf != nil && (!r.hasConf || r.conf < *w.minConf) {
+			return false, false // confidence only falls from here
 		}
-		return len(out) < want
+		return w.passes(r), true
 	}
-	if after == nil {
-		k.byConf.Scan(iter)
-	} else {
-		k.byConf.Ascend(after, iter)
+}
+
+// confTop is the best `want` leads of a bounded window after `after`, in
+// confidence order.
+func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
+	var top []*leadRec
+	var st leadStream
+	k.dateStream(&st, w, nil)
+	defer st.release()
+	for st.advance() {
+		r := st.cur
+		if after != nil && !confLess(after, r) {
+			continue
+		}
+		if len(top) == want && !confLess(r, top[want-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return confLess(r, top[i]) })
+		if len(top) < want {
+			top = append(top, nil)
+		}
+		copy(top[i+1:], top[i:])
+		top[i] = r
 	}
-	return out
+	return top
+}
+
+// leadMerge is a binary min-heap of streams by their current lead.
+type leadMerge struct {
+	less func(a, b *leadRec) bool
+	heap []*leadStream
+	out  []*leadRec
+}
+
+func (m *leadMerge) push(st *leadStream) {
+	m.heap = append(m.heap, st)
+	for i := len(m.heap) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !m.less(m.heap[i].cur, m.heap[p].cur) {
+			break
+		}
+		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
+		i = p
+	}
+}
+
+func (m *leadMerge) pop() {
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	m.fix()
+}
+
+// fix restores the heap after the top's lead changed.
+func (m *leadMerge) fix() {
+	h := m.heap
+	for i := 0; ; {
+		l, r, min := 2*i+1, 2*i+2, i
+		if l < len(h) && m.less(h[l].cur, h[min].cur) {
+			min = l
+		}
+		if r < len(h) && m.less(h[r].cur, h[min].cur) {
+			min = r
+		}
+		if min == i {
+			return
+		}
+		h[i], h[min] = h[min], h[i]
+		i = min
+	}
 }
 
 // leadDayAggs are exact per-day aggregates of one anchor's leads of one key.
