@@ -9,3 +9,11 @@ func (s *Store) LiveTexts() int {
 
 // StatsCacheCounts reports the stats cache's hits, misses and entries.
 func (s *Store) StatsCacheCounts() (hits, misses int64, size int) { return s.stats.counts() }
+
+// SetRollMin sets the lead count from which a roll-up keeps its
+// confidence tree, for stores made afterwards; it returns the undo.
+func SetRollMin(n int64) func() {
+	old := rollMin
+	rollMin = n
+	return func() { rollMin = old }
+}

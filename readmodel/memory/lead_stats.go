@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -12,39 +13,35 @@ import (
 // Lead stats.
 //
 // PermitStats must equal what paging PermitLeads yields for the same
-// filter, for any filter, and answer a state geo (~10^6 leads) within a
-// few milliseconds. The filter is a day range, a set of signal keys and
-// an arbitrary confidence floor, so precomputed buckets of confidence
-// cannot be exact. The design:
+// filter, for any filter, and answer a state geo (~10^6 leads over many
+// years) within a couple of milliseconds whatever the window. The filter
+// is a day range, a set of signal keys and an arbitrary confidence floor.
+// The design:
 //
 //   - Every (anchor, key, day) cell keeps its aggregates (count,
 //     confidence buckets, sparse counts per city, zip and county) and its
 //     leads as inline records (cellRecs: confidence plus three interned
 //     ids, 20 bytes, no pointers), confidence descending with null
 //     confidence last. A confidence floor keeps a prefix of each cell,
-//     found by binary search.
-//   - Count, by-signal, confidence and freshness buckets follow from that
-//     prefix length and two more binary searches (0.75, 0.5): O(log n)
-//     per cell, never per lead.
-//   - The top lists need exact counts per city, zip and county. A set of
-//     records is added either directly (three counter increments per
-//     lead) or as its cell's sparse totals minus the other records,
-//     whichever is cheaper; and a key's whole window is added either cell
-//     by cell or as the key's running total minus the cells outside the
-//     window minus the failing records inside it, again whichever touches
-//     fewer counters. The choice is made from exact costs computed in a
-//     first pass, so the answer is the same either way and the work is at
-//     most about half the leads of the window (a floor at the median),
-//     and far less for floors near either end or windows near either end.
+//     found by binary search; its top-list counts are added record by
+//     record or as the cell's sparse totals less the other records,
+//     whichever is cheaper.
+//   - Roll-ups over all the key's leads and over each year (rollup.go)
+//     hold the same counts by confidence bucket in a Fenwick tree, so a
+//     window is a handful of roll-ups and at most two years of edge days
+//     (or everything less what lies outside it), and a floor costs one
+//     tree read per roll-up plus the leads of the floor's own bucket.
+//   - Freshness only splits the last 30 days: read from their day cells.
 //
 // Rejected: a per-anchor Fenwick tree over (day, confidence) answers
 // counts in O(log^2) but not the exact per-city/zip/county top lists
 // without one tree per id; sorted arrays with prefix sparse counts per
-// position cost O(n x ids) memory. Walking the B-trees (the previous
-// approach) chases a pointer per lead: ~20-60 ms for the state geo.
+// position cost O(n x ids) memory. Walking the B-trees chases a pointer
+// per lead: ~20-60 ms for the state geo. Reading every day cell (the
+// previous approach) grows with the days: 5 ms all-time over 3 years.
 //
 // Memory: one 20-byte record per lead per anchor (about 5 anchors per
-// lead), kept in step by leadDayAggs.add.
+// lead), kept in step by leadDayAggs.add, and the roll-ups' trees.
 
 // leadIDs are a lead's interned city, zip and county (0 when empty).
 type leadIDs struct{ city, zip, county uint32 }
@@ -123,20 +120,6 @@ func (c *leadDayCell) passing(minConf *float64) int {
 
 func (c *leadDayCell) sparseLen() int { return len(c.cities) + len(c.zips) + len(c.counties) }
 
-// idCost is the number of counter updates that add k of c's n records
-// (a prefix or the complementary suffix) to the top-list counters: k
-// records directly, or the cell's sparse totals and the other n-k records.
-func (c *leadDayCell) idCost(k int) int {
-	n := len(c.recs.ids)
-	switch k {
-	case 0:
-		return 0
-	case n:
-		return c.sparseLen()
-	}
-	return min(3*k, c.sparseLen()+3*(n-k))
-}
-
 // leadStatsAcc accumulates PermitStats.
 type leadStatsAcc struct {
 	today    int32
@@ -148,7 +131,9 @@ type leadStatsAcc struct {
 	cities   idCounter
 	zips     idCounter
 	counties idCounter
-	pass     []int // per window cell of the current key: passing prefix length
+	// Buffers reused across keys.
+	planA, planB   statsPlan
+	upBuf, downBuf []*leadRec
 }
 
 // idCounter is a dense count per interned id that remembers which ids it
@@ -180,41 +165,42 @@ func leadFreshBucket(lag int32) int {
 	return 3
 }
 
-// scalars adds the first p records of c (dated day) to every count but
-// the top lists.
-func (s *leadStatsAcc) scalars(c *leadDayCell, day int32, p int) {
+// scalars adds sign times the first p records of c (dated day) to every
+// count but the top lists.
+func (s *leadStatsAcc) scalars(c *leadDayCell, day int32, p int, sign int64) {
 	if p == 0 {
 		return
 	}
-	s.total += int64(p)
+	n := sign * int64(p)
+	s.total += n
 	if day == noDate {
-		s.fresh[3] += int64(p)
+		s.fresh[3] += n
 	} else {
-		s.fresh[leadFreshBucket(max(s.today-day, 0))] += int64(p)
+		s.fresh[leadFreshBucket(max(s.today-day, 0))] += n
 	}
 	if s.minConf == nil {
 		for i := range c.conf {
-			s.conf[i] += c.conf[i]
+			s.conf[i] += sign * c.conf[i]
 		}
 		return
 	}
 	high := min(p, c.recs.atLeast(0.75))
 	medium := min(p, c.recs.atLeast(0.5)) - high
-	s.conf[0] += int64(high)
-	s.conf[1] += int64(medium)
-	s.conf[2] += int64(p - high - medium)
+	s.conf[0] += sign * int64(high)
+	s.conf[1] += sign * int64(medium)
+	s.conf[2] += sign * int64(p-high-medium)
 }
 
 // sparse adds sign times c's sparse totals to the top-list counters.
 func (s *leadStatsAcc) sparse(c *leadDayCell, sign int64) {
 	for _, e := range c.cities {
-		s.cities.add(e.id, sign*e.n)
+		s.cities.add(e.id, sign*int64(e.n))
 	}
 	for _, e := range c.zips {
-		s.zips.add(e.id, sign*e.n)
+		s.zips.add(e.id, sign*int64(e.n))
 	}
 	for _, e := range c.counties {
-		s.counties.add(e.id, sign*e.n)
+		s.counties.add(e.id, sign*int64(e.n))
 	}
 }
 
@@ -228,7 +214,8 @@ func (s *leadStatsAcc) records(ids []leadIDs, sign int64) {
 }
 
 // part adds sign times records [from, to) of c, a prefix or a suffix, to
-// the top-list counters the cheaper way (see idCost).
+// the top-list counters the cheaper way: k records directly, or the
+// cell's sparse totals less the other n-k records.
 func (s *leadStatsAcc) part(c *leadDayCell, from, to int, sign int64) {
 	n := len(c.recs.ids)
 	k := to - from
@@ -245,73 +232,207 @@ func (s *leadStatsAcc) part(c *leadDayCell, from, to int, sign int64) {
 	}
 }
 
-// key adds the leads of one signal key that pass the window and floor.
-func (s *leadStatsAcc) key(key string, d *leadDayAggs, w leadWindow) {
-	i0, _ := slices.BinarySearch(d.days, w.lo)
-	i1 := i0 + sort.Search(len(d.days)-i0, func(j int) bool { return d.days[i0+j] > w.hi })
-	withNull := !w.bounded
-	// Pass 1: scalar counts, and the exact cost of both ways to add the
-	// top-list counts.
-	s.pass = s.pass[:0]
-	direct, kept := 0, int64(0)
-	for i := i0; i < i1; i++ {
-		c := d.cells[i]
-		p := c.passing(s.minConf)
-		s.pass = append(s.pass, p)
-		s.scalars(c, d.days[i], p)
-		direct += c.idCost(p)
-		kept += int64(p)
+// key adds the leads of one signal key that pass the window and floor:
+// the window as a signed sum of roll-ups and day cells (rollup.go), each
+// day cell read by its passing prefix, each roll-up by its confidence
+// tree and the floor's bucket lead by lead.
+func (s *leadStatsAcc) key(k *keyLeads, w leadWindow) {
+	d := &k.days
+	p := d.plan(w, &s.planA, &s.planB)
+	var kept int64
+	for _, sc := range p.cells {
+		n := sc.c.passing(s.minConf)
+		s.scalars(sc.c, sc.day, n, sc.sign)
+		s.part(sc.c, 0, n, sc.sign)
+		kept += sc.sign * int64(n)
 	}
-	nullPass := 0
-	if withNull {
-		nullPass = d.null.passing(s.minConf)
-		s.scalars(&d.null, noDate, nullPass)
-		direct += d.null.idCost(nullPass)
-		kept += int64(nullPass)
+	if len(p.rolls) > 0 {
+		kept += s.rolls(k, p.rolls)
+		s.freshFix(d, p.rolls)
 	}
-	if kept == 0 {
-		return
+	if kept != 0 {
+		s.bySignal[k.key] += kept
 	}
-	s.bySignal[key] += kept
-	// The complement: the key's total minus the cells outside the window
-	// minus the failing records inside. Costed only while it can win.
-	comp := d.all.sparseLen()
-	for i := 0; i < i0 && comp < direct; i++ {
-		comp += d.cells[i].sparseLen()
+}
+
+// rolls adds the roll-ups' leads that pass the floor, all counted as
+// 31+ days old (freshFix corrects that), and returns their number.
+func (s *leadStatsAcc) rolls(k *keyLeads, rolls []signedRoll) int64 {
+	b := 0 // the first bucket taken whole
+	if s.minConf != nil {
+		b = confBucket(*s.minConf) + 1
 	}
-	for i := i1; i < len(d.cells) && comp < direct; i++ {
-		comp += d.cells[i].sparseLen()
-	}
-	for i := i0; i < i1 && comp < direct; i++ {
-		c := d.cells[i]
-		comp += c.idCost(len(c.recs.ids) - s.pass[i-i0])
-	}
-	if withNull {
-		comp += d.null.idCost(len(d.null.recs.ids) - nullPass)
-	} else {
-		comp += d.null.sparseLen()
-	}
-	if direct <= comp {
-		for i := i0; i < i1; i++ {
-			s.part(d.cells[i], 0, s.pass[i-i0], 1)
+	var kept int64
+	for _, sr := range rolls {
+		f, sign := sr.ru.fen, sr.sign
+		n := f.atLeast(b)
+		high := f.atLeast(max(b, 48)) // 48/64 = 0.75
+		medium := f.atLeast(max(b, 32)) - high
+		low := n - high - medium
+		if s.minConf == nil {
+			n += f.null
+			low += f.null
+			s.packed(f.nullIDs, sign)
 		}
-		if withNull {
-			s.part(&d.null, 0, nullPass, 1)
-		}
-		return
+		f.idsAtLeast(b, s, sign)
+		s.total += sign * n
+		s.conf[0] += sign * high
+		s.conf[1] += sign * medium
+		s.conf[2] += sign * low
+		s.fresh[3] += sign * n
+		kept += sign * n
 	}
-	s.sparse(&d.all, 1)
-	for i, c := range d.cells {
-		if i >= i0 && i < i1 {
-			s.part(c, s.pass[i-i0], len(c.recs.ids), -1)
-		} else {
-			s.sparse(c, -1)
+	if s.minConf != nil {
+		kept += s.floorBucket(k, rolls)
+	}
+	return kept
+}
+
+// floorBucket adds the roll-ups' leads of the floor's own bucket that
+// pass it, from the key's confidence tree: the leads at or above the
+// floor, or the whole bucket less those below it, whichever side of the
+// floor holds fewer leads (both sides are walked in step until one ends).
+func (s *leadStatsAcc) floorBucket(k *keyLeads, rolls []signedRoll) int64 {
+	f := *s.minConf
+	bf := confBucket(f)
+	hi, lo := math.Inf(1), math.Inf(-1)
+	if bf < confBuckets-1 {
+		hi = float64(bf+1) / confBuckets
+	}
+	if bf > 0 {
+		lo = float64(bf) / confBuckets
+	}
+	up, down := k.byConf.Iter(), k.byConf.Iter()
+	defer up.Release()
+	defer down.Release()
+	upOK := up.First()
+	if !math.IsInf(hi, 1) {
+		upOK = up.Seek(&leadRec{hasConf: true, conf: hi, date: noDate})
+	}
+	downOK := down.Seek(&leadRec{hasConf: true, conf: f, date: noDate})
+	s.upBuf, s.downBuf = s.upBuf[:0], s.downBuf[:0]
+	for {
+		// The upper side: [f, hi).
+		for upOK {
+			r := up.Item()
+			if !r.hasConf || r.conf < f {
+				upOK = false
+				break
+			}
+			if r.conf < hi {
+				s.upBuf = append(s.upBuf, r)
+				upOK = up.Next()
+				break
+			}
+			upOK = up.Next()
+		}
+		if !upOK {
+			return s.floorRecs(s.upBuf, rolls, 1)
+		}
+		// The lower side: [lo, f).
+		for downOK {
+			r := down.Item()
+			if !r.hasConf || r.conf < lo {
+				downOK = false
+				break
+			}
+			if r.conf < f {
+				s.downBuf = append(s.downBuf, r)
+				downOK = down.Next()
+				break
+			}
+			downOK = down.Next()
+		}
+		if !downOK {
+			break
 		}
 	}
-	if withNull {
-		s.part(&d.null, nullPass, len(d.null.recs.ids), -1)
-	} else {
-		s.sparse(&d.null, -1)
+	// The whole bucket from the roll-ups, less its leads below the floor.
+	var kept int64
+	for _, sr := range rolls {
+		fen, sign := sr.ru.fen, sr.sign
+		n := fen.atLeast(bf) - fen.atLeast(bf+1)
+		fen.idsAtLeast(bf, s, sign)
+		fen.idsAtLeast(bf+1, s, -sign)
+		s.total += sign * n
+		s.conf[bucketConf(bf)] += sign * n
+		s.fresh[3] += sign * n
+		kept += sign * n
+	}
+	return kept + s.floorRecs(s.downBuf, rolls, -1)
+}
+
+// bucketConf is the confidence bucket (high, medium, low) of a whole
+// confidence bucket.
+func bucketConf(b int) int {
+	switch {
+	case b >= 48:
+		return 0
+	case b >= 32:
+		return 1
+	}
+	return 2
+}
+
+// floorRecs adds sign times each lead, weighted by the roll-ups that
+// hold it, and returns the net count.
+func (s *leadStatsAcc) floorRecs(recs []*leadRec, rolls []signedRoll, sign int64) int64 {
+	var kept int64
+	for _, r := range recs {
+		var w int64
+		for _, sr := range rolls {
+			if sr.ru.contains(r.date) {
+				w += sr.sign
+			}
+		}
+		w *= sign
+		if w == 0 {
+			continue
+		}
+		s.total += w
+		s.conf[leadConfBucket(r)] += w
+		s.fresh[3] += w
+		s.cities.add(r.city, w)
+		s.zips.add(r.zip, w)
+		s.counties.add(r.county, w)
+		kept += w
+	}
+	return kept
+}
+
+// freshFix moves the roll-ups' leads of the last 30 days (and later) from
+// 31+ to their freshness bucket, from the day cells.
+func (s *leadStatsAcc) freshFix(d *leadDayAggs, rolls []signedRoll) {
+	i, _ := slices.BinarySearch(d.days, s.today-30)
+	for ; i < len(d.days); i++ {
+		day := d.days[i]
+		var w int64
+		for _, sr := range rolls {
+			if sr.ru.contains(day) {
+				w += sr.sign
+			}
+		}
+		if w == 0 {
+			continue
+		}
+		n := w * int64(d.cells[i].passing(s.minConf))
+		s.fresh[leadFreshBucket(max(s.today-day, 0))] += n
+		s.fresh[3] -= n
+	}
+}
+
+// packed adds sign times counts of packed keys to the top-list counters.
+func (s *leadStatsAcc) packed(c sparseCounts, sign int64) {
+	for _, e := range c {
+		id := e.id &^ kindMask
+		switch e.id & kindMask {
+		case kindCity:
+			s.cities.add(id, sign*int64(e.n))
+		case kindZip:
+			s.zips.add(id, sign*int64(e.n))
+		default:
+			s.counties.add(id, sign*int64(e.n))
+		}
 	}
 }
 
@@ -336,7 +457,7 @@ func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error)
 		counties: idCounter{n: make([]int64, n)},
 	}
 	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
-		acc.key(k.key, &k.days, w)
+		acc.key(k, w)
 	}
 	st := readmodel.PermitStats{
 		Total:            acc.total,

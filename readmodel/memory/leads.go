@@ -477,6 +477,9 @@ type leadDayAggs struct {
 	cells []*leadDayCell
 	null  leadDayCell // leads without a date
 	all   leadDayCell // every lead, dated or not
+	// Roll-ups (rollup.go): every lead, and each year's.
+	allRoll rollup
+	years   []*rollup // ascending
 }
 
 type leadDayCell struct {
@@ -515,6 +518,11 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 	} else {
 		c.recs.remove(r)
 	}
+	d.allRoll.all = true
+	d.roll(&d.allRoll, r, delta)
+	if r.date != noDate {
+		d.roll(d.year(r.date), r, delta)
+	}
 }
 
 func (c *leadDayCell) addLead(r *leadRec, delta int64) {
@@ -541,7 +549,7 @@ type sparseCounts []idCountPair
 
 type idCountPair struct {
 	id uint32
-	n  int64
+	n  int32 // 8 bytes a pair: a cell counts far fewer than 2^31 leads
 }
 
 func (s *sparseCounts) add(id uint32, delta int64) {
@@ -552,7 +560,7 @@ func (s *sparseCounts) add(id uint32, delta int64) {
 	if !ok {
 		*s = slices.Insert(*s, i, idCountPair{id: id})
 	}
-	(*s)[i].n += delta
+	(*s)[i].n += int32(delta)
 	if (*s)[i].n == 0 {
 		*s = slices.Delete(*s, i, i+1)
 	}

@@ -1,0 +1,140 @@
+package memory_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// bruteStats is PermitStats by definition, over the leads themselves.
+func bruteStats(leads []readmodel.Lead, q readmodel.StatsQuery) readmodel.PermitStats {
+	today, _ := time.Parse(time.DateOnly, q.Today)
+	st := readmodel.PermitStats{}
+	bySignal := map[string]int64{}
+	cities, zips, counties := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	for _, l := range leads {
+		if !keep(q.Filter, l) {
+			continue
+		}
+		st.Total++
+		bySignal[l.SignalKey]++
+		switch {
+		case l.Confidence != nil && *l.Confidence >= 0.75:
+			st.ConfidenceHigh++
+		case l.Confidence != nil && *l.Confidence >= 0.5:
+			st.ConfidenceMedium++
+		default:
+			st.ConfidenceLow++
+		}
+		lag := 31
+		if l.EventDateUsed != "" {
+			d, _ := time.Parse(time.DateOnly, l.EventDateUsed)
+			lag = max(int(today.Sub(d).Hours()/24), 0)
+		}
+		switch {
+		case lag <= 7:
+			st.Fresh0to7++
+		case lag <= 14:
+			st.Fresh8to14++
+		case lag <= 30:
+			st.Fresh15to30++
+		default:
+			st.Fresh31Plus++
+		}
+		for m, v := range map[*map[string]int64]string{&cities: l.Location.CityNorm, &zips: l.Location.ZipcodeNorm, &counties: l.Location.CountyNorm} {
+			if v != "" {
+				(*m)[v]++
+			}
+		}
+	}
+	list := func(m map[string]int64, n int) []readmodel.ValueCount {
+		out := []readmodel.ValueCount{}
+		for v, c := range m {
+			out = append(out, readmodel.ValueCount{Value: v, Count: c})
+		}
+		slices.SortFunc(out, func(a, b readmodel.ValueCount) int {
+			if a.Count != b.Count {
+				return cmp.Compare(b.Count, a.Count)
+			}
+			return cmp.Compare(a.Value, b.Value)
+		})
+		if n >= 0 && len(out) > n {
+			out = out[:n]
+		}
+		return out
+	}
+	st.BySignal = list(bySignal, -1)
+	st.TopCities, st.TopZips, st.TopCounties = list(cities, q.TopN), list(zips, q.TopN), list(counties, q.TopN)
+	return st
+}
+
+func normStats(st readmodel.PermitStats) readmodel.PermitStats {
+	st.GeoType = ""
+	for _, p := range []*[]readmodel.ValueCount{&st.BySignal, &st.TopCities, &st.TopZips, &st.TopCounties} {
+		if len(*p) == 0 {
+			*p = []readmodel.ValueCount{}
+		}
+	}
+	return st
+}
+
+// TestStatsMatchBruteForce: for random filters (date bounds of any span,
+// freshness windows, confidence floors on and off bucket edges, signal
+// keys), PermitStats equals the brute force over the leads, with roll-ups
+// in use (a low threshold) and without, after upserts, rewrites and
+// deletes.
+func TestStatsMatchBruteForce(t *testing.T) {
+	for _, min := range []int64{4, 1 << 40} {
+		t.Run(fmt.Sprintf("rollMin=%d", min), func(t *testing.T) {
+			defer memory.SetRollMin(min)()
+			ctx := context.Background()
+			r := rand.New(rand.NewPCG(21, uint64(min)))
+			leads := randomLeads(r, 4000)
+			s := memory.New(memory.Options{StatsCacheSize: -1})
+			_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: leads})
+			require.NoError(t, err)
+			// Rewrite a third (new confidence, date and place) and delete
+			// a tenth.
+			var b readmodel.Batch
+			for i := range leads {
+				switch r.IntN(10) {
+				case 0:
+					b.Deletes = append(b.Deletes, readmodel.Delete{Kind: readmodel.KindLead, ID: leads[i].LeadID, Version: 2})
+					leads[i].LeadID = ""
+				case 1, 2, 3:
+					l := randomLeads(r, 1)[0]
+					l.LeadID, l.Version = leads[i].LeadID, 2
+					leads[i] = l
+					b.Leads = append(b.Leads, l)
+				}
+			}
+			_, err = s.Apply(ctx, b)
+			require.NoError(t, err)
+			live := slices.DeleteFunc(leads, func(l readmodel.Lead) bool { return l.LeadID == "" })
+			for i := range 300 {
+				f := randomFilter(r)
+				if i%5 == 0 {
+					f.FromDate, f.ToDate, f.FreshSince = "", "", "" // all time
+				}
+				if f.MinConfidence != nil && i%3 == 0 {
+					e := float64(r.IntN(65)) / 64 // a bucket edge
+					f.MinConfidence = &e
+				}
+				today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -r.IntN(4000)).Format(time.DateOnly)
+				q := readmodel.StatsQuery{Filter: f, Today: today, TopN: []int{3, 10, -1}[r.IntN(3)]}
+				got, err := s.PermitStats(ctx, q)
+				require.NoError(t, err)
+				require.Equal(t, bruteStats(live, q), normStats(got), "case %d %+v", i, q)
+			}
+		})
+	}
+}

@@ -1,0 +1,288 @@
+package memory
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Roll-ups: stats whose cost does not grow with the days of the window.
+//
+// Each (anchor, key) keeps, besides its day cells, a roll-up over all its
+// leads and one per calendar year. A roll-up holds its lead count and,
+// once it holds rollMin leads (smaller ones are cheaper to read day by
+// day), a confFen: counts and city/zip/county counts by confidence bucket
+// (64 buckets of 1/64, so 0.5 and 0.75 are bucket edges), in a Fenwick
+// tree over the buckets from the top, so "every bucket above b" is the sum
+// of at most 7 nodes. A confidence floor f then reads the buckets above
+// f's bucket from the tree and only the leads of f's own bucket one by one,
+// from the key's confidence B-tree (the smaller side of f within the
+// bucket, found by walking both sides in step).
+//
+// A window is a signed sum of roll-ups and day cells: the whole years it
+// covers plus its edge days, or everything minus the null dates minus the
+// years and days outside it, whichever is cheaper. Freshness buckets only
+// split the last 30 days (and any future ones): roll-ups count as 31+ and
+// the day cells from today-30 on move their leads to the right bucket.
+//
+// Memory: a roll-up with a confFen holds at most 64 x 7 nodes of sparse
+// counts over the anchor's distinct cities, zips and counties; only large
+// anchors (state, counties, large cities) reach rollMin per year.
+
+const confBuckets = 64
+
+// rollMin is the lead count from which a roll-up keeps a confFen (a
+// variable so tests can exercise small ones).
+var rollMin int64 = 256
+
+// confBucket is the bucket of a confidence: [b/64, (b+1)/64), the first
+// and last open-ended.
+func confBucket(c float64) int {
+	b := math.Floor(c * confBuckets)
+	switch {
+	case !(b >= 0): // also NaN
+		return 0
+	case b >= confBuckets-1:
+		return confBuckets - 1
+	}
+	return int(b)
+}
+
+// Packed top-list keys: the kind in the top two bits, the interned id
+// below.
+const (
+	kindCity   uint32 = 0 << 30
+	kindZip    uint32 = 1 << 30
+	kindCounty uint32 = 2 << 30
+	kindMask   uint32 = 3 << 30
+)
+
+// confFen is a Fenwick tree over confidence buckets, top bucket first:
+// node i (1-based) covers buckets [64-i, 64-i+lowbit(i)).
+type confFen struct {
+	cnt     [confBuckets + 1]int64
+	ids     [confBuckets + 1]sparseCounts // packed keys
+	null    int64                         // leads with null confidence
+	nullIDs sparseCounts
+}
+
+func (f *confFen) add(hasConf bool, conf float64, ids leadIDs, delta int64) {
+	if !hasConf {
+		f.null += delta
+		addPacked(&f.nullIDs, ids, delta)
+		return
+	}
+	for i := confBuckets - confBucket(conf); i <= confBuckets; i += i & -i {
+		f.cnt[i] += delta
+		addPacked(&f.ids[i], ids, delta)
+	}
+}
+
+func addPacked(s *sparseCounts, ids leadIDs, delta int64) {
+	if ids.city != 0 {
+		s.add(ids.city|kindCity, delta)
+	}
+	if ids.zip != 0 {
+		s.add(ids.zip|kindZip, delta)
+	}
+	if ids.county != 0 {
+		s.add(ids.county|kindCounty, delta)
+	}
+}
+
+// atLeast is the number of leads in buckets >= b (b = 64: none).
+func (f *confFen) atLeast(b int) int64 {
+	var n int64
+	for i := confBuckets - b; i > 0; i -= i & -i {
+		n += f.cnt[i]
+	}
+	return n
+}
+
+// idsAtLeast adds sign times the top-list counts of buckets >= b.
+func (f *confFen) idsAtLeast(b int, acc *leadStatsAcc, sign int64) {
+	for i := confBuckets - b; i > 0; i -= i & -i {
+		acc.packed(f.ids[i], sign)
+	}
+}
+
+// cost is about the counter updates one read of the tree makes.
+func (f *confFen) cost() int {
+	n := len(f.nullIDs)
+	for i := confBuckets; i > 0; i -= i & -i {
+		n += len(f.ids[i])
+	}
+	return 2*n + 16
+}
+
+// rollup is a roll-up of one (anchor, key): every lead (all) or the leads
+// of one year [lo, hi].
+type rollup struct {
+	all    bool
+	lo, hi int32
+	n      int64
+	fen    *confFen
+}
+
+func (ru *rollup) contains(day int32) bool {
+	if ru.all {
+		return true
+	}
+	return day != noDate && day >= ru.lo && day <= ru.hi
+}
+
+// yearBounds are the first and last day of the year of day.
+func yearBounds(day int32) (lo, hi int32) {
+	y := time.Unix(int64(day)*86400, 0).UTC().Year()
+	lo = int32(time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+	hi = int32(time.Date(y+1, 1, 1, 0, 0, 0, 0, time.UTC).Unix()/86400) - 1
+	return lo, hi
+}
+
+// year returns the roll-up of day's year, creating it.
+func (d *leadDayAggs) year(day int32) *rollup {
+	i, ok := slices.BinarySearchFunc(d.years, day, func(r *rollup, day int32) int {
+		switch {
+		case r.hi < day:
+			return -1
+		case r.lo > day:
+			return 1
+		}
+		return 0
+	})
+	if ok {
+		return d.years[i]
+	}
+	lo, hi := yearBounds(day)
+	r := &rollup{lo: lo, hi: hi}
+	d.years = slices.Insert(d.years, i, r)
+	return r
+}
+
+// roll keeps a roll-up in step with one lead added or removed (the day
+// cells already are).
+func (d *leadDayAggs) roll(ru *rollup, r *leadRec, delta int64) {
+	ru.n += delta
+	if ru.fen != nil {
+		ru.fen.add(r.hasConf, r.conf, recIDs(r), delta)
+		return
+	}
+	if ru.n < rollMin {
+		return
+	}
+	f := &confFen{}
+	addCell := func(c *leadDayCell) {
+		nc := len(c.recs.conf)
+		for i, ids := range c.recs.ids {
+			if i < nc {
+				f.add(true, c.recs.conf[i], ids, 1)
+			} else {
+				f.add(false, 0, ids, 1)
+			}
+		}
+	}
+	lo, hi := int32(noDate+1), int32(math.MaxInt32)
+	if !ru.all {
+		lo, hi = ru.lo, ru.hi
+	} else {
+		addCell(&d.null)
+	}
+	i, _ := slices.BinarySearch(d.days, lo)
+	for ; i < len(d.days) && d.days[i] <= hi; i++ {
+		addCell(d.cells[i])
+	}
+	ru.fen = f
+}
+
+// statsPlan is a window as a signed sum of roll-ups and day cells.
+type statsPlan struct {
+	rolls []signedRoll
+	cells []signedCell
+	cost  int
+}
+
+type signedRoll struct {
+	ru   *rollup
+	sign int64
+}
+
+type signedCell struct {
+	c    *leadDayCell
+	day  int32 // noDate for the null cell
+	sign int64
+}
+
+func cellCost(c *leadDayCell) int { return 4 + len(c.recs.ids) }
+
+func (p *statsPlan) addCell(c *leadDayCell, day int32, sign int64) {
+	p.cells = append(p.cells, signedCell{c, day, sign})
+	p.cost += cellCost(c)
+}
+
+func (p *statsPlan) addRoll(ru *rollup, sign int64) {
+	p.rolls = append(p.rolls, signedRoll{ru, sign})
+	p.cost += ru.fen.cost()
+}
+
+// plans returns the cheaper way to sum the window, reusing the buffers of
+// a and b.
+func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
+	a.rolls, a.cells, a.cost = a.rolls[:0], a.cells[:0], 0
+	b.rolls, b.cells, b.cost = b.rolls[:0], b.cells[:0], 0
+	i0, _ := slices.BinarySearch(d.days, w.lo)
+	i1 := i0
+	for i1 < len(d.days) && d.days[i1] <= w.hi {
+		i1++
+	}
+	if !w.bounded {
+		if d.allRoll.fen != nil {
+			a.addRoll(&d.allRoll, 1)
+			return a
+		}
+		for i := i0; i < i1; i++ {
+			a.addCell(d.cells[i], d.days[i], 1)
+		}
+		a.addCell(&d.null, noDate, 1)
+		return a
+	}
+	// Direct: the whole years inside the window, and its other days.
+	d.sumDays(a, i0, i1, 1, func(ru *rollup) bool { return ru.lo >= w.lo && ru.hi <= w.hi })
+	if d.allRoll.fen == nil || a.cost <= d.allRoll.fen.cost() {
+		return a
+	}
+	// Complement: everything, less null dates and what lies outside.
+	b.addRoll(&d.allRoll, 1)
+	b.addCell(&d.null, noDate, -1)
+	outside := func(ru *rollup) bool { return ru.hi < w.lo || ru.lo > w.hi }
+	d.sumDays(b, 0, i0, -1, outside)
+	d.sumDays(b, i1, len(d.days), -1, outside)
+	if b.cost < a.cost {
+		return b
+	}
+	return a
+}
+
+// sumDays adds the day cells [i0, i1) to p with sign, through the year
+// roll-ups that use accepts (and that have a tree) for the years they
+// cover.
+func (d *leadDayAggs) sumDays(p *statsPlan, i0, i1 int, sign int64, use func(*rollup) bool) {
+	y := 0
+	for i := i0; i < i1; {
+		day := d.days[i]
+		for y < len(d.years) && d.years[y].hi < day {
+			y++
+		}
+		if y < len(d.years) {
+			ru := d.years[y]
+			if ru.fen != nil && use(ru) && ru.contains(day) {
+				p.addRoll(ru, sign)
+				for i < i1 && d.days[i] <= ru.hi {
+					i++
+				}
+				continue
+			}
+		}
+		p.addCell(d.cells[i], day, sign)
+		i++
+	}
+}
