@@ -188,10 +188,15 @@ type ValueCount struct {
 
 // PermitStats aggregates leads. Every distribution sums to Total.
 type PermitStats struct {
-	GeoType          GeoType // of the anchor, Filter.GeoID
-	Total            int64
-	BySignal         []ValueCount // every signal key with at least one lead, count desc then key asc
-	TopCounties      []ValueCount // count desc, value asc; null values omitted
+	GeoType  GeoType // of the anchor, Filter.GeoID
+	Total    int64
+	BySignal []ValueCount // every signal key with at least one lead, count desc then key asc
+	// TopCounties, TopCities and TopZips count leads under their *_norm
+	// keys, count desc then value asc, null values omitted. A backend with
+	// conformance's CapStatsNames names cities and counties as their
+	// locations spell them ("King County"; a key no location spells stays
+	// as it is); one without it lists the keys ("king county").
+	TopCounties      []ValueCount
 	TopCities        []ValueCount
 	TopZips          []ValueCount
 	ConfidenceHigh   int64 // >= 0.75

@@ -17,3 +17,6 @@ func SetRollMin(n int64) func() {
 	rollMin = n
 	return func() { rollMin = old }
 }
+
+// NormName is the store's copy of the projection's name normaliser.
+func NormName(s string) string { return normName(s) }

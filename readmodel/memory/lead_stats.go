@@ -438,7 +438,7 @@ func (s *leadStatsAcc) packed(c sparseCounts, sign int64) {
 
 // stats aggregates the leads PermitLeads pages for the same filter, from
 // the day cells alone (see the comment at the top of this file).
-func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel.PermitStats, error) {
 	w, err := leadWindowOf(q.Filter)
 	if err != nil {
 		return readmodel.PermitStats{}, err
@@ -468,9 +468,9 @@ func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error)
 		Fresh8to14:       acc.fresh[1],
 		Fresh15to30:      acc.fresh[2],
 		Fresh31Plus:      acc.fresh[3],
-		TopCounties:      x.top(&acc.counties, q.TopN),
-		TopCities:        x.top(&acc.cities, q.TopN),
-		TopZips:          x.top(&acc.zips, q.TopN),
+		TopCounties:      x.top(&acc.counties, q.TopN, names.county),
+		TopCities:        x.top(&acc.cities, q.TopN, names.city),
+		TopZips:          x.top(&acc.zips, q.TopN, nil),
 	}
 	for k, n := range acc.bySignal {
 		if n > 0 {
@@ -481,13 +481,14 @@ func (x *leadIndex) stats(q readmodel.StatsQuery) (readmodel.PermitStats, error)
 	return st, nil
 }
 
-// top lists the counter's positive counts, count descending then value
-// ascending, at most n (all when n < 0). It consumes the counter.
-func (x *leadIndex) top(c *idCounter, n int) []readmodel.ValueCount {
+// top lists the counter's positive counts under their display names
+// (names.go; nil: the key itself), count descending then name ascending,
+// at most n (all when n < 0). It consumes the counter.
+func (x *leadIndex) top(c *idCounter, n int, names map[string]string) []readmodel.ValueCount {
 	out := make([]readmodel.ValueCount, 0, len(c.touched))
 	for _, id := range c.touched {
 		if c.n[id] > 0 {
-			out = append(out, readmodel.ValueCount{Value: x.names.str(id), Count: c.n[id]})
+			out = append(out, readmodel.ValueCount{Value: spell(names, x.names.str(id)), Count: c.n[id]})
 			c.n[id] = 0 // an id touched twice is listed once
 		}
 	}

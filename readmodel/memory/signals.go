@@ -256,7 +256,7 @@ func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmod
 	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound
 	}
-	st, err := s.signals.leads.stats(q)
+	st, err := s.signals.leads.stats(q, s.names)
 	st.GeoType = anchor.GeoType
 	return st, err
 }

@@ -22,10 +22,11 @@ import (
 // The signal benchmarks load one store with a synthetic Washington (39
 // counties, 300 cities with their jurisdictions, 900 ZIPs) and the leads
 // and geo signals the reference pipeline derives from 1M generated
-// permits, all entering through indexer.Project. Cities are weighted
-// 1/rank, so city 0 is a Seattle-sized anchor. Each benchmark times single
-// reads and reports p50 and p99 in microseconds. PERMITD_BENCH_PERMITS
-// sets a smaller (or larger) load while iterating.
+// permits issued over 15 years, all entering through indexer.Project.
+// Cities are weighted 1/rank, so city 0 is a Seattle-sized anchor. Each
+// benchmark times single reads and reports p50 and p99 in microseconds.
+// The store's stats cache is off: stats are timed uncached.
+// PERMITD_BENCH_PERMITS sets a smaller (or larger) load while iterating.
 
 const defaultBenchPermits = 1_000_000
 
@@ -47,6 +48,9 @@ type signalBench struct {
 	store       *memory.Store
 	state, city string
 	leads       int
+	// writes are batches of the real mix (permits, leads, geo signals) a
+	// concurrent writer applies again and again at rising versions.
+	writes []readmodel.Batch
 }
 
 var (
@@ -65,8 +69,11 @@ func loadSignalBench(b *testing.B) signalBench {
 func buildSignalBench(b *testing.B) signalBench {
 	ctx := context.Background()
 	start := time.Now()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Options{StatsCacheSize: -1})
 	var batch []events.Envelope
+	var writes []readmodel.Batch
+	var permitDocs readmodel.Batch
+	leadBatches := 0
 	flush := func() {
 		var rb readmodel.Batch
 		for _, env := range batch {
@@ -78,6 +85,17 @@ func buildSignalBench(b *testing.B) signalBench {
 		}
 		if _, err := store.Apply(ctx, rb); err != nil {
 			b.Fatal(err)
+		}
+		if len(rb.Leads) > 0 {
+			leadBatches++
+		}
+		if len(rb.Leads) > 0 && len(writes) < 16 && leadBatches%8 == 1 { // a sample along the load
+			w := readmodel.Batch{Leads: rb.Leads[:len(rb.Leads)*3/4], GeoSignals: rb.GeoSignals}
+			if n := len(permitDocs.Permits); n > 0 {
+				w.Permits = permitDocs.Permits[:min(n, 1024)]
+				permitDocs.Permits = permitDocs.Permits[min(n, 1024):]
+			}
+			writes = append(writes, cloneBatch(w))
 		}
 		batch = batch[:0]
 	}
@@ -154,7 +172,7 @@ func buildSignalBench(b *testing.B) signalBench {
 		zip := c.zip0[:4] + string(rune('0'+(int(c.zip0[4]-'0')+r.IntN(3))%10))
 		p := events.Permit{
 			PermitNumber: fmt.Sprintf("B%07d", i), PermitType: "Building", WorkType: w.work, Status: "Issued",
-			IssueDate: benchNow.AddDate(0, 0, -r.IntN(3*365)).Format(time.DateOnly), Valuation: &v,
+			IssueDate: benchNow.AddDate(0, 0, -r.IntN(15*365)).Format(time.DateOnly), Valuation: &v,
 			Address: events.PermitAddress{Line: fmt.Sprintf("%d MAIN ST", i), City: c.name, State: "WA", Zipcode: zip},
 			Source:  "synthetic",
 		}
@@ -164,6 +182,13 @@ func buildSignalBench(b *testing.B) signalBench {
 		}
 		if err := pl.Add(env); err != nil {
 			b.Fatal(err)
+		}
+		if i%8 == 0 && len(permitDocs.Permits) < 16*1024 { // permits for the writer's batches
+			out, err := indexer.Project(ctx, env, store)
+			if err != nil {
+				b.Fatal(err)
+			}
+			permitDocs.Append(out)
 		}
 	}
 	rep, err := pl.Finish(ctx)
@@ -175,7 +200,27 @@ func buildSignalBench(b *testing.B) signalBench {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.Logf("loaded %d permits -> %d leads, %d geo signals in %v; heap in use %d MiB", permits, rep.Leads, rep.GeoSignals, time.Since(start).Round(time.Millisecond), ms.HeapInuse>>20)
-	return signalBench{store: store, state: state, city: events.GeoID("city", "1840000000"), leads: rep.Leads}
+	for i := range writes {
+		if len(writes[i].Permits) == 0 && len(permitDocs.Permits) > 0 {
+			n := min(len(permitDocs.Permits), 1024)
+			writes[i].Permits, permitDocs.Permits = cloneBatch(readmodel.Batch{Permits: permitDocs.Permits[:n]}).Permits, permitDocs.Permits[n:]
+		}
+	}
+	return signalBench{store: store, state: state, city: events.GeoID("city", "1840000000"), leads: rep.Leads, writes: writes}
+}
+
+func cloneBatch(b readmodel.Batch) readmodel.Batch {
+	var out readmodel.Batch
+	for _, l := range b.Leads {
+		out.Leads = append(out.Leads, l.Clone())
+	}
+	for _, g := range b.GeoSignals {
+		out.GeoSignals = append(out.GeoSignals, g.Clone())
+	}
+	for _, p := range b.Permits {
+		out.Permits = append(out.Permits, p.Clone())
+	}
+	return out
 }
 
 // timeIt runs fn max(b.N, 2000) times (stopping after 15s once it has 200
@@ -298,4 +343,123 @@ func BenchmarkGeoSearchPage(b *testing.B) {
 		}
 		after = res.Next
 	})
+}
+
+// BenchmarkLeadsStatePage: 25-lead pages of the whole state, all time,
+// in both orders, walking up to 20 pages by cursor then restarting.
+func BenchmarkLeadsStatePage(b *testing.B) {
+	for _, sort := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
+		b.Run(string(sort), func(b *testing.B) {
+			d := loadSignalBench(b)
+			ctx := context.Background()
+			var after *readmodel.LeadKey
+			page := 0
+			timeIt(b, func(int) {
+				res, err := d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: d.state}, Sort: sort, Limit: 25, After: after})
+				if err != nil || len(res.Leads) == 0 {
+					b.Fatalf("page: %d leads, %v", len(res.Leads), err)
+				}
+				page++
+				after = res.Next
+				if page == 20 || after == nil {
+					after, page = nil, 0
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkReadsDuringWrites: a mix of reads (city leads page, state
+// stats with a swept confidence floor, geo signal page, location) timed
+// idle, then while a writer applies batches of permits, leads and geo
+// signals (at rising versions, so every document is re-indexed) as fast
+// as it can. Reports p50/p99 of both and the p99 ratio (target <= 2).
+func BenchmarkReadsDuringWrites(b *testing.B) {
+	d := loadSignalBench(b)
+	if len(d.writes) == 0 {
+		b.Fatal("no write batches sampled")
+	}
+	ctx := context.Background()
+	read := func(i int) {
+		var err error
+		switch i % 4 {
+		case 0:
+			_, err = d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: d.city, FreshSince: freshSince(60)}, Sort: readmodel.SortConfidenceDesc, Limit: 25})
+		case 1:
+			f := float64(i%21) / 20
+			_, err = d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: d.state, MinConfidence: &f}, Today: benchNow.Format(time.DateOnly), TopN: 10})
+		case 2:
+			_, err = d.store.SearchGeoSignals(ctx, readmodel.GeoSignalQuery{State: "WA", Limit: 25})
+		case 3:
+			_, err = d.store.Location(ctx, d.city)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := max(b.N, 4000)
+	measure := func() []time.Duration {
+		lat := make([]time.Duration, 0, n)
+		for i := range n {
+			t0 := time.Now()
+			read(i)
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		return lat
+	}
+	runtime.GC()
+	b.ResetTimer()
+	idle := measure()
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		applied := 0
+		for v := int64(1_000_000); ; v++ {
+			for _, w := range d.writes {
+				select {
+				case <-stop:
+					done <- applied
+					return
+				default:
+				}
+				if _, err := d.store.Apply(ctx, withVersion(w, v)); err != nil {
+					panic(err)
+				}
+				applied += w.Len()
+			}
+		}
+	}()
+	t0 := time.Now()
+	busy := measure()
+	close(stop)
+	applied := <-done
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	p := func(l []time.Duration, q int) float64 { return float64(l[len(l)*q/100].Nanoseconds()) / 1e3 }
+	b.ReportMetric(p(idle, 50), "idle-p50-us")
+	b.ReportMetric(p(idle, 99), "idle-p99-us")
+	b.ReportMetric(p(busy, 50), "busy-p50-us")
+	b.ReportMetric(p(busy, 99), "busy-p99-us")
+	b.ReportMetric(p(busy, 99)/p(idle, 99), "p99-ratio")
+	b.ReportMetric(float64(applied)/elapsed.Seconds(), "docs-written/s")
+}
+
+// withVersion is w with every document at version v.
+func withVersion(w readmodel.Batch, v int64) readmodel.Batch {
+	out := readmodel.Batch{
+		Leads:      slices.Clone(w.Leads),
+		GeoSignals: slices.Clone(w.GeoSignals),
+		Permits:    slices.Clone(w.Permits),
+	}
+	for i := range out.Leads {
+		out.Leads[i].Version = v
+	}
+	for i := range out.GeoSignals {
+		out.GeoSignals[i].Version = v
+	}
+	for i := range out.Permits {
+		out.Permits[i].Version = v
+	}
+	return out
 }

@@ -23,6 +23,7 @@ type side struct {
 	pi      permitIndexes // intern.go, permits.go
 
 	resolver Resolver
+	names    displayNames // names.go
 	// locGen counts location writes that took: stats name locations, so
 	// the stats cache keys on it (statscache.go).
 	locGen uint64
@@ -39,6 +40,7 @@ func newSide(r Resolver) *side {
 		leads:      newTable[readmodel.Lead](),
 		catalog:    newTable[readmodel.CatalogEntry](),
 		resolver:   r,
+		names:      newDisplayNames(),
 	}
 }
 
@@ -55,9 +57,13 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 		}
 	}
 	for _, l := range b.Locations {
-		_, _, ok := s.locations.put(l.GeoID, l.Version, l)
+		prev, hadPrev, ok := s.locations.put(l.GeoID, l.Version, l)
 		if ok {
 			s.locGen++
+			if hadPrev {
+				s.names.remove(prev)
+			}
+			s.names.put(l)
 			if s.resolver != nil {
 				s.resolver.Upsert(l) // the resolver keeps its own copy
 			}
@@ -89,9 +95,12 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 func (s *side) delete(d readmodel.Delete) (bool, error) {
 	switch d.Kind {
 	case readmodel.KindLocation:
-		_, _, ok := s.locations.del(d.ID, d.Version)
+		prev, hadPrev, ok := s.locations.del(d.ID, d.Version)
 		if ok {
 			s.locGen++
+		}
+		if hadPrev {
+			s.names.remove(prev)
 		}
 		if ok && s.resolver != nil {
 			s.resolver.Delete(d.ID)

@@ -46,6 +46,10 @@ const (
 	CapLeads            Capability = "permit_leads"
 	CapStats            Capability = "permit_stats"
 	CapCatalog          Capability = "catalog"
+	// CapStatsNames: stats top lists name cities and counties as their
+	// locations spell them ("King County"), not by the lower-case keys
+	// they are counted under ("king county").
+	CapStatsNames Capability = "stats_display_names"
 )
 
 // Harness builds fresh backends of one kind.
