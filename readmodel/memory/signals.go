@@ -16,18 +16,20 @@ import (
 // maintained by the side's writer alongside the tables.
 type signalIndexes struct {
 	leads *leadIndex
-	// geoByState orders each state's geo signal rows by score descending,
-	// signal_key ascending, geo_id ascending; the rows are immutable.
-	geoByState map[string]*btree.BTreeG[*readmodel.GeoSignal]
+	// geoRows orders the geo signal rows of each (state, signal key, geo
+	// type) by score descending, signal_key ascending, geo_id ascending;
+	// the rows are immutable. A page merges the trees of the keys and
+	// types it asks for.
+	geoRows map[geoRowsKey]*btree.BTreeG[*readmodel.GeoSignal]
 	// geoByGeo lists each geography's rows by signal key.
 	geoByGeo map[string]map[string]*readmodel.GeoSignal
 }
 
 func newSignalIndexes() signalIndexes {
 	return signalIndexes{
-		leads:      newLeadIndex(),
-		geoByState: map[string]*btree.BTreeG[*readmodel.GeoSignal]{},
-		geoByGeo:   map[string]map[string]*readmodel.GeoSignal{},
+		leads:    newLeadIndex(),
+		geoRows:  map[geoRowsKey]*btree.BTreeG[*readmodel.GeoSignal]{},
+		geoByGeo: map[string]map[string]*readmodel.GeoSignal{},
 	}
 }
 
@@ -41,11 +43,20 @@ func geoSignalLess(a, b *readmodel.GeoSignal) bool {
 	return a.GeoID < b.GeoID
 }
 
+type geoRowsKey struct {
+	state, key string
+	typ        readmodel.GeoType
+}
+
+func rowsKey(g *readmodel.GeoSignal) geoRowsKey {
+	return geoRowsKey{state: g.State, key: g.SignalKey, typ: g.GeoType}
+}
+
 func (x *signalIndexes) addGeo(g *readmodel.GeoSignal) {
-	t := x.geoByState[g.State]
+	t := x.geoRows[rowsKey(g)]
 	if t == nil {
 		t = btree.NewBTreeGOptions(geoSignalLess, btree.Options{NoLocks: true})
-		x.geoByState[g.State] = t
+		x.geoRows[rowsKey(g)] = t
 	}
 	t.Set(g)
 	m := x.geoByGeo[g.GeoID]
@@ -69,7 +80,12 @@ func (x *signalIndexes) removeGeo(id string) {
 	if len(x.geoByGeo[geoID]) == 0 {
 		delete(x.geoByGeo, geoID)
 	}
-	x.geoByState[g.State].Delete(g)
+	if t := x.geoRows[rowsKey(g)]; t != nil {
+		t.Delete(g)
+		if t.Len() == 0 {
+			delete(x.geoRows, rowsKey(g))
+		}
+	}
 }
 
 // putGeoSignal stores a geo signal row (the side's writer); true when it took.
@@ -148,52 +164,65 @@ func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []s
 	return readmodel.LocationSignals{GeoType: loc.GeoType, State: loc.State, Signals: out}, nil
 }
 
-// SearchGeoSignals implements readmodel.Reader: one walk of the state's
-// score-ordered tree from the cursor, filtering as it goes.
+// SearchGeoSignals implements readmodel.Reader: a k-way merge of the
+// score-ordered trees of the state's active keys (among q.SignalKeys) and
+// the asked geo type, each from the cursor, stopping after limit+1 rows.
 func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	page := readmodel.GeoSignalPage{Signals: []readmodel.GeoSignal{}}
-	t := s.signals.geoByState[q.State]
-	if t == nil {
-		return page, nil
-	}
 	var after *readmodel.GeoSignal
 	if q.After != nil {
 		after = &readmodel.GeoSignal{Score: q.After.Score, SignalKey: q.After.SignalKey, GeoID: q.After.GeoID}
 	}
 	// The state's active keys (among q.SignalKeys when given): the
 	// catalog is small, rows are many.
-	active := map[string]bool{}
+	var m geoMerge
 	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
-		if c.State == q.State && c.Status == readmodel.CatalogActive && (len(q.SignalKeys) == 0 || slices.Contains(q.SignalKeys, c.SignalKey)) {
-			active[c.SignalKey] = true
+		if c.State != q.State || c.Status != readmodel.CatalogActive || len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, c.SignalKey) {
+			return
+		}
+		for _, typ := range readmodel.GeoTypes {
+			if q.GeoType != "" && typ != q.GeoType {
+				continue
+			}
+			if t := s.signals.geoRows[geoRowsKey{state: q.State, key: c.SignalKey, typ: typ}]; t != nil {
+				m.streams = append(m.streams, geoStream{iter: t.Iter()})
+			}
 		}
 	})
-	if len(active) == 0 {
-		return page, nil
-	}
-	var hits []*readmodel.GeoSignal
-	iter := func(g *readmodel.GeoSignal) bool {
+	accept := func(g *readmodel.GeoSignal) (take, more bool) {
 		if after != nil && !geoSignalLess(after, g) {
-			return true
-		}
-		if !active[g.SignalKey] ||
-			q.GeoType != "" && g.GeoType != q.GeoType ||
-			q.Decision != "" && g.Decision != q.Decision {
-			return true
+			return false, true
 		}
 		if q.MinScore != nil && g.Score < *q.MinScore {
-			return false // scores only fall from here
+			return false, false // scores only fall from here
 		}
-		hits = append(hits, g)
-		return len(hits) <= q.Limit
+		return q.Decision == "" || g.Decision == q.Decision, true
 	}
-	if after == nil {
-		t.Scan(iter)
-	} else {
-		t.Ascend(after, iter)
+	for i := range m.streams {
+		st := &m.streams[i]
+		ok := st.iter.First()
+		if after != nil {
+			ok = st.iter.Seek(after)
+		}
+		if st.next(ok, accept) {
+			m.push(st)
+		}
+	}
+	var hits []*readmodel.GeoSignal
+	for len(m.heap) > 0 && len(hits) <= q.Limit {
+		st := m.heap[0]
+		hits = append(hits, st.cur)
+		if st.next(st.iter.Next(), accept) {
+			m.fix()
+		} else {
+			m.pop()
+		}
+	}
+	for i := range m.streams {
+		m.streams[i].iter.Release()
 	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
@@ -204,6 +233,71 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		page.Signals = append(page.Signals, g.Clone())
 	}
 	return page, nil
+}
+
+// geoStream is one tree's rows of a geo signal page.
+type geoStream struct {
+	iter btree.IterG[*readmodel.GeoSignal]
+	cur  *readmodel.GeoSignal
+}
+
+// next moves to the first accepted row from the iterator's position (ok:
+// it has one); false at the stream's end.
+func (st *geoStream) next(ok bool, accept func(*readmodel.GeoSignal) (bool, bool)) bool {
+	for ; ok; ok = st.iter.Next() {
+		take, more := accept(st.iter.Item())
+		if take {
+			st.cur = st.iter.Item()
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+	return false
+}
+
+// geoMerge is a binary min-heap of streams by their current row.
+type geoMerge struct {
+	streams []geoStream
+	heap    []*geoStream
+}
+
+func (m *geoMerge) push(st *geoStream) {
+	m.heap = append(m.heap, st)
+	for i := len(m.heap) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !geoSignalLess(m.heap[i].cur, m.heap[p].cur) {
+			break
+		}
+		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
+		i = p
+	}
+}
+
+func (m *geoMerge) pop() {
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	m.fix()
+}
+
+func (m *geoMerge) fix() {
+	h := m.heap
+	for i := 0; ; {
+		l, r, min := 2*i+1, 2*i+2, i
+		if l < len(h) && geoSignalLess(h[l].cur, h[min].cur) {
+			min = l
+		}
+		if r < len(h) && geoSignalLess(h[r].cur, h[min].cur) {
+			min = r
+		}
+		if min == i {
+			return
+		}
+		h[i], h[min] = h[min], h[i]
+		i = min
+	}
 }
 
 // Catalog implements readmodel.Reader: signal_key ascending.
