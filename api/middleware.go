@@ -71,6 +71,10 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 // key's non-secret id, never the key or any header value.
 func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if !log.Enabled(c.Request.Context(), slog.LevelInfo) {
+			c.Next()
+			return
+		}
 		start := time.Now()
 		c.Next()
 		attrs := []slog.Attr{
