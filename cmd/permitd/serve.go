@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +105,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd serve", cfg.logValue()...)
+	// The access log is buffered (no write syscall per request), flushed
+	// every second and, once the server has drained, on the way out.
+	var stderr io.Writer = os.Stderr
+	if e.stderr != nil {
+		stderr = e.stderr
+	}
+	accessBuf := api.NewBufferedWriter(stderr, 0)
+	defer func() { _ = accessBuf.Flush() }()
 
 	keys := splitCSV(cfg.APIKeys)
 	if len(keys) == 0 {
@@ -184,6 +194,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		Auth:         q.Auth,
 		Limiter:      q.Limiter,
 		Logger:       log,
+		AccessLog:    cfg.logger(accessBuf),
 		Now:          clock,
 		ClockSource:  source,
 		CursorSecret: secret,
@@ -204,6 +215,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	serveHTTP(gctx, g, newHTTPServer(handler, log), ln, cfg.ShutdownTimeout, log)
 	g.Go(func() error { return q.Run(gctx) })
+	g.Go(func() error { return accessBuf.Run(gctx, time.Second) })
 	if kix != nil {
 		g.Go(func() error { return kix.Run(gctx) })
 	}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// lockedBuffer is a goroutine-safe stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestShutdownUnderLoadLosesNoAccessLogLine: serve's context is
+// cancelled (what SIGTERM does) while clients keep requesting; every 200
+// a client saw has its line in the (buffered) access log once serve has
+// returned.
+func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	stderr := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-log-level", "info", "-data", "none"},
+			func(string) string { return "" }, pw, stderr)
+		pw.Close()
+	}()
+	var base, key string
+	sc := bufio.NewScanner(pr)
+	for (base == "" || key == "") && sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
+			key = v
+		}
+		if v, ok := strings.CutPrefix(line, "serving on "); ok {
+			base = v
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.NotEmpty(t, base)
+
+	var seen atomic.Int64
+	client := &http.Client{Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				req, _ := http.NewRequest(http.MethodGet, base+"/v1/locations/resolve?q=seattle", nil)
+				req.Header.Set("X-API-Key", key)
+				res, err := client.Do(req)
+				if err != nil {
+					return // the server has stopped accepting
+				}
+				_, err = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if err == nil && res.StatusCode == http.StatusOK {
+					seen.Add(1)
+				}
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return seen.Load() >= 300 }, 20*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	wg.Wait()
+
+	logged := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "msg=request ") && strings.Contains(l, "route=/v1/locations/resolve") && strings.Contains(l, "status=200") {
+			logged++
+		}
+	}
+	require.EqualValues(t, seen.Load(), logged, "every 200 a client saw is in the access log")
+}
