@@ -66,6 +66,7 @@ type Indexer struct {
 	stale      atomic.Int64
 	deadLetter atomic.Int64
 	retries    atomic.Int64
+	relinked   atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
 
 	// batches' documents are reused: Writer.Apply keeps none of a
@@ -108,7 +109,8 @@ type Progress struct {
 	Stale       int64
 	DeadLetters int64
 	Retries     int64
-	Parked      int64     // messages waiting for a location (see Settle)
+	Parked      int64     // messages waiting for a location now (see Settle)
+	Relinked    int64     // messages projected after waiting for a location
 	LastApply   time.Time // zero before the first batch
 }
 
@@ -121,6 +123,7 @@ func (ix *Indexer) Progress() Progress {
 		DeadLetters: ix.deadLetter.Load(),
 		Retries:     ix.retries.Load(),
 		Parked:      int64(ix.loc.parkedCount()),
+		Relinked:    ix.relinked.Load(),
 	}
 	if n := ix.lastApply.Load(); n != 0 {
 		p.LastApply = time.Unix(0, n)
@@ -152,6 +155,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 		return err
 	}
 	ix.loc.done(relinked)
+	ix.relinked.Add(int64(len(relinked)))
 	ix.batches.Add(1)
 	ix.lastApply.Store(time.Now().UnixNano())
 	ix.p.Metrics.batchDone(time.Since(start))

@@ -137,19 +137,22 @@ func (t *locations) done(ps []parked) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	geos := map[string]bool{}
 	for _, p := range ps {
-		k := p.key
-		if q, ok := t.parked[k]; ok && q.version == p.version && q.geoID == p.geoID {
-			delete(t.parked, k)
+		if q, ok := t.parked[p.key]; ok && q.version == p.version && q.geoID == p.geoID {
+			delete(t.parked, p.key)
 		}
-		if w := t.waiting[p.geoID]; len(w) > 0 {
-			t.waiting[p.geoID] = slices.DeleteFunc(w, func(k string) bool {
-				q, ok := t.parked[k]
-				return !ok || q.geoID != p.geoID
-			})
-			if len(t.waiting[p.geoID]) == 0 {
-				delete(t.waiting, p.geoID)
-			}
+		geos[p.geoID] = true
+	}
+	for g := range geos {
+		w := slices.DeleteFunc(t.waiting[g], func(k string) bool {
+			q, ok := t.parked[k]
+			return !ok || q.geoID != g
+		})
+		if len(w) == 0 {
+			delete(t.waiting, g)
+		} else {
+			t.waiting[g] = w
 		}
 	}
 }
