@@ -293,7 +293,9 @@ func skipName(s string, i int) int {
 	return i
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 func onlySpace(s string) bool {
 	for k := 0; k < len(s); k++ {
