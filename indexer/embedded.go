@@ -59,12 +59,16 @@ func (f *Feed) Run(ctx context.Context, producers ...Producer) error {
 		if err != nil {
 			return err
 		}
-		// A producer's events are applied before the next producer starts,
-		// so later projections can look up what earlier ones wrote
-		// (permits find their ZIP's location).
+		// A producer's events are applied before the next producer starts
+		// (the gazetteer's locations before the permits that link to them,
+		// so nothing needs to wait for a location).
 		if err := flush(); err != nil {
 			return err
 		}
+	}
+	// Every location is in: what still waits for one waits in vain.
+	if err := f.ix.Settle(ctx); err != nil {
+		return err
 	}
 	f.caughtUp.Store(true)
 	return nil

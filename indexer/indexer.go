@@ -41,8 +41,12 @@ type DeadLetterFunc func(ctx context.Context, m Message, reason error) error
 
 // Params configure an Indexer.
 type Params struct {
-	Writer     readmodel.Writer
-	Lookup     Lookup         // locations for denormalising; required for permit and signal events
+	Writer readmodel.Writer
+	// Lookup is read only for a location the indexer's own table (see
+	// locations.go) does not hold, once per geography: with a durable
+	// backend shared by a consumer group, the members owning the location
+	// partitions project them. Optional.
+	Lookup     Lookup
 	DeadLetter DeadLetterFunc // required
 	Logger     *slog.Logger
 	// MaxMessageBytes rejects larger messages to the dead-letter sink; 0
@@ -62,12 +66,16 @@ type Indexer struct {
 	stale      atomic.Int64
 	deadLetter atomic.Int64
 	retries    atomic.Int64
+	relinked   atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
 
 	// batches' documents are reused: Writer.Apply keeps none of a
 	// batch's slices, so once it returns the slices go back here for the
 	// next batch instead of to the garbage collector.
 	pool sync.Pool // *readmodel.Batch
+
+	loc            *locations
+	parking, final *resolver // the table's Lookup, parking misses or not
 }
 
 // New returns an Indexer.
@@ -87,7 +95,11 @@ func New(p Params) (*Indexer, error) {
 	if p.BackoffMax <= 0 {
 		p.BackoffMax = 5 * time.Second
 	}
-	return &Indexer{p: p}, nil
+	loc := newLocations()
+	return &Indexer{p: p, loc: loc,
+		parking: &resolver{t: loc, fallback: p.Lookup, park: true},
+		final:   &resolver{t: loc, fallback: p.Lookup},
+	}, nil
 }
 
 // Progress is the indexer's running count, for readiness and metrics.
@@ -97,6 +109,8 @@ type Progress struct {
 	Stale       int64
 	DeadLetters int64
 	Retries     int64
+	Parked      int64     // messages waiting for a location now (see Settle)
+	Relinked    int64     // messages projected after waiting for a location
 	LastApply   time.Time // zero before the first batch
 }
 
@@ -108,6 +122,8 @@ func (ix *Indexer) Progress() Progress {
 		Stale:       ix.stale.Load(),
 		DeadLetters: ix.deadLetter.Load(),
 		Retries:     ix.retries.Load(),
+		Parked:      int64(ix.loc.parkedCount()),
+		Relinked:    ix.relinked.Load(),
 	}
 	if n := ix.lastApply.Load(); n != 0 {
 		p.LastApply = time.Unix(0, n)
@@ -125,37 +141,108 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	errs, parts := ix.decodeAll(ctx, msgs)
 	defer ix.release(&parts[0])
-	for i, m := range msgs {
-		err := errs[i]
+	if err := ix.deadLetters(ctx, msgs, errs); err != nil {
+		return err
+	}
+	batch := merge(parts)
+	// The batch's locations go into the table first; the messages that
+	// waited for them are projected now, into the same write.
+	relinked := ix.loc.apply(batch.Locations, batch.Deletes)
+	if err := ix.project(ctx, relinked, &batch, true); err != nil {
+		return err
+	}
+	if err := ix.write(ctx, batch); err != nil {
+		return err
+	}
+	ix.loc.done(relinked)
+	ix.relinked.Add(int64(len(relinked)))
+	ix.batches.Add(1)
+	ix.lastApply.Store(time.Now().UnixNano())
+	ix.p.Metrics.batchDone(time.Since(start))
+	return nil
+}
+
+// deadLetters sends every message whose error wraps events.ErrInvalid
+// to the dead-letter sink; any other error (a lookup failed, ctx ended)
+// fails the batch for the source to retry, dead-lettering nothing.
+func (ix *Indexer) deadLetters(ctx context.Context, msgs []Message, errs []error) error {
+	for i, err := range errs {
 		if err == nil {
 			continue
 		}
+		m := msgs[i]
 		if !errors.Is(err, events.ErrInvalid) {
-			// Transient (a lookup failed, ctx ended): the source retries
-			// the whole batch; nothing is dead-lettered.
 			return fmt.Errorf("indexer: project %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 		}
+	}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		m := msgs[i]
 		if err := ix.p.DeadLetter(ctx, m, err); err != nil {
 			return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 		}
 		ix.deadLetter.Add(1)
 		ix.p.Metrics.deadLetter(m.Topic)
 	}
-	batch := merge(parts)
-	if batch.Len() > 0 {
-		res, err := ix.apply(ctx, batch)
-		if err != nil {
-			return err
-		}
-		ix.applied.Add(int64(res.Applied))
-		ix.stale.Add(int64(res.Stale))
-		ix.p.Metrics.applied(res)
-	}
-	ix.batches.Add(1)
-	ix.lastApply.Store(time.Now().UnixNano())
-	ix.p.Metrics.batchDone(time.Since(start))
 	return nil
 }
+
+// project projects parked messages into b (park: whether they may park
+// again, on another geography) and dead-letters the invalid ones.
+func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, park bool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	msgs := make([]Message, len(ps))
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.msg
+		errs[i] = ix.decode(ctx, p.msg, b, park)
+	}
+	return ix.deadLetters(ctx, msgs, errs)
+}
+
+// write applies a non-empty batch and counts the result.
+func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch) error {
+	if batch.Len() == 0 {
+		return nil
+	}
+	res, err := ix.apply(ctx, batch)
+	if err != nil {
+		return err
+	}
+	ix.applied.Add(int64(res.Applied))
+	ix.stale.Add(int64(res.Stale))
+	ix.p.Metrics.applied(res)
+	return nil
+}
+
+// Settle tells the indexer that its source has delivered every location
+// that existed when it started (see locations.go): the messages still
+// waiting for a location are projected with what is known without it
+// and written, and from now on no message waits. It returns nil once
+// they are durable (or dead-lettered); on error they stay parked and
+// Settle may be called again. Settling twice is harmless.
+func (ix *Indexer) Settle(ctx context.Context) error {
+	ps := ix.loc.settle()
+	var b readmodel.Batch
+	if err := ix.project(ctx, ps, &b, false); err != nil {
+		return err
+	}
+	if err := ix.write(ctx, b); err != nil {
+		return err
+	}
+	ix.loc.done(ps)
+	if len(ps) > 0 {
+		ix.p.Logger.Info("locations settled; messages that waited for an unknown location are written without it", "messages", len(ps))
+	}
+	return nil
+}
+
+// Settled reports whether Settle was called.
+func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 
 // merge concatenates parts in order into parts[0], which decodeAll sized
 // for the whole batch.
@@ -228,7 +315,7 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 			room = len(msgs) // merge appends the other parts to part 0
 		}
 		for i := lo; i < hi; i++ {
-			errs[i] = ix.decode(ctx, msgs[i], &parts[k])
+			errs[i] = ix.decode(ctx, msgs[i], &parts[k], true)
 			if room > 0 && parts[k].Len() > 0 {
 				// A batch is one partition of one topic, and a topic holds
 				// one entity family: the first document's kind is the kind
@@ -251,10 +338,11 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 	return errs, parts
 }
 
-// decode projects one message, appending its documents to b, or returns
+// decode projects one message, appending its documents to b, or parks
+// it (appending nothing) until a location it needs is known, or returns
 // a permanent error (wrapping events.ErrInvalid) or a transient one
-// (anything else) and appends nothing.
-func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch) error {
+// (anything else) and appends nothing. park false never parks.
+func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, park bool) error {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
@@ -266,8 +354,27 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch) er
 	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
 		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 	}
-	return projectInto(ctx, env, ix.p.Lookup, b)
+	if env.Type.IsDelete() && env.Type != events.LocationDeleted {
+		ix.loc.unpark(entityKey(env), env.EntityVersion)
+	}
+	r := ix.final
+	if park {
+		r = ix.parking
+	}
+	err = projectInto(ctx, env, r, b)
+	var miss *errMissing
+	if err == nil || !errors.As(err, &miss) {
+		return err
+	}
+	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
+		return nil
+	}
+	// Settled, or the location arrived meanwhile: project now.
+	return projectInto(ctx, env, ix.final, b)
 }
+
+// entityKey names an entity across families for parking.
+func entityKey(env events.Envelope) string { return env.Type.Family() + "\x00" + env.EntityID }
 
 // apply writes the batch, retrying transient failures with exponential
 // backoff until ctx ends.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
@@ -61,11 +60,39 @@ const (
 	multiCountyFactor    = 0.9
 )
 
-var (
-	propertyIDRe = regexp.MustCompile(`^prop_[0-9a-f]{32}$`)
-	stateCodeRe  = regexp.MustCompile(`^[A-Z]{2}$`)
-	zipRe        = regexp.MustCompile(`^[0-9]{5}$`)
-)
+// isPropertyID reports whether s is prop_ and 32 lower-case hex digits.
+func isPropertyID(s string) bool {
+	if len(s) != 5+32 || s[:5] != "prop_" {
+		return false
+	}
+	for i := 5; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isStateCode reports whether s is two ASCII letters (either case: the
+// projection upper-cases it).
+func isStateCode(s string) bool {
+	return len(s) == 2 && isLetter(s[0]) && isLetter(s[1])
+}
+
+func isLetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+
+// isZip reports whether s is five ASCII digits.
+func isZip(s string) bool {
+	if len(s) != 5 {
+		return false
+	}
+	for i := range 5 {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // ProjectPermit maps a permit.upserted envelope to its document, linked to
 // its geographies (see the package comment on geo matching).
@@ -102,17 +129,18 @@ func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readm
 		PropertyID: d.PropertyID,
 		Version:    env.EntityVersion,
 	}
+	p.GeoLinks = make([]readmodel.GeoLink, 0, 6) // property, ZIP, city, jurisdiction, county, state
 	if d.PropertyID != "" {
 		p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{
 			GeoID: d.PropertyID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: MethodAddress,
 		})
 	}
 	zc := zipConfidence(d.Address)
-	links, zipLoc, err := matchZip(ctx, look, d.Address.Zipcode, d.Address.City, d.Address.ZipSource, zc)
+	links, zipLoc, err := matchZip(ctx, look, p.GeoLinks, d.Address.Zipcode, d.Address.City, d.Address.ZipSource, zc)
 	if err != nil {
 		return readmodel.Permit{}, err
 	}
-	p.GeoLinks = append(p.GeoLinks, links...)
+	p.GeoLinks = links
 	if zipLoc != nil {
 		if p.Address.City == "" {
 			p.Address.City = zipLoc.City
@@ -121,7 +149,7 @@ func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readm
 		p.Address.Jurisdiction = zipLoc.Jurisdiction
 	}
 	p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{
-		GeoID: events.GeoID("state", state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
+		GeoID: stateIDs.of(state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
 	})
 	return p, nil
 }
@@ -149,12 +177,12 @@ func ProjectProperty(ctx context.Context, env events.Envelope, look Lookup) (rea
 		Lon:               d.Lon,
 		Version:           env.EntityVersion,
 	}
-	links, _, err := matchZip(ctx, look, d.Zipcode, d.City, "source", 1)
+	links, _, err := matchZip(ctx, look, make([]readmodel.GeoLink, 0, 5), d.Zipcode, d.City, "source", 1)
 	if err != nil {
 		return readmodel.Property{}, err
 	}
 	p.GeoLinks = append(links, readmodel.GeoLink{
-		GeoID: events.GeoID("state", state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
+		GeoID: stateIDs.of(state), GeoType: readmodel.GeoState, Confidence: 1, Method: MethodSourceState,
 	})
 	return p, nil
 }
@@ -172,27 +200,28 @@ func zipConfidence(a events.PermitAddress) float64 {
 
 func derivedZip(source string) bool { return source != "" && source != "source" }
 
-// matchZip links a ZIP and its hierarchy. It returns no links (and a nil
-// location) when zip is empty or has no location.
-func matchZip(ctx context.Context, look Lookup, zip, city, zipSource string, zc float64) ([]readmodel.GeoLink, *readmodel.Location, error) {
+// matchZip appends the links of a ZIP and its hierarchy to links. It
+// appends none (and returns a nil location) when zip is empty or has no
+// location.
+func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, city, zipSource string, zc float64) ([]readmodel.GeoLink, *readmodel.Location, error) {
 	if zip == "" {
-		return nil, nil, nil
+		return links, nil, nil
 	}
 	if look == nil {
-		return nil, nil, errors.New("indexer: permit projection needs a Lookup")
+		return links, nil, errors.New("indexer: permit projection needs a Lookup")
 	}
-	loc, err := look.Location(ctx, events.GeoID("zip", zip))
+	loc, err := look.Location(ctx, zipIDs.of(zip))
 	if errors.Is(err, readmodel.ErrNotFound) {
-		return nil, nil, nil
+		return links, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("indexer: look up ZIP %s: %w", zip, err)
+		return links, nil, fmt.Errorf("indexer: look up ZIP %s: %w", zip, err)
 	}
 	method := MethodSourceZip
 	if derivedZip(zipSource) {
 		method = MethodDerivedZip
 	}
-	links := []readmodel.GeoLink{{GeoID: loc.GeoID, GeoType: readmodel.GeoZip, Confidence: zc, Method: method}}
+	links = append(links, readmodel.GeoLink{GeoID: loc.GeoID, GeoType: readmodel.GeoZip, Confidence: zc, Method: method})
 	cityConf := zc
 	if city != "" && loc.City != "" && !sameName(city, loc.City) {
 		cityConf = zc * otherCityFactor
@@ -213,7 +242,78 @@ func matchZip(ctx context.Context, look Lookup, zip, city, zipSource string, zc 
 	return links, &loc, nil
 }
 
+// sameName compares place names ignoring case, dots and runs of spaces
+// ("St. Paul" = "ST PAUL"), without allocating for ASCII names.
 func sameName(a, b string) bool {
+	i, j := 0, 0
+	for {
+		i, j = skipName(a, i), skipName(b, j)
+		if i == len(a) || j == len(b) {
+			return i == len(a) && j == len(b)
+		}
+		ca, cb := a[i], b[j]
+		if ca >= 0x80 || cb >= 0x80 {
+			return sameNameSlow(a, b)
+		}
+		if isSpace(ca) || isSpace(cb) {
+			// a run of spaces (inner: skipName drops leading and
+			// trailing ones) matches a run of spaces only.
+			if isSpace(ca) != isSpace(cb) {
+				return false
+			}
+			for i < len(a) && (isSpace(a[i]) || a[i] == '.') {
+				i++
+			}
+			for j < len(b) && (isSpace(b[j]) || b[j] == '.') {
+				j++
+			}
+			if (i == len(a)) != (j == len(b)) {
+				return sameNameSlow(a, b)
+			}
+			continue
+		}
+		if upper(ca) != upper(cb) {
+			return false
+		}
+		i++
+		j++
+	}
+}
+
+// skipName skips dots, and spaces at the start or the end of s.
+func skipName(s string, i int) int {
+	for i < len(s) && s[i] == '.' {
+		i++
+	}
+	if i == 0 || onlySpace(s[i:]) {
+		for i < len(s) && (isSpace(s[i]) || s[i] == '.') {
+			i++
+		}
+	}
+	return i
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func onlySpace(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if !isSpace(s[k]) && s[k] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func upper(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+func sameNameSlow(a, b string) bool {
 	norm := func(s string) string {
 		s = strings.ToUpper(strings.TrimSpace(s))
 		s = strings.ReplaceAll(s, ".", "")
@@ -252,23 +352,23 @@ func validatePermit(env events.Envelope, d *events.Permit) error {
 		return fmt.Errorf("entity_id must be %q", events.PermitDocID(d.Source, d.PermitNumber))
 	case d.PermitType == "":
 		return errors.New("permit_type is required")
-	case !stateCodeRe.MatchString(strings.ToUpper(d.Address.State)):
+	case !isStateCode(d.Address.State):
 		return fmt.Errorf("address.state %q is not a two-letter code", d.Address.State)
-	case d.Address.Zipcode != "" && !zipRe.MatchString(d.Address.Zipcode):
+	case d.Address.Zipcode != "" && !isZip(d.Address.Zipcode):
 		return fmt.Errorf("address.zipcode %q is not 5 digits", d.Address.Zipcode)
 	case d.Address.ZipConfidence < 0 || d.Address.ZipConfidence > 1 || math.IsNaN(d.Address.ZipConfidence):
 		return errors.New("address.zip_confidence must be in 0..1")
-	case d.PropertyID != "" && !propertyIDRe.MatchString(d.PropertyID):
+	case d.PropertyID != "" && !isPropertyID(d.PropertyID):
 		return fmt.Errorf("property_id %q does not match prop_ + 32 hex", d.PropertyID)
 	case d.Valuation != nil && (*d.Valuation < 0 || math.IsInf(*d.Valuation, 0) || math.IsNaN(*d.Valuation)):
 		return errors.New("valuation must be a finite non-negative number or null")
 	}
-	for name, v := range map[string]string{
-		"application_date": d.ApplicationDate, "issue_date": d.IssueDate,
-		"completion_date": d.CompletionDate, "expiration_date": d.ExpirationDate,
+	for _, f := range [...]struct{ name, v string }{
+		{"application_date", d.ApplicationDate}, {"issue_date", d.IssueDate},
+		{"completion_date", d.CompletionDate}, {"expiration_date", d.ExpirationDate},
 	} {
-		if !validDate(v) {
-			return fmt.Errorf("%s %q is not a YYYY-MM-DD date", name, v)
+		if !validDate(f.v) {
+			return fmt.Errorf("%s %q is not a YYYY-MM-DD date", f.name, f.v)
 		}
 	}
 	return validLatLon(d.Lat, d.Lon)
@@ -276,15 +376,15 @@ func validatePermit(env events.Envelope, d *events.Permit) error {
 
 func validateProperty(env events.Envelope, d *events.Property) error {
 	switch {
-	case !propertyIDRe.MatchString(env.EntityID):
+	case !isPropertyID(env.EntityID):
 		return errors.New("entity_id does not match prop_ + 32 hex")
 	case strings.TrimSpace(d.CanonicalAddress) == "":
 		return errors.New("canonical_address is required")
 	case strings.TrimSpace(d.NormalizedAddress) == "":
 		return errors.New("normalized_address is required")
-	case !stateCodeRe.MatchString(strings.ToUpper(d.State)):
+	case !isStateCode(d.State):
 		return fmt.Errorf("state %q is not a two-letter code", d.State)
-	case d.Zipcode != "" && !zipRe.MatchString(d.Zipcode):
+	case d.Zipcode != "" && !isZip(d.Zipcode):
 		return fmt.Errorf("zipcode %q is not 5 digits", d.Zipcode)
 	}
 	return validLatLon(d.Lat, d.Lon)

@@ -125,7 +125,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		group, mode = "", "replay"
 	}
 	c, err := kafkasrc.New(kafkasrc.Params{
-		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch,
+		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch, Settle: ix.Settle,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, DrainTimeout: cfg.DrainTimeout,
 		LagInterval: cfg.LagInterval,
 		// An oversized message must still be fetched to reach the

@@ -93,20 +93,25 @@ type Params struct {
 	// Consumer-group timings (group mode; kafka-go defaults when zero).
 	HeartbeatInterval, SessionTimeout, RebalanceTimeout, JoinGroupBackoff time.Duration
 
-	// First lists the topics consumed up to their high watermark before
-	// any other topic's batch is handled, so that projections find what
-	// they look up (permits and leads look up their ZIP's location).
-	// Default: the locations topic. The First topics themselves never
-	// wait. Replay mode owns every partition and waits until those of the
-	// First topics reach the watermark they had when it took them. Group
-	// mode waits group-wide: for every partition of the First topics among
-	// Topics, whichever member owns it, until the group's committed offset
-	// (this member's position, for a partition it owns) reaches the
-	// watermark the partition had when the generation started; an empty
-	// partition has nothing to wait for. Either way, once met the gate
-	// stays open for the consumer's lifetime and every topic flows
-	// together.
+	// First lists the topics the indexer's location table is fed from
+	// (default: the locations topic); see first.go. Group mode handles
+	// no batch of another topic before they have caught up group-wide:
+	// for every partition of the First topics among Topics, whichever
+	// member owns it, until the group's committed offset (this member's
+	// position, for a partition it owns) reaches the watermark the
+	// partition had when the generation started; an empty partition has
+	// nothing to wait for. Replay mode lets every topic flow at once (the
+	// indexer holds what needs a location it has not seen yet) and only
+	// tracks when the First partitions reach the watermark they had when
+	// it took them. Either way that moment calls Settle, once, and the
+	// gate stays open for the consumer's lifetime.
 	First []string
+	// Settle is called once the First gate opens, before the first batch
+	// of another topic is handled in group mode, and before CaughtUp in
+	// replay mode (indexer.(*Indexer).Settle: messages still waiting for
+	// a location are written without it). An error is retried with
+	// backoff. Optional.
+	Settle func(ctx context.Context) error
 
 	Logger  *slog.Logger
 	Metrics *indexer.Metrics // optional: lag per partition, retries
@@ -131,6 +136,8 @@ type Consumer struct {
 	started      atomic.Bool  // the first assignment (or discovery) is known
 	firstUp      atomic.Bool  // latched once the First topics caught up (see Params.First)
 	firstWaiting atomic.Int64 // batches held by waitFirst now
+	settleMu     sync.Mutex   // serialises Params.Settle
+	settled      atomic.Bool  // Params.Settle returned nil
 	caughtUp     atomic.Bool  // latched once every owned partition reached its start watermark
 	batches      atomic.Int64
 	commits      atomic.Int64
@@ -350,6 +357,9 @@ func (c *Consumer) own(ps []*partition, replace bool) {
 func (c *Consumer) checkCaughtUp() {
 	if c.caughtUp.Load() || !c.started.Load() {
 		return
+	}
+	if c.p.Group == "" && c.p.Settle != nil && !c.settled.Load() {
+		return // replay: caught up includes what waited for a location
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

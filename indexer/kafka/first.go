@@ -11,11 +11,20 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// The First gate (Params.First): batches of the other topics wait until
-// the First topics have caught up. Replay mode owns every partition and
-// decides from its own positions (firstCaughtUp). In group mode the First
-// partitions may belong to other members, so watchFirst decides from the
-// group's committed offsets and latches firstUp for everyone waiting.
+// The First gate (Params.First). In group mode batches of the other
+// topics wait until the First topics have caught up group-wide: the
+// First partitions may belong to other members, so watchFirst decides
+// from the group's committed offsets and latches firstUp for everyone
+// waiting; then Params.Settle runs once, before the first batch of
+// another topic. Nothing may wait inside the indexer there, since its
+// offsets are committed.
+//
+// Replay mode commits nothing, so nothing waits at the gate: every topic
+// flows at once, and a message whose location is not known yet waits
+// inside the indexer (indexer.Settle). Replay mode owns every partition
+// and decides from its own positions (firstCaughtUp): once the First
+// partitions reached their start watermarks, Settle runs, and the
+// consumer reports caught up only after it.
 
 // firstPollInterval is how often a group member reads the committed
 // offsets of the First partitions while one of its batches waits for
@@ -25,17 +34,51 @@ const firstPollInterval = 100 * time.Millisecond
 // waitFirst holds a batch of a dependent topic until the First topics
 // have caught up; false when fetch ends first.
 func (c *Consumer) waitFirst(fetch context.Context) bool {
-	if c.firstCaughtUp() {
+	if c.settled.Load() {
 		return true
 	}
-	c.firstWaiting.Add(1)
-	defer c.firstWaiting.Add(-1)
-	for !c.firstCaughtUp() {
-		if !sleep(fetch, 10*time.Millisecond) {
+	if c.p.Group == "" {
+		// Replay: no wait; settle now only when the First topics are in
+		// (or there are none).
+		if c.firstCaughtUp() {
+			return c.settle(fetch)
+		}
+		return true
+	}
+	if !c.firstCaughtUp() {
+		c.firstWaiting.Add(1)
+		for !c.firstCaughtUp() {
+			if !sleep(fetch, 10*time.Millisecond) {
+				c.firstWaiting.Add(-1)
+				return false
+			}
+		}
+		c.firstWaiting.Add(-1)
+	}
+	return c.settle(fetch)
+}
+
+// settle calls Params.Settle once (retrying with backoff); false when
+// fetch ends first.
+func (c *Consumer) settle(fetch context.Context) bool {
+	c.settleMu.Lock()
+	defer c.settleMu.Unlock()
+	if c.settled.Load() || c.p.Settle == nil {
+		c.settled.Store(true)
+		return true
+	}
+	for delay := c.p.BackoffMin; ; delay = c.backoff(delay) {
+		err := c.p.Settle(fetch)
+		if err == nil {
+			c.settled.Store(true)
+			return true
+		}
+		c.retried()
+		c.log.Warn("settling the location table failed; retrying", "err", err, "backoff", delay)
+		if !sleep(fetch, delay) {
 			return false
 		}
 	}
-	return true
 }
 
 // firstCaughtUp reports whether the First gate is open. It latches. In

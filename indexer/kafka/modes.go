@@ -61,6 +61,13 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 				known[topicPartition{p.topic, p.id}] = true
 			}
 			c.own(ps, false)
+			if !c.settled.Load() && c.firstCaughtUp() {
+				// Nothing of the First topics to read (empty or absent).
+				if !c.settle(ctx) {
+					return nil
+				}
+				c.checkCaughtUp()
+			}
 			for _, p := range ps {
 				wg.Go(func() { c.consume(ctx, drain, p, nil) })
 			}

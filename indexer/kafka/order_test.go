@@ -13,10 +13,11 @@ import (
 )
 
 // TestLocationsBeforeDependentTopics: a permit published before the
-// locations it links to still ends fully linked after a replay, because
-// the locations topic is consumed to its start watermark before any
-// permit batch is projected. Without that order the permit's projection
-// races the location's and may link to its state only.
+// locations it links to still ends fully linked after a replay. Replay
+// mode lets every topic flow at once: the permit's projection misses its
+// ZIP, waits inside the indexer, and is written when the ZIP arrives;
+// the consumer settles the indexer once the locations topic reached its
+// start watermark and only then reports caught up.
 func TestLocationsBeforeDependentTopics(t *testing.T) {
 	b := newBroker(t, 3)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -27,6 +28,14 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 	})
 	require.NoError(t, err)
 	b.publish(permit)
+	// A permit whose ZIP no location names: written at state level once
+	// the locations are in, before the consumer reports caught up.
+	orphan, err := events.New(events.PermitUpserted, events.PermitDocID("test", "P2"), 1, at, "test", events.Permit{
+		PermitNumber: "P2", PermitType: "Building", IssueDate: "2025-01-02", Source: "test",
+		Address: events.PermitAddress{Line: "1 MAIN ST", City: "NOWHERE", State: "WA", Zipcode: "99999", ZipSource: "source"},
+	})
+	require.NoError(t, err)
+	b.publish(orphan)
 	// Many locations ahead of the ZIP, so that without the order the
 	// permit would be projected first.
 	b.publish(locations(t, "filler", 3000, 1)...)
@@ -39,8 +48,15 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 
 	store := memory.New(memory.Options{})
 	ix := newIndexer(t, store, nil)
-	c := start(t, fastParams(b, "", ix.HandleBatch))
+	p := fastParams(b, "", ix.HandleBatch)
+	p.Settle = ix.Settle
+	c := start(t, p)
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	require.True(t, ix.Settled())
+	require.Zero(t, ix.Progress().Parked)
+	counts, err := store.Counts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(2), counts[readmodel.KindPermit])
 
 	page, err := store.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: zip, Desc: true, Limit: 5})
 	require.NoError(t, err)

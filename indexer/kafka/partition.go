@@ -79,7 +79,8 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		// keeps raising it.
 		p.raiseHWM(hwm)
 		c.setLag(p)
-		if !slices.Contains(c.p.First, p.topic) && !c.waitFirst(fetch) {
+		first := slices.Contains(c.p.First, p.topic)
+		if !first && !c.waitFirst(fetch) {
 			return
 		}
 		if !c.handle(fetch, drain, log, batch) {
@@ -93,6 +94,9 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		p.raiseHWM(max(hwm, next))
 		c.batches.Add(1)
 		c.setLag(p)
+		if first && c.p.Group == "" && !c.settled.Load() && c.firstCaughtUp() && !c.settle(fetch) {
+			return
+		}
 		c.checkCaughtUp()
 		if fetch.Err() != nil {
 			return

@@ -21,23 +21,82 @@ type Publisher struct {
 	transport *kafkago.Transport
 }
 
-// NewPublisher returns a synchronous, durable (acks=all) publisher; Close
-// it when done.
+// DefaultBatchBytes bounds the records of one partition's batch: a
+// broker's message.max.bytes (1 MB by default, 1048588 bytes) applies to a
+// whole record batch, so batches stay well under it with the record
+// overhead kafka-go does not count.
+const DefaultBatchBytes = 512 << 10
+
+// PublisherParams configure a Publisher.
+type PublisherParams struct {
+	Brokers []string // required
+	// BatchBytes bounds the messages of one partition's record batch
+	// (uncompressed key and value bytes); default DefaultBatchBytes. A
+	// single larger message fails with kafkago.MessageTooLargeError.
+	BatchBytes int64
+	// BatchSize bounds the messages of one batch; default 5000.
+	BatchSize int
+	// Compression: "", "none", "gzip", "snappy", "lz4" or "zstd".
+	Compression string
+	// Security: TLS and SASL; nil for plaintext.
+	Security *Security
+}
+
+// ParseCompression maps a codec name to kafka-go's codec ("" and "none"
+// are no compression).
+func ParseCompression(name string) (kafkago.Compression, error) {
+	switch name {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafkago.Gzip, nil
+	case "snappy":
+		return kafkago.Snappy, nil
+	case "lz4":
+		return kafkago.Lz4, nil
+	case "zstd":
+		return kafkago.Zstd, nil
+	}
+	return 0, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// NewPublisher returns a synchronous, durable (acks=all) publisher with
+// the default settings; Close it when done.
 func NewPublisher(brokers []string) (*Publisher, error) {
-	if len(brokers) == 0 {
+	return NewPublisherWith(PublisherParams{Brokers: brokers})
+}
+
+// NewPublisherWith returns a synchronous, durable (acks=all) publisher;
+// Close it when done.
+func NewPublisherWith(p PublisherParams) (*Publisher, error) {
+	if len(p.Brokers) == 0 {
 		return nil, errors.New("kafka: publisher: brokers are required")
 	}
-	tr := &kafkago.Transport{ClientID: "permitd-publish"}
+	if p.BatchBytes <= 0 {
+		p.BatchBytes = DefaultBatchBytes
+	}
+	if p.BatchSize <= 0 {
+		p.BatchSize = 5000
+	}
+	codec, err := ParseCompression(p.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: publisher: %w", err)
+	}
+	tr, err := p.Security.transport("permitd-publish")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: publisher: %w", err)
+	}
 	return &Publisher{transport: tr, w: &kafkago.Writer{
-		Addr:         kafkago.TCP(brokers...),
+		Addr:         kafkago.TCP(p.Brokers...),
 		Balancer:     &kafkago.Murmur2Balancer{},
 		Transport:    tr,
 		RequiredAcks: kafkago.RequireAll,
 		// A synchronous writer flushes a partial batch only after
 		// BatchTimeout (1s by default): keep it short.
 		BatchTimeout: 5 * time.Millisecond,
-		BatchSize:    5000,
-		BatchBytes:   16 << 20,
+		BatchSize:    p.BatchSize,
+		BatchBytes:   p.BatchBytes,
+		Compression:  codec,
 	}}, nil
 }
 
@@ -64,7 +123,9 @@ func (p *Publisher) Publish(ctx context.Context, envs ...events.Envelope) error 
 	return p.PublishRaw(ctx, recs...)
 }
 
-// PublishRaw writes records as given, in order per partition.
+// PublishRaw writes records as given, in order per partition. When only
+// some fail the error is a kafkago.WriteErrors (errors.As) whose entry i
+// is record i's error (nil once it is durable).
 func (p *Publisher) PublishRaw(ctx context.Context, recs ...Record) error {
 	msgs := make([]kafkago.Message, len(recs))
 	for i, r := range recs {

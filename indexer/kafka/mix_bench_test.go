@@ -1,0 +1,347 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/pipeline/data"
+	"github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/pipeline/gen"
+	"github.com/permitd/permitd/pipeline/seattle"
+	"github.com/permitd/permitd/pipeline/signals"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// The real event mix: what `permitd import gazetteer`, `permitd import
+// seattle`, `permitd gen -permits N` and `permitd signals` (over the
+// seattle and generated permits) produce, in their proportions.
+// PERMITD_BENCH_MIX_PERMITS sets N (default 100,000).
+
+var mixAsOf = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type mixData struct {
+	recs   []kafka.Record
+	byType map[string]int // events per topic
+}
+
+var (
+	mixOnce sync.Once
+	mix     mixData
+	mixErr  error
+)
+
+func mixPermits() int {
+	if n, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_MIX_PERMITS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// mixRecords builds the mix once per process.
+func mixRecords(tb testing.TB) mixData {
+	tb.Helper()
+	mixOnce.Do(func() { mix, mixErr = buildMix(mixPermits()) })
+	require.NoError(tb, mixErr)
+	return mix
+}
+
+func buildMix(permits int) (mixData, error) {
+	ctx := context.Background()
+	d := mixData{byType: map[string]int{}}
+	emit := func(env events.Envelope) error {
+		topic, err := events.TopicFor(env.Type)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(env)
+		if err != nil {
+			return err
+		}
+		d.recs = append(d.recs, kafka.Record{Topic: topic, Key: []byte(env.EntityID), Value: raw})
+		d.byType[topic]++
+		return nil
+	}
+	if _, err := gazetteer.Import(ctx, data.Open, emit); err != nil {
+		return d, err
+	}
+	sig, err := signals.New(signals.Params{AsOf: mixAsOf}, emit)
+	if err != nil {
+		return d, err
+	}
+	both := func(env events.Envelope) error {
+		if err := emit(env); err != nil {
+			return err
+		}
+		return sig.Add(env)
+	}
+	if _, err := seattle.Import(ctx, data.Open, both); err != nil {
+		return d, err
+	}
+	if _, err := gen.Generate(ctx, gen.Params{Permits: permits, Seed: 1, Now: mixAsOf}, both); err != nil {
+		return d, err
+	}
+	if _, err := sig.Finish(ctx); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// newMixBroker is a kfake cluster holding the mix on the default topics.
+func newMixBroker(tb testing.TB, d mixData) []string {
+	tb.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	for _, tc := range kafka.DefaultTopics() {
+		opts = append(opts, kfake.SeedTopics(int32(tc.Partitions), tc.Name))
+	}
+	c, err := kfake.NewCluster(opts...)
+	require.NoError(tb, err)
+	tb.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	pub, err := kafka.NewPublisher(addrs)
+	require.NoError(tb, err)
+	for lo := 0; lo < len(d.recs); lo += 20_000 {
+		require.NoError(tb, pub.PublishRaw(context.Background(), d.recs[lo:min(lo+20_000, len(d.recs))]...))
+	}
+	require.NoError(tb, pub.Close())
+	return addrs
+}
+
+// watermarks lists every non-empty partition's end offset.
+func watermarks(tb testing.TB, addrs []string) map[topicPartition]int64 {
+	tb.Helper()
+	tr := &kafkago.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafkago.Client{Addr: kafkago.TCP(addrs...), Transport: tr, Timeout: 10 * time.Second}
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
+	for _, s := range events.TopicSpecs {
+		for p := range s.Partitions {
+			req.Topics[s.Name] = append(req.Topics[s.Name], kafkago.LastOffsetOf(p))
+		}
+	}
+	res, err := cl.ListOffsets(context.Background(), req)
+	require.NoError(tb, err)
+	out := map[topicPartition]int64{}
+	for topic, ps := range res.Topics {
+		for _, p := range ps {
+			require.NoError(tb, p.Error)
+			if p.LastOffset > 0 {
+				out[topicPartition{topic, p.Partition}] = p.LastOffset
+			}
+		}
+	}
+	return out
+}
+
+type topicPartition struct {
+	topic string
+	id    int
+}
+
+// rawConsumeAll reads every partition to its end offset with the
+// consumer's kafka-go reader settings, doing nothing per message.
+func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for tp, end := range hwm {
+		wg.Go(func() {
+			r := kafkago.NewReader(kafkago.ReaderConfig{
+				Brokers: addrs, Topic: tp.topic, Partition: tp.id,
+				MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: 2000,
+			})
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(context.Background())
+				if err != nil {
+					tb.Error(err)
+					return
+				}
+				if m.Offset+1 >= end {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// ingestMix runs the consumer in replay mode into store until caught up
+// and returns the wall time.
+func ingestMix(tb testing.TB, addrs []string, store *memory.Store) (time.Duration, indexer.Progress) {
+	tb.Helper()
+	var dead atomic.Int64
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error {
+		dead.Add(1)
+		return nil
+	}, Logger: testLogger()})
+	require.NoError(tb, err)
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
+	require.NoError(tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- c.Run(ctx) }()
+	for !c.CaughtUp() {
+		time.Sleep(500 * time.Microsecond)
+	}
+	took := time.Since(start)
+	cancel()
+	require.NoError(tb, <-done)
+	require.Zero(tb, dead.Load(), "the mix holds no poison")
+	return took, ix.Progress()
+}
+
+// typeRates hands the mix to an indexer directly (no Kafka), one family
+// after the other in batches of 2000 (locations first), and returns each
+// family's rate: decode, validate, project and apply into the memory
+// backend.
+func typeRates(tb testing.TB, d mixData) map[string]float64 {
+	tb.Helper()
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
+	require.NoError(tb, err)
+	byTopic := map[string][]indexer.Message{}
+	for i, r := range d.recs {
+		byTopic[r.Topic] = append(byTopic[r.Topic], indexer.Message{Topic: r.Topic, Offset: int64(i), Key: r.Key, Value: r.Value})
+	}
+	out := map[string]float64{}
+	for k, s := range events.TopicSpecs {
+		msgs := byTopic[s.Name]
+		start := time.Now()
+		for lo := 0; lo < len(msgs); lo += 2000 {
+			require.NoError(tb, ix.HandleBatch(context.Background(), msgs[lo:min(lo+2000, len(msgs))]))
+		}
+		if k == 0 {
+			require.NoError(tb, ix.Settle(context.Background()))
+		}
+		if len(msgs) > 0 {
+			out[s.Family] = float64(len(msgs)) / time.Since(start).Seconds()
+		}
+	}
+	return out
+}
+
+// BenchmarkIngestMix measures the real event mix from kfake into an
+// empty memory backend through the consumer in replay mode ("events/s"),
+// against the raw kafka-go consume rate of the same messages with the
+// same readers ("raw-events/s"), alternating rounds in one run; every
+// clock runs from start until every partition is read to its end offset.
+// Targets: events/s >= 100,000 and ingest/raw >= 0.5. Per event family
+// it reports the indexer's own rate on that family alone
+// ("<family>-events/s": HandleBatch, no Kafka, locations first) and its
+// share of the mix, and how many messages per round waited for their
+// location ("relinked/round": the topics flow concurrently).
+//
+//	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
+func BenchmarkIngestMix(b *testing.B) {
+	start := time.Now()
+	d := mixRecords(b)
+	b.Logf("mix of %d events built in %v: %v", len(d.recs), time.Since(start), d.byType)
+	addrs := newMixBroker(b, d)
+	hwm := watermarks(b, addrs)
+	n := len(d.recs)
+	rounds := max(b.N, 3)
+	var ingest, raw time.Duration
+	var relinked int64
+	b.ResetTimer()
+	for range rounds {
+		raw += rawConsumeAll(b, addrs, hwm)
+		store := memory.New(memory.Options{})
+		took, p := ingestMix(b, addrs, store)
+		ingest += took
+		relinked += p.Relinked
+		counts, err := store.Counts(context.Background())
+		require.NoError(b, err)
+		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
+	}
+	b.StopTimer()
+	rates := typeRates(b, d)
+	rate := float64(n*rounds) / ingest.Seconds()
+	rawRate := float64(n*rounds) / raw.Seconds()
+	b.ReportMetric(float64(n), "events/round")
+	b.ReportMetric(rate, "events/s")
+	b.ReportMetric(rawRate, "raw-events/s")
+	b.ReportMetric(rate/rawRate, "ingest/raw")
+	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
+	for _, s := range events.TopicSpecs {
+		if r, ok := rates[s.Family]; ok {
+			b.ReportMetric(r, s.Family+"-events/s")
+			b.ReportMetric(float64(d.byType[s.Name])/float64(n), s.Family+"-share")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkIngestMixFullStore compares the mix's ingest rate into a
+// memory backend already holding many generated permits (and their
+// properties; PERMITD_BENCH_FULL_PERMITS, default 1,000,000) with the
+// rate into an empty one, alternating in one run. Target: full/empty >=
+// 0.7.
+//
+//	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
+func BenchmarkIngestMixFullStore(b *testing.B) {
+	full := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_FULL_PERMITS")); err == nil && v > 0 {
+		full = v
+	}
+	d := mixRecords(b)
+	addrs := newMixBroker(b, d)
+	// The big store is filled once, directly (no Kafka), with permits
+	// of another seed; each round ingests the mix into it again (the
+	// second time the mix's own documents are stale, so rounds after the
+	// first are measured into fresh copies: only the first counts).
+	filled := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: filled, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
+	require.NoError(b, err)
+	feed := indexer.NewFeed(ix, 4096)
+	start := time.Now()
+	require.NoError(b, feed.Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
+		if _, err := gazetteer.Import(ctx, data.Open, envEmitter(emit)); err != nil {
+			return err
+		}
+		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, envEmitter(emit))
+		return err
+	}))
+	b.Logf("filled a store with %d generated permits in %v", full, time.Since(start))
+	counts, err := filled.Counts(context.Background())
+	require.NoError(b, err)
+	b.ResetTimer()
+	empty, _ := ingestMix(b, addrs, memory.New(memory.Options{}))
+	into, _ := ingestMix(b, addrs, filled)
+	b.StopTimer()
+	n := float64(len(d.recs))
+	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits-held")
+	b.ReportMetric(n/empty.Seconds(), "empty-events/s")
+	b.ReportMetric(n/into.Seconds(), "full-events/s")
+	b.ReportMetric(empty.Seconds()/into.Seconds(), "full/empty")
+	b.ReportMetric(0, "ns/op")
+}
+
+func envEmitter(emit indexer.Emit) func(events.Envelope) error {
+	return func(env events.Envelope) error {
+		topic, err := events.TopicFor(env.Type)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(env)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		return emit(topic, []byte(env.EntityID), raw)
+	}
+}

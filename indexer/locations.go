@@ -1,0 +1,273 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// The indexer's own location table.
+//
+// Projections denormalise from locations (a permit's ZIP hierarchy, a
+// lead's anchor, a geo signal's display name). They read them from this
+// table, which the indexer fills from the location documents it projects,
+// never from the read model: a read per message would cap ingest at the
+// backend's read latency (an _msearch per message on OpenSearch). The whole
+// US gazetteer is about 100k rows, a few tens of MB.
+//
+// A dependent document whose location is not in the table yet waits
+// (parks) instead of being written half-linked, as long as the table is
+// not settled: its message is kept, and when the location arrives the
+// indexer projects it again, exactly as if the location had come first,
+// with the message's own entity version, in the batch that brings the
+// location. The source settles the table (Indexer.Settle) once it has
+// read every location that existed when it started (the Kafka consumer:
+// the locations topic up to its start watermark; the embedded feed: its
+// producers exhausted). Settling releases what still waits, linked to
+// what can be known without the missing geography (a permit to its state
+// and property), and from then on a miss is final for that message: a
+// location published later does not re-link documents already written
+// (the read model keeps one document per entity version; re-publish them).
+//
+// With a durable backend shared by a consumer group, other members own
+// the location partitions: a miss then falls back to Params.Lookup (the
+// read model), once per geography, and the answer is kept in the table.
+
+// locRow is one geography of the table: the fields projections use.
+type locRow struct {
+	loc     readmodel.Location
+	deleted bool
+}
+
+// parked is a message waiting for a location.
+type parked struct {
+	msg     Message
+	key     string // entity key: family + "\x00" + entity id
+	version int64
+	geoID   string // the location it waits for
+}
+
+// locations is the table and the parked messages; safe for concurrent
+// use (the consumer hands batches of different partitions concurrently).
+type locations struct {
+	mu      sync.RWMutex
+	rows    map[string]locRow
+	settled bool
+	// parked by entity key (topic + "\x00" + entity id), the newest
+	// version only; waiting lists the keys parked on each geo_id.
+	parked  map[string]parked
+	waiting map[string][]string
+}
+
+func newLocations() *locations {
+	return &locations{rows: make(map[string]locRow, 1024), parked: map[string]parked{}, waiting: map[string][]string{}}
+}
+
+// tableRow keeps what projections read of l (not aliases or names used
+// only by search).
+func tableRow(l readmodel.Location) readmodel.Location {
+	return readmodel.Location{
+		GeoID: l.GeoID, GeoType: l.GeoType, DisplayName: l.DisplayName,
+		State: l.State, County: l.County, City: l.City, Zipcode: l.Zipcode,
+		Jurisdiction: l.Jurisdiction, StateGeoID: l.StateGeoID, CountyGeoID: l.CountyGeoID,
+		CountyGeoIDs: l.CountyGeoIDs, CityGeoID: l.CityGeoID, JurisdictionGeoID: l.JurisdictionGeoID,
+		Version: l.Version,
+	}
+}
+
+// get returns the live location geoID.
+func (t *locations) get(geoID string) (readmodel.Location, bool) {
+	t.mu.RLock()
+	r, ok := t.rows[geoID]
+	t.mu.RUnlock()
+	if !ok || r.deleted {
+		return readmodel.Location{}, false
+	}
+	return r.loc, true
+}
+
+// apply records the batch's locations and location deletes (newer
+// versions only) and returns the messages parked on the geographies of
+// the batch that are live now. They stay parked until done removes them,
+// once their projection is durable, so a batch that fails and is retried
+// finds them again.
+func (t *locations) apply(locs []readmodel.Location, dels []readmodel.Delete) []parked {
+	if len(locs) == 0 && len(dels) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range locs {
+		t.putLocked(l)
+	}
+	for _, d := range dels {
+		if d.Kind != readmodel.KindLocation {
+			continue
+		}
+		if r, ok := t.rows[d.ID]; !ok || d.Version > r.loc.Version {
+			t.rows[d.ID] = locRow{loc: readmodel.Location{GeoID: d.ID, Version: d.Version}, deleted: true}
+		}
+	}
+	if len(t.parked) == 0 {
+		return nil
+	}
+	var out []parked
+	for _, l := range locs {
+		if r := t.rows[l.GeoID]; r.deleted {
+			continue
+		}
+		for _, k := range t.waiting[l.GeoID] {
+			if p, ok := t.parked[k]; ok && p.geoID == l.GeoID {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// done unparks ps (their projections are durable), unless a newer
+// version was parked meanwhile.
+func (t *locations) done(ps []parked) {
+	if len(ps) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	geos := map[string]bool{}
+	for _, p := range ps {
+		if q, ok := t.parked[p.key]; ok && q.version == p.version && q.geoID == p.geoID {
+			delete(t.parked, p.key)
+		}
+		geos[p.geoID] = true
+	}
+	for g := range geos {
+		w := slices.DeleteFunc(t.waiting[g], func(k string) bool {
+			q, ok := t.parked[k]
+			return !ok || q.geoID != g
+		})
+		if len(w) == 0 {
+			delete(t.waiting, g)
+		} else {
+			t.waiting[g] = w
+		}
+	}
+}
+
+// putLocked stores l when newer than the row; true when it took.
+func (t *locations) putLocked(l readmodel.Location) bool {
+	if r, ok := t.rows[l.GeoID]; ok && l.Version <= r.loc.Version {
+		return false
+	}
+	t.rows[l.GeoID] = locRow{loc: tableRow(l)}
+	return true
+}
+
+// cache stores a location read from the fallback Lookup.
+func (t *locations) cache(l readmodel.Location) {
+	t.mu.Lock()
+	t.putLocked(l)
+	t.mu.Unlock()
+}
+
+// park keeps m (entity key, version) until geoID is known. It returns
+// false, parking nothing, when the table is settled or geoID became known
+// meanwhile: the caller projects m again at once. An older version than
+// the one parked is dropped (true: the newer one will be projected).
+func (t *locations) park(key string, version int64, geoID string, m Message) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.settled {
+		return false
+	}
+	if r, ok := t.rows[geoID]; ok && !r.deleted {
+		return false
+	}
+	prev, had := t.parked[key]
+	if had && prev.version >= version {
+		return true
+	}
+	m.Key = append([]byte(nil), m.Key...) // the source may reuse its buffers
+	m.Value = append([]byte(nil), m.Value...)
+	t.parked[key] = parked{msg: m, key: key, version: version, geoID: geoID}
+	if !had || prev.geoID != geoID {
+		t.waiting[geoID] = append(t.waiting[geoID], key)
+	}
+	return true
+}
+
+// unpark drops what is parked under key at version or older (a delete
+// of the entity arrived).
+func (t *locations) unpark(key string, version int64) {
+	t.mu.Lock()
+	if p, ok := t.parked[key]; ok && p.version <= version {
+		delete(t.parked, key)
+	}
+	t.mu.Unlock()
+}
+
+// settle marks the table settled and returns every parked message; they
+// stay parked until done.
+func (t *locations) settle() []parked {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.settled = true
+	out := make([]parked, 0, len(t.parked))
+	for _, p := range t.parked {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (t *locations) isSettled() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.settled
+}
+
+// parkedCount is the number of messages waiting for a location.
+func (t *locations) parkedCount() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.parked)
+}
+
+// errMissing is a projection's lookup of a geography the table does not
+// know while messages may still park: the message waits for it.
+type errMissing struct{ geoID string }
+
+func (e *errMissing) Error() string { return fmt.Sprintf("location %s not known yet", e.geoID) }
+
+// resolver is the Lookup projections get: the table, then the fallback
+// (when set), then either a miss that parks the message (errMissing) or
+// readmodel.ErrNotFound (the projection links what it can without it).
+type resolver struct {
+	t        *locations
+	fallback Lookup
+	park     bool
+}
+
+func (r *resolver) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
+	if l, ok := r.t.get(geoID); ok {
+		return l, nil
+	}
+	if r.fallback != nil {
+		l, err := r.fallback.Location(ctx, geoID)
+		switch {
+		case err == nil:
+			if l.GeoType != readmodel.GeoProperty {
+				r.t.cache(l)
+			}
+			return l, nil
+		case !errors.Is(err, readmodel.ErrNotFound):
+			return l, err
+		}
+	}
+	if r.park {
+		return readmodel.Location{}, &errMissing{geoID}
+	}
+	return readmodel.Location{}, readmodel.ErrNotFound
+}
