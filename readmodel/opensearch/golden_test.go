@@ -67,6 +67,7 @@ func TestQueryGoldens(t *testing.T) {
 		"active_catalog_state.search.json":      activeCatalogBody("WA", nil, maxCatalog),
 		"catalog.search.json":                   catalogBody(readmodel.CatalogQuery{State: "WA", SignalKeys: []string{"permit_velocity"}}),
 		"leads_page_date.search.json":           leadPage,
+		"sent_leads_page_date.search.json":      guarded(leadPage),
 		"leads_page_confidence.search.json":     leadConf,
 		"stats.search.json":                     stats,
 		"stats.aggs.json":                       aggs,

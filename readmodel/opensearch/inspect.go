@@ -53,10 +53,7 @@ func (s *Store) scan(ctx context.Context, k readmodel.Kind, fn func(id string, v
 		var r *searchResult
 		var err error
 		if pit != "" {
-			raw, _ := json.Marshal(scanBody(pit, after))
-			var out searchResult
-			err = s.do(ctx, http.MethodPost, "/_search", raw, "", &out)
-			r = &out
+			r, err = s.searchPath(ctx, "/_search", scanBody(pit, after))
 			if err != nil && isExpired(err) {
 				pit = "" // continue from after without a snapshot
 				continue

@@ -35,6 +35,15 @@
 // properties' hierarchy, and SearchGeoSignals first reads the state's
 // active catalog keys, then pages the rows of those keys.
 //
+// # Failing closed
+//
+// Every _search and every search of an _msearch refuses partial results
+// (allow_partial_search_results=false) and carries a server-side timeout
+// (searchTimeout). An answer that still reports a failed shard or
+// timed_out, and a 429 (a full search queue) or 5xx for the request or
+// one of its searches, is readmodel.ErrUnavailable: never a short page, a
+// low count or a 404 for a geography a lost shard holds.
+//
 // # Active geo signals
 //
 // A geo signal row is served only when the catalog of the row's state
@@ -137,8 +146,14 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("opensearch: %d %s: %s", e.Status, e.Type, e.Reason)
 }
 
+// retryable: the cluster is overloaded (429, a full search or write
+// queue) or failing (5xx); the same request may succeed later.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
 // do sends one request and decodes a 2xx JSON answer into out (nil:
-// discard). Transport failures and 5xx wrap readmodel.ErrUnavailable;
+// discard). Transport failures, 429 and 5xx wrap readmodel.ErrUnavailable;
 // other error answers are *apiError.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
@@ -182,7 +197,7 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, conten
 		} else {
 			ae.Reason = strings.TrimSpace(string(raw))
 		}
-		if resp.StatusCode >= 500 {
+		if retryable(resp.StatusCode) {
 			return fmt.Errorf("%w: %s %s: %v", readmodel.ErrUnavailable, method, path, ae)
 		}
 		return ae
