@@ -37,6 +37,10 @@ var files embed.FS
 // any mapping change (a changed template needs a reindex to take effect).
 const TemplateVersion = 1
 
+// DefaultRefresh is the refresh interval of every index unless Settings
+// says otherwise: the visibility bound of the OpenSearch Writer.
+const DefaultRefresh = "1s"
+
 // DefaultPrefix starts every index, alias and template name.
 const DefaultPrefix = "permitd"
 
@@ -58,9 +62,11 @@ type Settings struct {
 	Prefix   string // DefaultPrefix when empty
 	Shards   int    // number_of_shards, >= 1
 	Replicas int    // number_of_replicas, >= 0
-	// RefreshInterval is index.refresh_interval ("1s"; "" keeps the
-	// OpenSearch default). The Writer refreshes with wait_for, so this only
-	// bounds how long a bulk waits.
+	// RefreshInterval is index.refresh_interval; "" is DefaultRefresh.
+	// The Writer never waits for a refresh: this is how long an applied
+	// batch may stay invisible to reads. It is always set explicitly,
+	// because an index without the setting skips refreshes on shards idle
+	// for 30s (search_idle) and so would not bound it.
 	RefreshInterval string
 }
 
@@ -163,6 +169,7 @@ func Template(k readmodel.Kind, s Settings) ([]byte, error) {
 	}
 	settings["number_of_shards"] = s.Shards
 	settings["number_of_replicas"] = s.Replicas
+	settings["refresh_interval"] = DefaultRefresh
 	if s.RefreshInterval != "" {
 		settings["refresh_interval"] = s.RefreshInterval
 	}
