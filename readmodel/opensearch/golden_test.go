@@ -210,3 +210,20 @@ func TestStatsFromBuckets(t *testing.T) {
 		Fresh0to7: 1, Fresh8to14: 2, Fresh15to30: 3, Fresh31Plus: 4,
 	}, st)
 }
+
+// TestSortKeysFoldMissingLast: the single numeric sort keys put an
+// undated permit after every dated one in both orders, and a lead
+// without date or confidence after every lead with one, as the
+// readmodel contracts order them.
+func TestSortKeysFoldMissingLast(t *testing.T) {
+	for _, day := range []string{"1900-01-01", "1969-12-31", "1970-01-01", "2026-11-22", "9999-12-31"} {
+		up, down := issueKeys(day)
+		uUp, uDown := issueKeys("")
+		require.Less(t, up, uUp, "ascending: %s before undated", day)
+		require.Greater(t, down, uDown, "descending: %s before undated", day)
+		require.Greater(t, eventKey(day), eventKey(""), "leads: %s before undated", day)
+	}
+	for _, c := range []float64{0, 0.001, 1} {
+		require.Greater(t, confKey(&c), confKey(nil), "confidence %g before none", c)
+	}
+}

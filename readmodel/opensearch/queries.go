@@ -77,30 +77,33 @@ func locationsByIDBody(ids []string) obj {
 }
 
 // permitPageBody pages permits under field=id (geo_ids for a location,
-// property_id for a property). Sort: undated last in both orders, then the
-// issue day, then permit_id: every sort value is present, so search_after
-// needs no sentinel for missing dates.
+// property_id for a property). Sort: one numeric key per order (issue_up
+// ascending, issue_down descending; undated permits hold a sentinel past
+// every day, so they come last in both orders), then doc_id (the permit
+// id): every sort value is present, and the engine can skip on the
+// first key.
 func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey, total bool) obj {
 	clauses := []obj{term(field, id)}
 	if from != "" || to != "" {
 		clauses = append(clauses, dateRange("issue_date", from, to))
 	}
-	order := "asc"
+	key := obj{"issue_up": "asc"}
 	if desc {
-		order = "desc"
+		key = obj{"issue_down": "desc"}
 	}
 	b := obj{
 		"size":             limit + 1,
 		"track_total_hits": total,
 		"query":            filtered(clauses...),
-		"sort":             []obj{{"undated": "asc"}, {"issue_day": order}, {"permit_id": "asc"}},
+		"sort":             []obj{key, {"doc_id": "asc"}},
 	}
 	if after != nil {
-		undated, day := 1, int32(0)
-		if d, ok := dayOf(after.IssueDate); ok {
-			undated, day = 0, d
+		up, down := issueKeys(after.IssueDate)
+		k := up
+		if desc {
+			k = down
 		}
-		b["search_after"] = []any{undated, day, after.PermitID}
+		b["search_after"] = []any{k, after.PermitID}
 	}
 	return b
 }
@@ -244,8 +247,11 @@ func leadQuery(f readmodel.LeadFilter) (obj, error) {
 	return filtered(clauses...), nil
 }
 
-// leadPageBody pages leads in the query's order; nulls sort last through
-// the no_date/no_conf keys (see leadDoc).
+// leadPageBody pages leads in the query's order: two descending numeric
+// keys without missing values (event_key, conf_key: nulls hold a sentinel
+// below every value, so they come last; see leadDoc), then doc_id (the
+// lead id). The date order is the leads index's own sort (index.sort),
+// so the engine can stop early in every segment.
 func leadPageBody(q readmodel.LeadQuery) (obj, error) {
 	query, err := leadQuery(q.Filter)
 	if err != nil {
@@ -254,30 +260,28 @@ func leadPageBody(q readmodel.LeadQuery) (obj, error) {
 	var sort []obj
 	switch q.Sort {
 	case readmodel.SortEventDateDesc:
-		sort = []obj{{"no_date": "asc"}, {"event_day": "desc"}, {"no_conf": "asc"}, {"conf_sort": "desc"}, {"lead_id": "asc"}}
+		sort = []obj{{"event_key": "desc"}, {"conf_key": "desc"}, {"doc_id": "asc"}}
 	case readmodel.SortConfidenceDesc:
-		sort = []obj{{"no_conf": "asc"}, {"conf_sort": "desc"}, {"no_date": "asc"}, {"event_day": "desc"}, {"lead_id": "asc"}}
+		sort = []obj{{"conf_key": "desc"}, {"event_key": "desc"}, {"doc_id": "asc"}}
 	default:
 		return nil, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
 	}
 	b := obj{"size": q.Limit + 1, "track_total_hits": false, "query": query, "sort": sort}
 	if a := q.After; a != nil {
-		noDate, day := 1, int32(0)
 		if a.EventDate != "" {
-			d, ok := dayOf(a.EventDate)
-			if !ok {
+			if _, ok := dayOf(a.EventDate); !ok {
 				return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, a.EventDate)
 			}
-			noDate, day = 0, d
 		}
-		noConf, conf := 1, -1.0
+		day := eventKey(a.EventDate)
+		conf := noConfKey
 		if a.HasConfidence {
-			noConf, conf = 0, a.Confidence
+			conf = a.Confidence
 		}
 		if q.Sort == readmodel.SortEventDateDesc {
-			b["search_after"] = []any{noDate, day, noConf, conf, a.LeadID}
+			b["search_after"] = []any{day, conf, a.LeadID}
 		} else {
-			b["search_after"] = []any{noConf, conf, noDate, day, a.LeadID}
+			b["search_after"] = []any{conf, day, a.LeadID}
 		}
 	}
 	return b, nil

@@ -313,7 +313,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
 			break
 		}
 		p := d.permit()
@@ -363,7 +363,7 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
 			break
 		}
 		out.Permits = append(out.Permits, d.permit())
@@ -561,7 +561,7 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, LeadID: last.LeadID}
+			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, LeadID: last.DocID}
 			if last.Confidence != nil {
 				page.Next.HasConfidence, page.Next.Confidence = true, *last.Confidence
 			}

@@ -2,6 +2,7 @@ package opensearch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -142,13 +143,11 @@ func TestLocationReadsOneMsearch(t *testing.T) {
 }
 
 func TestPermitPageNextKey(t *testing.T) {
-	src := func(id, date string, undated int) string {
-		d := ""
-		if date != "" {
-			d = `"issue_date":"` + date + `",`
-		}
-		return `{"_id":"` + id + `","_source":{"doc_id":"` + id + `","version":1,"deleted":false,"permit_id":"` + id + `",` + d +
-			`"undated":` + string(rune('0'+undated)) + `,"issue_day":0,"geo_links":[{"geo_id":"g1","geo_type":"zip","confidence":1,"method":"source_zip"}]}}`
+	src := func(id, date string, _ int) string {
+		raw, err := json.Marshal(permitDocOf(readmodel.Permit{PermitID: id, IssueDate: date, Version: 1,
+			GeoLinks: []readmodel.GeoLink{{GeoID: "g1", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}}}))
+		require.NoError(t, err)
+		return `{"_id":"` + id + `","_source":` + string(raw) + `}`
 	}
 	s, _ := fakeCluster(t, 200, `{"responses":[{"status":200,"hits":{"hits":[{"_id":"g1","_source":{"doc_id":"g1","version":1,"deleted":false}}]}},
 	 {"status":200,"hits":{"hits":[`+src("a", "2024-01-02", 0)+`,`+src("b", "", 1)+`,`+src("c", "", 1)+`]}}]}`)
