@@ -249,7 +249,7 @@ func pointOf(lat, lon *float64) *point {
 
 func permitDocOf(p readmodel.Permit) permitDoc {
 	d := permitDoc{
-		meta:     meta{DocID: p.PermitID, Version: p.Version},
+		meta:         meta{DocID: p.PermitID, Version: p.Version},
 		PermitNumber: p.PermitNumber, PermitType: p.PermitType, WorkType: p.WorkType,
 		Status: p.Status, ApplicationDate: validDate(p.ApplicationDate), IssueDate: validDate(p.IssueDate),
 		CompletionDate: validDate(p.CompletionDate), RawDescription: p.RawDescription, Contractor: p.Contractor,
@@ -306,7 +306,7 @@ type propertyDoc struct {
 
 func propertyDocOf(p readmodel.Property) propertyDoc {
 	return propertyDoc{
-		meta:       meta{DocID: p.PropertyID, Version: p.Version},
+		meta:             meta{DocID: p.PropertyID, Version: p.Version},
 		CanonicalAddress: p.CanonicalAddress, NormalizedAddress: p.NormalizedAddress,
 		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress), City: p.City, CityNorm: address.NormalizeCity(p.City),
 		State: p.State, Zipcode: p.Zipcode, ParcelID: p.ParcelID, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
@@ -399,7 +399,7 @@ func leadDocOf(l readmodel.Lead) leadDoc {
 		codes = []string{}
 	}
 	d := leadDoc{
-		meta:   meta{DocID: l.LeadID, Version: l.Version},
+		meta:      meta{DocID: l.LeadID, Version: l.Version},
 		SignalKey: l.SignalKey, SignalBasis: l.SignalBasis, Confidence: l.Confidence,
 		ReasonCodes: codes, PermitNumber: l.PermitNumber, Jurisdiction: l.Jurisdiction, MapsURL: l.MapsURL,
 		GeoIDs: l.GeoIDs,
