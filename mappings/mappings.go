@@ -62,6 +62,9 @@ type Settings struct {
 	Prefix   string // DefaultPrefix when empty
 	Shards   int    // number_of_shards, >= 1
 	Replicas int    // number_of_replicas, >= 0
+	// KindShards overrides Shards per kind (leads and permits want many
+	// more primaries than catalog); a kind not listed takes Shards.
+	KindShards map[readmodel.Kind]int
 	// RefreshInterval is index.refresh_interval; "" is DefaultRefresh.
 	// The Writer never waits for a refresh: this is how long an applied
 	// batch may stay invisible to reads. It is always set explicitly,
@@ -75,6 +78,14 @@ func (s Settings) Validate() error {
 	if s.Shards < 1 {
 		return fmt.Errorf("mappings: shards %d, want >= 1", s.Shards)
 	}
+	for k, n := range s.KindShards {
+		if _, ok := bases[k]; !ok {
+			return fmt.Errorf("mappings: shards of unknown kind %q", k)
+		}
+		if n < 1 {
+			return fmt.Errorf("mappings: shards %d of %s, want >= 1", n, bases[k])
+		}
+	}
 	if s.Replicas < 0 {
 		return fmt.Errorf("mappings: replicas %d, want >= 0", s.Replicas)
 	}
@@ -82,6 +93,14 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("mappings: prefix %q must be a lower-case index name part", p)
 	}
 	return nil
+}
+
+// ShardsOf is the number of primary shards of kind k.
+func (s Settings) ShardsOf(k readmodel.Kind) int {
+	if n := s.KindShards[k]; n > 0 {
+		return n
+	}
+	return s.Shards
 }
 
 func (s Settings) prefix() string {
@@ -167,7 +186,7 @@ func Template(k readmodel.Kind, s Settings) ([]byte, error) {
 	for key, v := range src.Settings {
 		settings[key] = v
 	}
-	settings["number_of_shards"] = s.Shards
+	settings["number_of_shards"] = s.ShardsOf(k)
 	settings["number_of_replicas"] = s.Replicas
 	settings["refresh_interval"] = DefaultRefresh
 	if s.RefreshInterval != "" {
