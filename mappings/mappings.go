@@ -35,7 +35,7 @@ var files embed.FS
 
 // TemplateVersion is stamped on every rendered template; raise it with
 // any mapping change (a changed template needs a reindex to take effect).
-const TemplateVersion = 1
+const TemplateVersion = 2
 
 // DefaultRefresh is the refresh interval of every index unless Settings
 // says otherwise: the visibility bound of the OpenSearch Writer.

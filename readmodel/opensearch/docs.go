@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/address"
@@ -292,6 +293,7 @@ type propertyDoc struct {
 	CanonicalAddress  string       `json:"canonical_address,omitempty"`
 	NormalizedAddress string       `json:"normalized_address,omitempty"`
 	HouseNumber       string       `json:"house_number,omitempty"`
+	StreetLen         int          `json:"street_len,omitempty"`
 	City              string       `json:"city,omitempty"`
 	CityNorm          string       `json:"city_norm,omitempty"`
 	State             string       `json:"state,omitempty"`
@@ -308,7 +310,9 @@ func propertyDocOf(p readmodel.Property) propertyDoc {
 	return propertyDoc{
 		meta:             meta{DocID: p.PropertyID, Version: p.Version},
 		CanonicalAddress: p.CanonicalAddress, NormalizedAddress: p.NormalizedAddress,
-		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress), City: p.City, CityNorm: address.NormalizeCity(p.City),
+		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress),
+		StreetLen:   utf8.RuneCountInString(streetName(p.NormalizedAddress, propmatch.HouseNumber(p.NormalizedAddress))),
+		City:        p.City, CityNorm: address.NormalizeCity(p.City),
 		State: p.State, Zipcode: p.Zipcode, ParcelID: p.ParcelID, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
 		GeoLinks: linksOf(p.GeoLinks), GeoIDs: geoIDsOf(p.GeoLinks, p.PropertyID),
 	}

@@ -26,6 +26,9 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	if err != nil {
 		return nil, err
 	}
+	if err := propertyPoolComplete(r); err != nil {
+		return nil, err
+	}
 	docs, err := decodeHits[propertyDoc](r)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,12 @@
 package opensearch
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
@@ -411,17 +414,30 @@ func resolveBody(q resolve.Query) obj {
 	}
 }
 
-// maxPropertyScan bounds the properties one lookup reads (exact street
-// matches and, for the fuzzy fallback, the same house number in the city):
-// a candidate pool for the shared scorer, best first (a property matching
-// the street scores above one matching only the house number), so a cut
-// drops the weakest candidates, never an exact street match before them.
-const maxPropertyScan = 2000
+// maxPropertyScan bounds the properties one lookup reads: the candidate
+// pool the shared scorer (package propmatch) ranks. The pool is complete
+// or the read fails (propertyPoolComplete): every property that can be a
+// street match, and when none is, every one that can be a fuzzy match, so
+// the scorer sees what the memory backend's sees and the first answer
+// (and the ambiguity rule, which looks at all the matches) agree.
+const maxPropertyScan = 5000
 
-// propertyBody fetches the properties a lookup may match: the normalised
-// street line, or (with a city) the house number in that city; city,
-// state and ZIP hints are filters (a property without a ZIP passes the
-// ZIP filter).
+// Scores of the two tiers of the property pool (constant, so the order
+// does not depend on per-shard term statistics): a street match also has
+// the house number, so it scores streetTier+numberTier and comes before
+// every property that only shares the house number.
+const (
+	streetTier = 2.0
+	numberTier = 1.0
+)
+
+// propertyBody fetches the properties a lookup may match, best tier
+// first: the normalised street line (street tier), then, with a city,
+// the same house number in that city with a street name whose length
+// allows the fuzzy pass's similarity (fuzzyLengths); city, state and ZIP
+// hints are filters (a property without a ZIP passes the ZIP filter).
+// Within a tier, doc_id (the property id) ascending; the total is tracked
+// so an incomplete pool is seen.
 func propertyBody(q *propmatch.Query) obj {
 	filter := []obj{live()}
 	if q.City != "" {
@@ -436,16 +452,71 @@ func propertyBody(q *propmatch.Query) obj {
 			{"bool": obj{"must_not": []obj{{"exists": obj{"field": "zipcode"}}}}},
 		}, "minimum_should_match": 1}})
 	}
-	should := []obj{term("normalized_address", q.Street)}
+	should := []obj{{"constant_score": obj{"filter": term("normalized_address", q.Street), "boost": streetTier}}}
 	if q.City != "" {
-		should = append(should, term("house_number", q.Number))
+		lo, hi := fuzzyLengths(streetName(q.Street, q.Number))
+		should = append(should, obj{"constant_score": obj{"filter": obj{"bool": obj{"filter": []obj{
+			term("house_number", q.Number),
+			{"range": obj{"street_len": obj{"gte": lo, "lte": hi}}},
+		}}}, "boost": numberTier}})
 	}
 	return obj{
 		"size":             maxPropertyScan,
-		"track_total_hits": false,
+		"track_total_hits": maxPropertyScan + 1,
 		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
-		"sort":             []any{obj{"_score": "desc"}, obj{"property_id": "asc"}},
+		"sort":             []any{obj{"_score": "desc"}, obj{"doc_id": "asc"}},
 	}
+}
+
+// streetName is a street line without its house number, as the fuzzy
+// pass compares it.
+func streetName(street, number string) string {
+	if rest, ok := strings.CutPrefix(street, number+" "); ok && number != "" {
+		return rest
+	}
+	return street
+}
+
+// fuzzyLengths bounds the street name length (in runes) of a property the
+// fuzzy pass can match for a query street name: similarity is 1 - edit
+// distance / longer length and must reach propmatch.FuzzyMinSim (3/4),
+// and the distance is at least the length difference, so a length L
+// outside [3n/4, 4n/3] can never match a name of n runes. The bounds are
+// widened by one against rounding; the scorer decides.
+func fuzzyLengths(name string) (lo, hi int) {
+	n := utf8.RuneCountInString(name)
+	return max(0, 3*n/4-1), 4*n/3 + 1
+}
+
+// propertyPoolComplete fails a property pool that may miss a candidate:
+// more properties matched than were returned, and the last one returned
+// is still in the street tier (street matches were cut), or no street
+// match came back (the fuzzy candidates were cut).
+func propertyPoolComplete(r *searchResult) error {
+	n := len(r.Hits.Hits)
+	if r.Hits.Total == nil || r.Hits.Total.Value <= int64(n) {
+		return nil
+	}
+	streetFirst, streetLast := n > 0 && hitScore(r, 0) >= streetTier, n > 0 && hitScore(r, n-1) >= streetTier
+	if streetFirst && !streetLast {
+		return nil // every street match is in; the fuzzy pass will not run
+	}
+	return fmt.Errorf("opensearch: property candidates overflow maxPropertyScan: more than %d match", n)
+}
+
+// hitScore is hit i's first sort value (its _score in propertyBody).
+func hitScore(r *searchResult, i int) float64 {
+	if len(r.Hits.Hits[i].Sort) == 0 {
+		return 0
+	}
+	switch v := r.Hits.Hits[i].Sort[0].(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case float64:
+		return v
+	}
+	return 0
 }
 
 // propertyPermitStatsBody counts the permits of several properties and
