@@ -189,3 +189,20 @@ func TestWholeAnswersPass(t *testing.T) {
 	_, err = s.Catalog(context.Background(), readmodel.CatalogQuery{State: "WA"})
 	require.NoError(t, err)
 }
+
+// TestCountsSubtractTombstones: Counts is every document (match_all)
+// minus the tombstones, per kind.
+func TestCountsSubtractTombstones(t *testing.T) {
+	var answers []string
+	for i := range readmodel.Kinds {
+		answers = append(answers, hits(100*(i+1)), hits(i))
+	}
+	s, seen := fakeAnswers(t, `{"responses":[`+strings.Join(answers, ",")+`]}`)
+	got, err := s.Counts(context.Background())
+	require.NoError(t, err)
+	for i, k := range readmodel.Kinds {
+		require.Equal(t, int64(100*(i+1)-i), got[k], k)
+	}
+	require.Len(t, *seen, 1)
+	require.Contains(t, (*seen)[0], `"match_all":{}`)
+}

@@ -79,6 +79,7 @@ func TestQueryGoldens(t *testing.T) {
 		"properties.search.json":                propertyBody(&ps),
 		"property_permit_stats.search.json":     propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                     countBody(),
+		"count_deleted.search.json":             countDeletedBody(),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
 	} {

@@ -532,9 +532,19 @@ func propertyPermitStatsBody(ids []string) obj {
 	}
 }
 
-// countBody counts the live documents of an index.
+// countBody counts the documents of an index, tombstones included, with
+// match_all: the engine answers it from each segment's live-document
+// count without visiting a posting, so a readiness check over 500M
+// documents costs what one over 5 does. countDeletedBody counts the
+// tombstones (a few per entity ever deleted, iterated); Counts reports
+// the difference.
 func countBody() obj {
-	return obj{"size": 0, "track_total_hits": true, "query": filtered()}
+	return obj{"size": 0, "track_total_hits": true, "query": obj{"match_all": obj{}}}
+}
+
+// countDeletedBody counts the tombstones of an index.
+func countDeletedBody() obj {
+	return obj{"size": 0, "track_total_hits": true, "query": term("deleted", true)}
 }
 
 // scanPageSize is the page of a full scan (Digest).
