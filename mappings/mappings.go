@@ -12,9 +12,10 @@
 //
 // The aliases are given when an index is created (IndexBody), never by the
 // template, so a new version does not join the aliases before the swap.
-// A reindex creates v<N+1>, moves the write alias, copies v<N> with
-// external versioning (so newer writes made meanwhile win) and then moves
-// the read alias: no API code changes, see docs/operations.md.
+// A reindex creates v<N+1>, copies v<N> into it as a server-side task with
+// external versioning, catches up under a write block on v<N>, and moves
+// both aliases in one step once the counts match: no API code changes,
+// see opensearch.Store.Reindex and docs/operations.md.
 //
 // Every template is "dynamic": "strict": a document field that is not
 // mapped is a bulk item error, never a silent new field.
