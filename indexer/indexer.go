@@ -148,10 +148,15 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	// The batch's locations go into the table first; the messages that
 	// waited for them are projected now, into the same write.
 	relinked := ix.loc.apply(batch.Locations, batch.Deletes)
-	if err := ix.project(ctx, relinked, &batch, true); err != nil {
+	rmsgs, rerrs, err := ix.project(ctx, relinked, &batch, true)
+	if err != nil {
 		return err
 	}
-	if err := ix.write(ctx, batch); err != nil {
+	if len(rmsgs) > 0 {
+		msgs = append(slices.Clip(msgs), rmsgs...)
+		errs = append(slices.Clip(errs), rerrs...)
+	}
+	if err := ix.write(ctx, batch, msgs, errs); err != nil {
 		return err
 	}
 	ix.loc.done(relinked)
@@ -191,9 +196,9 @@ func (ix *Indexer) deadLetters(ctx context.Context, msgs []Message, errs []error
 
 // project projects parked messages into b (park: whether they may park
 // again, on another geography) and dead-letters the invalid ones.
-func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, park bool) error {
+func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, park bool) ([]Message, []error, error) {
 	if len(ps) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	msgs := make([]Message, len(ps))
 	errs := make([]error, len(ps))
@@ -201,15 +206,22 @@ func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch,
 		msgs[i] = p.msg
 		errs[i] = ix.decode(ctx, p.msg, b, park)
 	}
-	return ix.deadLetters(ctx, msgs, errs)
+	return msgs, errs, ix.deadLetters(ctx, msgs, errs)
 }
 
-// write applies a non-empty batch and counts the result.
-func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch) error {
+// write applies a non-empty batch and counts the result. msgs and errs
+// are the messages the batch was projected from (errs[i] non-nil: already
+// dead-lettered); a document the read model refuses for good sends its
+// message to the dead-letter sink, and the rest of the batch stands.
+func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch, msgs []Message, errs []error) error {
 	if batch.Len() == 0 {
 		return nil
 	}
 	res, err := ix.apply(ctx, batch)
+	var refused *readmodel.ItemErrors
+	if errors.As(err, &refused) {
+		err = ix.deadLetterRefused(ctx, msgs, errs, refused)
+	}
 	if err != nil {
 		return err
 	}
@@ -228,10 +240,11 @@ func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch) error {
 func (ix *Indexer) Settle(ctx context.Context) error {
 	ps := ix.loc.settle()
 	var b readmodel.Batch
-	if err := ix.project(ctx, ps, &b, false); err != nil {
+	msgs, errs, err := ix.project(ctx, ps, &b, false)
+	if err != nil {
 		return err
 	}
-	if err := ix.write(ctx, b); err != nil {
+	if err := ix.write(ctx, b, msgs, errs); err != nil {
 		return err
 	}
 	ix.loc.done(ps)
@@ -377,13 +390,15 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, pa
 func entityKey(env events.Envelope) string { return env.Type.Family() + "\x00" + env.EntityID }
 
 // apply writes the batch, retrying transient failures with exponential
-// backoff until ctx ends.
+// backoff until ctx ends. A *readmodel.ItemErrors is returned at once: the
+// batch is applied but for documents no retry can store.
 func (ix *Indexer) apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
 	delay := ix.p.BackoffMin
 	for {
 		res, err := ix.p.Writer.Apply(ctx, b)
-		if err == nil {
-			return res, nil
+		var refused *readmodel.ItemErrors
+		if err == nil || errors.As(err, &refused) {
+			return res, err
 		}
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("indexer: apply: %w", ctx.Err())
@@ -400,4 +415,79 @@ func (ix *Indexer) apply(ctx context.Context, b readmodel.Batch) (readmodel.Appl
 		}
 		delay = min(delay*2, ix.p.BackoffMax)
 	}
+}
+
+// docKey names one document version of a batch.
+type docKey struct {
+	kind    readmodel.Kind
+	id      string
+	version int64
+}
+
+// deadLetterRefused sends every message whose projected documents include
+// one the read model refused for good to the dead-letter sink, with the
+// item's reason. It projects the batch's messages again to find them:
+// the path is rare, and the batch keeps no per-message bookkeeping for it.
+// A refused document that no message produced fails the batch rather
+// than being dropped unseen.
+func (ix *Indexer) deadLetterRefused(ctx context.Context, msgs []Message, errs []error, refused *readmodel.ItemErrors) error {
+	left := make(map[docKey]readmodel.ItemError, len(refused.Items))
+	for _, it := range refused.Items {
+		left[docKey{it.Kind, it.ID, it.Version}] = it
+	}
+	for i, m := range msgs {
+		if errs[i] != nil || len(left) == 0 {
+			continue // already dead-lettered, or nothing left to find
+		}
+		var b readmodel.Batch
+		if err := ix.decode(ctx, m, &b, false); err != nil {
+			return fmt.Errorf("indexer: project %s/%d@%d again: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		var reasons []error
+		for _, k := range docKeys(&b) {
+			if it, ok := left[k]; ok {
+				reasons = append(reasons, fmt.Errorf("read model refused %s %q v%d: %s", it.Kind, it.ID, it.Version, it.Reason))
+				delete(left, k)
+			}
+		}
+		if len(reasons) == 0 {
+			continue
+		}
+		if err := ix.p.DeadLetter(ctx, m, errors.Join(reasons...)); err != nil {
+			return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		ix.deadLetter.Add(1)
+		ix.p.Metrics.deadLetter(m.Topic)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("indexer: %d refused documents match no message of the batch: %w", len(left), refused)
+	}
+	return nil
+}
+
+// docKeys lists the documents and deletes of b.
+func docKeys(b *readmodel.Batch) []docKey {
+	out := make([]docKey, 0, b.Len())
+	for _, x := range b.Locations {
+		out = append(out, docKey{readmodel.KindLocation, x.GeoID, x.Version})
+	}
+	for _, x := range b.Permits {
+		out = append(out, docKey{readmodel.KindPermit, x.PermitID, x.Version})
+	}
+	for _, x := range b.Properties {
+		out = append(out, docKey{readmodel.KindProperty, x.PropertyID, x.Version})
+	}
+	for _, x := range b.GeoSignals {
+		out = append(out, docKey{readmodel.KindGeoSignal, x.ID(), x.Version})
+	}
+	for _, x := range b.Leads {
+		out = append(out, docKey{readmodel.KindLead, x.LeadID, x.Version})
+	}
+	for _, x := range b.Catalog {
+		out = append(out, docKey{readmodel.KindCatalog, x.ID(), x.Version})
+	}
+	for _, x := range b.Deletes {
+		out = append(out, docKey{x.Kind, x.ID, x.Version})
+	}
+	return out
 }

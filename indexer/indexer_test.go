@@ -3,8 +3,10 @@ package indexer_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
@@ -80,4 +82,69 @@ func BenchmarkHandleBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/event")
+}
+
+// refusingWriter applies every batch but refuses for good the permits
+// whose id is in refuse, as a backend answers a mapping rejection.
+type refusingWriter struct {
+	refuse map[string]bool
+	calls  int
+}
+
+func (w *refusingWriter) Apply(_ context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	w.calls++
+	var res readmodel.ApplyResult
+	var refused readmodel.ItemErrors
+	for _, p := range b.Permits {
+		if w.refuse[p.PermitID] {
+			refused.Items = append(refused.Items, readmodel.ItemError{Kind: readmodel.KindPermit, ID: p.PermitID, Version: p.Version,
+				Reason: "400 mapper_parsing_exception: failed to parse field [contractor]"})
+			continue
+		}
+		res.Applied++
+	}
+	if len(refused.Items) > 0 {
+		return res, &refused
+	}
+	return res, nil
+}
+
+// A document the read model refuses for good dead-letters the message
+// that produced it with the reason, once, and the batch goes on: no retry.
+func TestHandleBatchDeadLettersRefusedDocuments(t *testing.T) {
+	var msgs []indexer.Message
+	for i, num := range []string{"1", "2", "3"} {
+		env := permitEnv(t, func(p *events.Permit) { p.PermitNumber = num })
+		raw, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, indexer.Message{Topic: "permitd.permits.v1", Offset: int64(i), Key: []byte(env.EntityID), Value: raw})
+	}
+	w := &refusingWriter{refuse: map[string]bool{string(msgs[1].Key): true}}
+	var dead []indexer.Message
+	var reasons []string
+	ix, err := indexer.New(indexer.Params{Writer: w, Lookup: lookup98101(), DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
+		dead = append(dead, m)
+		reasons = append(reasons, reason.Error())
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.HandleBatch(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if w.calls != 1 {
+		t.Fatalf("Apply called %d times; a refused document is not retried", w.calls)
+	}
+	if len(dead) != 1 || dead[0].Offset != 1 {
+		t.Fatalf("dead letters %v; want the message at offset 1", dead)
+	}
+	if !strings.Contains(reasons[0], "mapper_parsing_exception") || !strings.Contains(reasons[0], string(msgs[1].Key)) {
+		t.Fatalf("reason %q names neither the item nor the backend's reason", reasons[0])
+	}
+	if p := ix.Progress(); p.DeadLetters != 1 || p.Applied != 2 || p.Batches != 1 {
+		t.Fatalf("progress %+v", p)
+	}
 }

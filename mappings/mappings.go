@@ -12,9 +12,10 @@
 //
 // The aliases are given when an index is created (IndexBody), never by the
 // template, so a new version does not join the aliases before the swap.
-// A reindex creates v<N+1>, moves the write alias, copies v<N> with
-// external versioning (so newer writes made meanwhile win) and then moves
-// the read alias: no API code changes, see docs/operations.md.
+// A reindex creates v<N+1>, copies v<N> into it as a server-side task with
+// external versioning, catches up under a write block on v<N>, and moves
+// both aliases in one step once the counts match: no API code changes,
+// see opensearch.Store.Reindex and docs/operations.md.
 //
 // Every template is "dynamic": "strict": a document field that is not
 // mapped is a bulk item error, never a silent new field.
@@ -35,7 +36,11 @@ var files embed.FS
 
 // TemplateVersion is stamped on every rendered template; raise it with
 // any mapping change (a changed template needs a reindex to take effect).
-const TemplateVersion = 1
+const TemplateVersion = 2
+
+// DefaultRefresh is the refresh interval of every index unless Settings
+// says otherwise: the visibility bound of the OpenSearch Writer.
+const DefaultRefresh = "1s"
 
 // DefaultPrefix starts every index, alias and template name.
 const DefaultPrefix = "permitd"
@@ -58,9 +63,14 @@ type Settings struct {
 	Prefix   string // DefaultPrefix when empty
 	Shards   int    // number_of_shards, >= 1
 	Replicas int    // number_of_replicas, >= 0
-	// RefreshInterval is index.refresh_interval ("1s"; "" keeps the
-	// OpenSearch default). The Writer refreshes with wait_for, so this only
-	// bounds how long a bulk waits.
+	// KindShards overrides Shards per kind (leads and permits want many
+	// more primaries than catalog); a kind not listed takes Shards.
+	KindShards map[readmodel.Kind]int
+	// RefreshInterval is index.refresh_interval; "" is DefaultRefresh.
+	// The Writer never waits for a refresh: this is how long an applied
+	// batch may stay invisible to reads. It is always set explicitly,
+	// because an index without the setting skips refreshes on shards idle
+	// for 30s (search_idle) and so would not bound it.
 	RefreshInterval string
 }
 
@@ -69,6 +79,14 @@ func (s Settings) Validate() error {
 	if s.Shards < 1 {
 		return fmt.Errorf("mappings: shards %d, want >= 1", s.Shards)
 	}
+	for k, n := range s.KindShards {
+		if _, ok := bases[k]; !ok {
+			return fmt.Errorf("mappings: shards of unknown kind %q", k)
+		}
+		if n < 1 {
+			return fmt.Errorf("mappings: shards %d of %s, want >= 1", n, bases[k])
+		}
+	}
 	if s.Replicas < 0 {
 		return fmt.Errorf("mappings: replicas %d, want >= 0", s.Replicas)
 	}
@@ -76,6 +94,14 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("mappings: prefix %q must be a lower-case index name part", p)
 	}
 	return nil
+}
+
+// ShardsOf is the number of primary shards of kind k.
+func (s Settings) ShardsOf(k readmodel.Kind) int {
+	if n := s.KindShards[k]; n > 0 {
+		return n
+	}
+	return s.Shards
 }
 
 func (s Settings) prefix() string {
@@ -161,8 +187,9 @@ func Template(k readmodel.Kind, s Settings) ([]byte, error) {
 	for key, v := range src.Settings {
 		settings[key] = v
 	}
-	settings["number_of_shards"] = s.Shards
+	settings["number_of_shards"] = s.ShardsOf(k)
 	settings["number_of_replicas"] = s.Replicas
+	settings["refresh_interval"] = DefaultRefresh
 	if s.RefreshInterval != "" {
 		settings["refresh_interval"] = s.RefreshInterval
 	}

@@ -92,3 +92,15 @@ func TestNames(t *testing.T) {
 func TestGoldensPassSpec(t *testing.T) {
 	osgolden.ValidateAll(t, nil)
 }
+
+func TestKindShards(t *testing.T) {
+	s := mappings.Settings{Shards: 2, KindShards: map[readmodel.Kind]int{readmodel.KindLead: 24}}
+	require.NoError(t, s.Validate())
+	require.Equal(t, 24, s.ShardsOf(readmodel.KindLead))
+	require.Equal(t, 2, s.ShardsOf(readmodel.KindCatalog))
+	body, err := mappings.Template(readmodel.KindLead, s)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"number_of_shards": 24`)
+	s.KindShards[readmodel.KindPermit] = 0
+	require.Error(t, s.Validate())
+}

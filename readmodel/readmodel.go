@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -24,7 +25,9 @@ var (
 	// ErrNotFound: the addressed entity (geo_id, property_id) does not exist.
 	ErrNotFound = errors.New("readmodel: not found")
 	// ErrUnavailable: the backend cannot answer now (connection refused,
-	// cluster red, timeout). The API maps it to 500 BACKEND_UNAVAILABLE.
+	// cluster red, timeout, overloaded, or an answer that misses part of
+	// the data such as a failed shard): a retry may succeed. The API maps
+	// it to BACKEND_UNAVAILABLE.
 	ErrUnavailable = errors.New("readmodel: backend unavailable")
 	// ErrUnsupported: the backend does not implement this read yet. Declared
 	// in Capabilities, never discovered by surprise.
@@ -141,15 +144,22 @@ type Reader interface {
 // Writer is the indexer's side of the read model.
 type Writer interface {
 	// Apply writes one batch. It returns nil only once every document of the
-	// batch is durable and visible to Reader calls (read-your-writes).
+	// batch is durable and visible to Reader calls (read-your-writes), or,
+	// for a backend that says so in its package documentation, visible
+	// within a stated bound after Apply returns (OpenSearch: the index
+	// refresh interval, 1s unless configured).
 	//
 	// Idempotence: each document carries its entity Version; a document or
 	// delete whose version is not newer than the stored one (including a
 	// tombstone left by a delete) is a no-op counted in Result.Stale, not an
 	// error. Applying the same batch twice leaves the same state.
 	//
-	// An error means the batch may be partly applied; because of the
-	// version rule the caller may retry the whole batch.
+	// A *ItemErrors error means every document of the batch but the ones
+	// it lists is applied (and counted in the result), and the listed ones
+	// can never be: the caller does not retry them but dead-letters the
+	// events that produced them with each item's Reason, and goes on.
+	// Any other error means the batch may be partly applied; because of
+	// the version rule the caller may retry the whole batch.
 	//
 	// Apply keeps nothing of b's slices once it returns (it copies what it
 	// stores): the indexer reuses them for its next batch.
@@ -239,6 +249,31 @@ type Delete struct {
 	Kind    Kind
 	ID      string
 	Version int64
+}
+
+// ItemError is one document of a batch that the backend refused for good:
+// the document itself cannot be stored (a mapping rejection, a value
+// over an engine limit), so no retry can store it.
+type ItemError struct {
+	Kind    Kind
+	ID      string
+	Version int64
+	Reason  string // the backend's reason, for the dead letter
+}
+
+// ItemErrors is the error Writer.Apply returns when it applied every
+// document of a batch except Items, which it can never apply.
+type ItemErrors struct {
+	Items []ItemError
+}
+
+func (e *ItemErrors) Error() string {
+	if len(e.Items) == 0 {
+		return "readmodel: no item errors"
+	}
+	first := e.Items[0]
+	msg := fmt.Sprintf("readmodel: %d documents refused for good, first %s %q v%d: %s", len(e.Items), first.Kind, first.ID, first.Version, first.Reason)
+	return msg
 }
 
 // ApplyResult counts what a batch did.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/opensearch"
 )
 
 func init() {
@@ -19,6 +22,10 @@ type openSearchAdminConfig struct {
 	commonConfig
 	OpenSearch openSearchConfig
 	Kinds      string // reindex only
+	// KindShards: "leads=24,permits=12": primaries per kind. init: the
+	// others take -opensearch-shards; reindex: the others keep their
+	// current count (-opensearch-shards is not used).
+	KindShards string
 }
 
 func (c *openSearchAdminConfig) Validate() error {
@@ -26,7 +33,28 @@ func (c *openSearchAdminConfig) Validate() error {
 	if _, err := parseKinds(c.Kinds); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := parseKindShards(c.KindShards); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// parseKindShards reads "leads=24,permits=12" (index base names).
+func parseKindShards(s string) (map[readmodel.Kind]int, error) {
+	out := map[readmodel.Kind]int{}
+	for _, part := range splitCSV(s) {
+		name, n, ok := strings.Cut(part, "=")
+		kinds, err := parseKinds(strings.TrimSpace(name))
+		if !ok || err != nil || len(kinds) != 1 || strings.TrimSpace(name) == "all" {
+			return nil, fmt.Errorf("kind-shards: %q is not <index>=<shards> with index one of locations, permits, properties, geo_signals, leads, catalog", part)
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("kind-shards: %q: shards must be a whole number >= 1", part)
+		}
+		out[kinds[0]] = v
+	}
+	return out, nil
 }
 
 // parseKinds reads "all" or a comma-separated list of index base names
@@ -63,6 +91,9 @@ func runOpenSearch(ctx context.Context, e env, args []string) error {
 	cfg.OpenSearch.bind(fs)
 	if sub == "reindex" {
 		fs.StringVar(&cfg.Kinds, "kinds", "all", "indices to rebuild: all, or comma-separated base names (permits,leads)")
+		fs.StringVar(&cfg.KindShards, "kind-shards", "", "primary shards of the new index per kind (leads=24,permits=12); a kind not listed keeps its current count")
+	} else {
+		fs.StringVar(&cfg.KindShards, "kind-shards", "", "primary shards per kind (leads=24,permits=12); a kind not listed takes -opensearch-shards")
 	}
 	if err := fs.parse(args[1:]); err != nil {
 		return err
@@ -77,6 +108,7 @@ func runOpenSearch(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	set := cfg.OpenSearch.settings()
+	set.KindShards, _ = parseKindShards(cfg.KindShards)
 	if sub == "init" {
 		if err := s.Init(ctx, set); err != nil {
 			return err
@@ -89,11 +121,22 @@ func runOpenSearch(ctx context.Context, e env, args []string) error {
 	}
 	kinds, _ := parseKinds(cfg.Kinds)
 	for _, k := range kinds {
-		res, err := s.Reindex(ctx, k, set)
+		res, err := s.Reindex(ctx, k, opensearch.ReindexOptions{
+			Settings: set, Shards: set.KindShards[k],
+			Progress: func(p opensearch.ReindexProgress) { fmt.Fprintln(e.stdout, p.String()) },
+		})
 		if err != nil {
 			return fmt.Errorf("reindex %s: %w", mappings.Base(k), err)
 		}
-		fmt.Fprintf(e.stdout, "%s: %s -> %s, %d copied, %d kept newer\n", mappings.Base(k), res.From, res.To, res.Copied, res.Stale)
+		how := ""
+		switch {
+		case res.Resumed:
+			how = " (resumed an interrupted run)"
+		case res.Rolled:
+			how = " (rolled back an interrupted run first)"
+		}
+		fmt.Fprintf(e.stdout, "%s: %s -> %s%s, %d shards, %d documents, %d copied, %d already current\n",
+			mappings.Base(k), res.From, res.To, how, res.Shards, res.Docs, res.Copied, res.Stale)
 	}
 	return nil
 }

@@ -83,3 +83,16 @@ func TestNewOpenSearchReadModelFailsFast(t *testing.T) {
 	_, err := newOpenSearchReadModel(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.ErrorContains(t, err, "permitd opensearch init")
 }
+
+func TestParseKindShards(t *testing.T) {
+	got, err := parseKindShards("leads=24, permits=12")
+	require.NoError(t, err)
+	require.Equal(t, map[readmodel.Kind]int{readmodel.KindLead: 24, readmodel.KindPermit: 12}, got)
+	got, err = parseKindShards("")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	for _, bad := range []string{"leads", "leads=0", "lead=3", "all=3", "leads=x"} {
+		_, err := parseKindShards(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/address"
@@ -16,6 +17,14 @@ import (
 // field for field by mappings/templates/*.json (dynamic: strict). Every
 // document carries doc_id (its _id, the sort tie-breaker of full scans),
 // version (the entity version, also the external _version) and deleted.
+// A permit, property or lead keeps its id in doc_id only: the entity id
+// is not stored twice.
+//
+// Sort keys are single numeric fields without missing values, so the
+// engine can skip segments and blocks that cannot compete (Lucene's
+// numeric sort optimisation needs a long, double or date primary key
+// with points): a missing date or confidence is folded into a sentinel
+// that sorts after every real value in the key's order.
 //
 // A delete is stored as a tombstone: {"doc_id", "version", "deleted":
 // true} indexed with external versioning like any upsert. OpenSearch's
@@ -169,7 +178,6 @@ type addressDoc struct {
 
 type permitDoc struct {
 	meta
-	PermitID        string       `json:"permit_id,omitempty"`
 	PermitNumber    string       `json:"permit_number,omitempty"`
 	PermitType      string       `json:"permit_type,omitempty"`
 	WorkType        string       `json:"work_type,omitempty"`
@@ -177,8 +185,8 @@ type permitDoc struct {
 	ApplicationDate string       `json:"application_date,omitempty"`
 	IssueDate       string       `json:"issue_date,omitempty"`
 	CompletionDate  string       `json:"completion_date,omitempty"`
-	IssueDay        int32        `json:"issue_day"`
-	Undated         int8         `json:"undated"`
+	IssueUp         int64        `json:"issue_up"`
+	IssueDown       int64        `json:"issue_down"`
 	RawDescription  string       `json:"raw_description,omitempty"`
 	Contractor      string       `json:"contractor,omitempty"`
 	Valuation       *float64     `json:"valuation,omitempty"`
@@ -190,6 +198,38 @@ type permitDoc struct {
 	PropertyID      string       `json:"property_id,omitempty"`
 	GeoLinks        []geoLinkDoc `json:"geo_links,omitempty"`
 	GeoIDs          []string     `json:"geo_ids,omitempty"`
+}
+
+// Sentinels of the date sort keys: past any real day (days since 1970
+// fit in 32 bits) in the key's direction, so undated items sort last.
+const (
+	undatedUp   int64 = 1 << 40    // issue_up, ascending
+	undatedDown int64 = -(1 << 40) // issue_down and event_key, descending
+	noConfKey         = -1.0       // conf_key, descending: confidences are in [0, 1]
+)
+
+// issueKeys are a permit's ascending and descending sort keys.
+func issueKeys(date string) (up, down int64) {
+	if d, ok := dayOf(date); ok {
+		return int64(d), int64(d)
+	}
+	return undatedUp, undatedDown
+}
+
+// eventKey is a lead's event date sort key (descending).
+func eventKey(date string) int64 {
+	if d, ok := dayOf(date); ok {
+		return int64(d)
+	}
+	return undatedDown
+}
+
+// confKey is a lead's confidence sort key (descending).
+func confKey(c *float64) float64 {
+	if c == nil {
+		return noConfKey
+	}
+	return *c
 }
 
 // dayOf is YYYY-MM-DD as days since 1970; ok false for "" or malformed.
@@ -210,8 +250,8 @@ func pointOf(lat, lon *float64) *point {
 
 func permitDocOf(p readmodel.Permit) permitDoc {
 	d := permitDoc{
-		meta:     meta{DocID: p.PermitID, Version: p.Version},
-		PermitID: p.PermitID, PermitNumber: p.PermitNumber, PermitType: p.PermitType, WorkType: p.WorkType,
+		meta:         meta{DocID: p.PermitID, Version: p.Version},
+		PermitNumber: p.PermitNumber, PermitType: p.PermitType, WorkType: p.WorkType,
 		Status: p.Status, ApplicationDate: validDate(p.ApplicationDate), IssueDate: validDate(p.IssueDate),
 		CompletionDate: validDate(p.CompletionDate), RawDescription: p.RawDescription, Contractor: p.Contractor,
 		Valuation: p.Valuation, Source: p.Source, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
@@ -221,11 +261,7 @@ func permitDocOf(p readmodel.Permit) permitDoc {
 		Zipcode: p.Address.Zipcode, County: p.Address.County, Jurisdiction: p.Address.Jurisdiction}); a != (addressDoc{}) {
 		d.Address = &a
 	}
-	if day, ok := dayOf(p.IssueDate); ok {
-		d.IssueDay = day
-	} else {
-		d.Undated = 1
-	}
+	d.IssueUp, d.IssueDown = issueKeys(p.IssueDate)
 	return d
 }
 
@@ -240,7 +276,7 @@ func validDate(s string) string {
 
 func (d permitDoc) permit() readmodel.Permit {
 	p := readmodel.Permit{
-		PermitID: d.PermitID, PermitNumber: d.PermitNumber, PermitType: d.PermitType, WorkType: d.WorkType,
+		PermitID: d.DocID, PermitNumber: d.PermitNumber, PermitType: d.PermitType, WorkType: d.WorkType,
 		Status: d.Status, ApplicationDate: d.ApplicationDate, IssueDate: d.IssueDate, CompletionDate: d.CompletionDate,
 		RawDescription: d.RawDescription, Contractor: d.Contractor, Valuation: d.Valuation, Source: d.Source,
 		Lat: d.Lat, Lon: d.Lon, PropertyID: d.PropertyID, GeoLinks: linksFrom(d.GeoLinks), Version: d.Version,
@@ -254,10 +290,10 @@ func (d permitDoc) permit() readmodel.Permit {
 
 type propertyDoc struct {
 	meta
-	PropertyID        string       `json:"property_id,omitempty"`
 	CanonicalAddress  string       `json:"canonical_address,omitempty"`
 	NormalizedAddress string       `json:"normalized_address,omitempty"`
 	HouseNumber       string       `json:"house_number,omitempty"`
+	StreetLen         int          `json:"street_len,omitempty"`
 	City              string       `json:"city,omitempty"`
 	CityNorm          string       `json:"city_norm,omitempty"`
 	State             string       `json:"state,omitempty"`
@@ -272,9 +308,11 @@ type propertyDoc struct {
 
 func propertyDocOf(p readmodel.Property) propertyDoc {
 	return propertyDoc{
-		meta:       meta{DocID: p.PropertyID, Version: p.Version},
-		PropertyID: p.PropertyID, CanonicalAddress: p.CanonicalAddress, NormalizedAddress: p.NormalizedAddress,
-		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress), City: p.City, CityNorm: address.NormalizeCity(p.City),
+		meta:             meta{DocID: p.PropertyID, Version: p.Version},
+		CanonicalAddress: p.CanonicalAddress, NormalizedAddress: p.NormalizedAddress,
+		HouseNumber: propmatch.HouseNumber(p.NormalizedAddress),
+		StreetLen:   utf8.RuneCountInString(streetName(p.NormalizedAddress, propmatch.HouseNumber(p.NormalizedAddress))),
+		City:        p.City, CityNorm: address.NormalizeCity(p.City),
 		State: p.State, Zipcode: p.Zipcode, ParcelID: p.ParcelID, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
 		GeoLinks: linksOf(p.GeoLinks), GeoIDs: geoIDsOf(p.GeoLinks, p.PropertyID),
 	}
@@ -282,7 +320,7 @@ func propertyDocOf(p readmodel.Property) propertyDoc {
 
 func (d propertyDoc) property() readmodel.Property {
 	return readmodel.Property{
-		PropertyID: d.PropertyID, CanonicalAddress: d.CanonicalAddress, NormalizedAddress: d.NormalizedAddress,
+		PropertyID: d.DocID, CanonicalAddress: d.CanonicalAddress, NormalizedAddress: d.NormalizedAddress,
 		City: d.City, State: d.State, Zipcode: d.Zipcode, ParcelID: d.ParcelID, Lat: d.Lat, Lon: d.Lon,
 		GeoLinks: linksFrom(d.GeoLinks), Version: d.Version,
 	}
@@ -340,20 +378,17 @@ type leadLocationDoc struct {
 	CountyNorm  string `json:"county_norm,omitempty"`
 }
 
-// leadDoc stores the two orders of lead pages as plain sort keys without
-// missing values: no_date/no_conf are 1 for null (null last), event_day
-// and conf_sort are 0 and -1 then.
+// leadDoc stores the two orders of lead pages as two descending keys
+// without missing values: event_key (the event day, undatedDown without
+// one) and conf_key (the confidence, noConfKey without one).
 type leadDoc struct {
 	meta
-	LeadID        string           `json:"lead_id,omitempty"`
 	SignalKey     string           `json:"signal_key,omitempty"`
 	EventDateUsed string           `json:"event_date_used,omitempty"`
-	EventDay      int32            `json:"event_day"`
-	NoDate        int8             `json:"no_date"`
+	EventKey      int64            `json:"event_key"`
 	SignalBasis   string           `json:"signal_basis,omitempty"`
 	Confidence    *float64         `json:"confidence,omitempty"`
-	ConfSort      float64          `json:"conf_sort"`
-	NoConf        int8             `json:"no_conf"`
+	ConfKey       float64          `json:"conf_key"`
 	ReasonCodes   []string         `json:"reason_codes"`
 	PermitNumber  string           `json:"permit_number,omitempty"`
 	Jurisdiction  string           `json:"jurisdiction,omitempty"`
@@ -368,8 +403,8 @@ func leadDocOf(l readmodel.Lead) leadDoc {
 		codes = []string{}
 	}
 	d := leadDoc{
-		meta:   meta{DocID: l.LeadID, Version: l.Version},
-		LeadID: l.LeadID, SignalKey: l.SignalKey, SignalBasis: l.SignalBasis, Confidence: l.Confidence,
+		meta:      meta{DocID: l.LeadID, Version: l.Version},
+		SignalKey: l.SignalKey, SignalBasis: l.SignalBasis, Confidence: l.Confidence,
 		ReasonCodes: codes, PermitNumber: l.PermitNumber, Jurisdiction: l.Jurisdiction, MapsURL: l.MapsURL,
 		GeoIDs: l.GeoIDs,
 		Location: &leadLocationDoc{
@@ -378,22 +413,14 @@ func leadDocOf(l readmodel.Lead) leadDoc {
 			ZipcodeNorm: l.Location.ZipcodeNorm, CountyNorm: l.Location.CountyNorm,
 		},
 	}
-	if day, ok := dayOf(l.EventDateUsed); ok {
-		d.EventDateUsed, d.EventDay = l.EventDateUsed, day
-	} else {
-		d.NoDate = 1
-	}
-	if l.Confidence != nil {
-		d.ConfSort = *l.Confidence
-	} else {
-		d.NoConf, d.ConfSort = 1, -1
-	}
+	d.EventDateUsed = validDate(l.EventDateUsed)
+	d.EventKey, d.ConfKey = eventKey(l.EventDateUsed), confKey(l.Confidence)
 	return d
 }
 
 func (d leadDoc) lead() readmodel.Lead {
 	l := readmodel.Lead{
-		LeadID: d.LeadID, SignalKey: d.SignalKey, EventDateUsed: d.EventDateUsed, SignalBasis: d.SignalBasis,
+		LeadID: d.DocID, SignalKey: d.SignalKey, EventDateUsed: d.EventDateUsed, SignalBasis: d.SignalBasis,
 		Confidence: d.Confidence, ReasonCodes: d.ReasonCodes, PermitNumber: d.PermitNumber,
 		Jurisdiction: d.Jurisdiction, MapsURL: d.MapsURL, GeoIDs: d.GeoIDs, Version: d.Version,
 	}

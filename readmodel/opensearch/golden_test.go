@@ -2,6 +2,7 @@ package opensearch
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -67,6 +68,7 @@ func TestQueryGoldens(t *testing.T) {
 		"active_catalog_state.search.json":      activeCatalogBody("WA", nil, maxCatalog),
 		"catalog.search.json":                   catalogBody(readmodel.CatalogQuery{State: "WA", SignalKeys: []string{"permit_velocity"}}),
 		"leads_page_date.search.json":           leadPage,
+		"sent_leads_page_date.search.json":      guarded(leadPage),
 		"leads_page_confidence.search.json":     leadConf,
 		"stats.search.json":                     stats,
 		"stats.aggs.json":                       aggs,
@@ -77,6 +79,7 @@ func TestQueryGoldens(t *testing.T) {
 		"properties.search.json":                propertyBody(&ps),
 		"property_permit_stats.search.json":     propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                     countBody(),
+		"count_deleted.search.json":             countDeletedBody(),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
 	} {
@@ -208,4 +211,68 @@ func TestStatsFromBuckets(t *testing.T) {
 		ConfidenceHigh: 3, ConfidenceMedium: 4, ConfidenceLow: 3,
 		Fresh0to7: 1, Fresh8to14: 2, Fresh15to30: 3, Fresh31Plus: 4,
 	}, st)
+}
+
+// TestSortKeysFoldMissingLast: the single numeric sort keys put an
+// undated permit after every dated one in both orders, and a lead
+// without date or confidence after every lead with one, as the
+// readmodel contracts order them.
+func TestSortKeysFoldMissingLast(t *testing.T) {
+	for _, day := range []string{"1900-01-01", "1969-12-31", "1970-01-01", "2026-11-22", "9999-12-31"} {
+		up, down := issueKeys(day)
+		uUp, uDown := issueKeys("")
+		require.Less(t, up, uUp, "ascending: %s before undated", day)
+		require.Greater(t, down, uDown, "descending: %s before undated", day)
+		require.Greater(t, eventKey(day), eventKey(""), "leads: %s before undated", day)
+	}
+	for _, c := range []float64{0, 0.001, 1} {
+		require.Greater(t, confKey(&c), confKey(nil), "confidence %g before none", c)
+	}
+}
+
+// TestFuzzyLengthsNeverDropAMatch: every street name the fuzzy pass can
+// match (similarity at least FuzzyMinSim) has a length inside
+// fuzzyLengths of the query's name, so the length filter only drops
+// properties the scorer would reject.
+func TestFuzzyLengthsNeverDropAMatch(t *testing.T) {
+	names := []string{"A", "ST", "ELM ST", "MAIN ST", "MAGNOLIA BLVD W", "UNIVERSITY ST", "MARTIN LUTHER KING JR WAY S",
+		"108TH AVE NE", "NE 8TH ST", "ÉLAN CT", "AVENIDA DEL SOL", "Q00001 ZZZZ AVE", "BROADWAY", "BROADWAY E"}
+	var cands []string
+	for _, n := range names {
+		cands = append(cands, n)
+		for i := range len(n) {
+			cands = append(cands, n[:i]+n[i+1:], n[:i]+"X"+n[i:], n+strings.Repeat("Y", i%5))
+		}
+	}
+	for _, q := range names {
+		lo, hi := fuzzyLengths(q)
+		for _, c := range cands {
+			if _, ok := propmatch.FuzzyConfidence(propmatch.Similarity(q, c)); !ok {
+				continue
+			}
+			n := len([]rune(c))
+			require.True(t, n >= lo && n <= hi, "%q matches %q but its length %d is outside [%d, %d]", c, q, n, lo, hi)
+		}
+	}
+}
+
+func TestPropertyPoolComplete(t *testing.T) {
+	pool := func(total int, scores ...float64) *searchResult {
+		var r searchResult
+		r.Hits.Total = &struct {
+			Value int64 `json:"value"`
+		}{int64(total)}
+		for i, s := range scores {
+			r.Hits.Hits = append(r.Hits.Hits, struct {
+				ID     string          `json:"_id"`
+				Source json.RawMessage `json:"_source"`
+				Sort   []any           `json:"sort"`
+			}{ID: fmt.Sprint(i), Sort: []any{json.Number(fmt.Sprint(s)), "id"}})
+		}
+		return &r
+	}
+	require.NoError(t, propertyPoolComplete(pool(2, 3, 1)), "everything came back")
+	require.NoError(t, propertyPoolComplete(pool(9, 3, 3, 1)), "every street match came back: the fuzzy pass does not run")
+	require.Error(t, propertyPoolComplete(pool(9, 3, 3, 3)), "street matches were cut")
+	require.Error(t, propertyPoolComplete(pool(9, 1, 1, 1)), "fuzzy candidates were cut")
 }

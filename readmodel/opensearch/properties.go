@@ -26,6 +26,9 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 	if err != nil {
 		return nil, err
 	}
+	if err := propertyPoolComplete(r); err != nil {
+		return nil, err
+	}
 	docs, err := decodeHits[propertyDoc](r)
 	if err != nil {
 		return nil, err
@@ -42,14 +45,14 @@ func matchProperties(q *propmatch.Query, limit int, docs []propertyDoc) []readmo
 	for i := range docs {
 		d := &docs[i]
 		if sc, ok := propmatch.ScoreStreet(q, hints, d.candidate()); ok {
-			hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.PropertyID, Score: sc})
+			hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.DocID, Score: sc})
 		}
 	}
 	if q.Fuzzy(len(hits)) {
 		for i := range docs {
 			d := &docs[i]
 			if sc, ok := propmatch.ScoreFuzzy(q, hints, d.candidate()); ok {
-				hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.PropertyID, Score: sc})
+				hits = append(hits, propmatch.Hit[*propertyDoc]{Property: d, ID: d.DocID, Score: sc})
 			}
 		}
 	}

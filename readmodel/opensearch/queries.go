@@ -1,9 +1,12 @@
 package opensearch
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
@@ -77,30 +80,33 @@ func locationsByIDBody(ids []string) obj {
 }
 
 // permitPageBody pages permits under field=id (geo_ids for a location,
-// property_id for a property). Sort: undated last in both orders, then the
-// issue day, then permit_id: every sort value is present, so search_after
-// needs no sentinel for missing dates.
+// property_id for a property). Sort: one numeric key per order (issue_up
+// ascending, issue_down descending; undated permits hold a sentinel past
+// every day, so they come last in both orders), then doc_id (the permit
+// id): every sort value is present, and the engine can skip on the
+// first key.
 func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey, total bool) obj {
 	clauses := []obj{term(field, id)}
 	if from != "" || to != "" {
 		clauses = append(clauses, dateRange("issue_date", from, to))
 	}
-	order := "asc"
+	key := obj{"issue_up": "asc"}
 	if desc {
-		order = "desc"
+		key = obj{"issue_down": "desc"}
 	}
 	b := obj{
 		"size":             limit + 1,
 		"track_total_hits": total,
 		"query":            filtered(clauses...),
-		"sort":             []obj{{"undated": "asc"}, {"issue_day": order}, {"permit_id": "asc"}},
+		"sort":             []obj{key, {"doc_id": "asc"}},
 	}
 	if after != nil {
-		undated, day := 1, int32(0)
-		if d, ok := dayOf(after.IssueDate); ok {
-			undated, day = 0, d
+		up, down := issueKeys(after.IssueDate)
+		k := up
+		if desc {
+			k = down
 		}
-		b["search_after"] = []any{undated, day, after.PermitID}
+		b["search_after"] = []any{k, after.PermitID}
 	}
 	return b
 }
@@ -244,8 +250,11 @@ func leadQuery(f readmodel.LeadFilter) (obj, error) {
 	return filtered(clauses...), nil
 }
 
-// leadPageBody pages leads in the query's order; nulls sort last through
-// the no_date/no_conf keys (see leadDoc).
+// leadPageBody pages leads in the query's order: two descending numeric
+// keys without missing values (event_key, conf_key: nulls hold a sentinel
+// below every value, so they come last; see leadDoc), then doc_id (the
+// lead id). The date order is the leads index's own sort (index.sort),
+// so the engine can stop early in every segment.
 func leadPageBody(q readmodel.LeadQuery) (obj, error) {
 	query, err := leadQuery(q.Filter)
 	if err != nil {
@@ -254,30 +263,28 @@ func leadPageBody(q readmodel.LeadQuery) (obj, error) {
 	var sort []obj
 	switch q.Sort {
 	case readmodel.SortEventDateDesc:
-		sort = []obj{{"no_date": "asc"}, {"event_day": "desc"}, {"no_conf": "asc"}, {"conf_sort": "desc"}, {"lead_id": "asc"}}
+		sort = []obj{{"event_key": "desc"}, {"conf_key": "desc"}, {"doc_id": "asc"}}
 	case readmodel.SortConfidenceDesc:
-		sort = []obj{{"no_conf": "asc"}, {"conf_sort": "desc"}, {"no_date": "asc"}, {"event_day": "desc"}, {"lead_id": "asc"}}
+		sort = []obj{{"conf_key": "desc"}, {"event_key": "desc"}, {"doc_id": "asc"}}
 	default:
 		return nil, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
 	}
 	b := obj{"size": q.Limit + 1, "track_total_hits": false, "query": query, "sort": sort}
 	if a := q.After; a != nil {
-		noDate, day := 1, int32(0)
 		if a.EventDate != "" {
-			d, ok := dayOf(a.EventDate)
-			if !ok {
+			if _, ok := dayOf(a.EventDate); !ok {
 				return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, a.EventDate)
 			}
-			noDate, day = 0, d
 		}
-		noConf, conf := 1, -1.0
+		day := eventKey(a.EventDate)
+		conf := noConfKey
 		if a.HasConfidence {
-			noConf, conf = 0, a.Confidence
+			conf = a.Confidence
 		}
 		if q.Sort == readmodel.SortEventDateDesc {
-			b["search_after"] = []any{noDate, day, noConf, conf, a.LeadID}
+			b["search_after"] = []any{day, conf, a.LeadID}
 		} else {
-			b["search_after"] = []any{noConf, conf, noDate, day, a.LeadID}
+			b["search_after"] = []any{conf, day, a.LeadID}
 		}
 	}
 	return b, nil
@@ -407,17 +414,30 @@ func resolveBody(q resolve.Query) obj {
 	}
 }
 
-// maxPropertyScan bounds the properties one lookup reads (exact street
-// matches and, for the fuzzy fallback, the same house number in the city):
-// a candidate pool for the shared scorer, best first (a property matching
-// the street scores above one matching only the house number), so a cut
-// drops the weakest candidates, never an exact street match before them.
-const maxPropertyScan = 2000
+// maxPropertyScan bounds the properties one lookup reads: the candidate
+// pool the shared scorer (package propmatch) ranks. The pool is complete
+// or the read fails (propertyPoolComplete): every property that can be a
+// street match, and when none is, every one that can be a fuzzy match, so
+// the scorer sees what the memory backend's sees and the first answer
+// (and the ambiguity rule, which looks at all the matches) agree.
+const maxPropertyScan = 5000
 
-// propertyBody fetches the properties a lookup may match: the normalised
-// street line, or (with a city) the house number in that city; city,
-// state and ZIP hints are filters (a property without a ZIP passes the
-// ZIP filter).
+// Scores of the two tiers of the property pool (constant, so the order
+// does not depend on per-shard term statistics): a street match also has
+// the house number, so it scores streetTier+numberTier and comes before
+// every property that only shares the house number.
+const (
+	streetTier = 2.0
+	numberTier = 1.0
+)
+
+// propertyBody fetches the properties a lookup may match, best tier
+// first: the normalised street line (street tier), then, with a city,
+// the same house number in that city with a street name whose length
+// allows the fuzzy pass's similarity (fuzzyLengths); city, state and ZIP
+// hints are filters (a property without a ZIP passes the ZIP filter).
+// Within a tier, doc_id (the property id) ascending; the total is tracked
+// so an incomplete pool is seen.
 func propertyBody(q *propmatch.Query) obj {
 	filter := []obj{live()}
 	if q.City != "" {
@@ -432,16 +452,71 @@ func propertyBody(q *propmatch.Query) obj {
 			{"bool": obj{"must_not": []obj{{"exists": obj{"field": "zipcode"}}}}},
 		}, "minimum_should_match": 1}})
 	}
-	should := []obj{term("normalized_address", q.Street)}
+	should := []obj{{"constant_score": obj{"filter": term("normalized_address", q.Street), "boost": streetTier}}}
 	if q.City != "" {
-		should = append(should, term("house_number", q.Number))
+		lo, hi := fuzzyLengths(streetName(q.Street, q.Number))
+		should = append(should, obj{"constant_score": obj{"filter": obj{"bool": obj{"filter": []obj{
+			term("house_number", q.Number),
+			{"range": obj{"street_len": obj{"gte": lo, "lte": hi}}},
+		}}}, "boost": numberTier}})
 	}
 	return obj{
 		"size":             maxPropertyScan,
-		"track_total_hits": false,
+		"track_total_hits": maxPropertyScan + 1,
 		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
-		"sort":             []any{obj{"_score": "desc"}, obj{"property_id": "asc"}},
+		"sort":             []any{obj{"_score": "desc"}, obj{"doc_id": "asc"}},
 	}
+}
+
+// streetName is a street line without its house number, as the fuzzy
+// pass compares it.
+func streetName(street, number string) string {
+	if rest, ok := strings.CutPrefix(street, number+" "); ok && number != "" {
+		return rest
+	}
+	return street
+}
+
+// fuzzyLengths bounds the street name length (in runes) of a property the
+// fuzzy pass can match for a query street name: similarity is 1 - edit
+// distance / longer length and must reach propmatch.FuzzyMinSim (3/4),
+// and the distance is at least the length difference, so a length L
+// outside [3n/4, 4n/3] can never match a name of n runes. The bounds are
+// widened by one against rounding; the scorer decides.
+func fuzzyLengths(name string) (lo, hi int) {
+	n := utf8.RuneCountInString(name)
+	return max(0, 3*n/4-1), 4*n/3 + 1
+}
+
+// propertyPoolComplete fails a property pool that may miss a candidate:
+// more properties matched than were returned, and the last one returned
+// is still in the street tier (street matches were cut), or no street
+// match came back (the fuzzy candidates were cut).
+func propertyPoolComplete(r *searchResult) error {
+	n := len(r.Hits.Hits)
+	if r.Hits.Total == nil || r.Hits.Total.Value <= int64(n) {
+		return nil
+	}
+	streetFirst, streetLast := n > 0 && hitScore(r, 0) >= streetTier, n > 0 && hitScore(r, n-1) >= streetTier
+	if streetFirst && !streetLast {
+		return nil // every street match is in; the fuzzy pass will not run
+	}
+	return fmt.Errorf("opensearch: property candidates overflow maxPropertyScan: more than %d match", n)
+}
+
+// hitScore is hit i's first sort value (its _score in propertyBody).
+func hitScore(r *searchResult, i int) float64 {
+	if len(r.Hits.Hits[i].Sort) == 0 {
+		return 0
+	}
+	switch v := r.Hits.Hits[i].Sort[0].(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case float64:
+		return v
+	}
+	return 0
 }
 
 // propertyPermitStatsBody counts the permits of several properties and
@@ -457,9 +532,19 @@ func propertyPermitStatsBody(ids []string) obj {
 	}
 }
 
-// countBody counts the live documents of an index.
+// countBody counts the documents of an index, tombstones included, with
+// match_all: the engine answers it from each segment's live-document
+// count without visiting a posting, so a readiness check over 500M
+// documents costs what one over 5 does. countDeletedBody counts the
+// tombstones (a few per entity ever deleted, iterated); Counts reports
+// the difference.
 func countBody() obj {
-	return obj{"size": 0, "track_total_hits": true, "query": filtered()}
+	return obj{"size": 0, "track_total_hits": true, "query": obj{"match_all": obj{}}}
+}
+
+// countDeletedBody counts the tombstones of an index.
+func countDeletedBody() obj {
+	return obj{"size": 0, "track_total_hits": true, "query": term("deleted", true)}
 }
 
 // scanPageSize is the page of a full scan (Digest).

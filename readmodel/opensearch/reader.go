@@ -30,6 +30,53 @@ type searchResult struct {
 	PitID        string                     `json:"pit_id"`
 	Status       int                        `json:"status"`
 	Error        json.RawMessage            `json:"error"`
+	TimedOut     bool                       `json:"timed_out"`
+	Shards       *struct {
+		Total    int               `json:"total"`
+		Failed   int               `json:"failed"`
+		Failures []json.RawMessage `json:"failures"`
+	} `json:"_shards"`
+}
+
+// partial fails an answer that does not cover every shard: a shard
+// failed (allow_partial_search_results=false makes the engine refuse
+// most of these itself, but a failure in the fetch phase or an older
+// node still answers 200) or the server-side timeout cut the search
+// short (timed_out: the engine then returns what it had, whatever
+// allow_partial_search_results says). Either is readmodel.ErrUnavailable:
+// a retry may get the whole answer, and a partial one would turn an
+// existing geography into a 404, count low or hand out a cursor that
+// skips items for good.
+func (r *searchResult) partial(what string) error {
+	if r.TimedOut {
+		return fmt.Errorf("%w: %s timed out after %s on the server", readmodel.ErrUnavailable, what, searchTimeout)
+	}
+	if r.Shards != nil && r.Shards.Failed > 0 {
+		first := ""
+		if len(r.Shards.Failures) > 0 {
+			first = ", first: " + string(r.Shards.Failures[0])
+		}
+		return fmt.Errorf("%w: %s: %d of %d shards failed%s", readmodel.ErrUnavailable, what, r.Shards.Failed, r.Shards.Total, first)
+	}
+	return nil
+}
+
+// searchTimeout is the server-side timeout of every search (the "timeout"
+// of the body): a shard that has not answered by then makes the search
+// answer timed_out, which fails the read (partial). It is below the
+// client's per-attempt timeout (30s by default) so the engine, not the
+// connection, gives up first and frees the shard's search thread.
+const searchTimeout = "10s"
+
+// guarded is body as it is sent: with the server-side timeout. The map
+// is copied, so a builder's golden rendering stays what it returns.
+func guarded(body obj) obj {
+	out := make(obj, len(body)+1)
+	for k, v := range body {
+		out[k] = v
+	}
+	out["timeout"] = searchTimeout
+	return out
 }
 
 func (r *searchResult) total() int64 {
@@ -52,14 +99,26 @@ func decodeHits[T any](r *searchResult) ([]T, error) {
 	return out, nil
 }
 
-// search is one _search on index.
+// search is one _search on index, failing closed: partial results are
+// refused (allow_partial_search_results=false), the body carries the
+// server-side timeout, and an answer that still misses shards or timed
+// out is readmodel.ErrUnavailable (see partial).
 func (s *Store) search(ctx context.Context, index string, body obj) (*searchResult, error) {
-	raw, err := json.Marshal(body)
+	return s.searchPath(ctx, "/"+index+"/_search", body)
+}
+
+// searchPath is search on a path ("/_search" for a point in time, which
+// names its indices itself).
+func (s *Store) searchPath(ctx context.Context, path string, body obj) (*searchResult, error) {
+	raw, err := json.Marshal(guarded(body))
 	if err != nil {
 		return nil, err
 	}
 	var out searchResult
-	if err := s.do(ctx, http.MethodPost, "/"+index+"/_search", raw, "", &out); err != nil {
+	if err := s.do(ctx, http.MethodPost, path+"?allow_partial_search_results=false", raw, "", &out); err != nil {
+		return nil, err
+	}
+	if err := out.partial("search " + path); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -71,12 +130,14 @@ type msearchReq struct {
 	body  obj
 }
 
-// msearch sends the searches in one _msearch request; a failed search
+// msearch sends the searches in one _msearch request, each failing closed
+// as search does (allow_partial_search_results=false in its header, the
+// server-side timeout in its body); a failed, partial or timed-out search
 // fails the read.
 func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResult, error) {
 	var buf bytes.Buffer
 	for _, r := range reqs {
-		for _, v := range []any{obj{"index": r.index}, r.body} {
+		for _, v := range []any{msearchHeader(r.index), guarded(r.body)} {
 			line, err := json.Marshal(v)
 			if err != nil {
 				return nil, err
@@ -95,15 +156,26 @@ func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResul
 		return nil, fmt.Errorf("%w: msearch answered %d of %d searches", readmodel.ErrUnavailable, len(out.Responses), len(reqs))
 	}
 	for i, r := range out.Responses {
+		if r == nil {
+			return nil, fmt.Errorf("%w: msearch %s: no response", readmodel.ErrUnavailable, reqs[i].index)
+		}
 		if len(r.Error) > 0 && string(r.Error) != "null" {
 			err := fmt.Errorf("opensearch: msearch %s: %d %s", reqs[i].index, r.Status, r.Error)
-			if r.Status >= 500 || r.Status == 0 {
+			if retryable(r.Status) || r.Status == 0 {
 				err = fmt.Errorf("%w: %v", readmodel.ErrUnavailable, err)
 			}
 			return nil, err
 		}
+		if err := r.partial("msearch " + reqs[i].index); err != nil {
+			return nil, err
+		}
 	}
 	return out.Responses, nil
+}
+
+// msearchHeader is the header line of one search of an _msearch.
+func msearchHeader(index string) obj {
+	return obj{"index": index, "allow_partial_search_results": false}
 }
 
 // maxDate reads a max aggregation of epoch milliseconds; "" when null.
@@ -241,7 +313,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
 			break
 		}
 		p := d.permit()
@@ -291,7 +363,7 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
 			break
 		}
 		out.Permits = append(out.Permits, d.permit())
@@ -489,7 +561,7 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 	for i, d := range docs {
 		if i == q.Limit {
 			last := docs[i-1]
-			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, LeadID: last.LeadID}
+			page.Next = &readmodel.LeadKey{EventDate: last.EventDateUsed, LeadID: last.DocID}
 			if last.Confidence != nil {
 				page.Next.HasConfidence, page.Next.Confidence = true, *last.Confidence
 			}

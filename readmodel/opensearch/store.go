@@ -4,12 +4,23 @@
 //
 // # Consistency
 //
-// Apply returns once every item of the bulk request is acknowledged and
-// refreshed (refresh=wait_for): a Reader call that starts after Apply
-// returned sees the batch (read-your-writes across API replicas). The
-// translog is fsynced per request (index.translog.durability: request,
-// the OpenSearch default), so an acknowledged batch survives a node
-// restart; with replicas it survives the loss of a node.
+// Apply returns once every item of the batch is acknowledged (or
+// reported in *readmodel.ItemErrors): acknowledged means written to the
+// translog of every in-sync copy, fsynced per request
+// (index.translog.durability: request, the OpenSearch default), so it
+// survives a node restart and, with replicas, the loss of a node.
+//
+// Visibility is promised by the refresh interval, not waited for: a
+// document is visible to every Reader call that starts
+// index.refresh_interval (1s, set explicitly by the templates so idle
+// shards do not defer it; see mappings.Settings) plus the refresh's own
+// duration after Apply returned, on the primary and on document-
+// replicated copies; with segment replication a replica serves it once
+// the refreshed segments have been copied, usually well under a second
+// later. No bulk request waits for a refresh (refresh=wait_for would
+// hold every batch for up to the interval, about 30s with the backfill
+// setting in docs/operations.md). Refresh forces one, for tests and the
+// end of a backfill.
 //
 // # Versions and deletes
 //
@@ -34,6 +45,15 @@
 // property-as-location details need a second _msearch to fetch the
 // properties' hierarchy, and SearchGeoSignals first reads the state's
 // active catalog keys, then pages the rows of those keys.
+//
+// # Failing closed
+//
+// Every _search and every search of an _msearch refuses partial results
+// (allow_partial_search_results=false) and carries a server-side timeout
+// (searchTimeout). An answer that still reports a failed shard or
+// timed_out, and a 429 (a full search queue) or 5xx for the request or
+// one of its searches, is readmodel.ErrUnavailable: never a short page, a
+// low count or a 404 for a geography a lost shard holds.
 //
 // # Active geo signals
 //
@@ -137,8 +157,14 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("opensearch: %d %s: %s", e.Status, e.Type, e.Reason)
 }
 
+// retryable: the cluster is overloaded (429, a full search or write
+// queue) or failing (5xx); the same request may succeed later.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
 // do sends one request and decodes a 2xx JSON answer into out (nil:
-// discard). Transport failures and 5xx wrap readmodel.ErrUnavailable;
+// discard). Transport failures, 429 and 5xx wrap readmodel.ErrUnavailable;
 // other error answers are *apiError.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
@@ -182,7 +208,7 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, conten
 		} else {
 			ae.Reason = strings.TrimSpace(string(raw))
 		}
-		if resp.StatusCode >= 500 {
+		if retryable(resp.StatusCode) {
 			return fmt.Errorf("%w: %s %s: %v", readmodel.ErrUnavailable, method, path, ae)
 		}
 		return ae
@@ -201,6 +227,13 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, conten
 func isStatus(err error, status int) bool {
 	var ae *apiError
 	return errors.As(err, &ae) && ae.Status == status
+}
+
+// Refresh makes every write acknowledged so far visible to searches of
+// every index of the store's prefix (tests, the end of a backfill); the
+// indexer never calls it.
+func (s *Store) Refresh(ctx context.Context) error {
+	return s.do(ctx, http.MethodPost, "/"+s.prefix+"-*/_refresh", nil, "", nil)
 }
 
 // Ping checks that the cluster answers and the read aliases exist.

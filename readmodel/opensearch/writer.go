@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -52,9 +54,19 @@ func items(b readmodel.Batch) []bulkItem {
 // bulkBody renders a batch as _bulk NDJSON: one index action per item
 // with the entity version as external version, into the write alias.
 func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
+	its, lines, err := s.bulkLines(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bytes.Join(lines, nil), its, nil
+}
+
+// bulkLines renders each item's action and document lines once, so a
+// retry of some items resends their bytes without encoding again.
+func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
 	its := items(b)
-	var buf bytes.Buffer
-	for _, it := range its {
+	lines := make([][]byte, len(its))
+	for i, it := range its {
 		if _, ok := kindKnown[it.kind]; !ok {
 			return nil, nil, fmt.Errorf("opensearch: unknown kind %q", it.kind)
 		}
@@ -64,6 +76,7 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 		action := map[string]any{"index": map[string]any{
 			"_index": s.write(it.kind), "_id": it.id, "version": it.version, "version_type": "external",
 		}}
+		var buf bytes.Buffer
 		for _, v := range []any{action, it.doc} {
 			line, err := json.Marshal(v)
 			if err != nil {
@@ -72,8 +85,9 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 			buf.Write(line)
 			buf.WriteByte('\n')
 		}
+		lines[i] = buf.Bytes()
 	}
-	return buf.Bytes(), its, nil
+	return its, lines, nil
 }
 
 var kindKnown = map[readmodel.Kind]struct{}{
@@ -93,53 +107,132 @@ type bulkResponse struct {
 	} `json:"items"`
 }
 
-// Apply implements readmodel.Writer with one _bulk request
-// (refresh=wait_for). Each item's answer is checked: 200/201 applied, 409
-// (an equal or newer version is stored) stale, anything else an error
-// naming the first failed items; the batch may then be partly applied and
-// is safe to retry whole.
+// bulkPath is every bulk request: require_alias=true, so a missing write
+// alias fails the items (404) instead of auto-creating a real index with
+// dynamic mappings; no refresh parameter, so a batch never waits for a
+// refresh (see the package documentation, Consistency).
+const bulkPath = "/_bulk?require_alias=true"
+
+// Back-off of the items a bulk answer asks to retry (429, 5xx).
+const (
+	itemBackoffMin = 100 * time.Millisecond
+	itemBackoffMax = 5 * time.Second
+)
+
+// itemClass sorts one bulk item answer.
+type itemClass int
+
+const (
+	itemApplied   itemClass = iota // 200, 201
+	itemStale                      // 409: an equal or newer version is stored
+	itemRetry                      // 429, 5xx: the cluster may take it later
+	itemPermanent                  // 400-class about the document: never
+	itemCluster                    // 401, 403, 404, 408: about the cluster (a block, a missing alias), not the document
+)
+
+func classify(status int) itemClass {
+	switch {
+	case status == http.StatusOK || status == http.StatusCreated:
+		return itemApplied
+	case status == http.StatusConflict:
+		return itemStale
+	case retryable(status):
+		return itemRetry
+	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
+		status == http.StatusNotFound || status == http.StatusRequestTimeout:
+		return itemCluster
+	case status >= 400 && status < 500:
+		return itemPermanent
+	default:
+		return itemCluster
+	}
+}
+
+// Apply implements readmodel.Writer with _bulk requests into the write
+// aliases (require_alias=true, external versions). Each item's answer is
+// classified: 200/201 applied, 409 stale (an equal or newer version is
+// stored); 429 and 5xx are resent alone with exponential back-off until
+// they pass or ctx ends (then a readmodel.ErrUnavailable error: the batch
+// is partly applied and safe to retry whole); a 400-class answer about
+// the document (a mapping rejection, a value over a limit) is permanent:
+// Apply goes on with the rest and returns *readmodel.ItemErrors listing
+// every such item with its reason. An answer about the cluster rather
+// than the document (403 block, 404 missing alias) fails the batch with
+// ErrUnavailable, so no document is dead-lettered for the cluster's state.
 func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
 	var res readmodel.ApplyResult
 	if b.Len() == 0 {
 		return res, ctx.Err()
 	}
-	body, its, err := s.bulkBody(b)
+	its, lines, err := s.bulkLines(b)
 	if err != nil {
 		return res, err
 	}
-	var out bulkResponse
-	if err := s.do(ctx, http.MethodPost, "/_bulk?refresh=wait_for", body, "application/x-ndjson", &out); err != nil {
-		return res, err
+	pending := make([]int, len(its))
+	for i := range pending {
+		pending[i] = i
 	}
-	if len(out.Items) != len(its) {
-		return res, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(its))
-	}
-	var errs []error
-	for i, item := range out.Items {
-		r, ok := item["index"]
-		if !ok {
-			errs = append(errs, fmt.Errorf("item %d: no index result", i))
-			continue
+	var permanent []readmodel.ItemError
+	delay := itemBackoffMin
+	for {
+		var body bytes.Buffer
+		for _, i := range pending {
+			body.Write(lines[i])
 		}
-		switch {
-		case r.Status == http.StatusOK || r.Status == http.StatusCreated:
-			res.Applied++
-		case r.Status == http.StatusConflict:
-			res.Stale++
-		default:
-			reason := ""
+		var out bulkResponse
+		if err := s.do(ctx, http.MethodPost, bulkPath, body.Bytes(), "application/x-ndjson", &out); err != nil {
+			return res, err
+		}
+		if len(out.Items) != len(pending) {
+			return res, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(pending))
+		}
+		var retry []int
+		var cluster []error
+		for n, item := range out.Items {
+			i := pending[n]
+			r, ok := item["index"]
+			if !ok {
+				return res, fmt.Errorf("%w: bulk item %d: no index result", readmodel.ErrUnavailable, n)
+			}
+			reason := strconv.Itoa(r.Status)
 			if r.Error != nil {
-				reason = r.Error.Type + ": " + r.Error.Reason
+				reason += " " + r.Error.Type + ": " + r.Error.Reason
 			}
-			if len(errs) < 5 {
-				errs = append(errs, fmt.Errorf("%s %q: %d %s", its[i].kind, its[i].id, r.Status, reason))
-			} else if len(errs) == 5 {
-				errs = append(errs, errors.New("..."))
+			switch classify(r.Status) {
+			case itemApplied:
+				res.Applied++
+			case itemStale:
+				res.Stale++
+			case itemRetry:
+				retry = append(retry, i)
+			case itemPermanent:
+				permanent = append(permanent, readmodel.ItemError{Kind: its[i].kind, ID: its[i].id, Version: its[i].version, Reason: reason})
+			default:
+				if len(cluster) < 3 {
+					cluster = append(cluster, fmt.Errorf("%s %q: %s", its[i].kind, its[i].id, reason))
+				}
 			}
 		}
+		if len(cluster) > 0 {
+			return res, fmt.Errorf("%w: bulk: %w", readmodel.ErrUnavailable, errors.Join(cluster...))
+		}
+		if len(retry) == 0 {
+			break
+		}
+		first := its[retry[0]]
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("%w: bulk: %d items still rejected (first %s %q) when the context ended: %w",
+				readmodel.ErrUnavailable, len(retry), first.kind, first.id, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, itemBackoffMax)
+		pending = retry
 	}
-	if len(errs) > 0 {
-		return res, fmt.Errorf("opensearch: bulk: %w", errors.Join(errs...))
+	if len(permanent) > 0 {
+		return res, &readmodel.ItemErrors{Items: permanent}
 	}
 	return res, nil
 }

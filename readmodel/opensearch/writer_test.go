@@ -2,11 +2,14 @@ package opensearch
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,39 +33,95 @@ func fakeCluster(t *testing.T, status int, body string) (*Store, *[]string) {
 	return s, &seen
 }
 
-func TestApplyCountsStaleAndFailsOnItemErrors(t *testing.T) {
+func TestApplyClassifiesItems(t *testing.T) {
 	b := readmodel.Batch{
 		Locations: []readmodel.Location{{GeoID: "g1", GeoType: readmodel.GeoCity, Name: "A", Version: 2}},
 		Deletes:   []readmodel.Delete{{Kind: readmodel.KindLocation, ID: "g2", Version: 3}},
 	}
+	const mapping = `{"type":"mapper_parsing_exception","reason":"failed to parse field [name] of type [text]"}`
 	for _, tc := range []struct {
 		name    string
 		items   string
 		want    readmodel.ApplyResult
-		wantErr string
+		wantErr error // nil, readmodel.ErrUnavailable, or an *ItemErrors to match
 	}{
 		{"applied and stale", `[{"index":{"_id":"g1","status":201}},{"index":{"_id":"g2","status":409,"error":{"type":"version_conflict_engine_exception"}}}]`,
-			readmodel.ApplyResult{Applied: 1, Stale: 1}, ""},
-		{"item error", `[{"index":{"_id":"g1","status":200}},{"index":{"_id":"g2","status":400,"error":{"type":"strict_dynamic_mapping_exception","reason":"field [x] not allowed"}}}]`,
-			readmodel.ApplyResult{Applied: 1}, "strict_dynamic_mapping_exception"},
-		{"short answer", `[{"index":{"_id":"g1","status":201}}]`, readmodel.ApplyResult{}, "bulk answered 1 items for 2"},
+			readmodel.ApplyResult{Applied: 1, Stale: 1}, nil},
+		{"permanent item error: the rest is applied, the item reported", `[{"index":{"_id":"g1","status":400,"error":` + mapping + `}},{"index":{"_id":"g2","status":200}}]`,
+			readmodel.ApplyResult{Applied: 1}, &readmodel.ItemErrors{Items: []readmodel.ItemError{{Kind: readmodel.KindLocation, ID: "g1", Version: 2,
+				Reason: "400 mapper_parsing_exception: failed to parse field [name] of type [text]"}}}},
+		{"missing write alias is the cluster's state, not the document's", `[{"index":{"_id":"g1","status":404,"error":{"type":"index_not_found_exception","reason":"no such index [permitd-locations-write] and [require_alias] request flag is [true]"}}},{"index":{"_id":"g2","status":201}}]`,
+			readmodel.ApplyResult{Applied: 1}, readmodel.ErrUnavailable},
+		{"index block", `[{"index":{"_id":"g1","status":403,"error":{"type":"cluster_block_exception","reason":"index [permitd-locations-v1] blocked by: [FORBIDDEN/8/index write (api)]"}}},{"index":{"_id":"g2","status":201}}]`,
+			readmodel.ApplyResult{Applied: 1}, readmodel.ErrUnavailable},
+		{"short answer", `[{"index":{"_id":"g1","status":201}}]`, readmodel.ApplyResult{}, readmodel.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, seen := fakeCluster(t, 200, `{"errors":true,"items":`+tc.items+`}`)
 			res, err := s.Apply(context.Background(), b)
 			require.Equal(t, tc.want, res)
-			if tc.wantErr == "" {
+			var ie *readmodel.ItemErrors
+			switch want := tc.wantErr.(type) {
+			case nil:
 				require.NoError(t, err)
-			} else {
-				require.ErrorContains(t, err, tc.wantErr)
+			case *readmodel.ItemErrors:
+				require.ErrorAs(t, err, &ie)
+				require.Equal(t, want, ie)
+				require.NotErrorIs(t, err, readmodel.ErrUnavailable)
+			default:
+				require.ErrorIs(t, err, want)
+				require.False(t, errors.As(err, &ie), "nothing is dead-lettered for the cluster's state")
 			}
 			require.Len(t, *seen, 1)
 			req := (*seen)[0]
-			require.True(t, strings.HasPrefix(req, "POST /_bulk?refresh=wait_for\n"), req)
+			require.True(t, strings.HasPrefix(req, "POST /_bulk?require_alias=true\n"), "no refresh, require_alias: %s", req)
 			require.Contains(t, req, `"version_type":"external"`)
 			require.Contains(t, req, `{"doc_id":"g2","version":3,"deleted":true}`, "deletes are versioned tombstones")
 		})
 	}
+}
+
+// TestApplyRetriesRejectedItems: items answered 429 or 5xx are resent
+// alone, with back-off, until they pass.
+func TestApplyRetriesRejectedItems(t *testing.T) {
+	b := readmodel.Batch{Locations: []readmodel.Location{
+		{GeoID: "g1", GeoType: readmodel.GeoCity, Name: "A", Version: 2},
+		{GeoID: "g2", GeoType: readmodel.GeoCity, Name: "B", Version: 2},
+		{GeoID: "g3", GeoType: readmodel.GeoCity, Name: "C", Version: 2},
+	}}
+	const rejected = `"status":429,"error":{"type":"rejected_execution_exception","reason":"rejected execution of coordinating operation [shard_detail=[permitd-locations-v1][0][C]], shard_coordinating_and_primary_bytes=0, replica_bytes=0, all_bytes=0, coordinating_operation_bytes=108, max_coordinating_and_primary_bytes=107]"}`
+	s, seen := fakeAnswers(t,
+		`{"errors":true,"items":[{"index":{"_id":"g1","status":201}},{"index":{"_id":"g2",`+rejected+`}},{"index":{"_id":"g3","status":503,"error":{"type":"unavailable_shards_exception","reason":"primary shard is not active"}}}]}`,
+		`{"errors":true,"items":[{"index":{"_id":"g2","status":201}},{"index":{"_id":"g3",`+rejected+`}}]}`,
+		`{"errors":false,"items":[{"index":{"_id":"g3","status":409}}]}`)
+	res, err := s.Apply(context.Background(), b)
+	require.NoError(t, err)
+	require.Equal(t, readmodel.ApplyResult{Applied: 2, Stale: 1}, res)
+	require.Len(t, *seen, 3)
+	require.Equal(t, 2, strings.Count((*seen)[1], `"_id":`), "only the rejected items are resent")
+	require.Contains(t, (*seen)[1], `"_id":"g2"`)
+	require.Contains(t, (*seen)[1], `"_id":"g3"`)
+	require.Equal(t, 1, strings.Count((*seen)[2], `"_id":`))
+	require.Contains(t, (*seen)[2], `"_id":"g3"`)
+}
+
+// TestApplyRetryEndsWithContext: items rejected until ctx ends make Apply
+// return ErrUnavailable (the caller retries the batch), not hang.
+func TestApplyRetryEndsWithContext(t *testing.T) {
+	b := readmodel.Batch{Locations: []readmodel.Location{{GeoID: "g1", GeoType: readmodel.GeoCity, Name: "A", Version: 2}}}
+	s, seen := fakeAnswers(t, `{"errors":true,"items":[{"index":{"_id":"g1","status":429,"error":{"type":"rejected_execution_exception","reason":"queue full"}}}]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+	defer cancel()
+	_, err := s.Apply(ctx, b)
+	require.ErrorIs(t, err, readmodel.ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.GreaterOrEqual(t, len(*seen), 2, "retried before the context ended")
+}
+
+func TestApplyWholeRequestRejected(t *testing.T) {
+	s, _ := fakeCluster(t, 429, `{"error":{"type":"rejected_execution_exception","reason":"rejected execution of bulk"},"status":429}`)
+	_, err := s.Apply(context.Background(), readmodel.Batch{Locations: []readmodel.Location{{GeoID: "g1", Version: 1}}})
+	require.ErrorIs(t, err, readmodel.ErrUnavailable)
 }
 
 func TestUnavailableOn5xx(t *testing.T) {
@@ -84,13 +143,11 @@ func TestLocationReadsOneMsearch(t *testing.T) {
 }
 
 func TestPermitPageNextKey(t *testing.T) {
-	src := func(id, date string, undated int) string {
-		d := ""
-		if date != "" {
-			d = `"issue_date":"` + date + `",`
-		}
-		return `{"_id":"` + id + `","_source":{"doc_id":"` + id + `","version":1,"deleted":false,"permit_id":"` + id + `",` + d +
-			`"undated":` + string(rune('0'+undated)) + `,"issue_day":0,"geo_links":[{"geo_id":"g1","geo_type":"zip","confidence":1,"method":"source_zip"}]}}`
+	src := func(id, date string, _ int) string {
+		raw, err := json.Marshal(permitDocOf(readmodel.Permit{PermitID: id, IssueDate: date, Version: 1,
+			GeoLinks: []readmodel.GeoLink{{GeoID: "g1", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}}}))
+		require.NoError(t, err)
+		return `{"_id":"` + id + `","_source":` + string(raw) + `}`
 	}
 	s, _ := fakeCluster(t, 200, `{"responses":[{"status":200,"hits":{"hits":[{"_id":"g1","_source":{"doc_id":"g1","version":1,"deleted":false}}]}},
 	 {"status":200,"hits":{"hits":[`+src("a", "2024-01-02", 0)+`,`+src("b", "", 1)+`,`+src("c", "", 1)+`]}}]}`)

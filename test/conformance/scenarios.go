@@ -25,6 +25,7 @@ var Scenarios = []Scenario{
 	{"resolve/basics", resolveBasics},
 	{"permits/paging_exact", permitsPaging},
 	{"properties/search_and_permits", properties},
+	{"properties/large_city_pool", largeCityPool},
 	{"leads/stats_agree", leadsStats},
 	{"geo_signals/ordering", geoSignalsOrdering},
 	{"catalog", catalog},

@@ -1,0 +1,480 @@
+package opensearch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// ReindexOptions configure one kind's reindex.
+type ReindexOptions struct {
+	// Settings render the template put before the copy (replicas,
+	// refresh interval); Settings.Shards is ignored.
+	Settings mappings.Settings
+	// Shards is number_of_shards of the new index; 0 keeps the current
+	// index's, so a mapping-only reindex never changes a kind's shards.
+	Shards int
+	// Progress, when set, is called after every poll of a copy task.
+	Progress func(ReindexProgress)
+	// PollEvery is the pause between two polls of the tasks API; 0 is 5s.
+	PollEvery time.Duration
+}
+
+// ReindexProgress is one poll of a copy task.
+type ReindexProgress struct {
+	Kind     readmodel.Kind
+	Phase    string // "copy" (writes go on) or "catch-up" (writes paused)
+	Task     string
+	Total    int64 // documents the task will read
+	Created  int64
+	Updated  int64
+	Stale    int64 // version conflicts: the new index already holds that version or a newer one
+	Complete bool
+}
+
+func (p ReindexProgress) String() string {
+	done := p.Created + p.Updated + p.Stale
+	pct := 100.0
+	if p.Total > 0 {
+		pct = 100 * float64(done) / float64(p.Total)
+	}
+	return fmt.Sprintf("%s %s: %d of %d documents (%.1f%%), %d created, %d updated, %d already current",
+		mappings.Base(p.Kind), p.Phase, done, p.Total, pct, p.Created, p.Updated, p.Stale)
+}
+
+// ReindexResult reports one kind's reindex.
+type ReindexResult struct {
+	Kind     readmodel.Kind
+	From, To string
+	Shards   int
+	Resumed  bool  // a killed run's copy task was picked up
+	Rolled   bool  // a killed run's leftovers were removed first
+	Copied   int64 // documents created by the copy and catch-up
+	Stale    int64 // version conflicts (already current in the new index)
+	Docs     int64 // documents (with tombstones) in both indices at the swap
+}
+
+// reindexMeta is the state of a reindex kept in the new index's mapping
+// _meta, so a run that was killed can be resumed or rolled back by the
+// next one.
+type reindexMeta struct {
+	From string `json:"from"`
+	Task string `json:"task,omitempty"`
+}
+
+const metaKey = "permitd_reindex"
+
+// Reindex rebuilds kind k into the next index version with the current
+// template and swaps the aliases once the new index holds everything the
+// old one does:
+//
+//  1. put the template; create <base>-v<N+1> without aliases, with the
+//     current index's shard count unless o.Shards says otherwise, and
+//     {from: v<N>} in its _meta;
+//  2. copy v<N> into it as a server-side task (_reindex with
+//     wait_for_completion=false, slices=auto, version_type external,
+//     conflicts proceed), its id recorded in the _meta, polling the tasks
+//     API with a progress report; writes go on into v<N> meanwhile;
+//  3. block writes to v<N> (index.blocks.write): the indexer's bulk items
+//     answer 403, which the Writer reports as unavailable, so the indexer
+//     backs off and retries, losing nothing; copy again (catch-up): only
+//     documents changed since the first copy are written, the others are
+//     version conflicts;
+//  4. refresh both and compare their document counts (tombstones
+//     included); unequal counts lift the block and fail;
+//  5. move the read and the write alias to v<N+1> in one atomic _aliases
+//     call, then lift the block on v<N>.
+//
+// Writes pause only during the catch-up (3-5); reads never pause and see
+// v<N> until the swap. v<N> is kept: delete it once satisfied.
+//
+// Run again after a kill, Reindex finds v<N+1> and its _meta: a copy task
+// still running is polled again, one that completed without failures
+// goes on with the catch-up, and anything else (no task recorded, the
+// task failed, cancelled or unknown, an index it did not make) is rolled
+// back: reindex tasks writing into v<N+1> are cancelled, v<N+1> is
+// deleted, the block on v<N> is lifted, and the reindex starts over.
+func (s *Store) Reindex(ctx context.Context, k readmodel.Kind, o ReindexOptions) (ReindexResult, error) {
+	if o.PollEvery <= 0 {
+		o.PollEvery = 5 * time.Second
+	}
+	set := o.Settings
+	set.Prefix = s.prefix
+	res := ReindexResult{Kind: k}
+	n := mappings.NamesOf(s.prefix, k)
+	from, err := s.aliasIndex(ctx, n.ReadAlias)
+	if err != nil {
+		return res, err
+	}
+	v, ok := mappings.VersionOf(s.prefix, k, from)
+	if !ok {
+		return res, fmt.Errorf("opensearch: %s points to %s, not a versioned index", n.ReadAlias, from)
+	}
+	writeTo, err := s.aliasIndex(ctx, n.WriteAlias)
+	if err != nil {
+		return res, err
+	}
+	if writeTo != from {
+		return res, fmt.Errorf("opensearch: %s points to %s but %s to %s: finish that move by hand (POST _aliases) before a reindex", n.ReadAlias, from, n.WriteAlias, writeTo)
+	}
+	res.From, res.To = from, mappings.IndexName(s.prefix, k, v+1)
+
+	res.Shards = o.Shards
+	if res.Shards == 0 {
+		if res.Shards, err = s.shardsOf(ctx, from); err != nil {
+			return res, err
+		}
+	}
+	set.Shards = res.Shards
+	if err := s.putTemplate(ctx, k, set); err != nil {
+		return res, err
+	}
+
+	task, err := s.resumable(ctx, from, res.To)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case task != "":
+		res.Resumed = true
+	default:
+		rolled, err := s.rollback(ctx, from, res.To)
+		if err != nil {
+			return res, err
+		}
+		res.Rolled = rolled
+		if task, err = s.startCopy(ctx, from, res.To, res.Shards); err != nil {
+			return res, err
+		}
+	}
+	copied, err := s.waitTask(ctx, k, "copy", task, o)
+	res.Copied, res.Stale = copied.Created, copied.Stale
+	if err != nil {
+		return res, fmt.Errorf("opensearch: copy %s -> %s (task %s): %w; run the reindex again to roll back and start over", from, res.To, task, err)
+	}
+
+	// Catch-up: writes pause while the changes of the copy's window are
+	// copied, the counts compared and the aliases moved.
+	if err := s.blockWrites(ctx, from, true); err != nil {
+		return res, err
+	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			_ = s.blockWrites(context.WithoutCancel(ctx), from, false)
+		}
+	}()
+	catchUp, err := s.submitCopy(ctx, from, res.To)
+	if err != nil {
+		return res, err
+	}
+	caught, err := s.waitTask(ctx, k, "catch-up", catchUp, o)
+	res.Copied += caught.Created + caught.Updated
+	res.Stale = caught.Stale
+	if err != nil {
+		return res, fmt.Errorf("opensearch: catch-up %s -> %s (task %s): %w", from, res.To, catchUp, err)
+	}
+	if err := s.do(ctx, http.MethodPost, "/"+from+","+res.To+"/_refresh", nil, "", nil); err != nil {
+		return res, err
+	}
+	nFrom, err := s.count(ctx, from)
+	if err != nil {
+		return res, err
+	}
+	nTo, err := s.count(ctx, res.To)
+	if err != nil {
+		return res, err
+	}
+	if nFrom != nTo {
+		return res, fmt.Errorf("opensearch: %s holds %d documents, %s %d after the catch-up: aliases not moved; run the reindex again", from, nFrom, res.To, nTo)
+	}
+	res.Docs = nTo
+	swap, err := json.Marshal(obj{"actions": []obj{
+		{"remove": obj{"index": from, "alias": n.ReadAlias}},
+		{"remove": obj{"index": from, "alias": n.WriteAlias}},
+		{"add": obj{"index": res.To, "alias": n.ReadAlias}},
+		{"add": obj{"index": res.To, "alias": n.WriteAlias, "is_write_index": true}},
+	}})
+	if err != nil {
+		return res, err
+	}
+	if err := s.do(ctx, http.MethodPost, "/_aliases", swap, "", nil); err != nil {
+		return res, fmt.Errorf("opensearch: moving %s and %s to %s: %w", n.ReadAlias, n.WriteAlias, res.To, err)
+	}
+	swapped = true
+	if err := s.blockWrites(ctx, from, false); err != nil {
+		return res, fmt.Errorf("opensearch: aliases moved to %s; lifting the write block on %s (no longer written): %w", res.To, from, err)
+	}
+	return res, nil
+}
+
+// shardsOf reads number_of_shards of an index.
+func (s *Store) shardsOf(ctx context.Context, index string) (int, error) {
+	var out map[string]struct {
+		Settings struct {
+			Index struct {
+				Shards string `json:"number_of_shards"`
+			} `json:"index"`
+		} `json:"settings"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/"+index+"/_settings/index.number_of_shards", nil, "", &out); err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(out[index].Settings.Index.Shards)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("opensearch: %s: number_of_shards %q", index, out[index].Settings.Index.Shards)
+	}
+	return n, nil
+}
+
+// resumable is the copy task of a killed run that the next one can
+// follow: to exists, was made from from, and its recorded task is
+// running or completed without failures. "" otherwise.
+func (s *Store) resumable(ctx context.Context, from, to string) (string, error) {
+	meta, exists, err := s.metaOf(ctx, to)
+	if err != nil || !exists || meta.From != from || meta.Task == "" {
+		return "", err
+	}
+	st, err := s.taskStatus(ctx, meta.Task)
+	if err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	if st.Completed && st.failed() != nil {
+		return "", nil
+	}
+	return meta.Task, nil
+}
+
+// metaOf reads the reindex state in index's _meta; exists is false when
+// the index does not exist.
+func (s *Store) metaOf(ctx context.Context, index string) (meta reindexMeta, exists bool, err error) {
+	var out map[string]struct {
+		Mappings struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"mappings"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/"+index+"/_mapping", nil, "", &out); err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			return meta, false, nil
+		}
+		return meta, false, err
+	}
+	if raw, ok := out[index].Mappings.Meta[metaKey]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	return meta, true, nil
+}
+
+// rollback removes what a killed run left: reindex tasks writing into
+// to are cancelled, to is deleted (it is behind no alias: Reindex checked
+// both point to from), the write block on from is lifted. It reports
+// whether there was anything to remove.
+func (s *Store) rollback(ctx context.Context, from, to string) (bool, error) {
+	var tasks struct {
+		Nodes map[string]struct {
+			Tasks map[string]struct {
+				Description string `json:"description"`
+			} `json:"tasks"`
+		} `json:"nodes"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/_tasks?detailed=true&actions="+url.QueryEscape("indices:data/write/reindex"), nil, "", &tasks); err != nil {
+		return false, err
+	}
+	did := false
+	for _, node := range tasks.Nodes {
+		for id, t := range node.Tasks {
+			if strings.Contains(t.Description, "["+to+"]") {
+				if err := s.do(ctx, http.MethodPost, "/_tasks/"+id+"/_cancel", nil, "", nil); err != nil && !isStatus(err, http.StatusNotFound) {
+					return did, fmt.Errorf("opensearch: cancelling reindex task %s into %s: %w", id, to, err)
+				}
+				did = true
+			}
+		}
+	}
+	if err := s.do(ctx, http.MethodDelete, "/"+to, nil, "", nil); err == nil {
+		did = true
+	} else if !isStatus(err, http.StatusNotFound) {
+		return did, fmt.Errorf("opensearch: deleting %s left by an earlier reindex: %w", to, err)
+	}
+	if err := s.blockWrites(ctx, from, false); err != nil {
+		return did, err
+	}
+	return did, nil
+}
+
+// startCopy creates to (shards, {from} in _meta), submits the copy task
+// and records its id in to's _meta.
+func (s *Store) startCopy(ctx context.Context, from, to string, shards int) (string, error) {
+	body, err := reindexTargetBody(from, shards)
+	if err != nil {
+		return "", err
+	}
+	if err := s.do(ctx, http.MethodPut, "/"+to, body, "", nil); err != nil {
+		return "", fmt.Errorf("opensearch: creating %s: %w", to, err)
+	}
+	task, err := s.submitCopy(ctx, from, to)
+	if err != nil {
+		return "", err
+	}
+	meta, _ := json.Marshal(obj{"_meta": obj{metaKey: reindexMeta{From: from, Task: task}}})
+	if err := s.do(ctx, http.MethodPut, "/"+to+"/_mapping", meta, "", nil); err != nil {
+		return "", fmt.Errorf("opensearch: recording task %s in %s: %w", task, to, err)
+	}
+	return task, nil
+}
+
+// reindexTargetBody is the body of PUT <new index>: the template gives
+// settings and mappings; the body adds the shard count and the reindex
+// state in _meta (golden: reindex_target.index.json).
+func reindexTargetBody(from string, shards int) ([]byte, error) {
+	return json.MarshalIndent(obj{
+		"settings": obj{"index": obj{"number_of_shards": shards}},
+		"mappings": obj{"_meta": obj{metaKey: reindexMeta{From: from}}},
+	}, "", "  ")
+}
+
+// reindexBody copies from into to under external versions: a document
+// whose version the destination already holds (or a newer one) is a
+// conflict, counted and skipped; tombstones are copied as they are.
+func reindexBody(from, to string) obj {
+	return obj{
+		"conflicts": "proceed",
+		"source":    obj{"index": from, "size": 2000},
+		"dest":      obj{"index": to, "version_type": "external"},
+	}
+}
+
+// submitCopy starts a server-side reindex task and returns its id.
+func (s *Store) submitCopy(ctx context.Context, from, to string) (string, error) {
+	raw, err := json.Marshal(reindexBody(from, to))
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Task string `json:"task"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/_reindex?wait_for_completion=false&slices=auto", raw, "", &out); err != nil {
+		return "", fmt.Errorf("opensearch: reindex %s -> %s: %w", from, to, err)
+	}
+	if out.Task == "" {
+		return "", fmt.Errorf("opensearch: reindex %s -> %s: no task id in the answer", from, to)
+	}
+	return out.Task, nil
+}
+
+// taskState is GET _tasks/<id> of a reindex task.
+type taskState struct {
+	Completed bool `json:"completed"`
+	Task      struct {
+		Status reindexCounts `json:"status"`
+	} `json:"task"`
+	Response *struct {
+		reindexCounts
+		Failures []json.RawMessage `json:"failures"`
+		Canceled string            `json:"canceled"`
+	} `json:"response"`
+	Error json.RawMessage `json:"error"`
+}
+
+type reindexCounts struct {
+	Total            int64 `json:"total"`
+	Created          int64 `json:"created"`
+	Updated          int64 `json:"updated"`
+	VersionConflicts int64 `json:"version_conflicts"`
+}
+
+// failed explains why a completed task did not copy everything; nil when
+// it did.
+func (t *taskState) failed() error {
+	switch {
+	case len(t.Error) > 0 && string(t.Error) != "null":
+		return fmt.Errorf("task failed: %s", t.Error)
+	case t.Response == nil:
+		return errors.New("task completed without a response")
+	case t.Response.Canceled != "":
+		return fmt.Errorf("task cancelled: %s", t.Response.Canceled)
+	case len(t.Response.Failures) > 0:
+		return fmt.Errorf("%d failures, first %s", len(t.Response.Failures), t.Response.Failures[0])
+	}
+	return nil
+}
+
+func (s *Store) taskStatus(ctx context.Context, task string) (*taskState, error) {
+	var st taskState
+	if err := s.do(ctx, http.MethodGet, "/_tasks/"+task, nil, "", &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// waitTask polls a reindex task until it completes, reporting progress;
+// ctx ending stops the polling, not the task (the next run resumes it).
+func (s *Store) waitTask(ctx context.Context, k readmodel.Kind, phase, task string, o ReindexOptions) (ReindexProgress, error) {
+	p := ReindexProgress{Kind: k, Phase: phase, Task: task}
+	for {
+		st, err := s.taskStatus(ctx, task)
+		if err != nil {
+			return p, err
+		}
+		c := st.Task.Status
+		if st.Completed && st.Response != nil {
+			c = st.Response.reindexCounts
+		}
+		p.Total, p.Created, p.Updated, p.Stale, p.Complete = c.Total, c.Created, c.Updated, c.VersionConflicts, st.Completed
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+		if st.Completed {
+			return p, st.failed()
+		}
+		t := time.NewTimer(o.PollEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return p, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// blockWrites sets or lifts index.blocks.write on index.
+func (s *Store) blockWrites(ctx context.Context, index string, on bool) error {
+	body, _ := json.Marshal(obj{"index": obj{"blocks": obj{"write": on}}})
+	if err := s.do(ctx, http.MethodPut, "/"+index+"/_settings", body, "", nil); err != nil {
+		return fmt.Errorf("opensearch: index.blocks.write=%t on %s: %w", on, index, err)
+	}
+	return nil
+}
+
+// count is the number of documents of index, tombstones included.
+func (s *Store) count(ctx context.Context, index string) (int64, error) {
+	var out struct {
+		Count  *int64 `json:"count"`
+		Shards struct {
+			Total  int `json:"total"`
+			Failed int `json:"failed"`
+		} `json:"_shards"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/"+index+"/_count", nil, "", &out); err != nil {
+		return 0, err
+	}
+	if out.Shards.Failed > 0 {
+		return 0, fmt.Errorf("%w: %s/_count: %d of %d shards failed", readmodel.ErrUnavailable, index, out.Shards.Failed, out.Shards.Total)
+	}
+	if out.Count == nil {
+		return 0, fmt.Errorf("opensearch: %s/_count answered no count", index)
+	}
+	return *out.Count, nil
+}
