@@ -24,6 +24,8 @@ type candidateJSON struct {
 	City         *string  `json:"city"`
 	Zipcode      *string  `json:"zipcode"`
 	Jurisdiction *string  `json:"jurisdiction"`
+	Lat          *float64 `json:"lat"`
+	Lon          *float64 `json:"lon"`
 }
 
 type resolveResponse struct {
@@ -59,8 +61,12 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	focus, err := q.focus()
+	if err != nil {
+		return err
+	}
 	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), readmodel.ResolveQuery{
-		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit,
+		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus,
 	})
 	if err != nil {
 		return err
@@ -86,6 +92,8 @@ func (s *server) resolve(c *gin.Context) error {
 			City:         nullable(l.City),
 			Zipcode:      nullable(l.Zipcode),
 			Jurisdiction: nullable(l.Jurisdiction),
+			Lat:          point(l.Lat, l.Lon, l.Lat),
+			Lon:          point(l.Lat, l.Lon, l.Lon),
 		})
 	}
 	c.JSON(http.StatusOK, out)
@@ -163,6 +171,15 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// point returns &v, or nil for a location without coordinates (lat and
+// lon both 0: no US location lies there).
+func point(lat, lon, v float64) *float64 {
+	if lat == 0 && lon == 0 {
+		return nil
+	}
+	return &v
 }
 
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
