@@ -342,5 +342,3 @@ func formReaches(f form, before []string, prefix string) bool {
 	}
 	return false
 }
-
-
