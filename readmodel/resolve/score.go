@@ -222,7 +222,13 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 		case 2:
 			edits += bestD
 		case 3:
-			prefixRatio = float64(len(prefixText(q))) / float64(len(n.Text))
+			// One letter says nothing of the word's length: the names it
+			// begins score alike, and population orders them ("St L":
+			// St. Louis before St. Leo).
+			prefixRatio = 0
+			if p := prefixText(q); len(p) > 1 {
+				prefixRatio = float64(len(p)) / float64(len(n.Text))
+			}
 		}
 		if bestJ < lastJ {
 			inOrder = false

@@ -66,7 +66,9 @@ func TestTyping(t *testing.T) {
 	x := nationalIndex(t)
 	checkTop(t, x, readmodel.ResolveQuery{Text: "Lake Forest P"}, want{"Lake Forest Park, WA", readmodel.GeoCity, MethodPrefix})
 	checkTop(t, x, readmodel.ResolveQuery{Text: "Lake Forest"}, want{"Lake Forest, CA", readmodel.GeoCity, MethodExact})
-	checkTop(t, x, readmodel.ResolveQuery{Text: "Port W"}, want{"Port Wing, WI", readmodel.GeoCity, MethodPrefix})
+	checkTop(t, x, readmodel.ResolveQuery{Text: "Port W"}, want{"Port Washington, NY", readmodel.GeoCity, MethodPrefix})
+	// One letter says nothing of the word's length: population orders.
+	checkTop(t, x, readmodel.ResolveQuery{Text: "St L"}, want{"St. Louis, MO", readmodel.GeoCity, MethodPrefix})
 	// A single letter begins the word right after the others, not any word.
 	for _, c := range x.Search(readmodel.ResolveQuery{Text: "Forest Lake P", Limit: 20}) {
 		if c.Location.DisplayName == "Lake Forest Park, WA" {
