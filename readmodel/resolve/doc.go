@@ -66,9 +66,10 @@
 // With ResolveQuery.Focus, Score adds focusBoost = 0.08 * 2^(-d/50 km) to
 // the raw score (d the great-circle distance to the location's lat/lon; 0
 // for a location without coordinates). A match of quality under 0.97
-// (typo, prefix, partial or bare name) is lifted to at most 0.969 raw,
-// under any exact name match (1.00 raw or more without a state
-// mismatch): the focus orders same-named places and near partial matches
+// (typo, prefix, partial or bare name) is lifted to at most 0.969 raw
+// (0.889 when filler words were dropped), under any exact name match
+// (1.00 raw or more without a state mismatch, 0.92 by a reading without
+// filler words): the focus orders same-named places and near partial matches
 // among themselves, it never hides an exact match elsewhere. Match.Base
 // keeps the score without the boost; Rank computes confidence and
 // decision from it, so a focus changes the order, not how ambiguous a

@@ -504,7 +504,13 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 	if q.Focus != nil {
 		if boost := focusBoost(q.Focus, loc); boost > 0 {
 			if best.Quality < exactTier {
-				boost = min(boost, max(0, focusCap-bestRaw))
+				// Never above an exact name match of the same kind of
+				// reading (one without filler words scores 0.08 less).
+				limit := focusCap
+				if best.Dropped {
+					limit -= fillerPenalty
+				}
+				boost = min(boost, max(0, limit-bestRaw))
 			}
 			if boost >= 0.01 {
 				best.Reasons = append(best.Reasons, "near_focus")

@@ -187,3 +187,20 @@ func TestScoreAgreesWithIndexOnNewRules(t *testing.T) {
 		}
 	}
 }
+
+// TestFocusNeverLiftsOverExact: with filler words dropped or not, a typo
+// at the focus stays under an exact name match far away.
+func TestFocusNeverLiftsOverExact(t *testing.T) {
+	x := New()
+	x.Upsert(readmodel.Location{GeoID: "c-far", GeoType: readmodel.GeoJurisdiction, Name: "Salem", DisplayName: "Salem, OR",
+		State: "OR", Lat: 44.94, Lon: -123.03})
+	x.Upsert(readmodel.Location{GeoID: "c-near", GeoType: readmodel.GeoState, Name: "Salen", DisplayName: "Salen",
+		State: "ZZ", Lat: 40, Lon: -75, Population: 30_000_000})
+	focus := &readmodel.Point{Lat: 40, Lon: -75}
+	for _, text := range []string{"Salem", "Salem, USA", "the Salem area"} {
+		cs := x.Search(readmodel.ResolveQuery{Text: text, Limit: 5, Focus: focus})
+		if len(cs) != 2 || cs[0].Location.GeoID != "c-far" || !slices.Contains(cs[1].Reasons, "typo_corrected") {
+			t.Fatalf("%q:\n%s", text, describe(cs))
+		}
+	}
+}
