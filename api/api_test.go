@@ -192,6 +192,12 @@ func TestResolveValidation(t *testing.T) {
 		"limit twice":       {"query=Seattle&limit=1&limit=2", "limit"},
 		"control character": {"query=Sea%00ttle", "query"},
 		"invalid UTF-8":     {"query=%ff%fe", "query"},
+		"focus_lat alone":   {"query=Seattle&focus_lat=47.6", "focus_lon"},
+		"focus_lon alone":   {"query=Seattle&focus_lon=-122.3", "focus_lat"},
+		"focus_lat 91":      {"query=Seattle&focus_lat=91&focus_lon=0", "focus_lat"},
+		"focus_lon -181":    {"query=Seattle&focus_lat=0&focus_lon=-181", "focus_lon"},
+		"focus_lon NaN":     {"query=Seattle&focus_lat=0&focus_lon=NaN", "focus_lon"},
+		"focus_lat empty":   {"query=Seattle&focus_lat=&focus_lon=1", "focus_lat"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

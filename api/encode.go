@@ -51,6 +51,16 @@ func appendResolve(b []byte, text string, cands []readmodel.Candidate) []byte {
 		b = jx.NullString(b, l.Zipcode)
 		b = append(b, `,"jurisdiction":`...)
 		b = jx.NullString(b, l.Jurisdiction)
+		// lat and lon are null for a location without coordinates (both
+		// 0: no US location lies there).
+		if l.Lat == 0 && l.Lon == 0 {
+			b = append(b, `,"lat":null,"lon":null}`...)
+			continue
+		}
+		b = append(b, `,"lat":`...)
+		b = jx.Float(b, l.Lat)
+		b = append(b, `,"lon":`...)
+		b = jx.Float(b, l.Lon)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

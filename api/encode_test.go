@@ -41,7 +41,7 @@ var encNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 // bundledStore is a memory read model holding the bundled gazetteer, the
 // real Seattle permits, 5,000 generated permits and their signals.
 func bundledStore(t *testing.T) *memory.Store {
-	store := memory.New(memory.Options{Resolver: resolve.New()})
+	store := memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
 			t.Errorf("dead letter at offset %d: %v", m.Offset, reason)

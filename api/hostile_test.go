@@ -26,7 +26,7 @@ var endpoints = []struct {
 	params []string
 	base   url.Values
 }{
-	{"/v1/locations/resolve", []string{"query", "q", "text", "address", "state", "geo_type", "scope", "limit"}, url.Values{"query": {"Seattle"}}},
+	{"/v1/locations/resolve", []string{"query", "q", "text", "address", "state", "geo_type", "scope", "limit", "focus_lat", "focus_lon"}, url.Values{"query": {"Seattle"}}},
 	{"/v1/locations/" + conformance.Seattle, nil, nil},
 	{"/v1/permits/search", []string{"geo_id", "order", "from_date", "to_date", "limit", "cursor"}, url.Values{"geo_id": {conformance.Zip98101}}},
 	{"/v1/search/property", []string{"address", "city", "state", "zipcode"}, url.Values{"address": {"600 University St"}}},

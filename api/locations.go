@@ -36,8 +36,12 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	focus, err := q.focus()
+	if err != nil {
+		return err
+	}
 	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), readmodel.ResolveQuery{
-		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit,
+		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus,
 	})
 	if err != nil {
 		return err

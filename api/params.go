@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/permitd/permitd/readmodel"
 )
 
 // query reads query parameters under decisions.md's rules: a parameter
@@ -100,6 +102,28 @@ func (q query) floatIn(name string, lo, hi float64) (*float64, error) {
 		return nil, invalid(name, "must be from %g to %g; got %g", lo, hi, f)
 	}
 	return &f, nil
+}
+
+// focus returns the optional focus point of resolve: focus_lat (-90..90)
+// and focus_lon (-180..180), both or neither; nil when neither is given.
+func (q query) focus() (*readmodel.Point, error) {
+	lat, err := q.floatIn("focus_lat", -90, 90)
+	if err != nil {
+		return nil, err
+	}
+	lon, err := q.floatIn("focus_lon", -180, 180)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lat == nil && lon == nil:
+		return nil, nil
+	case lon == nil:
+		return nil, invalid("focus_lon", "is required with focus_lat (give both or neither)")
+	case lat == nil:
+		return nil, invalid("focus_lat", "is required with focus_lon (give both or neither)")
+	}
+	return &readmodel.Point{Lat: *lat, Lon: *lon}, nil
 }
 
 // boolean accepts true/false/1/0; def when absent.

@@ -34,6 +34,17 @@ type candidateJSON struct {
 	City         *string  `json:"city"`
 	Zipcode      *string  `json:"zipcode"`
 	Jurisdiction *string  `json:"jurisdiction"`
+	Lat          *float64 `json:"lat"`
+	Lon          *float64 `json:"lon"`
+}
+
+// point returns &v, or nil for a location without coordinates (lat and
+// lon both 0: no US location lies there).
+func point(lat, lon, v float64) *float64 {
+	if lat == 0 && lon == 0 {
+		return nil
+	}
+	return &v
 }
 
 type resolveResponse struct {
@@ -55,6 +66,7 @@ func refResolve(text string, cands []readmodel.Candidate) any {
 			Score: round4(cd.Score), Confidence: round4(cd.Confidence), MatchMethod: cd.MatchMethod,
 			Decision: cd.Decision, Reasons: reasons, State: nullable(l.State), County: nullable(l.County),
 			City: nullable(l.City), Zipcode: nullable(l.Zipcode), Jurisdiction: nullable(l.Jurisdiction),
+			Lat: point(l.Lat, l.Lon, l.Lat), Lon: point(l.Lat, l.Lon, l.Lon),
 		})
 	}
 	return out

@@ -6,6 +6,14 @@ type ResolveQuery struct {
 	State   string  // upper-case USPS code, "" for all states
 	GeoType GeoType // "" for every scope
 	Limit   int     // 1..20
+	// Focus, when non-nil, lifts candidates near the point (a bounded
+	// boost that decays with distance; see package resolve); nil for none.
+	Focus *Point
+}
+
+// Point is a WGS84 position in degrees.
+type Point struct {
+	Lat, Lon float64
 }
 
 // Candidate is one ranked resolve result.

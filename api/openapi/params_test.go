@@ -55,14 +55,16 @@ func merge(ms ...map[string]param) map[string]param {
 
 var wantParams = map[string]map[string]param{
 	"/v1/locations/resolve": {
-		"query":    {in: "query", typ: "string"},
-		"q":        {in: "query", typ: "string"},
-		"text":     {in: "query", typ: "string"},
-		"address":  {in: "query", typ: "string"},
-		"state":    {in: "query", typ: "string", pattern: "^[A-Za-z]{2}$"},
-		"geo_type": {in: "query", typ: "string", enum: scopes},
-		"scope":    {in: "query", typ: "string", enum: scopes},
-		"limit":    {in: "query", typ: "integer", min: num(1), max: num(20), def: float64(10)},
+		"query":     {in: "query", typ: "string"},
+		"q":         {in: "query", typ: "string"},
+		"text":      {in: "query", typ: "string"},
+		"address":   {in: "query", typ: "string"},
+		"state":     {in: "query", typ: "string", pattern: "^[A-Za-z]{2}$"},
+		"geo_type":  {in: "query", typ: "string", enum: scopes},
+		"scope":     {in: "query", typ: "string", enum: scopes},
+		"limit":     {in: "query", typ: "integer", min: num(1), max: num(20), def: float64(10)},
+		"focus_lat": {in: "query", typ: "number", min: num(-90), max: num(90)},
+		"focus_lon": {in: "query", typ: "number", min: num(-180), max: num(180)},
 	},
 	"/v1/locations/{geo_id}": {
 		"geo_id": {in: "path", required: true, typ: "string"},

@@ -342,6 +342,17 @@ func statsBody(q readmodel.StatsQuery) (obj, error) {
 // resolvePool is how many OpenSearch hits the resolver's scorer re-ranks.
 const resolvePool = 200
 
+// focusPivot and focusRelevance shape the focus point's share of the
+// pool's relevance: distance_feature scores boost * pivot/(pivot+d), so
+// a location at the focus gains focusRelevance and one 50 km away half
+// of it - about one matched word's weight, enough to bring the near
+// places of a broad text ("Lake P") into the pool without ranking it
+// (resolve.Score does).
+const (
+	focusPivot     = "50km"
+	focusRelevance = 5.0
+)
+
 // fuzziness mirrors the resolver's typo budget: no edit below 4 letters,
 // 1 for 4-7, 2 from 8.
 const fuzziness = "AUTO:4,8"
@@ -349,11 +360,15 @@ const fuzziness = "AUTO:4,8"
 // resolveBody finds the candidates of parsed resolve text: every word of
 // one reading must match a word of a name or alias (normalised, or as
 // another long form of an ambiguous abbreviation, within the typo
-// budget, or as a prefix for the last word of 3 letters or more), or the
-// text's ZIP a ZIP, or a ZIP prefix (text of 3 or 4 digits alone) the
-// ZIPs it begins - at most 100, inside the pool; state and geo_type are
-// hard filters. OpenSearch's relevance only picks the pool: resolve.Score
-// and resolve.Rank order it exactly as the memory backend does.
+// budget, or as a prefix for the last word of 3 letters or more, 1 or
+// more after other words), or the text's ZIP a ZIP, or a ZIP prefix (text
+// of 3 or 4 digits alone) the ZIPs it begins - at most 100, inside the
+// pool; state and geo_type are hard filters. The readings already leave
+// the text's filler words out (resolve.Parse), so "Spokane, WA, USA"
+// needs no rule here. A focus point adds a distance_feature on point, so
+// the pool of a broad text holds the places near it. OpenSearch's
+// relevance only picks the pool: resolve.Score and resolve.Rank order it
+// exactly as the memory backend does.
 func resolveBody(q resolve.Query) obj {
 	var should []obj
 	if q.Zip != "" {
@@ -385,10 +400,16 @@ func resolveBody(q resolve.Query) obj {
 			if !t.Exact {
 				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": t.Text, "fuzziness": fuzziness, "max_expansions": 256}}})
 			}
-			if i == len(r.Tokens)-1 && resolve.Prefixable(len(t.Text), len(r.Tokens)) {
+			if i == len(r.Tokens)-1 && resolve.Prefixable(len(t.Text), len(r.Tokens)) && len(t.Text) > 1 {
 				// The last word may be one being typed, a trailing state
 				// word too ("Salt La"): the scorer matches it as a prefix.
 				alts = append(alts, obj{"match": obj{"names_norm.prefix": obj{"query": t.Text}}})
+			}
+			if i == len(r.Tokens)-1 && len(r.Tokens) > 1 && len(t.Surface) == 1 {
+				// A single letter after other words ("Lake Forest P",
+				// "Port W"): the start of the next name word. The edge
+				// n-grams begin at 2 letters, so a term prefix query.
+				alts = append(alts, obj{"prefix": obj{"names_norm": obj{"value": t.Surface}}})
 			}
 			must = append(must, obj{"bool": obj{"should": alts, "minimum_should_match": 1}})
 		}
@@ -406,10 +427,25 @@ func resolveBody(q resolve.Query) obj {
 	if len(should) == 0 {
 		should = append(should, obj{"match_none": obj{}})
 	}
+	query := obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}}
+	if q.Focus != nil && len(q.Readings)+len(q.Zip)+len(q.ZipPrefix) > 0 {
+		// The text decides what matches (must); nearness only adds to
+		// the relevance that picks the pool (should).
+		query = obj{"bool": obj{
+			"filter": filter,
+			"must":   []obj{{"bool": obj{"should": should, "minimum_should_match": 1}}},
+			"should": []obj{{"distance_feature": obj{
+				"field":  "point",
+				"origin": obj{"lat": q.Focus.Lat, "lon": q.Focus.Lon},
+				"pivot":  focusPivot,
+				"boost":  focusRelevance,
+			}}},
+		}}
+	}
 	return obj{
 		"size":             resolvePool,
 		"track_total_hits": false,
-		"query":            obj{"bool": obj{"filter": filter, "should": should, "minimum_should_match": 1}},
+		"query":            query,
 		"sort":             []any{obj{"_score": "desc"}, obj{"population": obj{"order": "desc", "missing": "_last"}}, obj{"geo_id": "asc"}},
 	}
 }

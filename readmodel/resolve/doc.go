@@ -18,13 +18,62 @@
 // Angeles, "Pt Pleasant" = Point Pleasant), while an indexed name keeps
 // the first long form (an indexed "Pt." reads Point). It
 // extracts a 5-digit ZIP and its +4 ("98052-1234", "980521234"), a leading
-// "city of" (also "town of", "village of"), trailing noise ("USA") and then
-// builds readings of the name part: with a trailing state code or name
+// "city of" (also "town of", "village of") and then builds readings of
+// the name part: with a trailing state code or name
 // stripped ("spokane wa", "Yakima, Washington", "Fort Wayne Indiana"),
 // without it (the text may be a name: "Washington", "Indiana"), with a
 // trailing "County"/"Co"/"Cnty"/"Parish" read as a county ("King Co" is
 // both King County and King, Colorado), and with its words joined ("De
 // Kalb" = "DeKalb"). Each location scores by its best reading.
+//
+// # Filler words
+//
+// Words people add that name no place (fillerPhrases): a country ("United
+// States", "USA", "U.S.", "US", "America"), "state" / "state of", "city
+// of", "county of", "the", street-style and vague-area words ("near",
+// "downtown", "greater", "area", "street", "road", ...; not "st", "ste" or
+// "in", which mean Saint, Sainte and Indiana). Punctuation already
+// separates words. When the text has some, Parse adds the readings of the
+// words without them (Reading.Dropped) before the readings of every word:
+// "Spokane, Washington, USA" matches by the first, "The Dalles" and
+// "State College" by the second, exactly, and the second wins for the
+// same or another place, since a dropped reading scores fillerPenalty
+// (0.08) less - more than the type and population priors can make up
+// (0.06). A match by a dropped reading says filler_dropped and its
+// confidence is fillerConfidence (0.05) lower. "state" lifts a state
+// (stateWordBonus 0.06: "Washington State" is the state, not DC), "county
+// of X" reads "X County", "city of" anywhere reads as a leading "city
+// of". A text of filler words only has no reading and no candidates.
+//
+// # Typing
+//
+// A last word after other words may be as short as one letter: it must
+// then begin the name word right after the words matched before it
+// ("Lake Forest P": Lake Forest Park), its quality is that of a prefix of
+// ratio 0 (one letter says nothing of the word's length, so population
+// orders "St L": St. Louis first), and the letter as written counts ("n"
+// is North, or the start of New). A county-type name matched without its
+// suffix while the last word is being typed counts its suffix as a word
+// not yet typed (partial name) and scores countyTypingPenalty (0.02)
+// less: "Salt La" is Salt Lake City before Salt Lake County, "Salt Lake
+// Co" the county. A word spelled out that matches only a one-word alias
+// that abbreviates it (Montana's "MT" for "Mount") has quality 0.60,
+// under every partial name, so "Mount" lists Mount Pleasant, Mount
+// Vernon, ... first; "MT" still finds Montana as its alias.
+//
+// # Focus point
+//
+// With ResolveQuery.Focus, Score adds focusBoost = 0.08 * 2^(-d/50 km) to
+// the raw score (d the great-circle distance to the location's lat/lon; 0
+// for a location without coordinates). A match of quality under 0.97
+// (typo, prefix, partial or bare name) is lifted to at most 0.969 raw
+// (0.889 when filler words were dropped), under any exact name match
+// (1.00 raw or more without a state mismatch, 0.92 by a reading without
+// filler words): the focus orders same-named places and near partial matches
+// among themselves, it never hides an exact match elsewhere. Match.Base
+// keeps the score without the boost; Rank computes confidence and
+// decision from it, so a focus changes the order, not how ambiguous a
+// name is. A location gaining 0.01 raw or more says near_focus.
 //
 // A text whose only word is 3 or 4 digits ("981", "9810") is a ZIP
 // prefix: it matches the ZIPs it begins and nothing else (the state and
@@ -42,8 +91,9 @@
 // Every query word must match a distinct word of a location's name or
 // alias: exactly, within its typo budget (optimal string alignment: 1 edit
 // for words of 4-7 letters, 2 from 8), or - the last word only, 3 letters
-// or more, or 2 after other words - as a prefix ("Spoka" -> Spokane,
-// "Port An" -> Port Angeles: a name being typed; a single letter never).
+// or more, or 1 after other words - as a prefix ("Spoka" -> Spokane,
+// "Port An" -> Port Angeles, "Lake Forest P" -> Lake Forest Park: a name
+// being typed; see Typing).
 // The words of a trailing state kept in the no-state reading match only
 // exactly, except that the last may be the start of a name word ("Spokane
 // Va" is Spokane Valley being typed as much as Spokane, Virginia; "Salt
@@ -74,8 +124,11 @@
 // when not; names never match ZIPs, so a name query never puts a ZIP
 // first, and a ZIP query ("Bellevue, WA 98004") puts the ZIP first - the
 // finest geography consistent with every part of the text - with the city
-// next. A ZIP prefix scores its ZIPs by the prefix quality alone. Score
-// = raw/1.2, clamped to 0..1 and rounded to 4 decimals.
+// next. A ZIP prefix scores its ZIPs by the prefix quality alone. A
+// reading without the text's filler words scores 0.08 less, a state 0.06
+// more when the text said "state", a county typed without its suffix
+// 0.02 less (see Filler words, Typing). Score = (raw + focus boost)/1.2,
+// clamped to 0..1 and rounded to 4 decimals (see Focus point).
 //
 // The state and geo_type of the request are hard filters: a location
 // outside them is never a candidate, however good its name.

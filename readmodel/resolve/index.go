@@ -250,10 +250,12 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 		}
 		exps := make([]expansion, 0, len(r.Tokens))
 		for ti, t := range r.Tokens {
-			if ti == len(r.Tokens)-1 && ti > 0 && !r.Compact && len(t.Text) < minPrefix && Prefixable(len(t.Text), len(r.Tokens)) {
-				// A short last word ("Port An") begins too many terms to
-				// expand: the other words drive, and matchForm checks it
-				// against each candidate's name (exactly or as a prefix).
+			if ti == len(r.Tokens)-1 && ti > 0 && !r.Compact && (len(t.Text) < minPrefix || len(t.Surface) == 1) &&
+				Prefixable(len(prefixText(t)), len(r.Tokens)) {
+				// A short last word ("Port An", "Lake Forest P", "Port W")
+				// begins too many terms to expand: the other words drive,
+				// and matchForm checks it against each candidate's name
+				// (exactly, or as a prefix of the word as written).
 				continue
 			}
 			e := expansion{terms: map[string]struct{}{}}

@@ -1,6 +1,9 @@
 package resolve
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // foldRune maps the accented letters that occur in US place names (and the
 // rest of Latin-1 and common Latin Extended-A) to lower-case ASCII.
@@ -175,5 +178,91 @@ var countySuffixes = map[string]bool{
 	"municipality": true, "city": true, "area": true, // "Bethel Census Area"
 }
 
-// noise are trailing words that carry no place information.
-var noise = map[string]bool{"usa": true, "us": true, "america": true}
+// Filler phrases are words people add around a place name that name no
+// place: a country, "state" / "state of", "city of", "county of", "the",
+// and street-style or vague-area words. Parse drops them into an extra
+// reading (see dropFillers); the reading of every word is kept too, so a
+// name that has such a word ("State College", "The Dalles") still matches
+// by name first. Each phrase is a sequence of words as written (folded,
+// lower case); the longest phrase at a position wins.
+type filler int
+
+const (
+	fillerPlain    filler = iota
+	fillerState           // "state", "state of": a state is meant
+	fillerCityOf          // "city of": the city's jurisdiction is meant
+	fillerCountyOf        // "county of X": X County is meant
+)
+
+var fillerPhrases = func() map[string][]fillerPhrase {
+	m := map[string][]fillerPhrase{}
+	add := func(kind filler, phrases ...string) {
+		for _, p := range phrases {
+			ws := strings.Fields(p)
+			m[ws[0]] = append(m[ws[0]], fillerPhrase{words: ws, kind: kind})
+		}
+	}
+	// Country names and codes ("U.S.A." splits into u, s, a).
+	add(fillerPlain, "united states of america", "united states", "u s a", "u s", "usa", "us", "america")
+	add(fillerState, "state of", "state")
+	add(fillerCityOf, "city of")
+	add(fillerCountyOf, "county of")
+	add(fillerPlain, "the")
+	// Street-style and vague-area words. Not "st" (Saint), "ste" (Sainte)
+	// or "in" (Indiana): those mean something.
+	add(fillerPlain, "near", "around", "downtown", "greater", "metro", "area", "vicinity", "region",
+		"street", "avenue", "ave", "road", "rd", "boulevard", "blvd", "highway", "hwy", "suite", "apt", "unit", "at")
+	for _, ps := range m {
+		slices.SortFunc(ps, func(a, b fillerPhrase) int { return len(b.words) - len(a.words) })
+	}
+	return m
+}()
+
+type fillerPhrase struct {
+	words []string
+	kind  filler
+}
+
+// droppedWords is what dropFillers found.
+type droppedWords struct {
+	any, state, cityOf bool
+}
+
+// dropFillers returns ws without its filler phrases. "county of X" becomes
+// "X county" (read as a county); "city of" and "state" are reported.
+func dropFillers(ws []string) ([]string, droppedWords) {
+	var d droppedWords
+	var out []string
+	countyOf := false
+	for i := 0; i < len(ws); {
+		var hit *fillerPhrase
+		for k, p := range fillerPhrases[ws[i]] {
+			if i+len(p.words) <= len(ws) && slices.Equal(ws[i:i+len(p.words)], p.words) {
+				hit = &fillerPhrases[ws[i]][k]
+				break
+			}
+		}
+		if hit == nil {
+			out = append(out, ws[i])
+			i++
+			continue
+		}
+		if out == nil {
+			out = make([]string, 0, len(ws))
+		}
+		d.any = true
+		switch hit.kind {
+		case fillerState:
+			d.state = true
+		case fillerCityOf:
+			d.cityOf = true
+		case fillerCountyOf:
+			countyOf = true
+		}
+		i += len(hit.words)
+	}
+	if countyOf && len(out) > 0 && out[len(out)-1] != "county" {
+		out = append(out, "county")
+	}
+	return out, d
+}

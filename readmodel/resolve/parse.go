@@ -24,6 +24,13 @@ type Query struct {
 	// which asks for the incorporated place's permitting jurisdiction.
 	CityOf bool
 
+	// Dropped: the text had filler words (a country, "state of", "the",
+	// ...; see fillerPhrases) that some readings leave out.
+	Dropped bool
+
+	// Focus, when set, lifts locations near it (see focusBoost).
+	Focus *readmodel.Point
+
 	// Readings are the alternative readings of the name part of the text
 	// (with and without a trailing state, "X Co" as county or Colorado,
 	// words joined). A location scores by its best reading. Empty when the
@@ -46,6 +53,12 @@ type Reading struct {
 	// Compact: the words of the text joined into one ("De Kalb" ->
 	// "dekalb").
 	Compact bool
+	// Dropped: the reading leaves out the text's filler words; its
+	// matches score fillerPenalty less and say filler_dropped.
+	Dropped bool
+	// StateWord: the dropped words said "state" ("Washington State",
+	// "State of Ohio"): a state scores stateWordBonus more.
+	StateWord bool
 }
 
 // ParseQuery parses a resolve request: the text with Parse, plus the
@@ -54,14 +67,20 @@ func ParseQuery(rq readmodel.ResolveQuery) Query {
 	q := Parse(rq.Text)
 	q.FilterState = strings.ToUpper(rq.State)
 	q.FilterType = rq.GeoType
+	if rq.Focus != nil {
+		f := *rq.Focus
+		q.Focus = &f
+	}
 	return q
 }
 
 // Parse reads free text into a Query: it extracts a ZIP or ZIP+4 (or,
 // when the text is only 3 or 4 digits, a ZIP prefix), a leading "city
-// of", a trailing state code or name, a trailing county word and
-// trailing noise ("USA"); it normalises case, accents, punctuation and
-// abbreviations of the rest.
+// of", a trailing state code or name and a trailing county word; it
+// normalises case, accents, punctuation and abbreviations of the rest.
+// When the text has filler words (a country, "state of", "the", ...) it
+// reads the words without them first, then all the words; a text of
+// filler words only has no reading.
 func Parse(text string) Query {
 	q := Query{Text: text}
 	ws := words(text)
@@ -88,21 +107,45 @@ func Parse(text string) Query {
 		}
 		kept = append(kept, w)
 	}
-	for len(kept) > 1 && noise[kept[len(kept)-1]] {
-		kept = kept[:len(kept)-1]
-	}
-	if len(kept) > 2 && kept[1] == "of" && (kept[0] == "city" || kept[0] == "town" || kept[0] == "village") {
-		q.CityOf = true
-		kept = kept[2:]
+	kept, q.CityOf = cityOfPrefix(kept)
+	core, dropped := dropFillers(kept)
+	if dropped.any {
+		q.Dropped = true
+		var cityOf bool
+		core, cityOf = cityOfPrefix(core)
+		q.CityOf = q.CityOf || cityOf || dropped.cityOf
+		if len(core) == 0 {
+			// Only filler words (and perhaps a ZIP): no name to match.
+			return q
+		}
+		// The words without their filler first, then (below) every word,
+		// which a name containing the filler ("The Dalles") matches best.
+		q.addReadings(core, Reading{Dropped: true, StateWord: dropped.state})
 	}
 	if len(kept) == 0 {
 		return q
 	}
-	toks := make([]Token, len(kept))
-	for i, w := range kept {
+	q.addReadings(kept, Reading{})
+	return q
+}
+
+// cityOfPrefix strips a leading "city of" ("town of", "village of") from
+// the words of a longer text.
+func cityOfPrefix(ws []string) ([]string, bool) {
+	if len(ws) > 2 && ws[1] == "of" && (ws[0] == "city" || ws[0] == "town" || ws[0] == "village") {
+		return ws[2:], true
+	}
+	return ws, false
+}
+
+// addReadings adds the readings of the words ws: with a trailing state
+// stripped, the whole words, "X Co" as a county, and the words joined.
+// Every reading copies base's flags.
+func (q *Query) addReadings(ws []string, base Reading) {
+	toks := make([]Token, len(ws))
+	for i, w := range ws {
 		toks[i] = Token{Text: canonical(w), Surface: w, Alts: alsoMeans[w]}
 	}
-
 	add := func(r Reading) {
 		if len(r.Tokens) == 0 {
 			return
@@ -124,11 +167,15 @@ func Parse(text string) Query {
 				b.WriteString(t.Text)
 			}
 			c := b.String()
-			q.Readings = append(q.Readings, Reading{Tokens: []Token{{Text: c, Surface: c}}, State: r.State, Compact: true})
+			cr := base
+			cr.Tokens, cr.State, cr.Compact = []Token{{Text: c, Surface: c}}, r.State, true
+			q.Readings = append(q.Readings, cr)
 		}
 	}
-	if st, k := trailingState(toks, 1); k > 0 && !officialState[Normalize(strings.Join(kept, " "))] {
-		add(Reading{Tokens: toks[:len(toks)-k], State: st})
+	if st, k := trailingState(toks, 1); k > 0 && !officialState[Normalize(strings.Join(ws, " "))] {
+		r := base
+		r.Tokens, r.State = toks[:len(toks)-k], st
+		add(r)
 		// The words may still belong to the name ("Virginia Beach" is
 		// not asked here, "Minnesota Lake MN" might be), but only exactly.
 		toks = append([]Token(nil), toks...)
@@ -136,8 +183,9 @@ func Parse(text string) Query {
 			toks[i].Exact = true
 		}
 	}
-	add(Reading{Tokens: toks})
-	return q
+	r := base
+	r.Tokens = toks
+	add(r)
 }
 
 // trailingState finds a state code or name in the last words of toks and
@@ -179,11 +227,12 @@ func maxEdits(w string) int {
 
 // minPrefix is the shortest last word that may match as a prefix;
 // minBoundedPrefix the shortest when other words come before it and bound
-// the candidates ("Port An" -> Port Angeles, "San Fr" -> San Francisco).
-// A single letter never does: "Lake Forest P" would match too much.
+// the candidates ("Port An" -> Port Angeles, "San Fr" -> San Francisco,
+// "Lake Forest P" -> Lake Forest Park). A single letter matches only the
+// start of the name word right after the words before it.
 const (
 	minPrefix        = 3
-	minBoundedPrefix = 2
+	minBoundedPrefix = 1
 )
 
 // Prefixable reports whether the last word of a reading of words words,

@@ -37,13 +37,20 @@ func loadQuality(tb testing.TB) []qualityRow {
 			continue
 		}
 		cols := strings.Split(text, "\t")
-		if len(cols) != 6 {
-			tb.Fatalf("quality.tsv:%d: %d columns, want 6", line, len(cols))
+		if len(cols) != 7 {
+			tb.Fatalf("quality.tsv:%d: %d columns, want 7", line, len(cols))
+		}
+		rq := readmodel.ResolveQuery{Text: strings.TrimSpace(cols[0]), State: cols[1],
+			GeoType: readmodel.GeoType(cols[2]), Limit: 10}
+		if cols[6] != "" {
+			var p readmodel.Point
+			if _, err := fmt.Sscanf(cols[6], "%g,%g", &p.Lat, &p.Lon); err != nil {
+				tb.Fatalf("quality.tsv:%d: focus %q: %v", line, cols[6], err)
+			}
+			rq.Focus = &p
 		}
 		rows = append(rows, qualityRow{
-			line: line,
-			rq: readmodel.ResolveQuery{Text: strings.TrimSpace(cols[0]), State: cols[1],
-				GeoType: readmodel.GeoType(cols[2]), Limit: 10},
+			line: line, rq: rq,
 			display: cols[3], geoType: readmodel.GeoType(cols[4]), category: cols[5],
 		})
 	}
@@ -54,12 +61,13 @@ func loadQuality(tb testing.TB) []qualityRow {
 }
 
 // TestQuality resolves every labelled query against the national
-// gazetteer and requires top-1 accuracy of at least 0.95.
+// gazetteer and requires top-1 accuracy of at least 0.99 overall and 0.97
+// in every category, over at least 600 rows.
 func TestQuality(t *testing.T) {
 	x := nationalIndex(t)
 	rows := loadQuality(t)
-	if len(rows) < 200 {
-		t.Fatalf("quality set has %d rows, want at least 200", len(rows))
+	if len(rows) < 600 {
+		t.Fatalf("quality set has %d rows, want at least 600", len(rows))
 	}
 	type tally struct{ ok, n int }
 	per := map[string]*tally{}
@@ -100,7 +108,17 @@ func TestQuality(t *testing.T) {
 	}
 	acc := float64(okAll) / float64(len(rows))
 	t.Logf("quality: top-1 accuracy %.4f (%d/%d); %s", acc, okAll, len(rows), strings.Join(summary, " "))
-	if acc < 0.95 {
-		t.Fatalf("top-1 accuracy %.4f < 0.95", acc)
+	if acc < 0.99 {
+		t.Errorf("top-1 accuracy %.4f < 0.99", acc)
+	}
+	for _, c := range cats {
+		if tl := per[c]; float64(tl.ok)/float64(tl.n) < 0.97 {
+			t.Errorf("category %s: top-1 accuracy %.4f < 0.97", c, float64(tl.ok)/float64(tl.n))
+		}
+	}
+	for _, c := range []string{"filler", "country", "state_of", "one_letter", "common_word", "city_county", "focus"} {
+		if per[c] == nil || per[c].n < 15 {
+			t.Errorf("category %s has %v rows, want at least 15", c, per[c])
+		}
 	}
 }

@@ -404,7 +404,7 @@ func TestAmbiguousAbbreviation(t *testing.T) {
 	}
 	// Port is no typo or prefix of Point's and back: the other long form
 	// matches only exactly.
-	for _, text := range []string{"Point Angeles", "Port Pleasant", "Pt Abbey Road"} {
+	for _, text := range []string{"Point Angeles", "Port Pleasant", "Pt Abbey Ridge"} {
 		if cs := x.Search(readmodel.ResolveQuery{Text: text, Limit: 10}); len(cs) != 0 {
 			t.Errorf("%q:\n%s", text, describe(cs))
 		}

@@ -38,6 +38,19 @@ const (
 	zipCityBonus    = 0.04
 	zipCityPenalty  = 0.20
 	ambiguityMargin = 0.04 // Score difference under which two places tie
+
+	fillerPenalty       = 0.08 // a reading without the text's filler words
+	fillerConfidence    = 0.05 // confidence given up when filler words were dropped
+	stateWordBonus      = 0.06 // "state" / "state of" dropped, a state found
+	countyTypingPenalty = 0.02 // a county matched by a partial last word, County not typed
+	abbrevCodeQuality   = 0.60 // a word spelled out matched only a one-word abbreviated alias ("Mount": MT)
+
+	// Focus point: focusWeight * 2^(-d/focusHalfKm), at most lifting a
+	// match whose quality is under exactTier to focusCap.
+	focusWeight = 0.08
+	focusHalfKm = 50.0
+	exactTier   = 0.97
+	focusCap    = 0.969
 )
 
 // typePrior orders equally good name matches: a state before a city, a
@@ -54,8 +67,9 @@ var typePrior = map[readmodel.GeoType]float64{
 type Match struct {
 	// Location is read, never written; Rank returns clones.
 	Location *readmodel.Location
-	// Score is the ranking score in 0..1 (rounded to 4 decimals).
-	Score float64
+	// Score is the ranking score in 0..1 (rounded to 4 decimals), with
+	// the focus boost; Base the same without it (equal without a focus).
+	Score, Base float64
 	// Quality is how well the text matches the name or ZIP alone, 0..1.
 	Quality float64
 	Method  string
@@ -63,6 +77,8 @@ type Match struct {
 	// Mismatch: the text names a state (or a ZIP's place) this location is
 	// not in; it is kept as a weak alternative.
 	Mismatch bool
+	// Dropped: the match left filler words of the text out.
+	Dropped bool
 }
 
 // form is one indexed name of a location, in matching form.
@@ -139,6 +155,9 @@ type nameMatch struct {
 	quality float64
 	method  string
 	reasons []string
+	// typingCounty: a county-type name matched without its suffix while
+	// the last word is still being typed ("Salt La").
+	typingCounty bool
 }
 
 // matchForm matches a reading against a form: every query word must match
@@ -175,7 +194,7 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 				// A trailing state kept in the name matches exactly, or,
 				// as the last word, as the start of one ("Salt La" is
 				// Salt Lake City being typed as much as Salt, Louisiana).
-				if i == len(qt)-1 && Prefixable(len(q.Text), len(qt)) && strings.HasPrefix(n.Text, q.Text) {
+				if i == len(qt)-1 && prefixOf(q, n, len(qt), j, lastJ) {
 					kind = 3
 				} else {
 					continue
@@ -183,7 +202,7 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 			default:
 				if dd, ok := dist.distance(q.Text, n.Text); ok && len(n.Text) >= 4 {
 					kind, d = 2, dd
-				} else if i == len(qt)-1 && Prefixable(len(q.Text), len(qt)) && strings.HasPrefix(n.Text, q.Text) {
+				} else if i == len(qt)-1 && prefixOf(q, n, len(qt), j, lastJ) {
 					kind = 3
 				}
 			}
@@ -203,7 +222,13 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 		case 2:
 			edits += bestD
 		case 3:
-			prefixRatio = float64(len(q.Text)) / float64(len(n.Text))
+			// One letter says nothing of the word's length: the names it
+			// begins score alike, and population orders them ("St L":
+			// St. Louis before St. Leo).
+			prefixRatio = 0
+			if p := prefixText(q); len(p) > 1 {
+				prefixRatio = float64(len(p)) / float64(len(n.Text))
+			}
 		}
 		if bestJ < lastJ {
 			inOrder = false
@@ -240,6 +265,11 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 		switch {
 		case abbrev || f.alias || r.Compact:
 			m.quality, m.method = 0.97, MethodAlias
+			if abbrev && len(qt) == 1 && len(f.toks) == 1 && abbreviations[f.toks[0].Surface] != "" {
+				// "Mount" is no way to write Montana's "MT": the places
+				// that have the word come first.
+				m.quality = abbrevCodeQuality
+			}
 			if abbrev {
 				m.reasons = append(m.reasons, "abbreviation_expanded")
 			} else if r.Compact {
@@ -266,6 +296,13 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 			}
 		}
 		m.reasons = append(m.reasons, "partial_name")
+	case bitsSet(used) < len(f.toks) && prefixRatio >= 0 && !r.County:
+		// The bare name of a county while its last word is still being
+		// typed ("Salt La"): the suffix is a word not yet typed, and the
+		// city of the same name comes first (countyTypingPenalty).
+		m.quality *= 0.62 + 0.3*float64(bitsSet(used))/float64(len(f.toks))
+		m.typingCounty = true
+		m.reasons = append(m.reasons, "bare_name")
 	case bitsSet(used) < len(f.toks):
 		// The bare name of a county ("King" for "King County").
 		m.quality *= 0.9
@@ -278,6 +315,28 @@ func matchForm(r *Reading, f *form, dist distancer) (nameMatch, bool) {
 		m.reasons = append(m.reasons, "exact_name")
 	}
 	return m, true
+}
+
+// prefixText is the text of q that must begin a name word when q is
+// matched as a prefix: the word as written when it is a single letter
+// (an "n" being typed may begin "new" as well as stand for "north").
+func prefixText(q Token) string {
+	if len(q.Surface) == 1 {
+		return q.Surface
+	}
+	return q.Text
+}
+
+// prefixOf reports whether q, the last of words query words, may match
+// the name word n (at position j; the word before q matched at lastJ) as
+// a prefix. A single letter must begin the name word right after the
+// words before it ("Lake Forest P": Park).
+func prefixOf(q, n Token, words, j, lastJ int) bool {
+	p := prefixText(q)
+	if !Prefixable(len(p), words) || !strings.HasPrefix(n.Text, p) {
+		return false
+	}
+	return len(p) > 1 || j == lastJ+1
 }
 
 func bitsSet(x uint64) int {
@@ -336,15 +395,18 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 		if q.Plus4 != "" {
 			reasons = append(reasons, "zip_plus4")
 		}
+		if q.Dropped {
+			reasons = append(reasons, "filler_dropped")
+		}
 		raw := 1 + zipBonus
-		consider(raw, Match{Quality: 1, Method: MethodPostalCode, Reasons: reasons})
+		consider(raw, Match{Quality: 1, Method: MethodPostalCode, Reasons: reasons, Dropped: q.Dropped})
 		city := tokenize(loc.City)
 		for i := range q.Readings {
 			r := &q.Readings[i]
 			if r.Compact {
 				continue
 			}
-			m := Match{Quality: 1, Method: MethodPostalCode, Reasons: append([]string(nil), reasons...)}
+			m := Match{Quality: 1, Method: MethodPostalCode, Reasons: append([]string(nil), reasons...), Dropped: q.Dropped}
 			adj := 0.0
 			st := r.State
 			toks := r.Tokens
@@ -389,6 +451,17 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 				raw := nm.quality + typePrior[loc.GeoType] + popPrior(loc.Population)
 				reasons := nm.reasons
 				mism := false
+				if r.Dropped {
+					raw -= fillerPenalty
+					reasons = append(reasons, "filler_dropped")
+				}
+				if r.StateWord && loc.GeoType == readmodel.GeoState {
+					raw += stateWordBonus
+					reasons = append(reasons, "state_word")
+				}
+				if nm.typingCounty {
+					raw -= countyTypingPenalty
+				}
 				if r.State != "" {
 					if loc.State == r.State {
 						raw += stateMatchBonus
@@ -412,7 +485,7 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 						raw -= cityOfPenalty
 					}
 				}
-				consider(raw, Match{Quality: nm.quality, Method: nm.method, Reasons: reasons, Mismatch: mism})
+				consider(raw, Match{Quality: nm.quality, Method: nm.method, Reasons: reasons, Mismatch: mism, Dropped: r.Dropped})
 			}
 		}
 	}
@@ -426,8 +499,46 @@ func scoreLoc(q *Query, loc *readmodel.Location, forms []form, dist distancer) (
 		best.Reasons = append(best.Reasons, "geo_type_filter")
 	}
 	best.Location = loc
-	best.Score = round4(min(1, max(0, bestRaw/scoreScale)))
+	best.Base = round4(min(1, max(0, bestRaw/scoreScale)))
+	best.Score = best.Base
+	if q.Focus != nil {
+		if boost := focusBoost(q.Focus, loc); boost > 0 {
+			if best.Quality < exactTier {
+				// Never above an exact name match of the same kind of
+				// reading (one without filler words scores 0.08 less).
+				limit := focusCap
+				if best.Dropped {
+					limit -= fillerPenalty
+				}
+				boost = min(boost, max(0, limit-bestRaw))
+			}
+			if boost >= 0.01 {
+				best.Reasons = append(best.Reasons, "near_focus")
+			}
+			best.Score = round4(min(1, max(0, (bestRaw+boost)/scoreScale)))
+		}
+	}
 	return best, true
+}
+
+// focusBoost is the raw score a location gains from the focus point:
+// focusWeight * 2^(-d/focusHalfKm) for a great-circle distance of d km
+// (0.08 at the point, 0.04 at 50 km, 0.01 at 150 km); 0 for a location
+// without coordinates (lat and lon both 0).
+func focusBoost(f *readmodel.Point, loc *readmodel.Location) float64 {
+	if loc.Lat == 0 && loc.Lon == 0 {
+		return 0
+	}
+	return focusWeight * math.Exp2(-distanceKm(f.Lat, f.Lon, loc.Lat, loc.Lon)/focusHalfKm)
+}
+
+// distanceKm is the haversine distance between two points in degrees.
+func distanceKm(lat1, lon1, lat2, lon2 float64) float64 {
+	const r = 6371.0088
+	rad := math.Pi / 180
+	dLat, dLon := (lat2-lat1)*rad, (lon2-lon1)*rad
+	a := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dLon/2)*math.Sin(dLon/2)
+	return 2 * r * math.Asin(math.Sqrt(min(1, a)))
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
@@ -462,29 +573,59 @@ func samePlace(a, b *readmodel.Location) bool {
 // Rank orders matches by the ordering contract, keeps at most limit, and
 // assigns each its confidence and decision:
 //
-//   - confidence starts at Quality; halved when the text names another
-//     state or ZIP place; times 0.65 when another place (not a scope of the
-//     same place) scores within ambiguityMargin (reason ambiguous_name);
-//     for a lower candidate, reduced with its gap to the top.
+//   - confidence starts at Quality, less fillerConfidence (0.05) when
+//     filler words of the text were dropped; halved when the text names
+//     another state or ZIP place; times 0.65 when another place (not a
+//     scope of the same place) scores within ambiguityMargin (reason
+//     ambiguous_name); for a lower candidate, reduced with its gap to the
+//     top.
 //   - accept: the top candidate, matched exactly, by alias or by ZIP, not
 //     ambiguous, confidence >= 0.8. reject: confidence < 0.4, or a gap of
 //     0.12 or more below the top for a different place. Otherwise review.
 //
-// Rank sorts matches in place.
+// Confidence and decision read the scores without the focus boost (Base):
+// a focus point orders the candidates, it does not make a name less
+// ambiguous. Rank sorts matches in place.
 func Rank(matches []Match, limit int) []readmodel.Candidate {
 	sort.Slice(matches, func(i, j int) bool { return less(&matches[i], &matches[j]) })
 	n := min(limit, len(matches))
 	if n <= 0 {
 		return []readmodel.Candidate{}
 	}
+	// byBase is the order of the scores without the focus boost; without
+	// a focus it is the ranking order itself.
+	var byBase []int
+	for i := range matches {
+		if matches[i].Base != matches[i].Score {
+			byBase = make([]int, len(matches))
+			for j := range byBase {
+				byBase[j] = j
+			}
+			sort.SliceStable(byBase, func(a, b int) bool {
+				x, y := &matches[byBase[a]], &matches[byBase[b]]
+				if x.Base != y.Base {
+					return x.Base > y.Base
+				}
+				return less(x, y)
+			})
+			break
+		}
+	}
+	at := func(k int) int {
+		if byBase == nil {
+			return k
+		}
+		return byBase[k]
+	}
 	out := make([]readmodel.Candidate, n)
-	top := &matches[0]
+	top := &matches[at(0)]
 	for i := 0; i < n; i++ {
 		m := &matches[i]
 		// Best competitor: the first other candidate that is not a scope
 		// of the same place.
 		var comp *Match
-		for j := range matches {
+		for k := range matches {
+			j := at(k)
 			if j != i && !samePlace(matches[j].Location, m.Location) {
 				comp = &matches[j]
 				break
@@ -492,20 +633,24 @@ func Rank(matches []Match, limit int) []readmodel.Candidate {
 		}
 		reasons := append([]string(nil), m.Reasons...)
 		conf := m.Quality
+		if m.Dropped {
+			conf -= fillerConfidence
+		}
 		if m.Mismatch {
 			conf *= 0.5
 		}
-		ambiguous := comp != nil && math.Abs(m.Score-comp.Score) < ambiguityMargin
+		ambiguous := comp != nil && math.Abs(m.Base-comp.Base) < ambiguityMargin
 		if ambiguous {
 			conf *= 0.65
 			reasons = append(reasons, "ambiguous_name")
-			if i == 0 && m.Location.Population > comp.Location.Population && m.Score-comp.Score < popWeight/scoreScale+1e-9 {
+			if i == 0 && m.Location.Population > comp.Location.Population && m.Base-comp.Base < popWeight/scoreScale+1e-9 {
 				reasons = append(reasons, "population_prior")
 			}
 		}
-		gap := top.Score - m.Score
-		related := i > 0 && samePlace(top.Location, m.Location)
-		if i > 0 {
+		gap := max(0, top.Base-m.Base)
+		isTop := m == top
+		related := !isTop && samePlace(top.Location, m.Location)
+		if !isTop {
 			if related {
 				conf *= 0.85
 			} else {
@@ -515,10 +660,10 @@ func Rank(matches []Match, limit int) []readmodel.Candidate {
 		conf = round4(min(1, max(0, conf)))
 		decision := DecisionReview
 		switch {
-		case i == 0 && !ambiguous && !m.Mismatch && conf >= 0.8 &&
+		case i == 0 && isTop && !ambiguous && !m.Mismatch && conf >= 0.8 &&
 			(m.Method == MethodExact || m.Method == MethodAlias || m.Method == MethodPostalCode):
 			decision = DecisionAccept
-		case conf < 0.4, i > 0 && !related && gap >= 0.12:
+		case conf < 0.4, !isTop && !related && gap >= 0.12:
 			decision = DecisionReject
 		}
 		out[i] = readmodel.Candidate{

@@ -30,6 +30,10 @@ var Scenarios = []Scenario{
 	{"geo_signals/ordering", geoSignalsOrdering},
 	{"catalog", catalog},
 	{"inspector/counts_digest_after_replay", countsDigest},
+	// Issue 17 (resolve_words.go): filler words, typing, focus point.
+	{"resolve/filler_words", resolveFillerWords},
+	{"resolve/typing", resolveTyping},
+	{"resolve/focus_and_coordinates", resolveFocus},
 }
 
 func locationDetail(t *testing.T, e *Env) {

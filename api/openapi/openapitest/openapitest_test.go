@@ -43,7 +43,7 @@ func rateLimited() http.Header {
 
 const candidate = `{"geo_id":"g1","geo_type":"city","display_name":"Seattle, WA","score":0.9,"confidence":0.8,
 "match_method":"exact","decision":"accept","reasons":["exact_name"],"state":"WA","county":"King",
-"city":"Seattle","zipcode":null,"jurisdiction":"Seattle"}`
+"city":"Seattle","zipcode":null,"jurisdiction":"Seattle","lat":47.6,"lon":null}`
 
 const lead = `{"lead_id":"l1","signal_key":"framing_nowcast_early","event_date_used":"2024-05-01",
 "signal_basis":"observed_event","confidence":0.8,"reason_codes":["PERMIT_ISSUED"],"freshness_lag_days":3,
