@@ -82,7 +82,6 @@ func NewServer(d Deps) (http.Handler, error) {
 	s := &server{Deps: d, log: d.Logger, cursors: cursor.New(d.CursorSecret)}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.HandleMethodNotAllowed = false
 	r.ContextWithFallback = true
 	r.Use(withRequestID(), withAccessLog(s.log), withRecovery(s.log))
 	r.NoRoute(func(c *gin.Context) { writeError(c, s.log, notFound{what: "route " + c.Request.URL.Path}) })
