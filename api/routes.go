@@ -42,7 +42,8 @@ func (s *server) routes(r *gin.Engine) {
 		get(r, "/metrics", gin.WrapH(s.Metrics))
 	}
 
-	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), withQuota(s.Limiter, s.log))
+	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), withQuota(s.Limiter, s.log),
+		withDeadline(s.RequestTimeout))
 	get(v1, "/locations/resolve", s.handler(s.resolve))
 	get(v1, "/locations/:geo_id", s.handler(s.location))
 	get(v1, "/permits/search", s.handler(s.searchPermits))

@@ -40,6 +40,10 @@ type Deps struct {
 	// Checks feed /v1/health/ready; the service is ready when every check
 	// is OK.
 	Checks []ReadinessCheck
+
+	// RequestTimeout bounds each business request's reads; past it the
+	// answer is 503 BACKEND_UNAVAILABLE. 0 is 10s.
+	RequestTimeout time.Duration
 }
 
 // ReadinessCheck reports one dependency's state.
@@ -75,6 +79,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.RequestTimeout <= 0 {
+		d.RequestTimeout = defaultRequestTimeout
 	}
 	if d.ClockSource == "" {
 		d.ClockSource = "system"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"io"
 	"log/slog"
 	"net"
@@ -64,23 +65,26 @@ func TestConnCapEvictsTheLongestIdle(t *testing.T) {
 
 func TestConnCapShortensIdleNearTheCap(t *testing.T) {
 	const max = 10
-	cl, base := startLimited(t, max, 200*time.Millisecond)
-	tr := &http.Transport{MaxIdleConnsPerHost: max, MaxConnsPerHost: max}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	done := make(chan struct{})
+	cl, base := startLimited(t, max, time.Second)
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	for range max {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			res, err := c.Get(base)
-			if err == nil {
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-			}
-		}()
+		c, err := net.Dial("tcp", base[len("http://"):])
+		require.NoError(t, err)
+		conns = append(conns, c)
 	}
-	for range max {
-		<-done
+	require.Eventually(t, func() bool { return metricValue(cl.gauge) == max }, 5*time.Second, 10*time.Millisecond)
+	for _, c := range conns {
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+		require.NoError(t, err)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
 	}
 	require.Eventually(t, func() bool { return metricValue(cl.gauge) == 0 }, 10*time.Second, 50*time.Millisecond,
 		"near the cap, idle keep-alive connections get the short idle timeout, not the server's minute")

@@ -40,6 +40,7 @@ type serveConfig struct {
 	CursorSecret    string
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration
+	RequestTimeout  time.Duration
 	MaxConns        int
 
 	now time.Time // parsed Now
@@ -58,6 +59,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "HMAC secret for cursors (>= 16 bytes); replicas must share it; random when empty")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the drain delay, how long requests in flight may take to finish")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long readiness answers 503 while the server still serves, before it stops accepting")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Second, "bound on a business request's reads (read-model retries included); past it: 503 BACKEND_UNAVAILABLE")
 	fs.IntVar(&c.MaxConns, "max-conns", 10000, "cap on open HTTP connections (lowered to fit the file-descriptor limit); at the cap the longest idle one is closed")
 }
 
@@ -83,6 +85,9 @@ func (c *serveConfig) Validate() error {
 	if c.DrainDelay < 0 {
 		errs = append(errs, errors.New("drain-delay must not be negative"))
 	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("request-timeout must be positive"))
+	}
 	if c.MaxConns < 1 {
 		errs = append(errs, errors.New("max-conns must be at least 1"))
 	}
@@ -98,7 +103,7 @@ func (c *serveConfig) logValue() []any {
 		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
 		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
 		"now", c.Now, "log_level", c.LogLevel,
-		"shutdown_timeout", c.ShutdownTimeout, "drain_delay", c.DrainDelay, "max_conns", c.MaxConns,
+		"shutdown_timeout", c.ShutdownTimeout, "drain_delay", c.DrainDelay, "request_timeout", c.RequestTimeout, "max_conns", c.MaxConns,
 	}
 	if c.Backend == "opensearch" {
 		out = append(out, c.openSearchConfig.logValue()...)
@@ -193,16 +198,17 @@ func runServe(ctx context.Context, e env, args []string) error {
 		checks = append(checks, kix.Check())
 	}
 	handler, err := api.NewServer(api.Deps{
-		Reader:       rm,
-		Auth:         q.Auth,
-		Limiter:      q.Limiter,
-		Logger:       log,
-		Now:          clock,
-		ClockSource:  source,
-		CursorSecret: secret,
-		OpenAPI:      oas,
-		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Checks:       checks,
+		Reader:         rm,
+		Auth:           q.Auth,
+		Limiter:        q.Limiter,
+		Logger:         log,
+		Now:            clock,
+		ClockSource:    source,
+		CursorSecret:   secret,
+		OpenAPI:        oas,
+		Metrics:        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Checks:         checks,
+		RequestTimeout: cfg.RequestTimeout,
 	})
 	if err != nil {
 		return err

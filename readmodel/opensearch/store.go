@@ -58,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -109,6 +110,11 @@ func New(cfg Config) (*Store, error) {
 		Password:           cfg.Password,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		RequestTimeout:     cfg.RequestTimeout,
+		// Overload and node failures are retried with jittered backoff;
+		// the caller's context (the API's request deadline) bounds it all.
+		RetryOnStatus: []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
+		MaxRetries:    3,
+		RetryBackoff:  retryBackoff,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opensearch: client: %w", err)
@@ -137,8 +143,16 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("opensearch: %d %s: %s", e.Status, e.Type, e.Reason)
 }
 
+// retryBackoff is 50ms doubling per attempt, capped at 1s, with full
+// jitter (a random delay up to that bound), so that replicas retrying
+// together do not arrive together.
+func retryBackoff(attempt int) time.Duration {
+	d := min(50*time.Millisecond<<min(attempt-1, 5), time.Second)
+	return rand.N(d) + time.Millisecond
+}
+
 // do sends one request and decodes a 2xx JSON answer into out (nil:
-// discard). Transport failures and 5xx wrap readmodel.ErrUnavailable;
+// discard). Transport failures, 5xx and 429 wrap readmodel.ErrUnavailable;
 // other error answers are *apiError.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
@@ -182,7 +196,7 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, conten
 		} else {
 			ae.Reason = strings.TrimSpace(string(raw))
 		}
-		if resp.StatusCode >= 500 {
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return fmt.Errorf("%w: %s %s: %v", readmodel.ErrUnavailable, method, path, ae)
 		}
 		return ae
