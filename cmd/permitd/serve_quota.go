@@ -167,6 +167,9 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 	brk, err := quota.NewBreaker(quota.BreakerParams{
 		Probe:   func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Timeout: cfg.RedisTimeout, Logger: log, Metrics: metrics,
+		// A PING a second is nothing; a replica back within a second of
+		// Redis is what the issued keys it cannot check need.
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
 	})
 	if err != nil {
 		rdb.Close()
