@@ -4,7 +4,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1x
 SHARED    ?= ../shared
 
-.PHONY: run test test-short bench lint build fmt
+.PHONY: run test test-short bench lint build fmt load-chaos
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -36,3 +36,8 @@ lint:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## load-chaos: serve with Redis under load, kill and restart redis-server mid-run; reports errors by phase and the recovery time
+CHAOS_FLAGS ?= -duration 20s -rate 300 -kill-at 6s -down 5s
+load-chaos:
+	$(GO) run ./test/faults/chaos $(CHAOS_FLAGS)

@@ -240,18 +240,22 @@ func (f failingReader) Location(context.Context, string) (readmodel.Location, er
 func TestInternalErrorsKeepTheirDetailInTheLog(t *testing.T) {
 	for name, tc := range map[string]struct {
 		reader readmodel.Reader
+		status int
 		code   string
 	}{
-		"unavailable": {failingReader{Reader: memory.New(memory.Options{}), err: readmodel.ErrUnavailable}, "BACKEND_UNAVAILABLE"},
-		"unknown":     {failingReader{Reader: memory.New(memory.Options{}), err: errors.New("secret detail")}, "INTERNAL"},
-		"panic":       {failingReader{Reader: memory.New(memory.Options{}), panic: true}, "INTERNAL"},
+		"unavailable": {failingReader{Reader: memory.New(memory.Options{}), err: readmodel.ErrUnavailable}, http.StatusServiceUnavailable, "BACKEND_UNAVAILABLE"},
+		"unknown":     {failingReader{Reader: memory.New(memory.Options{}), err: errors.New("secret detail")}, http.StatusInternalServerError, "INTERNAL"},
+		"panic":       {failingReader{Reader: memory.New(memory.Options{}), panic: true}, http.StatusInternalServerError, "INTERNAL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
 			h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: tc.reader, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 			r := h.Get("/v1/locations/gabc")
-			if r.Status != http.StatusInternalServerError {
+			if r.Status != tc.status {
 				t.Fatalf("status %d", r.Status)
+			}
+			if tc.status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") == "" {
+				t.Fatal("503 without Retry-After")
 			}
 			var e stdError
 			r.JSON(t, &e)

@@ -20,7 +20,16 @@ const (
 	CodeInternal    = "INTERNAL"
 	CodeUnavailable = "BACKEND_UNAVAILABLE"
 	CodeUnsupported = "NOT_IMPLEMENTED"
+	// CodeKeyStoreUnavailable: 503, the store of issued API keys could
+	// not answer, so the key could not be checked.
+	CodeKeyStoreUnavailable = "KEY_STORE_UNAVAILABLE"
+	// CodeMethodNotAllowed: 405, with the Allow header.
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 )
+
+// retryAfterUnavailable is the Retry-After (seconds) of a 503: about the
+// time a replica takes to notice that a dependency is back.
+const retryAfterUnavailable = "2"
 
 // ValidationError is a bad input; it always names the parameter.
 type ValidationError struct {
@@ -43,8 +52,8 @@ func (e notFound) Error() string { return e.what + " not found" }
 func (e notFound) Unwrap() error { return readmodel.ErrNotFound }
 
 // writeError is the one error mapper: validation -> 422, not found -> 404,
-// backend unavailable -> 500 BACKEND_UNAVAILABLE, anything else -> a
-// generic 500 whose detail is only logged.
+// backend unavailable -> 503 BACKEND_UNAVAILABLE with Retry-After,
+// anything else -> a generic 500 whose detail is only logged.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	var ve *ValidationError
 	var nf notFound
@@ -59,12 +68,16 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	case errors.Is(err, readmodel.ErrNotFound):
 		status, code, msg = http.StatusNotFound, CodeNotFound, "resource not found"
 	case errors.Is(err, readmodel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		code, msg = CodeUnavailable, "the read model is unavailable; retry later"
+		status, code, msg = http.StatusServiceUnavailable, CodeUnavailable, "the read model is unavailable; retry after the Retry-After delay"
+		c.Header("Retry-After", retryAfterUnavailable)
 	case errors.Is(err, readmodel.ErrUnsupported):
 		code, msg = CodeUnsupported, "this read is not implemented by the configured backend"
 	}
 	rid := requestID(c)
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusServiceUnavailable:
+		log.Warn("read model unavailable", "request_id", rid, "path", c.FullPath(), "err", err)
+	case http.StatusInternalServerError:
 		log.Error("request failed", "request_id", rid, "path", c.FullPath(), "err", err)
 	}
 	buf := getBuf()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/quota"
-	"github.com/permitd/permitd/readmodel"
 )
 
 const (
@@ -77,6 +76,9 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		}
 		start := time.Now()
 		c.Next()
+		if c.GetBool(ctxLogSampledOut) {
+			return // counted by a logSampler instead
+		}
 		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)),
 			slog.String("method", c.Request.Method),
@@ -93,8 +95,11 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// withAuth requires a valid X-API-Key; 403 {"message"} otherwise.
+// withAuth requires a valid X-API-Key; 403 {"message"} otherwise. A key
+// that cannot be checked because the key store does not answer gets 503
+// KEY_STORE_UNAVAILABLE with Retry-After (logged, sampled).
 func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
+	storeDown := newLogSampler(log, "key store unavailable", 10, time.Second)
 	return func(c *gin.Context) {
 		c.Writer.Header().Add("Vary", hdrVaryKey)
 		key := c.GetHeader(headerAPIKey)
@@ -107,10 +112,17 @@ func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 		case errors.Is(err, apikey.ErrInvalidKey):
 			writeGateway(c, http.StatusForbidden, "invalid API key")
 			return
+		case errors.Is(err, apikey.ErrStoreUnavailable):
+			// Not the caller's fault, so not a 403; keys this replica
+			// has seen were already answered from its cache.
+			storeDown.sample(c, slog.LevelWarn, "key store unavailable: key not checked", "err", err)
+			rid := requestID(c)
+			c.Header("Retry-After", retryAfterUnavailable)
+			writeBody(c, http.StatusServiceUnavailable, appendErrorBody(nil, CodeKeyStoreUnavailable,
+				"the API key store is unavailable, so this key cannot be checked now; retry after the Retry-After delay", rid))
+			return
 		case err != nil:
-			// The key store cannot answer: not the caller's fault, so not
-			// a 403. The limiter's cache already served recently seen keys.
-			writeError(c, log, fmt.Errorf("key store: %v: %w", err, readmodel.ErrUnavailable))
+			writeError(c, log, fmt.Errorf("key check: %w", err))
 			return
 		}
 		c.Set(ctxPrincipal, p)

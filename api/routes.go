@@ -7,28 +7,49 @@ import (
 )
 
 // routes registers every route in one place. Business routes sit behind
-// the key check and the quota; health, the OpenAPI document and metrics
-// do not.
+// the failed-authentication throttle, the key check and the quota;
+// health, the OpenAPI document and metrics do not.
+//
+// Routing semantics, set here with the routes: every GET route answers
+// HEAD too (the same handlers, so the same authentication, quota and
+// headers; net/http sends no body); another method on a known path gets
+// 405 with `Allow`; paths are matched on their raw form, so an encoded
+// slash (%2F) stays inside its segment (and then fails the parameter's
+// validation) instead of being routed as a separator.
 func (s *server) routes(r *gin.Engine) {
-	r.GET("/v1/health/live", s.live)
-	r.GET("/v1/health/ready", s.ready)
-	r.GET("/v1/openapi.json", func(c *gin.Context) {
+	r.HandleMethodNotAllowed = true
+	r.UseRawPath = true
+	r.UnescapePathValues = true
+	r.NoMethod(func(c *gin.Context) {
+		rid := requestID(c)
+		msg := "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path + "; allowed: " + c.Writer.Header().Get("Allow")
+		writeBody(c, http.StatusMethodNotAllowed, appendErrorBody(nil, CodeMethodNotAllowed, msg, rid))
+	})
+
+	get := func(g gin.IRoutes, path string, h ...gin.HandlerFunc) {
+		g.GET(path, h...)
+		g.HEAD(path, h...)
+	}
+	get(r, "/v1/health/live", s.live)
+	get(r, "/v1/health/ready", s.ready)
+	get(r, "/v1/openapi.json", func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
 	if s.Metrics != nil {
-		r.GET("/metrics", gin.WrapH(s.Metrics))
+		get(r, "/metrics", gin.WrapH(s.Metrics))
 	}
 
-	v1 := r.Group("/v1", withAuth(s.Auth, s.log), s.withQuota())
-	v1.GET("/locations/resolve", s.handler(s.resolve))
-	v1.GET("/locations/:geo_id", s.handler(s.location))
-	v1.GET("/permits/search", s.handler(s.searchPermits))
-	v1.GET("/search/property", s.handler(s.searchProperty))
-	v1.GET("/property/:property_id/permits", s.handler(s.propertyPermits))
-	v1.GET("/signals/catalog", s.handler(s.catalog))
-	v1.GET("/signals/geo/location/:geo_id", s.handler(s.geoSignalsForLocation))
-	v1.GET("/signals/geo/search", s.handler(s.searchGeoSignals))
-	v1.GET("/signals/permit/leads", s.handler(s.permitLeads))
-	v1.GET("/signals/permit/stats", s.handler(s.permitStats))
+	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(),
+		withDeadline(s.RequestTimeout))
+	get(v1, "/locations/resolve", s.handler(s.resolve))
+	get(v1, "/locations/:geo_id", s.handler(s.location))
+	get(v1, "/permits/search", s.handler(s.searchPermits))
+	get(v1, "/search/property", s.handler(s.searchProperty))
+	get(v1, "/property/:property_id/permits", s.handler(s.propertyPermits))
+	get(v1, "/signals/catalog", s.handler(s.catalog))
+	get(v1, "/signals/geo/location/:geo_id", s.handler(s.geoSignalsForLocation))
+	get(v1, "/signals/geo/search", s.handler(s.searchGeoSignals))
+	get(v1, "/signals/permit/leads", s.handler(s.permitLeads))
+	get(v1, "/signals/permit/stats", s.handler(s.permitStats))
 }

@@ -45,6 +45,10 @@ type Deps struct {
 	// Checks feed /v1/health/ready; the service is ready when every check
 	// is OK.
 	Checks []ReadinessCheck
+
+	// RequestTimeout bounds each business request's reads; past it the
+	// answer is 503 BACKEND_UNAVAILABLE. 0 is 10s.
+	RequestTimeout time.Duration
 }
 
 // ReadinessCheck reports one dependency's state.
@@ -83,6 +87,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.RequestTimeout <= 0 {
+		d.RequestTimeout = defaultRequestTimeout
+	}
 	if d.ClockSource == "" {
 		d.ClockSource = "system"
 	}
@@ -93,7 +100,6 @@ func NewServer(d Deps) (http.Handler, error) {
 	s.versioned, _ = d.Reader.(readmodel.Versioned)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.HandleMethodNotAllowed = false
 	r.ContextWithFallback = true
 	r.Use(withRequestID(), withAccessLog(s.access), withRecovery(s.log))
 	r.NoRoute(func(c *gin.Context) { writeError(c, s.log, notFound{what: "route " + c.Request.URL.Path}) })

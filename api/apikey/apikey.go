@@ -13,6 +13,11 @@ import (
 // 403 without saying which.
 var ErrInvalidKey = errors.New("apikey: invalid key")
 
+// ErrStoreUnavailable: the store of issued keys could not answer (down,
+// slow, or its circuit open), so the key is neither accepted nor known to
+// be bad. The API answers 503 with Retry-After.
+var ErrStoreUnavailable = errors.New("apikey: key store unavailable")
+
 // Plan is what a key may do.
 type Plan struct {
 	Name          string
@@ -32,9 +37,10 @@ type Principal struct {
 type Authenticator interface {
 	// Authenticate returns the key's principal, or an error wrapping
 	// ErrInvalidKey when the key is missing, malformed or unknown. Any
-	// other error means the check could not be made (a store is down); the
-	// key is then neither accepted nor known to be bad. The error never
-	// contains the key.
+	// other error means the check could not be made: it wraps
+	// ErrStoreUnavailable when the store could not answer (the key is then
+	// neither accepted nor known to be bad). The error never contains the
+	// key.
 	Authenticate(ctx context.Context, key string) (Principal, error)
 }
 

@@ -114,7 +114,7 @@ func (k *Keys) Authenticate(ctx context.Context, key string) (Principal, error) 
 		return Principal{}, ErrInvalidKey
 	}
 	if err != nil {
-		return Principal{}, fmt.Errorf("apikey: lookup of key id %s: %w", id, err)
+		return Principal{}, fmt.Errorf("apikey: lookup of key id %s: %w: %w", id, ErrStoreUnavailable, err)
 	}
 	h := sha256.Sum256([]byte(key))
 	if subtle.ConstantTimeCompare(h[:], r.Hash[:]) != 1 {

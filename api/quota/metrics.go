@@ -9,6 +9,8 @@ type Metrics struct {
 	fallbackActive prometheus.Gauge
 	redisErrors    prometheus.Counter
 	recoveries     prometheus.Counter
+	breaker        *prometheus.GaugeVec
+	rejected       prometheus.Counter
 }
 
 // NewMetrics registers the metrics with reg:
@@ -19,6 +21,10 @@ type Metrics struct {
 //	    unreachable and this replica limits in process
 //	permitd_quota_redis_errors_total             failed Redis checks
 //	permitd_quota_redis_recoveries_total         returns to Redis
+//	permitd_redis_breaker_state{state}           1 for the circuit's state
+//	    (closed, open, half-open), 0 for the others
+//	permitd_redis_breaker_rejected_total         calls failed fast while
+//	    the circuit was open
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -37,9 +43,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "permitd_quota_redis_recoveries_total",
 			Help: "Times the limiter went back to Redis after an outage.",
 		}),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "permitd_redis_breaker_state",
+			Help: "State of the circuit breaker in front of Redis (key store and limiter): 1 for the current state.",
+		}, []string{"state"}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "permitd_redis_breaker_rejected_total",
+			Help: "Key lookups and quota checks that did not try Redis because the circuit was open.",
+		}),
+	}
+	for _, s := range breakerStates {
+		m.breaker.WithLabelValues(s)
 	}
 	if reg != nil {
-		reg.MustRegister(m.decisions, m.fallbackActive, m.redisErrors, m.recoveries)
+		reg.MustRegister(m.decisions, m.fallbackActive, m.redisErrors, m.recoveries, m.breaker, m.rejected)
 	}
 	return m
 }
@@ -70,5 +87,26 @@ func (m *Metrics) setFallback(on bool) {
 func (m *Metrics) redisError() {
 	if m != nil {
 		m.redisErrors.Inc()
+	}
+}
+
+var breakerStates = []string{"closed", "open", "half-open"}
+
+func (m *Metrics) breakerState(state string) {
+	if m == nil {
+		return
+	}
+	for _, s := range breakerStates {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.breaker.WithLabelValues(s).Set(v)
+	}
+}
+
+func (m *Metrics) breakerRejected() {
+	if m != nil {
+		m.rejected.Inc()
 	}
 }

@@ -30,8 +30,13 @@ type RedisParams struct {
 	// Now is the clock for month boundaries (GCRA uses Redis's TIME so
 	// every replica shares one clock); nil is time.Now.
 	Now func() time.Time
-	// MinBackoff and MaxBackoff bound the health probe's delays while
-	// Redis is unreachable; defaults 100ms and 5s.
+	// Breaker guards every call to Redis; share it with the key store
+	// (cmd/permitd does). nil: the limiter makes its own, which opens on
+	// the first failure and probes with MinBackoff..MaxBackoff; its Run
+	// is then the limiter's Run.
+	Breaker *Breaker
+	// MinBackoff and MaxBackoff bound the probe's delays while Redis is
+	// unreachable, for a limiter's own Breaker; defaults 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
 }
 
@@ -40,26 +45,30 @@ type RedisParams struct {
 // monthly counter per key (INCR on <prefix>month:<key id>:<YYYY-MM>, which
 // expires at the end of that month, UTC).
 //
-// Fallback policy: when a check against Redis fails (the caller's
-// context aside), the limiter logs once, sets
-// permitd_quota_fallback_active to 1 and decides in process with a Memory
-// limiter: the rate limit then holds per replica (N replicas admit up to N
+// Fallback policy: every check goes through the Breaker. A check that
+// fails (the caller's context aside) is decided in process; once the
+// circuit opens the limiter logs once, sets permitd_quota_fallback_active
+// to 1 and decides every request in process with a Memory limiter: the rate limit then holds per replica (N replicas admit up to N
 // times the plan's rate) and the monthly quota holds against the last
 // count this replica saw in Redis plus what it admitted since. Requests
 // are never refused because Redis is down, and while degraded no request
-// waits on Redis. Run probes Redis with PING under exponential backoff
-// with jitter; when Redis answers, the monthly counts admitted during the
-// outage are added to Redis (INCRBY), the gauge returns to 0, a line is
-// logged and checks go to Redis again. Run must be running for recovery.
+// waits on Redis. The breaker's prober PINGs Redis under exponential
+// backoff with jitter; when Redis answers, the monthly counts admitted in
+// process are added to Redis (INCRBY) before the circuit closes, the
+// gauge returns to 0, a line is logged and checks go to Redis again. The
+// breaker's Run must be running for recovery. Admissions decided in
+// process while the circuit was still closed (a failed check before the
+// circuit opened, or one that raced the close) are added at the next
+// recovery.
 type Redis struct {
-	p    RedisParams
-	rl   *redis_rate.Limiter
-	mem  *Memory
-	log  *slog.Logger
-	wake chan struct{}
+	p   RedisParams
+	b   *Breaker
+	own bool // b is the limiter's own: Run runs it
+	rl  *redis_rate.Limiter
+	mem *Memory
+	log *slog.Logger
 
-	degraded atomic.Bool
-	since    atomic.Int64 // unix nanos the outage began
+	since atomic.Int64 // unix nanos the outage began
 
 	mu      sync.Mutex
 	pending map[pendingKey]int64 // monthly admissions during the outage
@@ -81,36 +90,45 @@ func NewRedis(p RedisParams) (*Redis, error) {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	if p.MinBackoff <= 0 {
-		p.MinBackoff = 100 * time.Millisecond
-	}
-	if p.MaxBackoff < p.MinBackoff {
-		p.MaxBackoff = max(5*time.Second, p.MinBackoff)
-	}
 	mem := NewMemory(p.Now, p.Metrics)
 	mem.store = "fallback"
-	return &Redis{
-		p: p, rl: redis_rate.NewLimiter(piggyback{p.Client}), mem: mem, log: p.Logger,
-		wake: make(chan struct{}, 1), pending: map[pendingKey]int64{},
-	}, nil
+	r := &Redis{
+		p: p, b: p.Breaker, rl: redis_rate.NewLimiter(piggyback{p.Client}), mem: mem, log: p.Logger,
+		pending: map[pendingKey]int64{},
+	}
+	if r.b == nil {
+		b, err := NewBreaker(BreakerParams{
+			Probe:    func(ctx context.Context) error { return p.Client.Ping(ctx).Err() },
+			Failures: 1, MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, Logger: p.Logger, Metrics: p.Metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.b, r.own = b, true
+	}
+	r.b.BeforeClose(r.flush)
+	r.b.OnChange(r.changed)
+	return r, nil
 }
 
 // Degraded reports whether the limiter is on its in-process fallback.
-func (r *Redis) Degraded() bool { return r.degraded.Load() }
+func (r *Redis) Degraded() bool { return r.b.Open() }
 
 // Allow implements Limiter. It returns an error only when ctx ended
 // before Redis answered.
 func (r *Redis) Allow(ctx context.Context, p apikey.Principal) (Decision, error) {
-	if !r.degraded.Load() {
-		d, err := r.allowRedis(ctx, p)
-		if err == nil {
-			r.p.Metrics.decided("redis", d)
-			return d, nil
-		}
-		if ctx.Err() != nil {
-			return Decision{}, err
-		}
-		r.markDown(err)
+	var d Decision
+	err := r.b.Do(ctx, func(ctx context.Context) error {
+		var err error
+		d, err = r.allowRedis(ctx, p)
+		return err
+	})
+	if err == nil {
+		r.p.Metrics.decided("redis", d)
+		return d, nil
+	}
+	if ctx.Err() != nil {
+		return Decision{}, err
 	}
 	return r.allowFallback(p), nil
 }
@@ -251,75 +269,27 @@ func (r *Redis) allowFallback(p apikey.Principal) Decision {
 	return d
 }
 
-// markDown switches to the fallback and wakes the prober.
-func (r *Redis) markDown(err error) {
-	r.p.Metrics.redisError()
-	if !r.degraded.CompareAndSwap(false, true) {
+// changed follows the breaker (under its lock: no Redis call here).
+func (r *Redis) changed(open bool) {
+	r.p.Metrics.setFallback(open)
+	if open {
+		r.since.Store(time.Now().UnixNano())
+		r.log.Warn("quota: Redis unreachable; limiting in process on this replica until it returns",
+			"policy", "per-replica GCRA and monthly quota; counts reconciled on recovery")
 		return
 	}
-	r.since.Store(time.Now().UnixNano())
-	r.p.Metrics.setFallback(true)
-	r.log.Warn("quota: Redis unreachable; limiting in process on this replica until it returns",
-		"err", err, "policy", "per-replica GCRA and monthly quota; counts reconciled on recovery")
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	r.log.Info("quota: Redis reachable again; limits are shared across replicas again",
+		"outage", time.Duration(time.Now().UnixNano()-r.since.Load()).Round(time.Millisecond))
 }
 
-// Run probes Redis while the limiter is degraded and switches back when
-// Redis answers. It returns nil when ctx ends.
+// Run runs the limiter's own breaker's prober (see RedisParams.Breaker);
+// with a shared breaker it only waits. It returns nil when ctx ends.
 func (r *Redis) Run(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.wake:
-		}
-		if !r.recover(ctx) {
-			return nil
-		}
+	if r.own {
+		return r.b.Run(ctx)
 	}
-}
-
-// recover probes until Redis answers and the outage's counts are flushed;
-// false when ctx ended first.
-func (r *Redis) recover(ctx context.Context) bool {
-	backoff := r.p.MinBackoff
-	t := time.NewTimer(jitter(backoff))
-	defer t.Stop()
-	attempts := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-		attempts++
-		err := r.probe(ctx)
-		if err == nil {
-			err = r.flush(ctx)
-		}
-		if err == nil {
-			r.degraded.Store(false)
-			// Admissions that raced the switch; best effort, else they
-			// wait for the next recovery.
-			_ = r.flush(ctx)
-			r.p.Metrics.setFallback(false)
-			r.log.Info("quota: Redis reachable again; limits are shared across replicas again",
-				"outage", time.Duration(time.Now().UnixNano()-r.since.Load()).Round(time.Millisecond), "probes", attempts)
-			return true
-		}
-		r.log.Debug("quota: Redis still unreachable", "err", err, "next_probe", backoff)
-		backoff = min(backoff*2, r.p.MaxBackoff)
-		t.Reset(jitter(backoff))
-	}
-}
-
-func (r *Redis) probe(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return r.p.Client.Ping(ctx).Err()
+	<-ctx.Done()
+	return nil
 }
 
 // flush adds the monthly admissions made during the outage to Redis.

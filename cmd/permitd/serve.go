@@ -41,6 +41,9 @@ type serveConfig struct {
 	Now             string
 	CursorSecret    string
 	ShutdownTimeout time.Duration
+	DrainDelay      time.Duration
+	RequestTimeout  time.Duration
+	MaxConns        int
 
 	now time.Time // parsed Now
 }
@@ -56,7 +59,10 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.Data, "data", "bundled", "initial events: bundled (the shipped real data) or none")
 	fs.StringVar(&c.Now, "now", "", "service clock override (RFC 3339 or YYYY-MM-DD); empty: system clock")
 	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "HMAC secret for cursors (>= 16 bytes); replicas must share it; random when empty")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown may drain")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the drain delay, how long requests in flight may take to finish")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long readiness answers 503 while the server still serves, before it stops accepting")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Second, "bound on a business request's reads (read-model retries included); past it: 503 BACKEND_UNAVAILABLE")
+	fs.IntVar(&c.MaxConns, "max-conns", 10000, "cap on open HTTP connections (lowered to fit the file-descriptor limit); at the cap the longest idle one is closed")
 }
 
 // Validate checks every field and fails fast.
@@ -78,6 +84,15 @@ func (c *serveConfig) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
 	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("drain-delay must not be negative"))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("request-timeout must be positive"))
+	}
+	if c.MaxConns < 1 {
+		errs = append(errs, errors.New("max-conns must be at least 1"))
+	}
 	t, err := parseNow(c.Now)
 	errs = append(errs, err)
 	c.now = t
@@ -90,6 +105,7 @@ func (c *serveConfig) logValue() []any {
 		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
 		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
 		"now", c.Now, "log_level", c.LogLevel,
+		"shutdown_timeout", c.ShutdownTimeout, "drain_delay", c.DrainDelay, "request_timeout", c.RequestTimeout, "max_conns", c.MaxConns,
 	}
 	if c.Backend == "opensearch" {
 		out = append(out, c.openSearchConfig.logValue()...)
@@ -113,6 +129,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	accessBuf := api.NewBufferedWriter(stderr, 0)
 	defer func() { _ = accessBuf.Flush() }()
+	maxConns := fitConns(cfg.MaxConns, raiseFileLimit(log), log)
 
 	keys := splitCSV(cfg.APIKeys)
 	if len(keys) == 0 {
@@ -176,7 +193,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	// this process has caught up. An API-only replica (no bundled data, no
 	// Kafka: a separate `permitd index` feeds a durable backend) is ready
 	// once the read model holds documents, i.e. an indexer applied a batch.
-	checks := []api.ReadinessCheck{readModelCheck(rm, !embeddedFeed && kix == nil), q.Check}
+	dr := &drain{Delay: cfg.DrainDelay}
+	checks := []api.ReadinessCheck{dr.Check, readModelCheck(rm, !embeddedFeed && kix == nil), q.Check}
 	if embeddedFeed {
 		checks = append(checks, signalsCheck, func(context.Context) api.Check {
 			p := ix.Progress()
@@ -190,17 +208,18 @@ func runServe(ctx context.Context, e env, args []string) error {
 		checks = append(checks, kix.Check())
 	}
 	handler, err := api.NewServer(api.Deps{
-		Reader:       rm,
-		Auth:         q.Auth,
-		Limiter:      q.Limiter,
-		Logger:       log,
-		AccessLog:    cfg.logger(accessBuf),
-		Now:          clock,
-		ClockSource:  source,
-		CursorSecret: secret,
-		OpenAPI:      oas,
-		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Checks:       checks,
+		Reader:         rm,
+		Auth:           q.Auth,
+		Limiter:        q.Limiter,
+		Logger:         log,
+		AccessLog:      cfg.logger(accessBuf),
+		Now:            clock,
+		ClockSource:    source,
+		CursorSecret:   secret,
+		OpenAPI:        oas,
+		Metrics:        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Checks:         checks,
+		RequestTimeout: cfg.RequestTimeout,
 	})
 	if err != nil {
 		return err
@@ -211,9 +230,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
+	cl := newConnLimit(ln, maxConns, nearCapIdle, reg, log)
+	srv := newHTTPServer(handler, log)
+	cl.attach(srv)
 
 	g, gctx := errgroup.WithContext(ctx)
-	serveHTTP(gctx, g, newHTTPServer(handler, log), ln, cfg.ShutdownTimeout, log)
+	dr.serve(gctx, g, srv, cl, cfg.ShutdownTimeout, log)
 	g.Go(func() error { return q.Run(gctx) })
 	g.Go(func() error { return accessBuf.Run(gctx, time.Second) })
 	if kix != nil {

@@ -33,7 +33,7 @@ type quotaConfig struct {
 func (c *quotaConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.KeysFile, "keys-file", "permitd-keys.json", "issued API keys (hashes only) for the embedded mode; see `permitd keys`")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "redis://[:password@]host:port[/db]: keys and rate limits shared by every replica; empty: keys file and in-process limits")
-	fs.DurationVar(&c.RedisTimeout, "redis-timeout", 100*time.Millisecond, "per-command Redis timeout; past it a request falls back to the in-process limiter")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", 100*time.Millisecond, "bound on each key lookup and quota check in Redis (dial included, no retry); past it a request falls back to the in-process limiter, and 3 failures in a row open the circuit")
 	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", 30*time.Second, "how long a replica trusts a looked-up key before asking Redis again (revocation delay)")
 }
 
@@ -86,13 +86,16 @@ func redactErr(err error, secret string) error {
 
 // newRedisClient connects per cfg: short timeouts and no retries, because
 // a failed check falls back to the in-process limiter instead of waiting.
+// go-redis retries a failed dial 5 times, 100ms apart, unless told
+// (DialerRetries): one attempt, bounded by the timeout.
 func newRedisClient(cfg quotaConfig) (*redis.Client, error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis-url: %w", redactErr(err, cfg.RedisURL))
 	}
 	opts.MaxRetries = -1
-	opts.DialTimeout = 2 * cfg.RedisTimeout
+	opts.DialerRetries = 1
+	opts.DialTimeout = cfg.RedisTimeout
 	opts.ReadTimeout = cfg.RedisTimeout
 	opts.WriteTimeout = cfg.RedisTimeout
 	opts.PoolTimeout = cfg.RedisTimeout
@@ -124,8 +127,8 @@ type quotaParts struct {
 	Auth apikey.Authenticator
 	// Limiter enforces each key's plan.
 	Limiter quota.Limiter
-	// Run is long-running (the Redis health probe; returns at once in the
-	// embedded mode): join it in serve's errgroup. It returns nil when ctx
+	// Run is long-running (the Redis breaker's prober; returns at once in
+	// the embedded mode): join it in serve's errgroup. It returns nil when ctx
 	// ends.
 	Run func(ctx context.Context) error
 	// Close releases the Redis client; call it once the HTTP server has
@@ -159,12 +162,25 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 			},
 		}, nil
 	}
-	lim, err := quota.NewRedis(quota.RedisParams{Client: rdb, Logger: log, Metrics: metrics})
+	// One breaker for one Redis: the key store and the limiter open and
+	// close together.
+	brk, err := quota.NewBreaker(quota.BreakerParams{
+		Probe:   func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Timeout: cfg.RedisTimeout, Logger: log, Metrics: metrics,
+		// A PING a second is nothing; a replica back within a second of
+		// Redis is what the issued keys it cannot check need.
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+	})
 	if err != nil {
 		rdb.Close()
 		return quotaParts{}, err
 	}
-	cache := apikey.NewCache(apikey.CacheParams{Store: store, TTL: cfg.KeyCacheTTL})
+	lim, err := quota.NewRedis(quota.RedisParams{Client: rdb, Logger: log, Metrics: metrics, Breaker: brk})
+	if err != nil {
+		rdb.Close()
+		return quotaParts{}, err
+	}
+	cache := apikey.NewCache(apikey.CacheParams{Store: apikey.Guarded(store, brk), TTL: cfg.KeyCacheTTL})
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -173,10 +189,12 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 	return quotaParts{
 		Auth:    apikey.Chain(append(auths, apikey.NewKeys(cache))...),
 		Limiter: lim,
-		Run:     lim.Run,
+		Run:     brk.Run,
 		Close:   rdb.Close,
 		Check: func(context.Context) api.Check {
-			return api.Check{Name: "quota", OK: true, Detail: map[string]any{"store": "redis", "fallback": lim.Degraded()}}
+			return api.Check{Name: "quota", OK: true, Detail: map[string]any{
+				"store": "redis", "fallback": lim.Degraded(), "breaker_open": brk.Open(), "stale_keys_served": cache.StaleServed(),
+			}}
 		},
 	}, nil
 }

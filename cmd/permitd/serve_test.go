@@ -21,7 +21,7 @@ func startServe(t *testing.T, args ...string) (base, key string) {
 	done := make(chan error, 1)
 	env := map[string]string{}
 	go func() {
-		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn"}, args...),
+		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn", "-drain-delay", "0s"}, args...),
 			func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()

@@ -78,6 +78,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -129,6 +130,11 @@ func New(cfg Config) (*Store, error) {
 		Password:           cfg.Password,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		RequestTimeout:     cfg.RequestTimeout,
+		// Overload and node failures are retried with jittered backoff;
+		// the caller's context (the API's request deadline) bounds it all.
+		RetryOnStatus: []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
+		MaxRetries:    3,
+		RetryBackoff:  retryBackoff,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opensearch: client: %w", err)
@@ -163,8 +169,16 @@ func retryable(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
 }
 
+// retryBackoff is 50ms doubling per attempt, capped at 1s, with full
+// jitter (a random delay up to that bound), so that replicas retrying
+// together do not arrive together.
+func retryBackoff(attempt int) time.Duration {
+	d := min(50*time.Millisecond<<min(attempt-1, 5), time.Second)
+	return rand.N(d) + time.Millisecond
+}
+
 // do sends one request and decodes a 2xx JSON answer into out (nil:
-// discard). Transport failures, 429 and 5xx wrap readmodel.ErrUnavailable;
+// discard). Transport failures, 5xx and 429 wrap readmodel.ErrUnavailable;
 // other error answers are *apiError.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
