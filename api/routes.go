@@ -7,17 +7,14 @@ import (
 )
 
 // routes registers every route in one place. Business routes sit behind
-// the key check and the quota; health, the OpenAPI document and metrics
-// do not.
+// the key check and the quota; health and the OpenAPI document do not.
+// Metrics are on the admin listener (NewAdmin), never here.
 func (s *server) routes(r *gin.Engine) {
 	r.GET("/v1/health/live", s.live)
 	r.GET("/v1/health/ready", s.ready)
 	r.GET("/v1/openapi.json", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
-	if s.Metrics != nil {
-		r.GET("/metrics", gin.WrapH(s.Metrics))
-	}
 
 	v1 := r.Group("/v1", withAuth(s.Auth, s.log), withQuota(s.Limiter, s.log))
 	v1.GET("/locations/resolve", s.handler(s.resolve))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/permitd/permitd/api"
@@ -32,6 +31,7 @@ type serveConfig struct {
 	openSearchConfig
 	quotaConfig
 	kafkaConfig
+	opsConfig
 	Addr            string
 	APIKeys         string
 	Backend         string
@@ -48,6 +48,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	c.openSearchConfig.bind(fs)
 	c.quotaConfig.bind(fs)
 	c.kafkaConfig.bind(fs)
+	c.opsConfig.bind(fs)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
@@ -61,7 +62,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 func (c *serveConfig) Validate() error {
 	var errs []error
 	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr),
-		c.quotaConfig.validate(), c.kafkaConfig.validate(false))
+		c.quotaConfig.validate(), c.kafkaConfig.validate(false), c.opsConfig.validate())
 	if err := validBackend(c.Backend); err != nil {
 		errs = append(errs, err)
 	} else if c.Backend == "opensearch" {
@@ -93,6 +94,7 @@ func (c *serveConfig) logValue() []any {
 		out = append(out, c.openSearchConfig.logValue()...)
 	}
 	out = append(out, c.quotaConfig.logValue()...)
+	out = append(out, c.opsConfig.logValue()...)
 	return append(out, c.kafkaConfig.logValue()...)
 }
 
@@ -118,11 +120,19 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 
 	reg := newRegistry()
+	sm := newServeMetrics(reg)
+	tel, stopTracing, err := newTelemetry(ctx, e.getenv, sm.backend, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.openSearchConfig.wrap, cfg.quotaConfig.instrument = tel.openSearchTransport, tel.instrumentRedis
 	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
 	if err != nil {
 		return err
 	}
-	metrics := indexer.NewMetrics(reg)
+	reg.MustRegister(newReadModelSize(rm))
+	metrics := sm.indexer
 	ix, err := indexer.New(indexer.Params{
 		Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter, Logger: log, Metrics: metrics,
 	})
@@ -179,7 +189,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if kix != nil {
 		checks = append(checks, kix.Check())
 	}
-	handler, err := api.NewServer(api.Deps{
+	deps := api.Deps{
 		Reader:       rm,
 		Auth:         q.Auth,
 		Limiter:      q.Limiter,
@@ -188,9 +198,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 		ClockSource:  source,
 		CursorSecret: secret,
 		OpenAPI:      oas,
-		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		HTTPMetrics:  sm.http,
+		Tracing:      tel.apiTracing(),
+		CORS:         cfg.cors(),
 		Checks:       checks,
-	})
+	}
+	handler, err := api.NewServer(deps)
 	if err != nil {
 		return err
 	}
@@ -200,9 +213,15 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
+	serveAdmin, err := listenAdmin(cfg.opsConfig, deps, reg, e, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	serveHTTP(gctx, g, newHTTPServer(handler, log), ln, cfg.ShutdownTimeout, log)
+	serveAdmin(gctx, g, cfg.ShutdownTimeout)
 	g.Go(func() error { return q.Run(gctx) })
 	if kix != nil {
 		g.Go(func() error { return kix.Run(gctx) })
@@ -236,10 +255,10 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // newRegistry is a process's Prometheus registry, with the Go runtime and
-// process collectors.
+// process collectors and permitd_build_info.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	return reg
 }
 
