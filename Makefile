@@ -28,11 +28,13 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
 
-## lint: gofmt, vet, and OpenSearch bodies against the official spec when ../shared exists
+## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
 	@SHARED=$(SHARED) sh mappings/lint.sh
+	@GO=$(GO) sh tools/openapi-client.sh
+	@GO=$(GO) sh tools/k8s-lint.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
