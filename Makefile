@@ -10,9 +10,9 @@ SHARED    ?= ../shared
 run:
 	$(GO) run ./cmd/permitd serve
 
-## build: the permitd binary in bin/
+## build: the permitd binary in bin/, stamped with the version and revision permitd_build_info reports
 build:
-	$(GO) build -o bin/permitd ./cmd/permitd
+	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/permitd ./cmd/permitd
 
 ## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the concurrency tests and the indexer under -race
 test:
