@@ -86,7 +86,7 @@ func newServeMetrics(reg prometheus.Registerer) serveMetrics {
 
 // readModelSize is permitd_readmodel_documents{kind}: live documents per
 // kind, read at scrape time from Reader.Health (the memory backend counts
-// in memory; OpenSearch answers one _count per kind). A scrape whose
+// in memory; OpenSearch answers one _msearch of counts). A scrape whose
 // read fails within two seconds omits the series rather than failing the
 // whole scrape; the read-model readiness check reports the error.
 type readModelSize struct {
