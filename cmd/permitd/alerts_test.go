@@ -181,3 +181,19 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 		t.Fatal("no query in the dashboard")
 	}
 }
+
+// TestMetricCheckCatchesAnUnknownName: the check the rule tests rely on
+// rejects a name permitd does not export and sees through a histogram's
+// series suffixes.
+func TestMetricCheckCatchesAnUnknownName(t *testing.T) {
+	names := exportedMetrics(t)
+	got := metricsOf(t, `sum(rate(permitd_http_requests_totl[5m])) / sum(rate(permitd_http_request_duration_seconds_count[5m]))`)
+	if len(got) != 2 || exported(names, got[0]) || !exported(names, got[1]) {
+		t.Fatalf("metrics %v: want the misspelt one rejected and the histogram count accepted", got)
+	}
+	for _, m := range []string{"permitd_indexer_dead_letters_total", "permitd_quota_fallback_active", "permitd_readmodel_documents", "permitd_build_info", "go_goroutines"} {
+		if !exported(names, m) {
+			t.Errorf("%s: not seen as exported", m)
+		}
+	}
+}
