@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -28,6 +29,9 @@ func NewAdmin(d Deps, o AdminOptions) http.Handler {
 	}
 	if d.ClockSource == "" {
 		d.ClockSource = "system"
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{Deps: d, log: d.Logger}
 	gin.SetMode(gin.ReleaseMode)

@@ -39,6 +39,8 @@ func (c *opsConfig) validate() error {
 		if err := validateAddr(c.AdminAddr); err != nil {
 			errs = append(errs, fmt.Errorf("admin-addr: %w", err))
 		}
+	} else if c.Pprof {
+		errs = append(errs, errors.New("pprof needs an admin-addr to serve on"))
 	}
 	for _, o := range splitCSV(c.CORSOrigins) {
 		u, err := url.Parse(o)

@@ -60,6 +60,7 @@ func TestOpsConfigValidation(t *testing.T) {
 		"defaults":       {cfg: opsConfig{AdminAddr: "127.0.0.1:9091"}},
 		"no admin":       {cfg: opsConfig{}},
 		"bad admin":      {cfg: opsConfig{AdminAddr: "nope"}, wantErr: "admin-addr"},
+		"pprof no admin": {cfg: opsConfig{Pprof: true}, wantErr: "pprof"},
 		"origins":        {cfg: opsConfig{CORSOrigins: "https://dash.example.com, http://localhost:3000"}},
 		"origin path":    {cfg: opsConfig{CORSOrigins: "https://dash.example.com/app"}, wantErr: "cors-origins"},
 		"origin star":    {cfg: opsConfig{CORSOrigins: "*"}, wantErr: "cors-origins"},
