@@ -24,10 +24,15 @@ func startServe(t *testing.T, args ...string) (base, key string) {
 // base URL (on a free port too).
 func startServeAdmin(t *testing.T, args ...string) (base, key, admin string) {
 	t.Helper()
+	return startServeAdminEnv(t, map[string]string{}, args...)
+}
+
+// startServeAdminEnv is startServeAdmin with the command's environment.
+func startServeAdminEnv(t *testing.T, env map[string]string, args ...string) (base, key, admin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	env := map[string]string{}
 	go func() {
 		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-level", "warn"}, args...),
 			func(k string) string { return env[k] }, pw, io.Discard)

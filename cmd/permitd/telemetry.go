@@ -293,7 +293,15 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 	if proto != "" && proto != "http/protobuf" {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: only http/protobuf is built in", proto)
 	}
-	exporter, err := otlptracehttp.New(ctx)
+	// The endpoint is read here with the command's environment; the
+	// exporter reads the other OTEL_EXPORTER_OTLP_* variables itself.
+	var opts []otlptracehttp.Option
+	if u := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); u != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(u))
+	} else if u := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); u != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(u, "/")+"/v1/traces"))
+	}
+	exporter, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}

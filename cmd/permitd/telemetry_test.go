@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -189,4 +190,36 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name, backend, op st
 		}
 	}
 	return 0
+}
+
+// TestServeExportsSpansOverOTLP: `permitd serve` with
+// OTEL_EXPORTER_OTLP_ENDPOINT sends its spans to that collector
+// (OTLP/HTTP protobuf on /v1/traces).
+func TestServeExportsSpansOverOTLP(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50") // ms: export soon after the request
+	var mu sync.Mutex
+	posts := 0
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			mu.Lock()
+			posts++
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	base, key, _ := startServeAdminEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}, "-data", "none")
+	get(t, base+"/v1/locations/gabc", key)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := posts
+		mu.Unlock()
+		if n > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no span export reached the collector within 10s")
 }
