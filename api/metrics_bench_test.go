@@ -23,8 +23,9 @@ func (discardSpans) Shutdown(context.Context) error                             
 // router bare, with the request metrics, and with metrics and tracing
 // (every span sampled and batched to an exporter that drops it; and with
 // the always_off sampler), interleaved so the machine's noise hits every
-// variant alike. It reports each variant's ns per request and the
-// throughput ratio to the bare router (1 = free).
+// variant alike. It reports each variant's mean ns per request and its
+// throughput ratio to the bare router over their fastest chunks (1 =
+// free); run with -benchtime 20000x or more.
 func BenchmarkEdgeMiddleware(b *testing.B) {
 	sampled := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
 	defer sampled.Shutdown(context.Background())
@@ -47,24 +48,36 @@ func BenchmarkEdgeMiddleware(b *testing.B) {
 	}
 	req := httptest.NewRequest(http.MethodGet, "/v1/locations/"+env.EntityID, nil)
 	req.Header.Set("X-API-Key", apitest.Key)
+	// Chunks of 50 requests per variant, interleaved; the fastest chunk of
+	// each variant is its cost with the least interference from the other
+	// processes sharing the machine.
+	const chunk = 50
+	best := make([]time.Duration, len(variants))
 	elapsed := make([]time.Duration, len(variants))
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
 		for i, h := range handlers {
-			w := httptest.NewRecorder()
 			start := time.Now()
-			h.ServeHTTP(w, req)
-			elapsed[i] += time.Since(start)
-			if w.Code != http.StatusOK {
-				b.Fatalf("%s: status %d", variants[i].name, w.Code)
+			for range n {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s: status %d", variants[i].name, w.Code)
+				}
+			}
+			d := time.Since(start)
+			elapsed[i] += d
+			if n == chunk && (best[i] == 0 || d < best[i]) {
+				best[i] = d
 			}
 		}
 	}
 	for i, v := range variants {
 		b.ReportMetric(float64(elapsed[i].Nanoseconds())/float64(b.N), "ns/req_"+v.name)
-		if i > 0 {
-			b.ReportMetric(float64(elapsed[0])/float64(elapsed[i]), "ratio_"+v.name)
+		if i > 0 && best[0] > 0 {
+			b.ReportMetric(float64(best[0])/float64(best[i]), "ratio_"+v.name)
 		}
 	}
 }
