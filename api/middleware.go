@@ -91,6 +91,9 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		if p, ok := c.Get(ctxPrincipal); ok {
 			attrs = append(attrs, slog.String("key_id", p.(apikey.Principal).KeyID))
 		}
+		if id := TraceID(c); id != "" {
+			attrs = append(attrs, slog.String("trace_id", id))
+		}
 		log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
 	}
 }

@@ -16,6 +16,8 @@ import (
 // 405 with `Allow`; paths are matched on their raw form, so an encoded
 // slash (%2F) stays inside its segment (and then fails the parameter's
 // validation) instead of being routed as a separator.
+//
+// Metrics are on the admin listener (NewAdmin), never here.
 func (s *server) routes(r *gin.Engine) {
 	r.HandleMethodNotAllowed = true
 	r.UseRawPath = true
@@ -36,9 +38,6 @@ func (s *server) routes(r *gin.Engine) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
-	if s.Metrics != nil {
-		get(r, "/metrics", gin.WrapH(s.Metrics))
-	}
 
 	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(),
 		withDeadline(s.RequestTimeout))

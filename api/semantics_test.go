@@ -47,9 +47,6 @@ func (l *lockedBuffer) String() string {
 func newSemanticsServer(t *testing.T, d api.Deps) *httptest.Server {
 	t.Helper()
 	d.Limiter = quota.NewMemory(nil, nil)
-	if d.Metrics == nil {
-		d.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# metrics\n") })
-	}
 	h := apitest.New(t, apitest.Options{Deps: d})
 	srv := httptest.NewServer(h.Handler)
 	t.Cleanup(srv.Close)
@@ -74,7 +71,7 @@ func do(t *testing.T, method, url string, hdr http.Header) (*http.Response, []by
 func TestHEADAnswersLikeGETWithoutBody(t *testing.T) {
 	srv := newSemanticsServer(t, api.Deps{})
 	key := http.Header{"X-Api-Key": {apitest.Key}}
-	paths := append([]string{"/v1/health/live", "/v1/health/ready", "/v1/openapi.json", "/metrics"}, businessRoutes...)
+	paths := append([]string{"/v1/health/live", "/v1/health/ready", "/v1/openapi.json"}, businessRoutes...)
 	for _, path := range paths {
 		t.Run(path, func(t *testing.T) {
 			get, _ := do(t, http.MethodGet, srv.URL+path, key)

@@ -40,8 +40,13 @@ type Deps struct {
 
 	// OpenAPI is the document served at /v1/openapi.json.
 	OpenAPI []byte
-	// Metrics, when set, is served at /metrics without a key.
-	Metrics http.Handler
+	// HTTPMetrics, when set, records every request (see NewHTTPMetrics).
+	// The metrics are served by the admin listener (NewAdmin), never here.
+	HTTPMetrics *HTTPMetrics
+	// Tracing, when set, starts a server span per request (see Tracing).
+	Tracing *Tracing
+	// CORS, when it lists origins, answers browsers from them (see CORS).
+	CORS CORS
 	// Checks feed /v1/health/ready; the service is ready when every check
 	// is OK.
 	Checks []ReadinessCheck
@@ -101,6 +106,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.ContextWithFallback = true
+	r.Use(s.edge()...)
 	r.Use(withRequestID(), withAccessLog(s.access), withRecovery(s.log))
 	r.NoRoute(func(c *gin.Context) { writeError(c, s.log, notFound{what: "route " + c.Request.URL.Path}) })
 	s.routes(r)

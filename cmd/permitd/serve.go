@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/permitd/permitd/api"
@@ -34,6 +33,7 @@ type serveConfig struct {
 	openSearchConfig
 	quotaConfig
 	kafkaConfig
+	opsConfig
 	Addr            string
 	APIKeys         string
 	Backend         string
@@ -53,6 +53,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	c.openSearchConfig.bind(fs)
 	c.quotaConfig.bind(fs)
 	c.kafkaConfig.bind(fs)
+	c.opsConfig.bind(fs)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
@@ -69,7 +70,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 func (c *serveConfig) Validate() error {
 	var errs []error
 	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr),
-		c.quotaConfig.validate(), c.kafkaConfig.validate(false))
+		c.quotaConfig.validate(), c.kafkaConfig.validate(false), c.opsConfig.validate())
 	if err := validBackend(c.Backend); err != nil {
 		errs = append(errs, err)
 	} else if c.Backend == "opensearch" {
@@ -111,6 +112,7 @@ func (c *serveConfig) logValue() []any {
 		out = append(out, c.openSearchConfig.logValue()...)
 	}
 	out = append(out, c.quotaConfig.logValue()...)
+	out = append(out, c.opsConfig.logValue()...)
 	return append(out, c.kafkaConfig.logValue()...)
 }
 
@@ -145,11 +147,19 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 
 	reg := newRegistry()
+	sm := newServeMetrics(reg)
+	tel, stopTracing, err := newTelemetry(ctx, e.getenv, sm.backend, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.openSearchConfig.wrap, cfg.quotaConfig.instrument = tel.openSearchTransport, tel.instrumentRedis
 	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
 	if err != nil {
 		return err
 	}
-	metrics := indexer.NewMetrics(reg)
+	reg.MustRegister(newReadModelSize(rm))
+	metrics := sm.indexer
 	ix, err := indexer.New(indexer.Params{
 		Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter, Logger: log, Metrics: metrics,
 	})
@@ -207,7 +217,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if kix != nil {
 		checks = append(checks, kix.Check())
 	}
-	handler, err := api.NewServer(api.Deps{
+	deps := api.Deps{
 		Reader:         rm,
 		Auth:           q.Auth,
 		Limiter:        q.Limiter,
@@ -217,10 +227,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 		ClockSource:    source,
 		CursorSecret:   secret,
 		OpenAPI:        oas,
-		Metrics:        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		HTTPMetrics:    sm.http,
+		Tracing:        tel.apiTracing(),
+		CORS:           cfg.cors(),
 		Checks:         checks,
 		RequestTimeout: cfg.RequestTimeout,
-	})
+	}
+	handler, err := api.NewServer(deps)
 	if err != nil {
 		return err
 	}
@@ -230,12 +243,27 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
+	serveAdmin, err := listenAdmin(cfg.opsConfig, deps, reg, e, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	cl := newConnLimit(ln, maxConns, nearCapIdle, reg, log)
 	srv := newHTTPServer(handler, log)
 	cl.attach(srv)
 
 	g, gctx := errgroup.WithContext(ctx)
 	dr.serve(gctx, g, srv, cl, cfg.ShutdownTimeout, log)
+	// The admin port (probes, metrics) stays up through the drain delay,
+	// so probes read the 503 readiness rather than a refused connection.
+	actx, acancel := context.WithCancel(context.WithoutCancel(gctx))
+	g.Go(func() error {
+		defer acancel()
+		<-gctx.Done()
+		time.Sleep(cfg.DrainDelay)
+		return nil
+	})
+	serveAdmin(actx, g, cfg.ShutdownTimeout)
 	g.Go(func() error { return q.Run(gctx) })
 	g.Go(func() error { return accessBuf.Run(gctx, time.Second) })
 	if kix != nil {
@@ -270,10 +298,10 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // newRegistry is a process's Prometheus registry, with the Go runtime and
-// process collectors.
+// process collectors and permitd_build_info.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	return reg
 }
 

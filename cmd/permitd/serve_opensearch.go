@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -24,6 +25,11 @@ type openSearchConfig struct {
 	Shards   int
 	Replicas int
 	Timeout  time.Duration
+	awsConfig
+
+	// wrap, when set by the command, wraps the client's HTTP transport
+	// (serve's metrics and traces).
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 func (c *openSearchConfig) bind(fs *flagSet) {
@@ -35,6 +41,7 @@ func (c *openSearchConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.Shards, "opensearch-shards", 1, "primary shards of new indices (init, reindex)")
 	fs.IntVar(&c.Replicas, "opensearch-replicas", 1, "replicas of new indices (init, reindex)")
 	fs.DurationVar(&c.Timeout, "opensearch-timeout", 30*time.Second, "per-attempt HTTP timeout")
+	c.awsConfig.bind(fs)
 }
 
 func (c *openSearchConfig) validate() error {
@@ -52,7 +59,7 @@ func (c *openSearchConfig) validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, errors.New("opensearch-timeout must be positive"))
 	}
-	errs = append(errs, c.settings().Validate())
+	errs = append(errs, c.settings().Validate(), c.awsConfig.validate(c.Username))
 	return errors.Join(errs...)
 }
 
@@ -66,13 +73,19 @@ func (c *openSearchConfig) logValue() []any {
 		"opensearch_urls", c.URLs, "opensearch_username", c.Username, "opensearch_password", mask(c.Password),
 		"opensearch_insecure", c.Insecure, "opensearch_prefix", c.Prefix,
 		"opensearch_shards", c.Shards, "opensearch_replicas", c.Replicas,
+		"opensearch_aws_sigv4", c.SigV4, "opensearch_aws_region", c.Region, "opensearch_aws_service", c.Service,
 	}
 }
 
 func (c *openSearchConfig) store() (*opensearch.Store, error) {
+	sign, err := c.awsConfig.signer()
+	if err != nil {
+		return nil, err
+	}
 	return opensearch.New(opensearch.Config{
 		Addresses: splitCSV(c.URLs), Username: c.Username, Password: c.Password,
 		InsecureSkipVerify: c.Insecure, Prefix: c.Prefix, RequestTimeout: c.Timeout,
+		WrapTransport: c.wrap, Signer: sign,
 	})
 }
 

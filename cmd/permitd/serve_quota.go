@@ -28,6 +28,10 @@ type quotaConfig struct {
 	RedisURL     string
 	RedisTimeout time.Duration
 	KeyCacheTTL  time.Duration
+
+	// instrument, when set by the command, adds hooks (metrics, tracing)
+	// to the Redis client.
+	instrument func(*redis.Client) error
 }
 
 func (c *quotaConfig) bind(fs *flagSet) {
@@ -150,6 +154,12 @@ func buildQuota(ctx context.Context, cfg quotaConfig, devKeys []string, log *slo
 	var auths []apikey.Authenticator
 	if len(devKeys) > 0 {
 		auths = append(auths, apikey.NewDevKeys(devKeys, apikey.DefaultDevPlan))
+	}
+	if rdb != nil && cfg.instrument != nil {
+		if err := cfg.instrument(rdb); err != nil {
+			rdb.Close()
+			return quotaParts{}, err
+		}
 	}
 	if rdb == nil {
 		return quotaParts{

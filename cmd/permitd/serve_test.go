@@ -16,12 +16,25 @@ import (
 // base URL and the printed development key. It stops at test end.
 func startServe(t *testing.T, args ...string) (base, key string) {
 	t.Helper()
+	base, key, _ = startServeAdmin(t, args...)
+	return base, key
+}
+
+// startServeAdmin is startServe that also returns the admin listener's
+// base URL (on a free port too).
+func startServeAdmin(t *testing.T, args ...string) (base, key, admin string) {
+	t.Helper()
+	return startServeAdminEnv(t, map[string]string{}, args...)
+}
+
+// startServeAdminEnv is startServeAdmin with the command's environment.
+func startServeAdminEnv(t *testing.T, env map[string]string, args ...string) (base, key, admin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	env := map[string]string{}
 	go func() {
-		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn", "-drain-delay", "0s"}, args...),
+		done <- run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn", "-admin-addr", "127.0.0.1:0", "-drain-delay", "0s"}, args...),
 			func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()
@@ -37,7 +50,7 @@ func startServe(t *testing.T, args ...string) (base, key string) {
 		}
 	})
 	sc := bufio.NewScanner(pr)
-	for (base == "" || key == "") && sc.Scan() {
+	for (base == "" || key == "" || admin == "") && sc.Scan() {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
 			key = v
@@ -45,12 +58,15 @@ func startServe(t *testing.T, args ...string) (base, key string) {
 		if v, ok := strings.CutPrefix(line, "serving on "); ok {
 			base = v
 		}
+		if v, ok := strings.CutPrefix(line, "admin on "); ok {
+			admin = v
+		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if base == "" || key == "" {
-		t.Fatalf("serve printed no address or key (base %q key %q)", base, key)
+	if base == "" || key == "" || admin == "" {
+		t.Fatalf("serve printed no address or key (base %q key %q admin %q)", base, key, admin)
 	}
-	return base, key
+	return base, key, admin
 }
 
 // waitReady polls /v1/health/ready until 200.

@@ -74,6 +74,7 @@ package opensearch
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +85,7 @@ import (
 	"time"
 
 	opensearchgo "github.com/opensearch-project/opensearch-go/v4"
+	"github.com/opensearch-project/opensearch-go/v4/signer"
 
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
@@ -102,6 +104,11 @@ type Config struct {
 	Prefix string
 	// RequestTimeout bounds one HTTP attempt; 0 for 30s.
 	RequestTimeout time.Duration
+	// WrapTransport, when set, wraps the HTTP transport (metrics, tracing).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Signer signs every request (AWS SigV4 for Amazon OpenSearch Service
+	// and Serverless: opensearch-go's signer/awsv2); nil: none.
+	Signer signer.Signer
 }
 
 // Store is the OpenSearch backend: Reader, Writer and Inspector.
@@ -124,17 +131,27 @@ func New(cfg Config) (*Store, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	var transport http.RoundTripper
+	if cfg.WrapTransport != nil {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		if cfg.InsecureSkipVerify {
+			base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // #nosec G402 -- opt-in for demo certificates
+		}
+		transport = cfg.WrapTransport(base)
+	}
 	c, err := opensearchgo.NewClient(opensearchgo.Config{
 		Addresses:          cfg.Addresses,
 		Username:           cfg.Username,
 		Password:           cfg.Password,
-		InsecureSkipVerify: cfg.InsecureSkipVerify,
+		InsecureSkipVerify: cfg.InsecureSkipVerify && transport == nil,
 		RequestTimeout:     cfg.RequestTimeout,
 		// Overload and node failures are retried with jittered backoff;
 		// the caller's context (the API's request deadline) bounds it all.
 		RetryOnStatus: []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
 		MaxRetries:    3,
 		RetryBackoff:  retryBackoff,
+		Transport:     transport,
+		Signer:        cfg.Signer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opensearch: client: %w", err)

@@ -61,6 +61,7 @@ func (l *lockedBuffer) String() string {
 type service struct {
 	t      *testing.T
 	Base   string // http://127.0.0.1:port
+	Admin  string // the admin listener (metrics): http://127.0.0.1:port
 	DevKey string
 	Logs   *lockedBuffer
 	client *http.Client
@@ -70,7 +71,7 @@ type service struct {
 // delay unless args say otherwise) and stops it with SIGTERM at test end.
 func startService(t *testing.T, args ...string) *service {
 	t.Helper()
-	cmd := exec.Command(permitd, append([]string{"serve", "-addr", "127.0.0.1:0", "-data", "none", "-drain-delay", "0s",
+	cmd := exec.Command(permitd, append([]string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-data", "none", "-drain-delay", "0s",
 		"-keys-file", filepath.Join(t.TempDir(), "keys.json")}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	logs := &lockedBuffer{}
@@ -98,12 +99,15 @@ func startService(t *testing.T, args ...string) *service {
 	})
 	s := &service{t: t, Logs: logs, client: &http.Client{Timeout: 30 * time.Second}}
 	sc := bufio.NewScanner(out)
-	for (s.Base == "" || s.DevKey == "") && sc.Scan() {
+	for (s.Base == "" || s.DevKey == "" || s.Admin == "") && sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "development API key: "); ok {
 			s.DevKey = v
 		}
 		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
 			s.Base = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
+			s.Admin = v
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
@@ -126,7 +130,13 @@ type reply struct {
 
 func (s *service) get(path, key string) reply {
 	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, s.Base+path, nil)
+	return s.getAt(s.Base, path, key)
+}
+
+// getAt is get against another listener of the process (base).
+func (s *service) getAt(base, path, key string) reply {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
 	if key != "" {
 		req.Header.Set("X-API-Key", key)
 	}
@@ -155,7 +165,7 @@ func (s *service) get(path, key string) reply {
 // name (labels included); -1 when absent.
 func (s *service) metric(name string) float64 {
 	s.t.Helper()
-	r := s.get("/metrics", "")
+	r := s.getAt(s.Admin, "/metrics", "")
 	for _, line := range strings.Split(r.Body, "\n") {
 		if rest, ok := strings.CutPrefix(line, name+" "); ok {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)

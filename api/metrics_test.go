@@ -1,0 +1,163 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/api/apitest"
+)
+
+// counter is the value of permitd_http_requests_total with exactly labels.
+func counter(t *testing.T, reg *prometheus.Registry, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "permitd_http_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelsAre(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func labelsAre(m *dto.Metric, want map[string]string) bool {
+	if len(m.GetLabel()) != len(want) {
+		return false
+	}
+	for _, l := range m.GetLabel() {
+		if want[l.GetName()] != l.GetValue() {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHTTPMetricsLabelRoutesNotPaths(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{HTTPMetrics: api.NewHTTPMetrics(reg)}})
+	h.Get("/v1/locations/gabc")
+	h.Get("/v1/locations/gdef")
+	h.Do("/v1/locations/gabc", nil) // no key: 403
+	for _, r := range []*http.Request{
+		httptest.NewRequest(http.MethodGet, "/v1/no/such/route", nil),
+		httptest.NewRequest(http.MethodGet, "/v1/another/unknown", nil),
+		httptest.NewRequest("BREW", "/v1/nothing/here", nil),
+	} {
+		h.Handler.ServeHTTP(httptest.NewRecorder(), r)
+	}
+
+	for _, c := range []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{map[string]string{"route": "/v1/locations/:geo_id", "method": "GET", "code": "404"}, 2},
+		{map[string]string{"route": "/v1/locations/:geo_id", "method": "GET", "code": "403"}, 1},
+		{map[string]string{"route": api.RouteUnmatched, "method": "GET", "code": "404"}, 2},
+		{map[string]string{"route": api.RouteUnmatched, "method": "OTHER", "code": "404"}, 1},
+	} {
+		if got := counter(t, reg, c.labels); got != c.want {
+			t.Errorf("%v: %v, want %v", c.labels, got, c.want)
+		}
+	}
+	out, _ := reg.Gather()
+	var b strings.Builder
+	for _, mf := range out {
+		b.WriteString(mf.String())
+	}
+	if s := b.String(); strings.Contains(s, "gabc") || strings.Contains(s, "no/such") || strings.Contains(s, "BREW") {
+		t.Fatalf("a path or method token leaked into a label: %s", s)
+	}
+}
+
+func TestCORSOffByDefault(t *testing.T) {
+	h := apitest.New(t, apitest.Options{})
+	r := h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Origin": {"https://dash.example.com"}})
+	if v := r.Header.Get("Access-Control-Allow-Origin"); v != "" {
+		t.Fatalf("CORS header %q with CORS off", v)
+	}
+}
+
+func TestCORSListedOrigins(t *testing.T) {
+	const origin = "https://dash.example.com"
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{CORS: api.CORS{Origins: []string{origin}}}})
+
+	r := h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Origin": {origin}})
+	if r.Header.Get("Access-Control-Allow-Origin") != origin || r.Status != http.StatusNotFound {
+		t.Fatalf("listed origin: %d %v", r.Status, r.Header)
+	}
+	if exp := r.Header.Get("Access-Control-Expose-Headers"); !strings.Contains(exp, "Etag") && !strings.Contains(exp, "ETag") || !strings.Contains(exp, "Retry-After") {
+		t.Fatalf("exposed headers %q", exp)
+	}
+	if r.Header.Get("Access-Control-Allow-Credentials") != "" {
+		t.Fatal("credentials must not be allowed")
+	}
+
+	// An unlisted origin is served as without CORS: the spec's answer, no
+	// header (the browser keeps it from the page).
+	r = h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Origin": {"https://evil.example.com"}})
+	if r.Status != http.StatusNotFound || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("unlisted origin: %d %v", r.Status, r.Header)
+	}
+
+	// Preflight: the key header may be sent.
+	req := httptest.NewRequest(http.MethodOptions, "/v1/permits/search?geo_id=gabc", nil)
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "x-api-key")
+	rec := httptest.NewRecorder()
+	h.Handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent || rec.Header().Get("Access-Control-Allow-Origin") != origin ||
+		!strings.Contains(strings.ToLower(rec.Header().Get("Access-Control-Allow-Headers")), "x-api-key") {
+		t.Fatalf("preflight: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// TestTraceIDInAccessLog: with tracing on, the request continues the
+// caller's trace, its server span is named after the route, and the
+// access-log line carries the trace id.
+func TestTraceIDInAccessLog(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
+	var logs bytes.Buffer
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tracing: &api.Tracing{Provider: tp},
+	}})
+	h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
+
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil || line["trace_id"] != traceID {
+		t.Fatalf("access log line %q, want trace_id %s", logs.String(), traceID)
+	}
+	ended := spans.Ended()
+	if len(ended) != 1 || ended[0].Name() != "GET /v1/locations/:geo_id" || ended[0].SpanContext().TraceID().String() != traceID {
+		t.Fatalf("spans %v", ended)
+	}
+
+	// Tracing off: no trace id is made up.
+	logs.Reset()
+	h = apitest.New(t, apitest.Options{Deps: api.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
+	h.Get("/v1/locations/gabc")
+	if strings.Contains(logs.String(), "trace_id") {
+		t.Fatalf("trace_id with tracing off: %s", logs.String())
+	}
+}
