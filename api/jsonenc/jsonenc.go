@@ -155,6 +155,16 @@ func Bool(dst []byte, b bool) []byte {
 	return append(dst, "false"...)
 }
 
+// rawSpecial marks the bytes Raw must look at: quotes and backslashes
+// (string state), whitespace (dropped outside strings), the HTML
+// characters and the first byte of U+2028/U+2029 (escaped).
+var rawSpecial = func() (t [256]bool) {
+	for _, c := range []byte{'"', '\\', ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2} {
+		t[c] = true
+	}
+	return t
+}()
+
 // Raw appends a valid JSON document compacted and HTML-escaped, as
 // encoding/json writes a json.RawMessage: whitespace outside strings is
 // dropped; <, >, &, U+2028 and U+2029 are escaped everywhere. Empty raw is
@@ -169,16 +179,24 @@ func Raw(dst, raw []byte, fallback string) []byte {
 	inStr, esc := false, false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
+		if !rawSpecial[c] {
+			esc = false
+			continue
+		}
 		switch {
 		case c == '<' || c == '>' || c == '&':
 			dst = append(dst, raw[start:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			start = i + 1
-		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
-			dst = append(dst, raw[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xF])
-			i += 2
-			start = i + 1
+			esc = false
+		case c == 0xE2:
+			esc = false
+			if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
+				dst = append(dst, raw[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xF])
+				i += 2
+				start = i + 1
+			}
 		case inStr:
 			switch {
 			case esc:
