@@ -85,3 +85,12 @@ func TestNullables(t *testing.T) {
 	require.Equal(t, "null", string(NullInt(nil, nil)))
 	require.Equal(t, "null", string(NullFloat(nil, nil)))
 }
+
+func BenchmarkString(b *testing.B) {
+	s := "1234 Northeast Martin Luther King Jr Way, Seattle, WA 98122"
+	buf := make([]byte, 0, 256)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = String(buf[:0], s)
+	}
+}
