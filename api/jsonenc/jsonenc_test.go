@@ -94,3 +94,17 @@ func BenchmarkString(b *testing.B) {
 		buf = String(buf[:0], s)
 	}
 }
+
+// TestStringEveryByteEveryLane puts every byte value in every lane of the
+// eight-byte fast path (and after it) and compares with encoding/json.
+func TestStringEveryByteEveryLane(t *testing.T) {
+	for b := range 256 {
+		for pos := range 17 {
+			s := []byte("abcdefghijklmnopq")
+			s[pos] = byte(b)
+			require.Equal(t, marshal(t, string(s)), string(String(nil, string(s))), "byte %#x at %d", b, pos)
+			two := append([]byte("0123456"), byte(b), 0xe2, 0x80, 0xa8, 'x', '<', 'y')
+			require.Equal(t, marshal(t, string(two)), string(String(nil, string(two))), "byte %#x", b)
+		}
+	}
+}
