@@ -116,7 +116,8 @@ func (s *server) versionETag(c *gin.Context) (string, bool) {
 
 // bodyETag is the strong ETag of a body (backends that are not Versioned).
 func bodyETag(body []byte) string {
-	d := xxhash.New()
+	var d xxhash.Digest // on the stack
+	d.Reset()
 	_, _ = d.WriteString(etagFormat)
 	_, _ = d.Write(body)
 	return quoteHash(d.Sum64())
