@@ -266,3 +266,36 @@ func TestCacheControlOnEveryResponse(t *testing.T) {
 		})
 	}
 }
+
+// With the real in-process limiter and a monthly quota of 2: once the
+// quota is spent, a conditional request that matches is still a 304, and
+// anything that needs a body is a 429.
+func TestExhaustedMonthlyQuotaStillAnswers304(t *testing.T) {
+	for name, r := range map[string]readmodel.Reader{"versioned": &versionedReader{}, "body hash": &countingReader{}} {
+		t.Run(name, func(t *testing.T) {
+			p := apikey.Plan{Name: "tiny", RatePerSecond: 1000, Burst: 1000, MonthlyQuota: 2}
+			h := apitest.New(t, apitest.Options{Deps: api.Deps{
+				Reader: r, Limiter: quota.NewMemory(nil, nil), Auth: apikey.NewDevKeys([]string{apitest.Key}, p),
+			}})
+			switch r := r.(type) {
+			case *versionedReader:
+				r.Reader = h.Store
+			case *countingReader:
+				r.Reader = h.Store
+			}
+			h.Publish(bigSeattle())
+			path := "/v1/locations/" + bigSeattle().EntityID
+			first := h.Get(path)
+			require.Equal(t, http.StatusOK, first.Status)
+			require.Equal(t, http.StatusOK, h.Get(path).Status)
+			tag := first.Header.Get("ETag")
+			for range 3 {
+				require.Equal(t, http.StatusNotModified, h.Do(path, withINM(tag)).Status)
+			}
+			require.Equal(t, http.StatusTooManyRequests, h.Get(path).Status)
+			stale := h.Do(path, withINM(`"0123456789abcdef"`))
+			require.Equal(t, http.StatusTooManyRequests, stale.Status)
+			require.Contains(t, string(stale.Body), "monthly quota")
+		})
+	}
+}
