@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -297,5 +298,32 @@ func TestExhaustedMonthlyQuotaStillAnswers304(t *testing.T) {
 			require.Equal(t, http.StatusTooManyRequests, stale.Status)
 			require.Contains(t, string(stale.Body), "monthly quota")
 		})
+	}
+}
+
+// splitLimiter answers the rate half and the monthly half of a split
+// admission with different remainders.
+type splitLimiter struct{ rateLeft, monthLeft int }
+
+func (l splitLimiter) Allow(_ context.Context, p apikey.Principal) (quota.Decision, error) {
+	d := quota.Decision{Allowed: true, Limit: 100, Remaining: l.rateLeft, Reset: 1}
+	if p.Plan.RatePerSecond <= 0 { // the monthly half
+		d = quota.Decision{Allowed: true, Limit: 1000, Remaining: l.monthLeft, Reset: 86400}
+	}
+	return d, nil
+}
+
+// A conditional 200 on a backend that is not Versioned is admitted in two
+// halves; its RateLimit headers describe the half nearer to denying.
+func TestSplitAdmissionReportsTheNearerPolicy(t *testing.T) {
+	for _, c := range []struct{ rateLeft, monthLeft, wantLimit, wantLeft int }{
+		{5, 900, 100, 5},
+		{90, 7, 1000, 7},
+	} {
+		h := conditionalHarness(t, &countingReader{}, splitLimiter{c.rateLeft, c.monthLeft})
+		r := h.Do("/v1/locations/"+bigSeattle().EntityID, withINM(`"0123456789abcdef"`))
+		require.Equal(t, http.StatusOK, r.Status)
+		require.Equal(t, fmt.Sprint(c.wantLimit), r.Header.Get("RateLimit-Limit"))
+		require.Equal(t, fmt.Sprint(c.wantLeft), r.Header.Get("RateLimit-Remaining"))
 	}
 }

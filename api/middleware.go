@@ -188,7 +188,7 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 		s.log.Error("quota check failed; admitting", "request_id", requestID(c), "key_id", p.KeyID, "err", err)
 		return true
 	}
-	if d.Limit > 0 {
+	if d.Limit > 0 && !(d.Allowed && nearerSet(c, d)) {
 		h := c.Writer.Header()
 		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
 		h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
@@ -204,6 +204,18 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 		return false
 	}
 	return true
+}
+
+// nearerSet reports whether an earlier admission of this request (the
+// rate half of a split one) already set RateLimit headers for a policy
+// nearer to denying than d: those stay, as the RateLimit convention asks.
+func nearerSet(c *gin.Context, d quota.Decision) bool {
+	prev := c.Writer.Header().Get("RateLimit-Remaining")
+	if prev == "" {
+		return false
+	}
+	n, err := strconv.Atoi(prev)
+	return err == nil && n <= max(d.Remaining, 0)
 }
 
 func ceilSeconds(d time.Duration) int {
