@@ -4,7 +4,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1x
 SHARED    ?= ../shared
 
-.PHONY: run test test-short bench lint build fmt load-chaos
+.PHONY: run test test-short bench lint build fmt load load-chaos
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -27,6 +27,13 @@ test-short:
 ## bench: the performance targets, reported as benchmark metrics
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+
+## load: saturate every v1 endpoint against permitd (bundled data) and a bare Gin floor serving the same bytes; prints req/s, p50, p99, ratio (not part of test)
+LOAD_FLAGS ?=
+load:
+	$(GO) build -o bin/permitd ./cmd/permitd
+	$(GO) build -o bin/floor ./test/load/floor
+	$(GO) run ./test/load/driver -permitd bin/permitd -floor bin/floor $(LOAD_FLAGS)
 
 ## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
 lint:

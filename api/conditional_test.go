@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,7 +114,7 @@ func TestVersionedETagAnswers304BeforeTheRead(t *testing.T) {
 	first := h.Get(path)
 	require.Equal(t, http.StatusOK, first.Status, "%s", first.Body)
 	tag := first.Header.Get("ETag")
-	require.Regexp(t, `^"[0-9a-f]{32}"$`, tag)
+	require.Regexp(t, `^"[0-9a-f]{16}"$`, tag)
 	require.Equal(t, "private, no-cache", first.Header.Get("Cache-Control"))
 	require.Contains(t, first.Header.Values("Vary"), "X-API-Key")
 	require.Equal(t, int64(1), vr.reads.Load())
@@ -163,7 +164,7 @@ func TestBodyETagWithoutVersion(t *testing.T) {
 	first := h.Get(path)
 	require.Equal(t, http.StatusOK, first.Status)
 	tag := first.Header.Get("ETag")
-	require.Regexp(t, `^"[0-9a-f]{32}"$`, tag)
+	require.Regexp(t, `^"[0-9a-f]{16}"$`, tag)
 	rate, monthly := lim.charges()
 
 	nm := h.Do(path, withINM(tag))
@@ -172,7 +173,7 @@ func TestBodyETagWithoutVersion(t *testing.T) {
 	r2, m2 := lim.charges()
 	require.Equal(t, [2]int{rate + 1, monthly}, [2]int{r2, m2}, "304: rate charged, monthly not")
 
-	miss := h.Do(path, withINM(`"0123456789abcdef0123456789abcdef"`))
+	miss := h.Do(path, withINM(`"0123456789abcdef"`))
 	require.Equal(t, http.StatusOK, miss.Status)
 	require.Equal(t, first.Body, miss.Body)
 	r3, m3 := lim.charges()
@@ -264,5 +265,65 @@ func TestCacheControlOnEveryResponse(t *testing.T) {
 				require.Empty(t, r.Header().Get("ETag"))
 			}
 		})
+	}
+}
+
+// With the real in-process limiter and a monthly quota of 2: once the
+// quota is spent, a conditional request that matches is still a 304, and
+// anything that needs a body is a 429.
+func TestExhaustedMonthlyQuotaStillAnswers304(t *testing.T) {
+	for name, r := range map[string]readmodel.Reader{"versioned": &versionedReader{}, "body hash": &countingReader{}} {
+		t.Run(name, func(t *testing.T) {
+			p := apikey.Plan{Name: "tiny", RatePerSecond: 1000, Burst: 1000, MonthlyQuota: 2}
+			h := apitest.New(t, apitest.Options{Deps: api.Deps{
+				Reader: r, Limiter: quota.NewMemory(nil, nil), Auth: apikey.NewDevKeys([]string{apitest.Key}, p),
+			}})
+			switch r := r.(type) {
+			case *versionedReader:
+				r.Reader = h.Store
+			case *countingReader:
+				r.Reader = h.Store
+			}
+			h.Publish(bigSeattle())
+			path := "/v1/locations/" + bigSeattle().EntityID
+			first := h.Get(path)
+			require.Equal(t, http.StatusOK, first.Status)
+			require.Equal(t, http.StatusOK, h.Get(path).Status)
+			tag := first.Header.Get("ETag")
+			for range 3 {
+				require.Equal(t, http.StatusNotModified, h.Do(path, withINM(tag)).Status)
+			}
+			require.Equal(t, http.StatusTooManyRequests, h.Get(path).Status)
+			stale := h.Do(path, withINM(`"0123456789abcdef"`))
+			require.Equal(t, http.StatusTooManyRequests, stale.Status)
+			require.Contains(t, string(stale.Body), "monthly quota")
+		})
+	}
+}
+
+// splitLimiter answers the rate half and the monthly half of a split
+// admission with different remainders.
+type splitLimiter struct{ rateLeft, monthLeft int }
+
+func (l splitLimiter) Allow(_ context.Context, p apikey.Principal) (quota.Decision, error) {
+	d := quota.Decision{Allowed: true, Limit: 100, Remaining: l.rateLeft, Reset: 1}
+	if p.Plan.RatePerSecond <= 0 { // the monthly half
+		d = quota.Decision{Allowed: true, Limit: 1000, Remaining: l.monthLeft, Reset: 86400}
+	}
+	return d, nil
+}
+
+// A conditional 200 on a backend that is not Versioned is admitted in two
+// halves; its RateLimit headers describe the half nearer to denying.
+func TestSplitAdmissionReportsTheNearerPolicy(t *testing.T) {
+	for _, c := range []struct{ rateLeft, monthLeft, wantLimit, wantLeft int }{
+		{5, 900, 100, 5},
+		{90, 7, 1000, 7},
+	} {
+		h := conditionalHarness(t, &countingReader{}, splitLimiter{c.rateLeft, c.monthLeft})
+		r := h.Do("/v1/locations/"+bigSeattle().EntityID, withINM(`"0123456789abcdef"`))
+		require.Equal(t, http.StatusOK, r.Status)
+		require.Equal(t, fmt.Sprint(c.wantLimit), r.Header.Get("RateLimit-Limit"))
+		require.Equal(t, fmt.Sprint(c.wantLeft), r.Header.Get("RateLimit-Remaining"))
 	}
 }

@@ -40,7 +40,9 @@ var encNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
 // bundledStore is a memory read model holding the bundled gazetteer, the
 // real Seattle permits, 5,000 generated permits and their signals.
-func bundledStore(t *testing.T) *memory.Store {
+func bundledStore(t *testing.T) *memory.Store { return bundledStoreB(t) }
+
+func bundledStoreB(t testing.TB) *memory.Store {
 	store := memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
@@ -66,15 +68,16 @@ func bundledStore(t *testing.T) *memory.Store {
 	pl, err := signals.New(signals.Params{AsOf: encNow}, func(e events.Envelope) error { sig = append(sig, e); return nil })
 	require.NoError(t, err)
 	collect := func(e events.Envelope) error { buf = append(buf, e); return pl.Add(e) }
-	_, err = gazimport.Import(t.Context(), data.Open, collect)
+	ctx := context.Background()
+	_, err = gazimport.Import(ctx, data.Open, collect)
 	require.NoError(t, err)
 	flush()
-	_, err = seaimport.Import(t.Context(), data.Open, collect)
+	_, err = seaimport.Import(ctx, data.Open, collect)
 	require.NoError(t, err)
-	_, err = gen.Generate(t.Context(), gen.Params{Permits: 5000, Seed: 3, Now: encNow}, collect)
+	_, err = gen.Generate(ctx, gen.Params{Permits: 5000, Seed: 3, Now: encNow}, collect)
 	require.NoError(t, err)
 	flush()
-	_, err = pl.Finish(t.Context())
+	_, err = pl.Finish(ctx)
 	require.NoError(t, err)
 	buf = sig
 	flush()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,10 +33,8 @@ var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 func withRequestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.GetHeader(headerRequestID)
-		if !safeRequestID.MatchString(id) {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+		if id == "" || !safeRequestID.MatchString(id) {
+			id = newRequestID()
 		}
 		c.Set(ctxRequestID, id)
 		h := c.Writer.Header()
@@ -45,6 +45,26 @@ func withRequestID() gin.HandlerFunc {
 }
 
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// Generated request ids are a random per-process prefix and a counter:
+// unique, 24 hex characters as before, and no getrandom syscall per
+// request.
+var (
+	idPrefix = func() (p [4]byte) {
+		_, _ = rand.Read(p[:])
+		return p
+	}()
+	idCounter atomic.Uint64
+)
+
+func newRequestID() string {
+	var b [12]byte
+	copy(b[:4], idPrefix[:])
+	binary.BigEndian.PutUint64(b[4:], idCounter.Add(1))
+	var out [24]byte
+	hex.Encode(out[:], b[:])
+	return string(out[:])
+}
 
 // withRecovery turns a panic into the generic 500 body; the panic value is
 // logged, never sent.
@@ -183,7 +203,7 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 		s.log.Error("quota check failed; admitting", "request_id", requestID(c), "key_id", p.KeyID, "err", err)
 		return true
 	}
-	if d.Limit > 0 {
+	if d.Limit > 0 && !(d.Allowed && nearerSet(c, d)) {
 		h := c.Writer.Header()
 		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
 		h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
@@ -199,6 +219,18 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 		return false
 	}
 	return true
+}
+
+// nearerSet reports whether an earlier admission of this request (the
+// rate half of a split one) already set RateLimit headers for a policy
+// nearer to denying than d: those stay, as the RateLimit convention asks.
+func nearerSet(c *gin.Context, d quota.Decision) bool {
+	prev := c.Writer.Header().Get("RateLimit-Remaining")
+	if prev == "" {
+		return false
+	}
+	n, err := strconv.Atoi(prev)
+	return err == nil && n <= max(d.Remaining, 0)
 }
 
 func ceilSeconds(d time.Duration) int {

@@ -16,7 +16,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/permitd/permitd/api/jsonenc"
 )
 
 // ErrInvalid wraps every reason a cursor is refused: tampered, truncated,
@@ -33,12 +39,15 @@ var b64 = base64.RawURLEncoding
 // Codec signs and verifies cursors with one secret. Replicas that serve
 // the same clients must share it.
 type Codec struct {
-	key []byte
+	key  []byte
+	macs sync.Pool // keyed HMACs, Reset between uses
 }
 
 // New returns a Codec; secret should be at least 16 random bytes.
 func New(secret []byte) *Codec {
-	return &Codec{key: append([]byte(nil), secret...)}
+	c := &Codec{key: append([]byte(nil), secret...)}
+	c.macs.New = func() any { return hmac.New(sha256.New, c.key) }
+	return c
 }
 
 type payload struct {
@@ -51,11 +60,20 @@ type payload struct {
 // name=value, order-independent. Callers pass the effective (defaulted,
 // normalised) values so equivalent queries bind alike.
 func Binding(pairs ...string) string {
-	h := sha256.New()
+	var arr [512]byte
+	b := arr[:0]
 	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(h, "%d:%s=%d:%s;", len(pairs[i]), pairs[i], len(pairs[i+1]), pairs[i+1])
+		b = strconv.AppendInt(b, int64(len(pairs[i])), 10)
+		b = append(b, ':')
+		b = append(b, pairs[i]...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(len(pairs[i+1])), 10)
+		b = append(b, ':')
+		b = append(b, pairs[i+1]...)
+		b = append(b, ';')
 	}
-	return b64.EncodeToString(h.Sum(nil)[:12])
+	sum := sha256.Sum256(b)
+	return b64.EncodeToString(sum[:12])
 }
 
 // Encode returns the token for key (any JSON-encodable search_after key).
@@ -64,10 +82,15 @@ func (c *Codec) Encode(endpoint, binding string, key any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p, err := json.Marshal(payload{Endpoint: endpoint, Binding: binding, Key: k})
-	if err != nil {
-		return "", err
-	}
+	// The payload as json.Marshal(payload{...}) writes it.
+	var arr [256]byte
+	p := append(arr[:0], `{"e":`...)
+	p = jsonenc.String(p, endpoint)
+	p = append(p, `,"b":`...)
+	p = jsonenc.String(p, binding)
+	p = append(p, `,"k":`...)
+	p = jsonenc.Raw(p, k, "null")
+	p = append(p, '}')
 	body := b64.EncodeToString(p)
 	return prefix + body + "." + b64.EncodeToString(c.mac(body)), nil
 }
@@ -111,10 +134,13 @@ func (c *Codec) Decode(token, endpoint, binding string, key any) error {
 }
 
 func (c *Codec) mac(body string) []byte {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(prefix))
-	m.Write([]byte(body))
-	return m.Sum(nil)[:16]
+	m := c.macs.Get().(hash.Hash)
+	m.Reset()
+	_, _ = io.WriteString(m, prefix)
+	_, _ = io.WriteString(m, body)
+	sum := m.Sum(nil)[:16]
+	c.macs.Put(m)
+	return sum
 }
 
 func strict(raw []byte, v any) error {

@@ -1,9 +1,15 @@
 package cursor
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 type key struct {
@@ -80,4 +86,50 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("non-ErrInvalid error %v", err)
 		}
 	})
+}
+
+// referenceToken is the token as the first implementation made it
+// (json.Marshal of the payload, fmt-built binding, a fresh HMAC): tokens
+// already handed out must keep verifying, so the fast path must agree.
+func referenceToken(secret []byte, endpoint string, pairs []string, key any) string {
+	h := sha256.New()
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(h, "%d:%s=%d:%s;", len(pairs[i]), pairs[i], len(pairs[i+1]), pairs[i+1])
+	}
+	binding := b64.EncodeToString(h.Sum(nil)[:12])
+	k, _ := json.Marshal(key)
+	p, _ := json.Marshal(payload{Endpoint: endpoint, Binding: binding, Key: k})
+	body := b64.EncodeToString(p)
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(prefix))
+	m.Write([]byte(body))
+	return prefix + body + "." + b64.EncodeToString(m.Sum(nil)[:16])
+}
+
+func TestTokensAgreeWithTheReference(t *testing.T) {
+	secret := []byte("0123456789abcdef-secret")
+	c := New(secret)
+	type leadKey struct {
+		EventDate     string
+		HasConfidence bool
+		Confidence    float64
+		LeadID        string
+	}
+	cases := []struct {
+		endpoint string
+		pairs    []string
+		key      any
+	}{
+		{"permit_leads", []string{"geo_id", "g1", "signal_keys", "a,b", "min_confidence", "0.5", "sort", "event_date_desc"}, leadKey{"2025-01-02", true, 0.75, "lead_<x>&"}},
+		{"permits_search", []string{"geo_id", "g\u2028", "order", "desc", "from_date", "", "to_date", ""}, map[string]string{"d": "", "i": "p \"1\""}},
+		{"geo_search", nil, []any{1e-7, 1e21, "é"}},
+	}
+	for _, tc := range cases {
+		got, err := c.Encode(tc.endpoint, Binding(tc.pairs...), tc.key)
+		require.NoError(t, err)
+		require.Equal(t, referenceToken(secret, tc.endpoint, tc.pairs, tc.key), got)
+		again, err := c.Encode(tc.endpoint, Binding(tc.pairs...), tc.key)
+		require.NoError(t, err)
+		require.Equal(t, got, again, "a pooled HMAC must be reset")
+	}
 }

@@ -34,6 +34,13 @@ func String(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight plain ASCII bytes at a time: the common case.
+		for i+8 <= len(s) && plain8(load8(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
 			if safe[b] {
@@ -80,6 +87,34 @@ func String(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// load8 reads s[i:i+8] as a little-endian word (the compiler merges the
+// loads into one).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// hasByte reports whether any byte of x equals c.
+func hasByte(x uint64, c byte) bool {
+	v := x ^ (lsb * uint64(c))
+	return (v-lsb)&^v&msb != 0
+}
+
+// plain8 reports whether the eight bytes of x are all written as they
+// are: ASCII, not a control character, not '"', '\\', '<', '>' or '&'.
+func plain8(x uint64) bool {
+	if x&msb != 0 || (x-lsb*0x20)&^x&msb != 0 {
+		return false // non-ASCII, or a byte below 0x20
+	}
+	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
 }
 
 // NullString appends s, or null when s is empty (the API's nullable
@@ -155,6 +190,16 @@ func Bool(dst []byte, b bool) []byte {
 	return append(dst, "false"...)
 }
 
+// rawSpecial marks the bytes Raw must look at: quotes and backslashes
+// (string state), whitespace (dropped outside strings), the HTML
+// characters and the first byte of U+2028/U+2029 (escaped).
+var rawSpecial = func() (t [256]bool) {
+	for _, c := range []byte{'"', '\\', ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2} {
+		t[c] = true
+	}
+	return t
+}()
+
 // Raw appends a valid JSON document compacted and HTML-escaped, as
 // encoding/json writes a json.RawMessage: whitespace outside strings is
 // dropped; <, >, &, U+2028 and U+2029 are escaped everywhere. Empty raw is
@@ -169,16 +214,24 @@ func Raw(dst, raw []byte, fallback string) []byte {
 	inStr, esc := false, false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
+		if !rawSpecial[c] {
+			esc = false
+			continue
+		}
 		switch {
 		case c == '<' || c == '>' || c == '&':
 			dst = append(dst, raw[start:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			start = i + 1
-		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
-			dst = append(dst, raw[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xF])
-			i += 2
-			start = i + 1
+			esc = false
+		case c == 0xE2:
+			esc = false
+			if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
+				dst = append(dst, raw[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xF])
+				i += 2
+				start = i + 1
+			}
 		case inStr:
 			switch {
 			case esc:

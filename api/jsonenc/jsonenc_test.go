@@ -85,3 +85,26 @@ func TestNullables(t *testing.T) {
 	require.Equal(t, "null", string(NullInt(nil, nil)))
 	require.Equal(t, "null", string(NullFloat(nil, nil)))
 }
+
+func BenchmarkString(b *testing.B) {
+	s := "1234 Northeast Martin Luther King Jr Way, Seattle, WA 98122"
+	buf := make([]byte, 0, 256)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = String(buf[:0], s)
+	}
+}
+
+// TestStringEveryByteEveryLane puts every byte value in every lane of the
+// eight-byte fast path (and after it) and compares with encoding/json.
+func TestStringEveryByteEveryLane(t *testing.T) {
+	for b := range 256 {
+		for pos := range 17 {
+			s := []byte("abcdefghijklmnopq")
+			s[pos] = byte(b)
+			require.Equal(t, marshal(t, string(s)), string(String(nil, string(s))), "byte %#x at %d", b, pos)
+			two := append([]byte("0123456"), byte(b), 0xe2, 0x80, 0xa8, 'x', '<', 'y')
+			require.Equal(t, marshal(t, string(two)), string(String(nil, string(two))), "byte %#x", b)
+		}
+	}
+}
