@@ -24,7 +24,7 @@ var (
 	// ErrNotFound: the addressed entity (geo_id, property_id) does not exist.
 	ErrNotFound = errors.New("readmodel: not found")
 	// ErrUnavailable: the backend cannot answer now (connection refused,
-	// cluster red, timeout). The API maps it to 500 BACKEND_UNAVAILABLE.
+	// cluster red, timeout). The API maps it to 503 BACKEND_UNAVAILABLE with Retry-After.
 	ErrUnavailable = errors.New("readmodel: backend unavailable")
 	// ErrUnsupported: the backend does not implement this read yet. Declared
 	// in Capabilities, never discovered by surprise.
