@@ -198,6 +198,15 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// CloseWrite half-closes a TCP connection, as net/http does before
+// closing one on which it answered an error.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // SetReadDeadline shortens the deadline the server sets while the
 // connection waits for a request (new or idle keep-alive) when the server
 // is near its cap.
