@@ -27,7 +27,7 @@ var (
 	// ErrUnavailable: the backend cannot answer now (connection refused,
 	// cluster red, timeout, overloaded, or an answer that misses part of
 	// the data such as a failed shard): a retry may succeed. The API maps
-	// it to BACKEND_UNAVAILABLE.
+	// it to 503 BACKEND_UNAVAILABLE with Retry-After.
 	ErrUnavailable = errors.New("readmodel: backend unavailable")
 	// ErrUnsupported: the backend does not implement this read yet. Declared
 	// in Capabilities, never discovered by surprise.

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 var errDown = errors.New("redis down")
@@ -71,6 +72,7 @@ func TestBreakerBoundsEveryCall(t *testing.T) {
 }
 
 func TestBreakerProbesThenClosesAfterItsHooks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // the prober is gone once Run returns
 	var probes atomic.Int32
 	b, err := NewBreaker(BreakerParams{
 		Probe: func(context.Context) error {
@@ -103,7 +105,10 @@ func TestBreakerProbesThenClosesAfterItsHooks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
 
 	require.Error(t, b.Do(ctx, func(context.Context) error { return errDown }))
 	require.True(t, b.Open())

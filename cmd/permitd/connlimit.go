@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,7 +38,8 @@ type connLimit struct {
 
 	mu    sync.Mutex
 	open  int
-	idle  *list.List // *limitedConn, longest idle first
+	openN atomic.Int64 // open, for nearCap without the lock
+	idle  *list.List   // *limitedConn, longest idle first
 	freed chan struct{}
 
 	gauge   prometheus.Gauge
@@ -96,6 +98,7 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.open < l.max {
 			l.open++
+			l.openN.Store(int64(l.open))
 			l.gauge.Set(float64(l.open))
 			lc := &limitedConn{Conn: c, l: l, since: time.Now(), state: http.StateNew}
 			lc.elem = l.idle.PushBack(lc)
@@ -168,6 +171,7 @@ func (l *connLimit) release(c *limitedConn) {
 		c.elem = nil
 	}
 	l.open--
+	l.openN.Store(int64(l.open))
 	l.gauge.Set(float64(l.open))
 	l.mu.Unlock()
 	select {
@@ -177,11 +181,7 @@ func (l *connLimit) release(c *limitedConn) {
 }
 
 // nearCap reports whether the server is close to the cap.
-func (l *connLimit) nearCap() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open >= l.near
-}
+func (l *connLimit) nearCap() bool { return l.openN.Load() >= int64(l.near) }
 
 // limitedConn is one accepted connection; fields under l.mu.
 type limitedConn struct {
@@ -196,6 +196,15 @@ type limitedConn struct {
 func (c *limitedConn) Close() error {
 	c.l.release(c)
 	return c.Conn.Close()
+}
+
+// CloseWrite half-closes a TCP connection, as net/http does before
+// closing one on which it answered an error.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // SetReadDeadline shortens the deadline the server sets while the
