@@ -36,6 +36,11 @@ type meta struct {
 	DocID   string `json:"doc_id"`
 	Version int64  `json:"version"`
 	Deleted bool   `json:"deleted"`
+	// IndexedAt is when the Writer sent this version (epoch ms, its own
+	// clock): a reindex's catch-up copies what was indexed since its copy
+	// began. Not part of the entity: a replayed version is a version
+	// conflict and keeps the stamp of its first write.
+	IndexedAt int64 `json:"indexed_at,omitempty"`
 }
 
 type point struct {

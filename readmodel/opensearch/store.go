@@ -107,6 +107,7 @@ type Config struct {
 type Store struct {
 	client *opensearchgo.Client
 	prefix string
+	now    func() time.Time // the Writer's clock (indexed_at); nil: time.Now
 }
 
 var (
