@@ -158,7 +158,12 @@ func (s *Store) Reindex(ctx context.Context, k readmodel.Kind, o ReindexOptions)
 	}
 	switch {
 	case task != "":
+		// A run killed during its final catch-up left writes blocked:
+		// they go on again until this run's own final catch-up.
 		res.Resumed = true
+		if err := s.blockWrites(ctx, from, false); err != nil {
+			return res, err
+		}
 	default:
 		rolled, err := s.rollback(ctx, from, res.To)
 		if err != nil {
