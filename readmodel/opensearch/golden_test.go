@@ -80,6 +80,7 @@ func TestQueryGoldens(t *testing.T) {
 		"property_permit_stats.search.json":     propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                     countBody(),
 		"count_deleted.search.json":             countDeletedBody(),
+		"stats_names.search.json":               spellingBody(readmodel.GeoCounty, []string{"king county", "pierce county"}),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
 	} {
