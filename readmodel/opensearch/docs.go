@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
@@ -36,6 +37,11 @@ type meta struct {
 	DocID   string `json:"doc_id"`
 	Version int64  `json:"version"`
 	Deleted bool   `json:"deleted"`
+	// IndexedAt is when the Writer sent this version (epoch ms, its own
+	// clock): a reindex's catch-up copies what was indexed since its copy
+	// began. Not part of the entity: a replayed version is a version
+	// conflict and keeps the stamp of its first write.
+	IndexedAt int64 `json:"indexed_at,omitempty"`
 }
 
 type point struct {
@@ -49,6 +55,7 @@ type locationDoc struct {
 	GeoType           string   `json:"geo_type,omitempty"`
 	Name              string   `json:"name,omitempty"`
 	Aliases           []string `json:"aliases,omitempty"`
+	NameKey           string   `json:"name_key,omitempty"`
 	NamesNorm         []string `json:"names_norm,omitempty"`
 	Compact           []string `json:"compact,omitempty"`
 	DisplayName       string   `json:"display_name,omitempty"`
@@ -81,8 +88,32 @@ func locationDocOf(l readmodel.Location) locationDoc {
 		CityGeoID: l.CityGeoID, JurisdictionGeoID: l.JurisdictionGeoID,
 		Lat: l.Lat, Lon: l.Lon, Point: &point{Lat: l.Lat, Lon: l.Lon},
 		Population: l.Population, Incorporated: l.Incorporated,
-		NamesNorm: namesNorm(l), Compact: compacts(l),
+		NamesNorm: namesNorm(l), Compact: compacts(l), NameKey: nameKey(l),
 	}
+}
+
+// nameKey is a city's or county's name in the *_norm form leads are
+// counted under (indexer.NormName: lower case, letters and digits, one
+// space between words), for spelling stats top lists (spellTops); ""
+// for other geo types.
+func nameKey(l readmodel.Location) string {
+	if l.GeoType != readmodel.GeoCity && l.GeoType != readmodel.GeoCounty {
+		return ""
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToLower(l.Name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteRune(r)
+		} else {
+			space = true
+		}
+	}
+	return b.String()
 }
 
 // namesNorm are the name and aliases in the resolver's matching form

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -205,4 +206,43 @@ func TestCountsSubtractTombstones(t *testing.T) {
 	}
 	require.Len(t, *seen, 1)
 	require.Contains(t, (*seen)[0], `"match_all":{}`)
+}
+
+// TestStatsSpellTopLists: county and city top lists are named as their
+// locations spell them, ordered by count then name before the cut, and
+// only the entries that can make the cut are looked up.
+func TestStatsSpellTopLists(t *testing.T) {
+	agg := func(buckets string) string { return `{"sum_other_doc_count":0,"buckets":[` + buckets + `]}` }
+	stats := `{"status":200,"hits":{"total":{"value":7,"relation":"eq"},"hits":[]},"aggregations":{` +
+		`"by_signal":` + agg(`{"key":"k","doc_count":7}`) + `,` +
+		`"top_counties":` + agg(`{"key":"king county","doc_count":6},{"key":"pierce county","doc_count":1}`) + `,` +
+		`"top_cities":` + agg(`{"key":"b town","doc_count":3},{"key":"a ville","doc_count":3},{"key":"zeta","doc_count":1}`) + `,` +
+		`"top_zips":` + agg(`{"key":"98101","doc_count":4},{"key":"98102","doc_count":3}`) + `,` +
+		`"confidence":{"buckets":{"high":{"doc_count":7},"medium":{"doc_count":0}}},` +
+		`"freshness":{"buckets":{"d0_7":{"doc_count":7},"d8_14":{"doc_count":0},"d15_30":{"doc_count":0}}}}}`
+	named := func(key, name string) string {
+		return `{"name":"` + name + `","name_key":"` + key + `"}`
+	}
+	s, seen := fakeAnswers(t,
+		`{"responses":[`+hits(1, locSrc)+`,`+stats+`]}`,
+		`{"responses":[`+hits(-1, named("king county", "King County"))+`,`+hits(-1, named("a ville", "Zz Ville"), named("b town", "Bee Town"))+`]}`)
+	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 1})
+	require.NoError(t, err)
+	require.Equal(t, []readmodel.ValueCount{{Value: "King County", Count: 6}}, st.TopCounties)
+	require.Equal(t, []readmodel.ValueCount{{Value: "Bee Town", Count: 3}}, st.TopCities, "ties ordered by the names shown, then cut")
+	require.Equal(t, []readmodel.ValueCount{{Value: "98101", Count: 4}}, st.TopZips)
+	require.Len(t, *seen, 2)
+	lines := strings.Split(strings.TrimSpace((*seen)[1][strings.IndexByte((*seen)[1], '\n')+1:]), "\n")
+	require.Len(t, lines, 4, "counties and cities in one _msearch")
+	require.Contains(t, lines[1], `{"terms":{"name_key":["king county"]}}`, "pierce county cannot make the cut")
+	require.Contains(t, lines[3], `{"terms":{"name_key":["a ville","b town"]}}`, "the tie at the cut is looked up whole")
+}
+
+// TestNameKeyIsTheLeadsNorm: a location's name_key is the form the
+// projection counts leads under.
+func TestNameKeyIsTheLeadsNorm(t *testing.T) {
+	for _, name := range []string{"King County", "Seattle", "St. Louis", "Coeur d'Alene", "Winston-Salem", "  DeKalb  County ", "Española", "O'Fallon"} {
+		require.Equal(t, indexer.NormName(name), nameKey(readmodel.Location{GeoType: readmodel.GeoCity, Name: name}), name)
+	}
+	require.Empty(t, nameKey(readmodel.Location{GeoType: readmodel.GeoZip, Name: "98101"}))
 }

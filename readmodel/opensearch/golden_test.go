@@ -80,6 +80,7 @@ func TestQueryGoldens(t *testing.T) {
 		"property_permit_stats.search.json":     propertyPermitStatsBody([]string{prop}),
 		"count.search.json":                     countBody(),
 		"count_deleted.search.json":             countDeletedBody(),
+		"stats_names.search.json":               spellingBody(readmodel.GeoCounty, []string{"king county", "pierce county"}),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
 	} {
@@ -133,8 +134,11 @@ func sampleBatch() readmodel.Batch {
 	}
 }
 
+// goldenIndexedAt is the Writer's clock in goldens: 2026-06-30T00:00Z.
+const goldenIndexedAt = 1782777600000
+
 func TestBulkGolden(t *testing.T) {
-	s := &Store{prefix: mappings.DefaultPrefix}
+	s := &Store{prefix: mappings.DefaultPrefix, now: func() time.Time { return time.UnixMilli(goldenIndexedAt) }}
 	body, its, err := s.bulkBody(sampleBatch())
 	require.NoError(t, err)
 	require.Len(t, its, 7)
@@ -146,7 +150,7 @@ func TestBulkGolden(t *testing.T) {
 // bulk item on a real cluster).
 func TestDocumentsFitMappings(t *testing.T) {
 	s := &Store{prefix: mappings.DefaultPrefix}
-	for _, it := range items(sampleBatch()) {
+	for _, it := range items(sampleBatch(), goldenIndexedAt) {
 		m, err := mappings.Mappings(it.kind)
 		require.NoError(t, err)
 		raw, err := json.Marshal(it.doc)

@@ -339,6 +339,20 @@ func statsBody(q readmodel.StatsQuery) (obj, error) {
 	return obj{"size": 0, "track_total_hits": true, "query": query, "aggs": aggs}, nil
 }
 
+// spellingBody finds the live locations of geo type t whose normalised
+// name (name_key) is one of keys, one per key (collapse), the most
+// recently indexed first: the spellings of a stats top list.
+func spellingBody(t readmodel.GeoType, keys []string) obj {
+	return obj{
+		"size":             len(keys),
+		"track_total_hits": false,
+		"_source":          []string{"name", "name_key"},
+		"query":            filtered(term("geo_type", string(t)), terms("name_key", keys)),
+		"collapse":         obj{"field": "name_key"},
+		"sort":             []obj{{"indexed_at": "desc"}, {"doc_id": "asc"}},
+	}
+}
+
 // resolvePool is how many OpenSearch hits the resolver's scorer re-ranks.
 const resolvePool = 200
 

@@ -589,9 +589,113 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	st, err := statsFrom(rs[1], q.TopN)
+	st, err := statsFrom(rs[1], -1)
+	if err != nil {
+		return readmodel.PermitStats{}, err
+	}
 	st.GeoType = loc.GeoType
-	return st, err
+	st.TopZips = cut(st.TopZips, q.TopN)
+	if st.TopCounties, st.TopCities, err = s.spellTops(ctx, st.TopCounties, st.TopCities, q.TopN); err != nil {
+		return readmodel.PermitStats{}, err
+	}
+	return st, nil
+}
+
+func cut(l []readmodel.ValueCount, n int) []readmodel.ValueCount {
+	if n >= 0 && len(l) > n {
+		return l[:n]
+	}
+	return l
+}
+
+// spellTops names the county and city top lists as location detail
+// spells them, as the memory backend does: a *_norm key becomes the Name
+// of the live county (city) location whose normalised name (name_key) it
+// is, the most recently indexed one when several are; a key no location
+// spells stays as it is. Lists arrive whole (count descending, key
+// ascending) and leave ordered by count descending then name ascending,
+// cut to n; only the entries that can make the cut (a count at least the
+// n-th) are looked up, in one _msearch.
+func (s *Store) spellTops(ctx context.Context, counties, cities []readmodel.ValueCount, n int) ([]readmodel.ValueCount, []readmodel.ValueCount, error) {
+	counties, cities = contenders(counties, n), contenders(cities, n)
+	var reqs []msearchReq
+	var types []readmodel.GeoType
+	for _, l := range []struct {
+		t    readmodel.GeoType
+		list []readmodel.ValueCount
+	}{{readmodel.GeoCounty, counties}, {readmodel.GeoCity, cities}} {
+		if len(l.list) == 0 {
+			continue
+		}
+		keys := make([]string, len(l.list))
+		for i, v := range l.list {
+			keys[i] = v.Value
+		}
+		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), spellingBody(l.t, keys)})
+		types = append(types, l.t)
+	}
+	if len(reqs) == 0 {
+		return cut(counties, n), cut(cities, n), nil
+	}
+	rs, err := s.msearch(ctx, reqs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, t := range types {
+		docs, err := decodeHits[locationDoc](rs[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		names := make(map[string]string, len(docs))
+		for _, d := range docs {
+			if _, ok := names[d.NameKey]; !ok && d.Name != "" {
+				names[d.NameKey] = d.Name
+			}
+		}
+		list := &cities
+		if t == readmodel.GeoCounty {
+			list = &counties
+		}
+		*list = spelled(*list, names, n)
+	}
+	return cut(counties, n), cut(cities, n), nil
+}
+
+// contenders are the entries of a whole top list (count descending) that
+// can be among the first n once renamed: those whose count is at least
+// the n-th count.
+func contenders(l []readmodel.ValueCount, n int) []readmodel.ValueCount {
+	if n < 0 || len(l) <= n {
+		return l
+	}
+	if n == 0 {
+		return l[:0]
+	}
+	last := l[n-1].Count
+	end := n
+	for end < len(l) && l[end].Count == last {
+		end++
+	}
+	return l[:end]
+}
+
+// spelled renames the keys names spells and orders the list by count
+// descending then name ascending.
+func spelled(l []readmodel.ValueCount, names map[string]string, n int) []readmodel.ValueCount {
+	out := make([]readmodel.ValueCount, len(l))
+	for i, v := range l {
+		if name, ok := names[v.Value]; ok {
+			v.Value = name
+		}
+		out[i] = v
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out
 }
 
 type termsAgg struct {

@@ -67,11 +67,20 @@ type ReindexResult struct {
 // _meta, so a run that was killed can be resumed or rolled back by the
 // next one.
 type reindexMeta struct {
-	From string `json:"from"`
-	Task string `json:"task,omitempty"`
+	From    string `json:"from"`
+	Task    string `json:"task,omitempty"`
+	Started int64  `json:"started,omitempty"` // epoch ms, before the copy task began
 }
 
 const metaKey = "permitd_reindex"
+
+// catchUpMargin is subtracted from the time a copy began when selecting
+// what a catch-up copies (indexed_at): it covers clock skew between the
+// indexer hosts and the host running the reindex, the refresh interval
+// (a document indexed just before the copy's snapshot but not yet
+// visible to it) and a bulk's item retries (bounded by itemRetryBudget).
+// Clocks must agree within it (NTP).
+const catchUpMargin = 10 * time.Minute
 
 // Reindex rebuilds kind k into the next index version with the current
 // template and swaps the aliases once the new index holds everything the
@@ -84,18 +93,22 @@ const metaKey = "permitd_reindex"
 //     wait_for_completion=false, slices=auto, version_type external,
 //     conflicts proceed), its id recorded in the _meta, polling the tasks
 //     API with a progress report; writes go on into v<N> meanwhile;
-//  3. block writes to v<N> (index.blocks.write): the indexer's bulk items
-//     answer 403, which the Writer reports as unavailable, so the indexer
-//     backs off and retries, losing nothing; copy again (catch-up): only
-//     documents changed since the first copy are written, the others are
-//     version conflicts;
+//  3. catch up: copy again what was indexed since the copy began
+//     (indexed_at, stamped by the Writer, minus catchUpMargin), writes
+//     still going on; then block writes to v<N> (index.blocks.write: the
+//     indexer's bulk items answer 403, which the Writer reports as
+//     unavailable, so the indexer backs off and retries, losing nothing)
+//     and copy what was indexed since the first catch-up began. A source
+//     without indexed_at in its mapping is copied whole instead;
 //  4. refresh both and compare their document counts (tombstones
 //     included); unequal counts lift the block and fail;
 //  5. move the read and the write alias to v<N+1> in one atomic _aliases
 //     call, then lift the block on v<N>.
 //
-// Writes pause only during the catch-up (3-5); reads never pause and see
-// v<N> until the swap. v<N> is kept: delete it once satisfied.
+// Writes pause only for the last catch-up, the counts and the swap: the
+// documents indexed during the first catch-up, usually seconds of
+// traffic. Reads never pause and see v<N> until the swap. v<N> is kept:
+// delete it once satisfied.
 //
 // Run again after a kill, Reindex finds v<N+1> and its _meta: a copy task
 // still running is polled again, one that completed without failures
@@ -139,20 +152,26 @@ func (s *Store) Reindex(ctx context.Context, k readmodel.Kind, o ReindexOptions)
 		return res, err
 	}
 
-	task, err := s.resumable(ctx, from, res.To)
+	task, started, err := s.resumable(ctx, from, res.To)
 	if err != nil {
 		return res, err
 	}
 	switch {
 	case task != "":
+		// A run killed during its final catch-up left writes blocked:
+		// they go on again until this run's own final catch-up.
 		res.Resumed = true
+		if err := s.blockWrites(ctx, from, false); err != nil {
+			return res, err
+		}
 	default:
 		rolled, err := s.rollback(ctx, from, res.To)
 		if err != nil {
 			return res, err
 		}
 		res.Rolled = rolled
-		if task, err = s.startCopy(ctx, from, res.To, res.Shards); err != nil {
+		started = s.indexedAt()
+		if task, err = s.startCopy(ctx, from, res.To, res.Shards, started); err != nil {
 			return res, err
 		}
 	}
@@ -162,8 +181,34 @@ func (s *Store) Reindex(ctx context.Context, k readmodel.Kind, o ReindexOptions)
 		return res, fmt.Errorf("opensearch: copy %s -> %s (task %s): %w; run the reindex again to roll back and start over", from, res.To, task, err)
 	}
 
-	// Catch-up: writes pause while the changes of the copy's window are
-	// copied, the counts compared and the aliases moved.
+	stamped, err := s.hasField(ctx, from, "indexed_at")
+	if err != nil {
+		return res, err
+	}
+	catchUp := func(phase string, since int64) error {
+		var query obj
+		if stamped {
+			query = obj{"range": obj{"indexed_at": obj{"gte": since - catchUpMargin.Milliseconds()}}}
+		}
+		task, err := s.submitCopy(ctx, from, res.To, query)
+		if err != nil {
+			return err
+		}
+		p, err := s.waitTask(ctx, k, phase, task, o)
+		res.Copied += p.Created + p.Updated
+		res.Stale += p.Stale
+		if err != nil {
+			return fmt.Errorf("opensearch: %s %s -> %s (task %s): %w", phase, from, res.To, task, err)
+		}
+		return nil
+	}
+	// Writes go on while the copy's window is caught up; then they pause
+	// while the (short) window of that catch-up is copied, the counts
+	// compared and the aliases moved.
+	second := s.indexedAt()
+	if err := catchUp("catch-up", started); err != nil {
+		return res, err
+	}
 	if err := s.blockWrites(ctx, from, true); err != nil {
 		return res, err
 	}
@@ -173,15 +218,8 @@ func (s *Store) Reindex(ctx context.Context, k readmodel.Kind, o ReindexOptions)
 			_ = s.blockWrites(context.WithoutCancel(ctx), from, false)
 		}
 	}()
-	catchUp, err := s.submitCopy(ctx, from, res.To)
-	if err != nil {
+	if err := catchUp("final catch-up (writes paused)", second); err != nil {
 		return res, err
-	}
-	caught, err := s.waitTask(ctx, k, "catch-up", catchUp, o)
-	res.Copied += caught.Created + caught.Updated
-	res.Stale = caught.Stale
-	if err != nil {
-		return res, fmt.Errorf("opensearch: catch-up %s -> %s (task %s): %w", from, res.To, catchUp, err)
 	}
 	if err := s.do(ctx, http.MethodPost, "/"+from+","+res.To+"/_refresh", nil, "", nil); err != nil {
 		return res, err
@@ -237,24 +275,36 @@ func (s *Store) shardsOf(ctx context.Context, index string) (int, error) {
 }
 
 // resumable is the copy task of a killed run that the next one can
-// follow: to exists, was made from from, and its recorded task is
-// running or completed without failures. "" otherwise.
-func (s *Store) resumable(ctx context.Context, from, to string) (string, error) {
+// follow, and when that copy began: to exists, was made from from, and
+// its recorded task is running or completed without failures. "" otherwise.
+func (s *Store) resumable(ctx context.Context, from, to string) (string, int64, error) {
 	meta, exists, err := s.metaOf(ctx, to)
-	if err != nil || !exists || meta.From != from || meta.Task == "" {
-		return "", err
+	if err != nil || !exists || meta.From != from || meta.Task == "" || meta.Started == 0 {
+		return "", 0, err
 	}
 	st, err := s.taskStatus(ctx, meta.Task)
 	if err != nil {
 		if isStatus(err, http.StatusNotFound) {
-			return "", nil
+			return "", 0, nil
 		}
-		return "", err
+		return "", 0, err
 	}
 	if st.Completed && st.failed() != nil {
-		return "", nil
+		return "", 0, nil
 	}
-	return meta.Task, nil
+	return meta.Task, meta.Started, nil
+}
+
+// hasField reports whether index maps field.
+func (s *Store) hasField(ctx context.Context, index, field string) (bool, error) {
+	var out map[string]struct {
+		Mappings map[string]json.RawMessage `json:"mappings"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/"+index+"/_mapping/field/"+field, nil, "", &out); err != nil {
+		return false, err
+	}
+	_, ok := out[index].Mappings[field]
+	return ok, nil
 }
 
 // metaOf reads the reindex state in index's _meta; exists is false when
@@ -315,8 +365,8 @@ func (s *Store) rollback(ctx context.Context, from, to string) (bool, error) {
 }
 
 // startCopy creates to (shards, {from} in _meta), submits the copy task
-// and records its id in to's _meta.
-func (s *Store) startCopy(ctx context.Context, from, to string, shards int) (string, error) {
+// and records its id and start in to's _meta.
+func (s *Store) startCopy(ctx context.Context, from, to string, shards int, started int64) (string, error) {
 	body, err := reindexTargetBody(from, shards)
 	if err != nil {
 		return "", err
@@ -324,11 +374,11 @@ func (s *Store) startCopy(ctx context.Context, from, to string, shards int) (str
 	if err := s.do(ctx, http.MethodPut, "/"+to, body, "", nil); err != nil {
 		return "", fmt.Errorf("opensearch: creating %s: %w", to, err)
 	}
-	task, err := s.submitCopy(ctx, from, to)
+	task, err := s.submitCopy(ctx, from, to, nil)
 	if err != nil {
 		return "", err
 	}
-	meta, _ := json.Marshal(obj{"_meta": obj{metaKey: reindexMeta{From: from, Task: task}}})
+	meta, _ := json.Marshal(obj{"_meta": obj{metaKey: reindexMeta{From: from, Task: task, Started: started}}})
 	if err := s.do(ctx, http.MethodPut, "/"+to+"/_mapping", meta, "", nil); err != nil {
 		return "", fmt.Errorf("opensearch: recording task %s in %s: %w", task, to, err)
 	}
@@ -348,17 +398,22 @@ func reindexTargetBody(from string, shards int) ([]byte, error) {
 // reindexBody copies from into to under external versions: a document
 // whose version the destination already holds (or a newer one) is a
 // conflict, counted and skipped; tombstones are copied as they are.
-func reindexBody(from, to string) obj {
+// query (nil: every document) selects what a catch-up copies.
+func reindexBody(from, to string, query obj) obj {
+	source := obj{"index": from, "size": 2000}
+	if query != nil {
+		source["query"] = query
+	}
 	return obj{
 		"conflicts": "proceed",
-		"source":    obj{"index": from, "size": 2000},
+		"source":    source,
 		"dest":      obj{"index": to, "version_type": "external"},
 	}
 }
 
 // submitCopy starts a server-side reindex task and returns its id.
-func (s *Store) submitCopy(ctx context.Context, from, to string) (string, error) {
-	raw, err := json.Marshal(reindexBody(from, to))
+func (s *Store) submitCopy(ctx context.Context, from, to string, query obj) (string, error) {
+	raw, err := json.Marshal(reindexBody(from, to, query))
 	if err != nil {
 		return "", err
 	}

@@ -52,6 +52,7 @@ type reindexCluster struct {
 	taskPolls int
 	taskFails bool
 	loseCopy  bool
+	copies    []string // each _reindex: was the source blocked, what it copied
 }
 
 func newReindexCluster(t *testing.T) (*reindexCluster, *Store) {
@@ -93,10 +94,14 @@ func (c *reindexCluster) serve(w http.ResponseWriter, r *http.Request) {
 		reply(200, obj{"acknowledged": true})
 	case r.Method == "POST" && parts[0] == "_reindex":
 		var b struct {
-			Source struct{ Index string } `json:"source"`
-			Dest   struct{ Index string } `json:"dest"`
+			Source struct {
+				Index string
+				Query json.RawMessage
+			} `json:"source"`
+			Dest struct{ Index string } `json:"dest"`
 		}
 		_ = json.Unmarshal(body, &b)
+		c.copies = append(c.copies, fmt.Sprintf("blocked=%t query=%s", c.indices[b.Source.Index].blocked, b.Source.Query))
 		c.next++
 		id := fmt.Sprintf("node1:%d", c.next)
 		c.tasks[id] = &fakeTask{from: b.Source.Index, to: b.Dest.Index, polls: c.taskPolls, failures: c.taskFails, lose: c.loseCopy}
@@ -171,6 +176,8 @@ func (c *reindexCluster) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(body, &b)
 		c.indices[parts[0]].blocked = b.Index.Blocks.Write
 		reply(200, obj{"acknowledged": true})
+	case r.Method == "GET" && len(parts) == 4 && parts[1] == "_mapping" && parts[2] == "field":
+		reply(200, obj{parts[0]: obj{"mappings": obj{parts[3]: obj{"full_name": parts[3], "mapping": obj{parts[3]: obj{"type": "long"}}}}}})
 	case len(parts) == 2 && parts[1] == "_mapping":
 		idx, ok := c.indices[parts[0]]
 		if !ok {
@@ -273,12 +280,17 @@ func TestReindexInterrupted(t *testing.T) {
 	require.True(t, exists)
 
 	c.write()
+	c.indices["permitd-leads-v1"].blocked = true // as a run killed in its final catch-up leaves it
 	res, err := s.Reindex(context.Background(), readmodel.KindLead, ReindexOptions{Settings: reindexSettings, PollEvery: time.Millisecond})
 	require.NoError(t, err)
 	require.True(t, res.Resumed)
 	require.False(t, res.Rolled)
 	require.Equal(t, 1, c.count("PUT /permitd-leads-v2"), "v2 is created once")
-	require.Equal(t, 2, c.count("POST /_reindex"), "the copy once, then the catch-up")
+	require.Equal(t, 3, c.count("POST /_reindex"), "the copy once, then two catch-ups")
+	require.Len(t, c.copies, 3)
+	require.Equal(t, "blocked=false query=", c.copies[0], "the copy takes everything, writes going on")
+	require.Regexp(t, `^blocked=false query=\{"range":\{"indexed_at":\{"gte":\d+\}\}\}$`, c.copies[1], "the first catch-up, writes going on")
+	require.Regexp(t, `^blocked=true query=\{"range":\{"indexed_at":\{"gte":\d+\}\}\}$`, c.copies[2], "the final catch-up, writes paused")
 	require.Equal(t, 1, c.count("POST /_aliases"), "both aliases move in one call")
 	read, write, blocked, _ = c.state()
 	require.Equal(t, "permitd-leads-v2", read)
@@ -341,7 +353,7 @@ func TestReindexCountsMustMatch(t *testing.T) {
 			}
 		}})
 	require.ErrorContains(t, err, "permitd-leads-v1 holds 101 documents, permitd-leads-v2 100 after the catch-up: aliases not moved")
-	require.Equal(t, []string{"copy", "catch-up"}, phase)
+	require.Equal(t, []string{"copy", "catch-up", "final catch-up (writes paused)"}, phase)
 	read, write, blocked, _ := c.state()
 	require.Equal(t, "permitd-leads-v1", read)
 	require.Equal(t, "permitd-leads-v1", write)

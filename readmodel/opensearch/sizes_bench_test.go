@@ -63,7 +63,7 @@ func BenchmarkDocumentBytes(b *testing.B) {
 			b.Fatal(err)
 		}
 		batch.Deletes = nil
-		for _, it := range items(batch) {
+		for _, it := range items(batch, 1782777600000) {
 			raw, err := json.Marshal(it.doc)
 			if err != nil {
 				b.Fatal(err)

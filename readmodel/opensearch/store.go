@@ -40,11 +40,13 @@
 // exactly once without server-side state: the cursors the API hands out
 // stay valid across replicas and restarts. Full scans (Digest) use a point
 // in time and fall back to plain search_after when it expires.
-// Three reads are exceptions, each documented where it lives: the
+// Four reads are exceptions, each documented where it lives: the
 // property scope of ResolveCandidates and SearchProperties'
 // property-as-location details need a second _msearch to fetch the
-// properties' hierarchy, and SearchGeoSignals first reads the state's
-// active catalog keys, then pages the rows of those keys.
+// properties' hierarchy, SearchGeoSignals first reads the state's
+// active catalog keys, then pages the rows of those keys, and
+// PermitStats looks up how the locations spell the keys of its county
+// and city top lists (spellTops).
 //
 // # Failing closed
 //
@@ -115,6 +117,7 @@ type Config struct {
 type Store struct {
 	client *opensearchgo.Client
 	prefix string
+	now    func() time.Time // the Writer's clock (indexed_at); nil: time.Now
 }
 
 var (

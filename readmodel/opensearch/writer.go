@@ -22,33 +22,54 @@ type bulkItem struct {
 }
 
 // items lists the batch in the order the memory backend applies it:
-// kind by kind, deletes last. Items of one id keep their order within the
-// bulk request, and the version rule makes the order irrelevant to the
-// end state anyway.
-func items(b readmodel.Batch) []bulkItem {
+// kind by kind, deletes last, every document stamped with indexedAt (the
+// Writer's clock, epoch milliseconds: what a reindex's catch-up selects).
+// Items of one id keep their order within the bulk request, and the
+// version rule makes the order irrelevant to the end state anyway.
+func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	out := make([]bulkItem, 0, b.Len())
 	for _, l := range b.Locations {
-		out = append(out, bulkItem{readmodel.KindLocation, l.GeoID, l.Version, locationDocOf(l)})
+		d := locationDocOf(l)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindLocation, l.GeoID, l.Version, d})
 	}
 	for _, p := range b.Permits {
-		out = append(out, bulkItem{readmodel.KindPermit, p.PermitID, p.Version, permitDocOf(p)})
+		d := permitDocOf(p)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindPermit, p.PermitID, p.Version, d})
 	}
 	for _, p := range b.Properties {
-		out = append(out, bulkItem{readmodel.KindProperty, p.PropertyID, p.Version, propertyDocOf(p)})
+		d := propertyDocOf(p)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindProperty, p.PropertyID, p.Version, d})
 	}
 	for _, g := range b.GeoSignals {
-		out = append(out, bulkItem{readmodel.KindGeoSignal, g.ID(), g.Version, geoSignalDocOf(g)})
+		d := geoSignalDocOf(g)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindGeoSignal, g.ID(), g.Version, d})
 	}
 	for _, l := range b.Leads {
-		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, leadDocOf(l)})
+		d := leadDocOf(l)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d})
 	}
 	for _, c := range b.Catalog {
-		out = append(out, bulkItem{readmodel.KindCatalog, c.ID(), c.Version, catalogDocOf(c)})
+		d := catalogDocOf(c)
+		d.IndexedAt = indexedAt
+		out = append(out, bulkItem{readmodel.KindCatalog, c.ID(), c.Version, d})
 	}
 	for _, d := range b.Deletes {
-		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true}})
+		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}})
 	}
 	return out
+}
+
+// indexedAt is the stamp of a batch written now.
+func (s *Store) indexedAt() int64 {
+	if s.now != nil {
+		return s.now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
 }
 
 // bulkBody renders a batch as _bulk NDJSON: one index action per item
@@ -64,7 +85,7 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 // bulkLines renders each item's action and document lines once, so a
 // retry of some items resends their bytes without encoding again.
 func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
-	its := items(b)
+	its := items(b, s.indexedAt())
 	lines := make([][]byte, len(its))
 	for i, it := range its {
 		if _, ok := kindKnown[it.kind]; !ok {
@@ -113,10 +134,14 @@ type bulkResponse struct {
 // refresh (see the package documentation, Consistency).
 const bulkPath = "/_bulk?require_alias=true"
 
-// Back-off of the items a bulk answer asks to retry (429, 5xx).
+// Back-off of the items a bulk answer asks to retry (429, 5xx), for at
+// most itemRetryBudget: then Apply fails as unavailable and the caller
+// retries the batch, stamped anew (a reindex's catch-up relies on
+// indexed_at being at most that old when the item lands).
 const (
-	itemBackoffMin = 100 * time.Millisecond
-	itemBackoffMax = 5 * time.Second
+	itemBackoffMin  = 100 * time.Millisecond
+	itemBackoffMax  = 5 * time.Second
+	itemRetryBudget = time.Minute
 )
 
 // itemClass sorts one bulk item answer.
@@ -152,8 +177,9 @@ func classify(status int) itemClass {
 // aliases (require_alias=true, external versions). Each item's answer is
 // classified: 200/201 applied, 409 stale (an equal or newer version is
 // stored); 429 and 5xx are resent alone with exponential back-off until
-// they pass or ctx ends (then a readmodel.ErrUnavailable error: the batch
-// is partly applied and safe to retry whole); a 400-class answer about
+// they pass, ctx ends or itemRetryBudget is spent (then a
+// readmodel.ErrUnavailable error: the batch is partly applied and safe
+// to retry whole); a 400-class answer about
 // the document (a mapping rejection, a value over a limit) is permanent:
 // Apply goes on with the rest and returns *readmodel.ItemErrors listing
 // every such item with its reason. An answer about the cluster rather
@@ -174,6 +200,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	}
 	var permanent []readmodel.ItemError
 	delay := itemBackoffMin
+	giveUp := time.Now().Add(itemRetryBudget)
 	for {
 		var body bytes.Buffer
 		for _, i := range pending {
@@ -220,6 +247,10 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			break
 		}
 		first := its[retry[0]]
+		if time.Now().Add(delay).After(giveUp) {
+			return res, fmt.Errorf("%w: bulk: %d items still rejected after %s (first %s %q)",
+				readmodel.ErrUnavailable, len(retry), itemRetryBudget, first.kind, first.id)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

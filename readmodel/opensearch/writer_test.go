@@ -76,7 +76,7 @@ func TestApplyClassifiesItems(t *testing.T) {
 			req := (*seen)[0]
 			require.True(t, strings.HasPrefix(req, "POST /_bulk?require_alias=true\n"), "no refresh, require_alias: %s", req)
 			require.Contains(t, req, `"version_type":"external"`)
-			require.Contains(t, req, `{"doc_id":"g2","version":3,"deleted":true}`, "deletes are versioned tombstones")
+			require.Regexp(t, `\{"doc_id":"g2","version":3,"deleted":true,"indexed_at":\d{13}\}`, req, "deletes are versioned, stamped tombstones")
 		})
 	}
 }
