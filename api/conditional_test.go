@@ -327,3 +327,51 @@ func TestSplitAdmissionReportsTheNearerPolicy(t *testing.T) {
 		require.Equal(t, fmt.Sprint(c.wantLeft), r.Header.Get("RateLimit-Remaining"))
 	}
 }
+
+// TestResponseCachePerVersion: a repeated read at the same read-model
+// version is answered from the response cache (the reader is not asked
+// again, and the answer is charged as any 200); a new version reads again;
+// with the cache off every request reads.
+func TestResponseCachePerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cacheSize int64
+		cached    bool
+	}{{"on", 0, true}, {"off", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vr := &versionedReader{}
+			lim := &chargeLimiter{}
+			h := apitest.New(t, apitest.Options{Deps: api.Deps{
+				Reader: vr, Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan),
+				ResponseCacheBytes: tc.cacheSize,
+			}})
+			vr.Reader = h.Store
+			h.Publish(bigSeattle())
+			path := "/v1/locations/" + bigSeattle().EntityID
+
+			first := h.Get(path)
+			require.Equal(t, http.StatusOK, first.Status, "%s", first.Body)
+			second := h.Get(path)
+			require.Equal(t, http.StatusOK, second.Status)
+			require.Equal(t, first.Body, second.Body)
+			require.Equal(t, first.Header.Get("ETag"), second.Header.Get("ETag"))
+			require.Equal(t, first.Header.Get("Content-Length"), second.Header.Get("Content-Length"))
+			want := int64(2)
+			if tc.cached {
+				want = 1
+			}
+			require.Equal(t, want, vr.reads.Load(), "reads after two equal requests")
+			_, monthly := lim.charges()
+			require.Equal(t, 2, monthly, "a cached 200 is charged like any 200")
+
+			// A change of the document moves the version: the cache
+			// cannot answer, and the new body is served.
+			h.Publish(bigSeattleAs("Seattle, WA (renamed)", 2))
+			vr.seq.Add(1)
+			third := h.Get(path)
+			require.Equal(t, http.StatusOK, third.Status)
+			require.Contains(t, string(third.Body), "(renamed)")
+			require.Equal(t, want+1, vr.reads.Load())
+		})
+	}
+}

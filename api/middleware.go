@@ -168,9 +168,10 @@ func (s *server) withQuota() gin.HandlerFunc {
 		p, _ := c.Get(ctxPrincipal)
 		principal, _ := p.(apikey.Principal)
 		inm := c.Request.Header.Get("If-None-Match")
-		tag, versioned := s.versionETag(c)
+		tag, seq, versioned := s.versionETag(c)
 		if versioned {
 			c.Set(ctxETag, tag)
+			c.Set(ctxSeq, seq)
 		}
 		switch {
 		case inm == "":
@@ -189,9 +190,19 @@ func (s *server) withQuota() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		if s.admit(c, principal) {
-			c.Next()
+		if !s.admit(c, principal) {
+			return
 		}
+		if versioned && s.cache != nil {
+			// The same read at the same version was answered before:
+			// its bytes are the answer (respcache.go).
+			if body, ok := s.cache.get(tag); ok {
+				writeOK(c, tag, body)
+				c.Abort()
+				return
+			}
+		}
+		c.Next()
 	}
 }
 

@@ -41,6 +41,7 @@ const (
 	gzipSuffix = "-gzip"
 
 	ctxETag     = "permitd.etag"     // string: the pre-read ETag
+	ctxSeq      = "permitd.seq"      // uint64: the read-model version the pre-read ETag names
 	ctxDeferred = "permitd.deferred" // apikey.Principal: monthly quota charged at send
 	ctxQuery    = "permitd.query"    // url.Values parsed once
 )
@@ -81,9 +82,9 @@ func queryOf(c *gin.Context) query {
 // version: a hash of the version, the route, the path, the canonical query
 // (parameters sorted by name, values in order) and today's date. false
 // when the reader is not Versioned.
-func (s *server) versionETag(c *gin.Context) (string, bool) {
+func (s *server) versionETag(c *gin.Context) (string, uint64, bool) {
 	if s.versioned == nil {
-		return "", false
+		return "", 0, false
 	}
 	epoch, seq := s.versioned.ReadVersion()
 	var arr [512]byte
@@ -111,7 +112,7 @@ func (s *server) versionETag(c *gin.Context) (string, bool) {
 			b = append(b, '&')
 		}
 	}
-	return etagOf(b), true
+	return etagOf(b), seq, true
 }
 
 // bodyETag is the strong ETag of a body (backends that are not Versioned).
@@ -186,13 +187,24 @@ func (s *server) send(c *gin.Context, buf *[]byte) {
 			return
 		}
 	}
+	if pre && s.cache != nil {
+		if seq, ok := c.Get(ctxSeq); ok {
+			s.cache.put(etag, seq.(uint64), *buf)
+		}
+	}
+	writeOK(c, etag, *buf)
+}
+
+// writeOK writes a 200 JSON body with its ETag and caching headers, in
+// one Write.
+func writeOK(c *gin.Context, etag string, body []byte) {
 	h := c.Writer.Header()
 	h["Content-Type"] = hdrJSON
 	h["Cache-Control"] = hdrPrivate
 	h["Etag"] = []string{etag}
-	h["Content-Length"] = []string{strconv.Itoa(len(*buf))}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	c.Status(http.StatusOK)
-	_, _ = c.Writer.Write(*buf)
+	_, _ = c.Writer.Write(body)
 }
 
 // notModified answers 304 with no body, naming the ETag the client holds.

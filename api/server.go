@@ -54,6 +54,11 @@ type Deps struct {
 	// RequestTimeout bounds each business request's reads; past it the
 	// answer is 503 BACKEND_UNAVAILABLE. 0 is 10s.
 	RequestTimeout time.Duration
+
+	// ResponseCacheBytes bounds the encoded 200 bodies kept per read-model
+	// version (respcache.go; only with a Versioned reader). 0 is 64 MiB;
+	// negative turns the cache off.
+	ResponseCacheBytes int64
 }
 
 // ReadinessCheck reports one dependency's state.
@@ -73,6 +78,7 @@ type server struct {
 	access    *slog.Logger
 	cursors   *cursor.Codec
 	versioned readmodel.Versioned // nil: ETags hash the body
+	cache     *respCache          // nil: off
 }
 
 // NewServer validates deps and returns the HTTP handler.
@@ -103,6 +109,13 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	s := &server{Deps: d, log: d.Logger, access: d.AccessLog, cursors: cursor.New(d.CursorSecret)}
 	s.versioned, _ = d.Reader.(readmodel.Versioned)
+	if s.versioned != nil {
+		size := d.ResponseCacheBytes
+		if size == 0 {
+			size = 64 << 20
+		}
+		s.cache = newRespCache(size)
+	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.ContextWithFallback = true

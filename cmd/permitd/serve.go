@@ -44,6 +44,7 @@ type serveConfig struct {
 	DrainDelay      time.Duration
 	RequestTimeout  time.Duration
 	MaxConns        int
+	ResponseCacheMB int
 
 	now time.Time // parsed Now
 }
@@ -63,7 +64,16 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the drain delay, how long requests in flight may take to finish")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long readiness answers 503 while the server still serves, before it stops accepting")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Second, "bound on a business request's reads (read-model retries included); past it: 503 BACKEND_UNAVAILABLE")
+	fs.IntVar(&c.ResponseCacheMB, "response-cache-mb", 64, "encoded 200 bodies kept per read-model version (memory backend; 0 turns the cache off)")
 	fs.IntVar(&c.MaxConns, "max-conns", 10000, "cap on open HTTP connections (lowered to fit the file-descriptor limit); at the cap the longest idle one is closed")
+}
+
+// cacheBytes is api.Deps.ResponseCacheBytes for -response-cache-mb (0: off).
+func cacheBytes(mb int) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return int64(mb) << 20
 }
 
 // Validate checks every field and fails fast.
@@ -106,7 +116,7 @@ func (c *serveConfig) logValue() []any {
 		"addr", c.Addr, "backend", c.Backend, "data", c.Data,
 		"api_keys", maskList(splitCSV(c.APIKeys)), "cursor_secret", mask(c.CursorSecret),
 		"now", c.Now, "log_level", c.LogLevel,
-		"shutdown_timeout", c.ShutdownTimeout, "drain_delay", c.DrainDelay, "request_timeout", c.RequestTimeout, "max_conns", c.MaxConns,
+		"shutdown_timeout", c.ShutdownTimeout, "drain_delay", c.DrainDelay, "request_timeout", c.RequestTimeout, "max_conns", c.MaxConns, "response_cache_mb", c.ResponseCacheMB,
 	}
 	if c.Backend == "opensearch" {
 		out = append(out, c.openSearchConfig.logValue()...)
@@ -218,20 +228,21 @@ func runServe(ctx context.Context, e env, args []string) error {
 		checks = append(checks, kix.Check())
 	}
 	deps := api.Deps{
-		Reader:         rm,
-		Auth:           q.Auth,
-		Limiter:        q.Limiter,
-		Logger:         log,
-		AccessLog:      cfg.logger(accessBuf),
-		Now:            clock,
-		ClockSource:    source,
-		CursorSecret:   secret,
-		OpenAPI:        oas,
-		HTTPMetrics:    sm.http,
-		Tracing:        tel.apiTracing(),
-		CORS:           cfg.cors(),
-		Checks:         checks,
-		RequestTimeout: cfg.RequestTimeout,
+		Reader:             rm,
+		Auth:               q.Auth,
+		Limiter:            q.Limiter,
+		Logger:             log,
+		AccessLog:          cfg.logger(accessBuf),
+		Now:                clock,
+		ClockSource:        source,
+		CursorSecret:       secret,
+		OpenAPI:            oas,
+		HTTPMetrics:        sm.http,
+		Tracing:            tel.apiTracing(),
+		CORS:               cfg.cors(),
+		Checks:             checks,
+		RequestTimeout:     cfg.RequestTimeout,
+		ResponseCacheBytes: cacheBytes(cfg.ResponseCacheMB),
 	}
 	handler, err := api.NewServer(deps)
 	if err != nil {
