@@ -483,27 +483,66 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 
 // top lists the counter's positive counts under their display names
 // (names.go; nil: the key itself), count descending then name ascending,
-// at most n (all when n < 0). It consumes the counter.
+// at most n (all when n < 0). It keeps the best n as it goes (counts are
+// many, n is small) and spells only those. It consumes the counter.
 func (x *leadIndex) top(c *idCounter, n int, names map[string]string) []readmodel.ValueCount {
-	out := make([]readmodel.ValueCount, 0, len(c.touched))
-	for _, id := range c.touched {
-		if c.n[id] > 0 {
-			out = append(out, readmodel.ValueCount{Value: spell(names, x.names.str(id)), Count: c.n[id]})
-			c.n[id] = 0 // an id touched twice is listed once
+	value := func(id uint32) string { return spell(names, x.names.str(id)) }
+	before := func(a, b idCountPair64) bool {
+		if a.n != b.n {
+			return a.n > b.n
 		}
+		return value(a.id) < value(b.id)
 	}
-	sortValueCounts(out)
-	if n >= 0 && len(out) > n {
-		out = out[:n]
+	var kept []idCountPair64
+	for _, id := range c.touched {
+		cnt := c.n[id]
+		c.n[id] = 0 // an id touched twice is listed once
+		if cnt <= 0 {
+			continue
+		}
+		e := idCountPair64{id: id, n: cnt}
+		if n < 0 {
+			kept = append(kept, e)
+			continue
+		}
+		if len(kept) == n && (n == 0 || !before(e, kept[n-1])) {
+			continue
+		}
+		i := sort.Search(len(kept), func(i int) bool { return before(e, kept[i]) })
+		if len(kept) < n {
+			kept = append(kept, idCountPair64{})
+		}
+		copy(kept[i+1:], kept[i:])
+		kept[i] = e
+	}
+	if n < 0 {
+		slices.SortFunc(kept, func(a, b idCountPair64) int {
+			switch {
+			case before(a, b):
+				return -1
+			case before(b, a):
+				return 1
+			}
+			return 0
+		})
+	}
+	out := make([]readmodel.ValueCount, len(kept))
+	for i, e := range kept {
+		out[i] = readmodel.ValueCount{Value: value(e.id), Count: e.n}
 	}
 	return out
 }
 
+type idCountPair64 struct {
+	id uint32
+	n  int64
+}
+
 func sortValueCounts(v []readmodel.ValueCount) {
-	sort.Slice(v, func(i, j int) bool {
-		if v[i].Count != v[j].Count {
-			return v[i].Count > v[j].Count
+	slices.SortFunc(v, func(a, b readmodel.ValueCount) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
 		}
-		return v[i].Value < v[j].Value
+		return cmp.Compare(a.Value, b.Value)
 	})
 }

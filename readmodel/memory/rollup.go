@@ -25,9 +25,15 @@ import (
 // split the last 30 days (and any future ones): roll-ups count as 31+ and
 // the day cells from today-30 on move their leads to the right bucket.
 //
-// Memory: a roll-up with a confFen holds at most 64 x 7 nodes of sparse
-// counts over the anchor's distinct cities, zips and counties; only large
-// anchors (state, counties, large cities) reach rollMin per year.
+// There are no month roll-ups: the edge days of a window are read from
+// their cells, at most about two years of them (a window from mid-January
+// to mid-December of the next year), whose cost the plan weighs against
+// the complement.
+//
+// Memory: a confFen holds 64 nodes of sparse counts over the anchor's
+// distinct cities, zips and counties (a lead counts in at most 7 nodes);
+// only large anchors (state, counties, large cities) reach rollMin per
+// year.
 
 const confBuckets = 64
 
@@ -224,8 +230,9 @@ func (p *statsPlan) addRoll(ru *rollup, sign int64) {
 	p.cost += ru.fen.cost()
 }
 
-// plans returns the cheaper way to sum the window, reusing the buffers of
-// a and b.
+// plan returns the cheaper of two ways to sum the window (through the
+// roll-ups that have a tree; the others are read day by day), reusing the
+// buffers of a and b.
 func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
 	a.rolls, a.cells, a.cost = a.rolls[:0], a.cells[:0], 0
 	b.rolls, b.cells, b.cost = b.rolls[:0], b.cells[:0], 0
@@ -262,9 +269,8 @@ func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
 	return a
 }
 
-// sumDays adds the day cells [i0, i1) to p with sign, through the year
-// roll-ups that use accepts (and that have a tree) for the years they
-// cover.
+// sumDays adds the day cells [i0, i1) to p with sign, replacing the days
+// of a year by its roll-up when the roll-up has a tree and use accepts it.
 func (d *leadDayAggs) sumDays(p *statsPlan, i0, i1 int, sign int64, use func(*rollup) bool) {
 	y := 0
 	for i := i0; i < i1; {

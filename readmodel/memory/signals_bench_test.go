@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,9 +399,13 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 		}
 	}
 	n := max(b.N, 4000)
-	measure := func() []time.Duration {
+	var batches atomic.Int64
+	// measure times at least n reads and, while a writer runs, goes on
+	// until it has applied two rounds of batches (at most a minute).
+	measure := func(writing bool) []time.Duration {
 		lat := make([]time.Duration, 0, n)
-		for i := range n {
+		start := time.Now()
+		for i := 0; i < n || writing && batches.Load() < int64(2*len(d.writes)) && time.Since(start) < time.Minute; i++ {
 			t0 := time.Now()
 			read(i)
 			lat = append(lat, time.Since(t0))
@@ -410,7 +415,7 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 	}
 	runtime.GC()
 	b.ResetTimer()
-	idle := measure()
+	idle := measure(false)
 	stop := make(chan struct{})
 	done := make(chan int)
 	go func() {
@@ -427,11 +432,12 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 					panic(err)
 				}
 				applied += w.Len()
+				batches.Add(1)
 			}
 		}
 	}()
 	t0 := time.Now()
-	busy := measure()
+	busy := measure(true)
 	close(stop)
 	applied := <-done
 	elapsed := time.Since(t0)
@@ -443,6 +449,7 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 	b.ReportMetric(p(busy, 99), "busy-p99-us")
 	b.ReportMetric(p(busy, 99)/p(idle, 99), "p99-ratio")
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "docs-written/s")
+	b.ReportMetric(float64(batches.Load()), "batches")
 }
 
 // withVersion is w with every document at version v.
