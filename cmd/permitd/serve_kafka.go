@@ -26,6 +26,55 @@ type kafkaConfig struct {
 	MaxMessageBytes int
 	DrainTimeout    time.Duration
 	LagInterval     time.Duration
+	Security        kafkaSecurityConfig
+}
+
+// kafkaSecurityConfig is how every Kafka client of permitd (the
+// consumer, the dead-letter writer, publish) reaches a managed Kafka: TLS
+// and SASL. Flags map to PERMITD_* variables like every flag
+// (--kafka-sasl-password: PERMITD_KAFKA_SASL_PASSWORD, the way to pass it
+// without showing it in the process list); the password is masked in the
+// logged configuration.
+type kafkaSecurityConfig struct {
+	TLS                bool
+	CAFile             string
+	CertFile, KeyFile  string
+	InsecureSkipVerify bool
+	SASLMechanism      string
+	Username, Password string
+}
+
+func (c *kafkaSecurityConfig) bind(fs *flagSet) {
+	fs.BoolVar(&c.TLS, "kafka-tls", false, "connect to Kafka over TLS (implied by the TLS file flags)")
+	fs.StringVar(&c.CAFile, "kafka-tls-ca-file", "", "PEM bundle of the CAs that sign the brokers' certificates; empty: the system pool")
+	fs.StringVar(&c.CertFile, "kafka-tls-cert-file", "", "PEM client certificate for mutual TLS (with --kafka-tls-key-file)")
+	fs.StringVar(&c.KeyFile, "kafka-tls-key-file", "", "PEM private key of --kafka-tls-cert-file")
+	fs.BoolVar(&c.InsecureSkipVerify, "kafka-tls-insecure-skip-verify", false, "do not verify the brokers' certificates (tests only)")
+	fs.StringVar(&c.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: none")
+	fs.StringVar(&c.Username, "kafka-sasl-username", "", "SASL user name")
+	fs.StringVar(&c.Password, "kafka-sasl-password", "", "SASL password (prefer PERMITD_KAFKA_SASL_PASSWORD; masked in logs)")
+}
+
+// security is the kafka package's value; nil when nothing is set.
+func (c *kafkaSecurityConfig) security() *kafkasrc.Security {
+	if *c == (kafkaSecurityConfig{}) {
+		return nil
+	}
+	return &kafkasrc.Security{
+		TLS: c.TLS, CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile, InsecureSkipVerify: c.InsecureSkipVerify,
+		SASLMechanism: c.SASLMechanism, Username: c.Username, Password: c.Password,
+	}
+}
+
+// validate loads the TLS files and checks the SASL settings.
+func (c *kafkaSecurityConfig) validate() error {
+	return c.security().Validate()
+}
+
+func (c *kafkaSecurityConfig) logValue() []any {
+	return []any{"kafka_tls", c.TLS || c.CAFile != "" || c.CertFile != "", "kafka_tls_ca_file", c.CAFile,
+		"kafka_tls_cert_file", c.CertFile, "kafka_sasl_mechanism", c.SASLMechanism,
+		"kafka_sasl_username", c.Username, "kafka_sasl_password", mask(c.Password)}
 }
 
 func (c *kafkaConfig) bind(fs *flagSet) {
@@ -37,6 +86,7 @@ func (c *kafkaConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", 1<<20, "larger messages go to the dead-letter topic")
 	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
 	fs.DurationVar(&c.LagInterval, "kafka-lag-interval", 5*time.Second, "how often the owned partitions' high watermarks are listed for the lag metric and readiness (also while a partition is stuck)")
+	c.Security.bind(fs)
 }
 
 // enabled reports whether a Kafka source is configured.
@@ -72,12 +122,13 @@ func (c *kafkaConfig) validate(required bool) error {
 	if c.MaxMessageBytes < 1024 {
 		errs = append(errs, errors.New("kafka-max-message-bytes must be at least 1024"))
 	}
+	errs = append(errs, c.Security.validate())
 	return errors.Join(errs...)
 }
 
 func (c *kafkaConfig) logValue() []any {
-	return []any{"kafka_brokers", c.Brokers, "kafka_group", c.Group, "kafka_topics", c.Topics,
-		"kafka_batch_size", c.BatchSize, "kafka_max_message_bytes", c.MaxMessageBytes}
+	return append([]any{"kafka_brokers", c.Brokers, "kafka_group", c.Group, "kafka_topics", c.Topics,
+		"kafka_batch_size", c.BatchSize, "kafka_max_message_bytes", c.MaxMessageBytes}, c.Security.logValue()...)
 }
 
 // durableBackend reports whether a backend keeps its state across
@@ -108,7 +159,8 @@ type kafkaIndexer struct {
 // the feed's.
 func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look indexer.Lookup, log *slog.Logger, m *indexer.Metrics) (*kafkaIndexer, error) {
 	brokers := splitCSV(cfg.Brokers)
-	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers})
+	sec := cfg.Security.security()
+	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers, Security: sec})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +183,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		// An oversized message must still be fetched to reach the
 		// dead-letter topic.
 		MaxFetchBytes: max(16<<20, 2*cfg.MaxMessageBytes),
-		Logger:        log, Metrics: m,
+		Logger:        log, Metrics: m, Security: sec,
 	})
 	if err != nil {
 		dlq.Close()

@@ -113,6 +113,10 @@ type Params struct {
 	// backoff. Optional.
 	Settle func(ctx context.Context) error
 
+	// Security: TLS and SASL for every connection (readers, the group,
+	// metadata and offsets); nil for plaintext.
+	Security *Security
+
 	Logger  *slog.Logger
 	Metrics *indexer.Metrics // optional: lag per partition, retries
 
@@ -129,6 +133,7 @@ type Consumer struct {
 	log *slog.Logger
 
 	transport *kafkago.Transport
+	dialer    *kafkago.Dialer // readers and the consumer group
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition // currently owned
@@ -221,10 +226,19 @@ func New(p Params) (*Consumer, error) {
 	if p.Group != "" {
 		log = log.With("group", p.Group)
 	}
+	tr, err := p.Security.transport("permitd-indexer")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	dialer, err := p.Security.dialer("permitd-indexer")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
 	return &Consumer{
 		p:         p,
 		log:       log,
-		transport: &kafkago.Transport{ClientID: "permitd-indexer"},
+		transport: tr,
+		dialer:    dialer,
 		parts:     map[topicPartition]*partition{},
 	}, nil
 }

@@ -111,6 +111,7 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     c.p.Group,
 		Brokers:                c.p.Brokers,
+		Dialer:                 c.dialer,
 		Topics:                 c.p.Topics,
 		HeartbeatInterval:      c.p.HeartbeatInterval,
 		SessionTimeout:         c.p.SessionTimeout,
