@@ -235,3 +235,31 @@ func TestDeadLettersOnADefaultBroker(t *testing.T) {
 	require.Equal(t, len(`{"schema_version":1`), keys["poison"])
 	require.Equal(t, 512<<10, keys["big"], "the oversized value is cut to the dead-letter limit")
 }
+
+// publish logs in with SASL from PERMITD_* variables; the password never
+// reaches the log. A wrong password fails.
+func TestPublishSASLFromEnvironment(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "pipeline", "hunter22"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, file := kafkaFixture(t, 2)
+	env := map[string]string{
+		"PERMITD_KAFKA_BROKERS":        strings.Join(c.ListenAddrs(), ","),
+		"PERMITD_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+		"PERMITD_KAFKA_SASL_USERNAME":  "pipeline",
+		"PERMITD_KAFKA_SASL_PASSWORD":  "hunter22",
+	}
+	getenv := func(k string) string { return env[k] }
+	var out, logs bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"publish", "--file", file}, getenv, &out, &logs))
+	require.Equal(t, "published 3 events\n", out.String())
+	require.Contains(t, logs.String(), `kafka_sasl_password="***(8 chars)"`)
+	require.NotContains(t, logs.String(), "hunter22")
+
+	env["PERMITD_KAFKA_SASL_PASSWORD"] = "wrong"
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	require.Error(t, run(ctx, []string{"publish", "--file", file, "--log-level", "error"}, getenv, io.Discard, io.Discard))
+	require.NoError(t, ctx.Err(), "refused, not timed out")
+}
