@@ -21,8 +21,7 @@ import (
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
-	"github.com/permitd/permitd/pipeline/seattle"
-	"github.com/permitd/permitd/pipeline/signals"
+	"github.com/permitd/permitd/pipeline/mix"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -41,7 +40,7 @@ type mixData struct {
 
 var (
 	mixOnce sync.Once
-	mix     mixData
+	mixed   mixData
 	mixErr  error
 )
 
@@ -55,15 +54,14 @@ func mixPermits() int {
 // mixRecords builds the mix once per process.
 func mixRecords(tb testing.TB) mixData {
 	tb.Helper()
-	mixOnce.Do(func() { mix, mixErr = buildMix(mixPermits()) })
+	mixOnce.Do(func() { mixed, mixErr = buildMix(mixPermits()) })
 	require.NoError(tb, mixErr)
-	return mix
+	return mixed
 }
 
 func buildMix(permits int) (mixData, error) {
-	ctx := context.Background()
 	d := mixData{byType: map[string]int{}}
-	emit := func(env events.Envelope) error {
+	err := mix.Events(context.Background(), mix.Params{Permits: permits, Seed: 1, AsOf: mixAsOf}, func(env events.Envelope) error {
 		topic, err := events.TopicFor(env.Type)
 		if err != nil {
 			return err
@@ -75,30 +73,8 @@ func buildMix(permits int) (mixData, error) {
 		d.recs = append(d.recs, kafka.Record{Topic: topic, Key: []byte(env.EntityID), Value: raw})
 		d.byType[topic]++
 		return nil
-	}
-	if _, err := gazetteer.Import(ctx, data.Open, emit); err != nil {
-		return d, err
-	}
-	sig, err := signals.New(signals.Params{AsOf: mixAsOf}, emit)
-	if err != nil {
-		return d, err
-	}
-	both := func(env events.Envelope) error {
-		if err := emit(env); err != nil {
-			return err
-		}
-		return sig.Add(env)
-	}
-	if _, err := seattle.Import(ctx, data.Open, both); err != nil {
-		return d, err
-	}
-	if _, err := gen.Generate(ctx, gen.Params{Permits: permits, Seed: 1, Now: mixAsOf}, both); err != nil {
-		return d, err
-	}
-	if _, err := sig.Finish(ctx); err != nil {
-		return d, err
-	}
-	return d, nil
+	})
+	return d, err
 }
 
 // newMixBroker is a kfake cluster holding the mix on the default topics.
