@@ -200,4 +200,3 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 		}
 	}
 }
-
