@@ -38,6 +38,9 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 		for _, tp := range found {
 			if !known[tp] {
 				start[tp] = kafkago.FirstOffset
+				if o, ok := c.startAt[tp]; ok {
+					start[tp] = o
+				}
 			}
 		}
 		if len(start) > 0 || !c.started.Load() {
