@@ -140,11 +140,11 @@ type Consumer struct {
 
 	startAt      map[topicPartition]int64 // replay mode's start offsets (SetStartOffsets)
 	started      atomic.Bool              // the first assignment (or discovery) is known
-	firstUp      atomic.Bool  // latched once the First topics caught up (see Params.First)
-	firstWaiting atomic.Int64 // batches held by waitFirst now
-	settleMu     sync.Mutex   // serialises Params.Settle
-	settled      atomic.Bool  // Params.Settle returned nil
-	caughtUp     atomic.Bool  // latched once every owned partition reached its start watermark
+	firstUp      atomic.Bool              // latched once the First topics caught up (see Params.First)
+	firstWaiting atomic.Int64             // batches held by waitFirst now
+	settleMu     sync.Mutex               // serialises Params.Settle
+	settled      atomic.Bool              // Params.Settle returned nil
+	caughtUp     atomic.Bool              // latched once every owned partition reached its start watermark
 	batches      atomic.Int64
 	commits      atomic.Int64
 }
