@@ -280,10 +280,9 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	}
 	d := mixRecords(b)
 	addrs := newMixBroker(b, d)
-	// The big store is filled once, directly (no Kafka), with permits
-	// of another seed; each round ingests the mix into it again (the
-	// second time the mix's own documents are stale, so rounds after the
-	// first are measured into fresh copies: only the first counts).
+	// The big store is filled once, directly (no Kafka), with the
+	// gazetteer and permits of another seed; then the mix is ingested
+	// once into an empty store and once into the big one.
 	filled := memory.New(memory.Options{})
 	ix, err := indexer.New(indexer.Params{Writer: filled, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
