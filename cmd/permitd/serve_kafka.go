@@ -345,6 +345,7 @@ func (k *kafkaIndexer) Check() api.ReadinessCheck {
 			"partitions":      k.Consumer.Partitions(),
 			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
 			"dead_letters": p.DeadLetters, "retries": p.Retries,
+			"waiting_for_location": p.Parked, "linked_after_waiting": p.Relinked,
 		}}
 	}
 }
