@@ -186,17 +186,37 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	if err := dec.Decode(&info.Header); err != nil {
 		return info, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
 	}
-	for {
-		var b readmodel.Batch
-		if err := dec.Decode(&b); err != nil {
-			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	// Decoding and applying overlap: one goroutine decodes the next
+	// batches while apply runs.
+	batches := make(chan readmodel.Batch, 4)
+	stop := make(chan struct{})
+	var decErr error
+	go func() {
+		defer close(batches)
+		for {
+			var b readmodel.Batch
+			if err := dec.Decode(&b); err != nil {
+				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return
+			}
+			if b.Len() == 0 {
+				return
+			}
+			select {
+			case batches <- b:
+			case <-stop:
+				return
+			}
 		}
-		if b.Len() == 0 {
-			return info, nil
-		}
+	}()
+	for b := range batches {
 		info.Documents += b.Len()
 		if err := apply(b); err != nil {
+			close(stop)
+			for range batches { // let the decoder finish
+			}
 			return info, err
 		}
 	}
+	return info, decErr
 }
