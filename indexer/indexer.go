@@ -254,6 +254,14 @@ func (ix *Indexer) Settle(ctx context.Context) error {
 	return nil
 }
 
+// Preload records the locations and location deletes of b in the
+// indexer's location table without writing anything: b is already in the
+// read model (a snapshot being loaded), and what is projected next links
+// to its locations.
+func (ix *Indexer) Preload(b readmodel.Batch) {
+	ix.loc.apply(b.Locations, b.Deletes)
+}
+
 // Settled reports whether Settle was called.
 func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 

@@ -33,9 +33,12 @@ import (
 // location published later does not re-link documents already written
 // (the read model keeps one document per entity version; re-publish them).
 //
-// With a durable backend shared by a consumer group, other members own
-// the location partitions: a miss then falls back to Params.Lookup (the
-// read model), once per geography, and the answer is kept in the table.
+// Once settled, a miss falls back to Params.Lookup (the read model), once
+// per geography found, and the answer is kept in the table: with a
+// durable backend shared by a consumer group, other members own the
+// location partitions; in serve, the embedded feed may have written
+// locations this indexer never saw. Before it is settled a miss reads
+// nothing: the message waits.
 
 // locRow is one geography of the table: the fields projections use.
 type locRow struct {
@@ -254,6 +257,11 @@ func (r *resolver) Location(ctx context.Context, geoID string) (readmodel.Locati
 	if l, ok := r.t.get(geoID); ok {
 		return l, nil
 	}
+	if r.park {
+		// Not settled: the location may still come from the source, so
+		// the message waits, with no read of the read model.
+		return readmodel.Location{}, &errMissing{geoID}
+	}
 	if r.fallback != nil {
 		l, err := r.fallback.Location(ctx, geoID)
 		switch {
@@ -265,9 +273,6 @@ func (r *resolver) Location(ctx context.Context, geoID string) (readmodel.Locati
 		case !errors.Is(err, readmodel.ErrNotFound):
 			return l, err
 		}
-	}
-	if r.park {
-		return readmodel.Location{}, &errMissing{geoID}
 	}
 	return readmodel.Location{}, readmodel.ErrNotFound
 }

@@ -25,7 +25,7 @@ func TestServeDrainsBeforeShutdown(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-log-level", "warn", "-data", "none",
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-level", "warn", "-data", "none",
 			"-drain-delay", delay.String(), "-shutdown-timeout", "5s"}, func(string) string { return "" }, pw, io.Discard)
 		pw.Close()
 	}()

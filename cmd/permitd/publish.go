@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/permitd/permitd/events"
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
 )
 
 func init() {
-	register("publish", "publish NDJSON event envelopes to their Kafka topics: publish -brokers H:P -file FILE", runPublish)
+	register("publish", "publish NDJSON event envelopes to their Kafka topics: publish -brokers H:P -file FILE [-dry-run]", runPublish)
 }
 
 // publishConfig is the publish command's configuration.
@@ -27,6 +30,11 @@ type publishConfig struct {
 	Partitions        int
 	ReplicationFactor int
 	Batch             int
+	BatchBytes        int
+	Compression       string
+	DryRun            bool
+	Progress          time.Duration
+	Security          kafkaSecurityConfig
 }
 
 func (c *publishConfig) bind(fs *flagSet) {
@@ -37,14 +45,19 @@ func (c *publishConfig) bind(fs *flagSet) {
 	fs.BoolVar(&c.CreateTopics, "create-topics", true, "create missing topics (entity topics and the dead-letter topic) first")
 	fs.IntVar(&c.Partitions, "partitions", 0, "partitions of created topics; 0: each family's suggested count (docs/kafka.md)")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", 1, "replication factor of created topics (3 in production)")
-	fs.IntVar(&c.Batch, "batch", 5000, "messages per synchronous write")
+	fs.IntVar(&c.Batch, "batch", 5000, "most messages per synchronous write")
+	fs.IntVar(&c.BatchBytes, "batch-bytes", kafkasrc.DefaultBatchBytes, "most bytes (keys and values, before compression) of one partition's record batch; keep it under the broker's message.max.bytes (1 MB by default)")
+	fs.StringVar(&c.Compression, "compression", "none", "record batch compression: none, gzip, snappy, lz4 or zstd")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "validate every line against its event schema and report each bad line; publish nothing (no broker needed)")
+	fs.DurationVar(&c.Progress, "progress", time.Second, "how often a progress line (events, rate, percent of the file) goes to stderr; 0: never")
+	c.Security.bind(fs)
 }
 
 // Validate checks every field.
 func (c *publishConfig) Validate() error {
 	errs := []error{c.commonConfig.validate()}
 	brokers := splitCSV(c.Brokers)
-	if len(brokers) == 0 {
+	if len(brokers) == 0 && !c.DryRun {
 		errs = append(errs, errors.New("brokers is required"))
 	}
 	for _, b := range brokers {
@@ -58,6 +71,16 @@ func (c *publishConfig) Validate() error {
 	if c.Partitions < 0 || c.ReplicationFactor < 1 || c.Batch < 1 {
 		errs = append(errs, errors.New("partitions must be >= 0, replication-factor and batch >= 1"))
 	}
+	if c.BatchBytes < 1024 {
+		errs = append(errs, errors.New("batch-bytes must be at least 1024"))
+	}
+	if _, err := kafkasrc.ParseCompression(c.Compression); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Progress < 0 {
+		errs = append(errs, errors.New("progress must not be negative"))
+	}
+	errs = append(errs, c.Security.validate())
 	return errors.Join(errs...)
 }
 
@@ -70,14 +93,24 @@ func runPublish(ctx context.Context, e env, args []string) error {
 	brokers := splitCSV(cfg.Brokers)
 
 	in := io.Reader(os.Stdin)
+	var size int64 // 0: unknown (stdin, a pipe)
 	if cfg.File != "-" {
 		f, err := os.Open(cfg.File)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
 		in = f
 	}
+	prog := &progress{w: e.stderr, every: cfg.Progress, size: size, start: time.Now()}
+	if cfg.DryRun {
+		return dryRun(in, e.stdout, prog)
+	}
+	log.Info("starting permitd publish", append([]any{"file", cfg.File, "batch", cfg.Batch, "batch_bytes", cfg.BatchBytes, "compression", cfg.Compression}, cfg.Security.logValue()...)...)
+	sec := cfg.Security.security()
 	if cfg.CreateTopics {
 		topics := kafkasrc.DefaultTopics()
 		if cfg.Partitions > 0 {
@@ -85,55 +118,88 @@ func runPublish(ctx context.Context, e env, args []string) error {
 				topics[i].Partitions = cfg.Partitions
 			}
 		}
-		if err := kafkasrc.CreateTopics(ctx, brokers, cfg.ReplicationFactor, topics...); err != nil {
+		if err := kafkasrc.CreateTopicsWith(ctx, brokers, sec, cfg.ReplicationFactor, topics...); err != nil {
 			return err
 		}
 	}
-	pub, err := kafkasrc.NewPublisher(brokers)
+	pub, err := kafkasrc.NewPublisherWith(kafkasrc.PublisherParams{
+		Brokers: brokers, BatchSize: cfg.Batch, BatchBytes: int64(cfg.BatchBytes), Compression: cfg.Compression, Security: sec,
+	})
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	n, perTopic, err := publishEvents(ctx, in, pub, cfg.Batch)
+	res, err := publishEvents(ctx, in, pub, cfg.Batch, prog)
 	if cerr := pub.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("publish: %w (%d events published before the error; publishing again is harmless)", err, n)
-	}
+	prog.done(res.published)
 	var counts []string
 	for _, s := range events.TopicSpecs {
-		if c := perTopic[s.Name]; c > 0 {
+		if c := res.perTopic[s.Name]; c > 0 {
 			counts = append(counts, fmt.Sprintf("%s=%d", s.Name, c))
 		}
 	}
-	log.Info("published", "events", n, "topics", strings.Join(counts, " "), "took", time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(e.stdout, "published %d events\n", n)
+	log.Info("published", "events", res.published, "failed", res.errs.total(), "topics", strings.Join(counts, " "), "took", time.Since(prog.start).Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "published %d events\n", res.published)
+	if err != nil {
+		return fmt.Errorf("publish: %w (%d events published before the error; publishing again is harmless)", err, res.published)
+	}
+	if n := res.errs.total(); n > 0 {
+		return fmt.Errorf("publish: %d of %d events not published: %s (the others are published; publishing the file again after a fix is harmless)", n, n+res.published, res.errs)
+	}
 	return nil
 }
 
-// publishEvents validates each NDJSON line as an envelope and writes it,
-// byte for byte, to its family's topic keyed by entity_id, in batches. An
-// invalid line stops the run with its line number; what was written
-// before stays (envelopes are idempotent, so publishing the fixed file
-// again is harmless).
-func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int) (int, map[string]int, error) {
-	sc := bufio.NewScanner(in)
+// publishResult is what publishEvents did.
+type publishResult struct {
+	published int
+	perTopic  map[string]int
+	errs      errorSummary
+}
+
+// publishEvents decodes each NDJSON line as an envelope and writes it,
+// byte for byte, to its family's topic keyed by entity_id, in batches of
+// at most batchSize (the publisher bounds each partition's record batch
+// in bytes). A line that is not a valid envelope is not published; a
+// record the broker refuses is counted. Both go into the summary (a count
+// per kind and the first line of each), and publishing goes on. An error
+// that is not about one record (the broker unreachable, ctx ended) stops
+// the run and is returned.
+func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int, prog *progress) (publishResult, error) {
+	res := publishResult{perTopic: map[string]int{}}
+	sc := bufio.NewScanner(prog.count(in))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var (
-		batch    []kafkasrc.Record
-		n, line  int
-		perTopic = map[string]int{}
+		batch []kafkasrc.Record
+		lines []int // line number of each record of batch
+		line  int
 	)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := pub.PublishRaw(ctx, batch...); err != nil {
+		err := pub.PublishRaw(ctx, batch...)
+		var we kafkago.WriteErrors
+		switch {
+		case err == nil:
+			res.published += len(batch)
+			for _, r := range batch {
+				res.perTopic[r.Topic]++
+			}
+		case errors.As(err, &we) && len(we) == len(batch) && ctx.Err() == nil:
+			for i, r := range batch {
+				if we[i] == nil {
+					res.published++
+					res.perTopic[r.Topic]++
+					continue
+				}
+				res.errs.add(brokerErrorKind(we[i]), lines[i], we[i])
+			}
+		default:
 			return err
 		}
-		n += len(batch)
-		batch = batch[:0]
+		batch, lines = batch[:0], lines[:0]
+		prog.tick(res.published)
 		return nil
 	}
 	for sc.Scan() {
@@ -143,23 +209,176 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 			continue
 		}
 		env, err := events.Decode(raw)
-		if err != nil {
-			return n, perTopic, fmt.Errorf("line %d: %w", line, err)
+		var topic string
+		if err == nil {
+			topic, err = events.TopicFor(env.Type)
 		}
-		topic, err := events.TopicFor(env.Type)
 		if err != nil {
-			return n, perTopic, fmt.Errorf("line %d: %w", line, err)
+			res.errs.add("invalid event", line, err)
+			continue
 		}
-		perTopic[topic]++
 		batch = append(batch, kafkasrc.Record{Topic: topic, Key: []byte(env.EntityID), Value: append([]byte(nil), raw...)})
+		lines = append(lines, line)
 		if len(batch) >= batchSize {
 			if err := flush(); err != nil {
-				return n, perTopic, err
+				return res, err
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return n, perTopic, err
+		return res, fmt.Errorf("line %d: %w", line+1, err)
 	}
-	return n, perTopic, flush()
+	return res, flush()
+}
+
+// brokerErrorKind names a record's write error for the summary.
+func brokerErrorKind(err error) string {
+	var mt kafkago.MessageTooLargeError
+	if errors.As(err, &mt) {
+		return "record larger than --batch-bytes"
+	}
+	var ke kafkago.Error
+	if errors.As(err, &ke) {
+		return ke.Title()
+	}
+	return "write failed"
+}
+
+// dryRun validates every line against its event schema (events.Validator)
+// and prints each bad one with its number and the reason; it returns an
+// error (exit status 1) when any line is bad.
+func dryRun(in io.Reader, out io.Writer, prog *progress) error {
+	var v events.Validator
+	sc := bufio.NewScanner(prog.count(in))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var line, valid, bad int
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		if len(raw) == 0 {
+			continue
+		}
+		if err := v.Validate(raw); err != nil {
+			bad++
+			fmt.Fprintf(out, "line %d: %v\n", line, err)
+		} else {
+			valid++
+		}
+		prog.tick(valid + bad)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("dry run: line %d: %w", line+1, err)
+	}
+	prog.done(valid + bad)
+	fmt.Fprintf(out, "dry run: %d events valid, %d invalid; nothing published\n", valid, bad)
+	if bad > 0 {
+		return fmt.Errorf("dry run: %d of %d events invalid", bad, valid+bad)
+	}
+	return nil
+}
+
+// errorSummary counts errors per kind and keeps the first line of each.
+type errorSummary struct {
+	kinds []string
+	by    map[string]*errorKind
+}
+
+type errorKind struct {
+	count     int
+	firstLine int
+	first     error
+}
+
+func (s *errorSummary) add(kind string, line int, err error) {
+	if s.by == nil {
+		s.by = map[string]*errorKind{}
+	}
+	k := s.by[kind]
+	if k == nil {
+		k = &errorKind{firstLine: line, first: err}
+		s.by[kind] = k
+		s.kinds = append(s.kinds, kind)
+	}
+	k.count++
+	if line < k.firstLine {
+		k.firstLine, k.first = line, err
+	}
+}
+
+func (s *errorSummary) total() int {
+	n := 0
+	for _, k := range s.by {
+		n += k.count
+	}
+	return n
+}
+
+// String lists the kinds by count, most first: "invalid event: 2 (first
+// at line 7: ...); Message Size Too Large: 1 (first at line 12: ...)".
+func (s errorSummary) String() string {
+	kinds := slices.Clone(s.kinds)
+	slices.SortStableFunc(kinds, func(a, b string) int { return s.by[b].count - s.by[a].count })
+	parts := make([]string, len(kinds))
+	for i, name := range kinds {
+		k := s.by[name]
+		parts[i] = fmt.Sprintf("%s: %d (first at line %d: %v)", name, k.count, k.firstLine, k.first)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// progress prints "published N events (R/s, P%)" to w at most every
+// interval while a long file is published or checked.
+type progress struct {
+	w     io.Writer
+	every time.Duration
+	size  int64 // bytes of the input; 0 when unknown
+	start time.Time
+	read  int64
+	last  time.Time
+	shown bool
+}
+
+// count wraps in so that the percentage follows the bytes read.
+func (p *progress) count(in io.Reader) io.Reader {
+	return readFunc(func(b []byte) (int, error) {
+		n, err := in.Read(b)
+		p.read += int64(n)
+		return n, err
+	})
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(b []byte) (int, error) { return f(b) }
+
+func (p *progress) tick(n int) {
+	if p.every <= 0 {
+		return
+	}
+	now := time.Now()
+	if p.last.IsZero() {
+		p.last = p.start
+	}
+	if now.Sub(p.last) < p.every {
+		return
+	}
+	p.last = now
+	p.shown = true
+	p.print(n, now)
+}
+
+// done prints the final line when a progress line was shown.
+func (p *progress) done(n int) {
+	if p.shown {
+		p.print(n, time.Now())
+	}
+}
+
+func (p *progress) print(n int, now time.Time) {
+	rate := float64(n) / max(now.Sub(p.start).Seconds(), 1e-9)
+	if p.size > 0 {
+		fmt.Fprintf(p.w, "progress: %d events, %.0f/s, %.0f%% of the file\n", n, rate, 100*float64(min(p.read, p.size))/float64(p.size))
+		return
+	}
+	fmt.Fprintf(p.w, "progress: %d events, %.0f/s\n", n, rate)
 }

@@ -44,7 +44,7 @@ func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
 	stderr := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-log-level", "info", "-data", "none"},
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-drain-delay", "0s", "-log-level", "info", "-data", "none"},
 			func(string) string { return "" }, pw, stderr)
 		pw.Close()
 	}()

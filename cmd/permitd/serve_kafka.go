@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -26,6 +28,58 @@ type kafkaConfig struct {
 	MaxMessageBytes int
 	DrainTimeout    time.Duration
 	LagInterval     time.Duration
+	Security        kafkaSecurityConfig
+	// Snapshot (memory backend only): see docs/kafka.md.
+	SnapshotFile     string
+	SnapshotInterval time.Duration
+}
+
+// kafkaSecurityConfig is how every Kafka client of permitd (the
+// consumer, the dead-letter writer, publish) reaches a managed Kafka: TLS
+// and SASL. Flags map to PERMITD_* variables like every flag
+// (--kafka-sasl-password: PERMITD_KAFKA_SASL_PASSWORD, the way to pass it
+// without showing it in the process list); the password is masked in the
+// logged configuration.
+type kafkaSecurityConfig struct {
+	TLS                bool
+	CAFile             string
+	CertFile, KeyFile  string
+	InsecureSkipVerify bool
+	SASLMechanism      string
+	Username, Password string
+}
+
+func (c *kafkaSecurityConfig) bind(fs *flagSet) {
+	fs.BoolVar(&c.TLS, "kafka-tls", false, "connect to Kafka over TLS (implied by the TLS file flags)")
+	fs.StringVar(&c.CAFile, "kafka-tls-ca-file", "", "PEM bundle of the CAs that sign the brokers' certificates; empty: the system pool")
+	fs.StringVar(&c.CertFile, "kafka-tls-cert-file", "", "PEM client certificate for mutual TLS (with --kafka-tls-key-file)")
+	fs.StringVar(&c.KeyFile, "kafka-tls-key-file", "", "PEM private key of --kafka-tls-cert-file")
+	fs.BoolVar(&c.InsecureSkipVerify, "kafka-tls-insecure-skip-verify", false, "do not verify the brokers' certificates (tests only)")
+	fs.StringVar(&c.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: none")
+	fs.StringVar(&c.Username, "kafka-sasl-username", "", "SASL user name")
+	fs.StringVar(&c.Password, "kafka-sasl-password", "", "SASL password (prefer PERMITD_KAFKA_SASL_PASSWORD; masked in logs)")
+}
+
+// security is the kafka package's value; nil when nothing is set.
+func (c *kafkaSecurityConfig) security() *kafkasrc.Security {
+	if *c == (kafkaSecurityConfig{}) {
+		return nil
+	}
+	return &kafkasrc.Security{
+		TLS: c.TLS, CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile, InsecureSkipVerify: c.InsecureSkipVerify,
+		SASLMechanism: c.SASLMechanism, Username: c.Username, Password: c.Password,
+	}
+}
+
+// validate loads the TLS files and checks the SASL settings.
+func (c *kafkaSecurityConfig) validate() error {
+	return c.security().Validate()
+}
+
+func (c *kafkaSecurityConfig) logValue() []any {
+	return []any{"kafka_tls", c.TLS || c.CAFile != "" || c.CertFile != "", "kafka_tls_ca_file", c.CAFile,
+		"kafka_tls_cert_file", c.CertFile, "kafka_sasl_mechanism", c.SASLMechanism,
+		"kafka_sasl_username", c.Username, "kafka_sasl_password", mask(c.Password)}
 }
 
 func (c *kafkaConfig) bind(fs *flagSet) {
@@ -37,6 +91,9 @@ func (c *kafkaConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", 1<<20, "larger messages go to the dead-letter topic")
 	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
 	fs.DurationVar(&c.LagInterval, "kafka-lag-interval", 5*time.Second, "how often the owned partitions' high watermarks are listed for the lag metric and readiness (also while a partition is stuck)")
+	c.Security.bind(fs)
+	fs.StringVar(&c.SnapshotFile, "snapshot-file", "", "memory backend: snapshot file of the read model and the consumed offsets, written every --snapshot-interval and on shutdown, loaded at start (then only later events are replayed); empty: none, every start replays everything")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 5*time.Minute, "how often the snapshot is written while caught up")
 }
 
 // enabled reports whether a Kafka source is configured.
@@ -72,12 +129,17 @@ func (c *kafkaConfig) validate(required bool) error {
 	if c.MaxMessageBytes < 1024 {
 		errs = append(errs, errors.New("kafka-max-message-bytes must be at least 1024"))
 	}
+	errs = append(errs, c.Security.validate())
+	if c.SnapshotInterval <= 0 {
+		errs = append(errs, errors.New("snapshot-interval must be positive"))
+	}
 	return errors.Join(errs...)
 }
 
 func (c *kafkaConfig) logValue() []any {
-	return []any{"kafka_brokers", c.Brokers, "kafka_group", c.Group, "kafka_topics", c.Topics,
-		"kafka_batch_size", c.BatchSize, "kafka_max_message_bytes", c.MaxMessageBytes}
+	return append([]any{"kafka_brokers", c.Brokers, "kafka_group", c.Group, "kafka_topics", c.Topics,
+		"kafka_batch_size", c.BatchSize, "kafka_max_message_bytes", c.MaxMessageBytes,
+		"snapshot_file", c.SnapshotFile, "snapshot_interval", c.SnapshotInterval}, c.Security.logValue()...)
 }
 
 // durableBackend reports whether a backend keeps its state across
@@ -91,6 +153,18 @@ type kafkaIndexer struct {
 	Consumer *kafkasrc.Consumer
 	dlq      *kafkasrc.DeadLetterWriter
 	mode     string
+
+	w        readmodel.Writer
+	log      *slog.Logger
+	snapPath string
+	snapEach time.Duration
+	exporter exporter // nil: no snapshots
+}
+
+// exporter is the memory backend's door for snapshots
+// (memory.(*Store).Export).
+type exporter interface {
+	Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error
 }
 
 // newKafkaIndexer wires the Kafka source into w for serve and index.
@@ -108,7 +182,8 @@ type kafkaIndexer struct {
 // the feed's.
 func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look indexer.Lookup, log *slog.Logger, m *indexer.Metrics) (*kafkaIndexer, error) {
 	brokers := splitCSV(cfg.Brokers)
-	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers})
+	sec := cfg.Security.security()
+	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: brokers, Security: sec})
 	if err != nil {
 		return nil, err
 	}
@@ -131,23 +206,132 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		// An oversized message must still be fetched to reach the
 		// dead-letter topic.
 		MaxFetchBytes: max(16<<20, 2*cfg.MaxMessageBytes),
-		Logger:        log, Metrics: m,
+		Logger:        log, Metrics: m, Security: sec,
 	})
 	if err != nil {
 		dlq.Close()
 		return nil, err
 	}
-	return &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode}, nil
+	k := &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode, w: w, log: log,
+		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval}
+	if cfg.SnapshotFile != "" {
+		ex, ok := w.(exporter)
+		if !ok || mode != "replay" {
+			dlq.Close()
+			return nil, fmt.Errorf("snapshot-file: only the memory backend takes snapshots (%s keeps its own state)", backend)
+		}
+		k.exporter = ex
+	}
+	return k, nil
 }
 
-// Run consumes until ctx ends, then drains, commits and closes the
+// Run loads the snapshot (when configured), consumes until ctx ends,
+// then drains, commits, writes the last snapshot and closes the
 // dead-letter writer.
 func (k *kafkaIndexer) Run(ctx context.Context) error {
+	if k.exporter != nil {
+		if err := k.loadSnapshot(ctx); err != nil {
+			k.dlq.Close()
+			return err
+		}
+	}
+	var snaps sync.WaitGroup
+	stop := make(chan struct{})
+	if k.exporter != nil {
+		snaps.Go(func() { k.snapshotEvery(ctx, stop) })
+	}
 	err := k.Consumer.Run(ctx)
+	close(stop)
+	snaps.Wait()
+	if k.exporter != nil {
+		// The consumer has drained: the last snapshot saves the replay
+		// of everything consumed so far at the next start.
+		k.writeSnapshot(context.WithoutCancel(ctx), "shutdown")
+	}
 	if cerr := k.dlq.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close dead-letter writer: %w", cerr))
 	}
 	return err
+}
+
+// loadSnapshot applies the snapshot and sets the consumer's start
+// offsets; a missing, corrupt or old-format snapshot means a full replay.
+func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
+	start := time.Now()
+	info, err := snapshot.Load(k.snapPath, func(b readmodel.Batch) error {
+		k.Indexer.Preload(b)
+		_, err := k.w.Apply(ctx, b)
+		return err
+	})
+	switch {
+	case err == nil:
+		k.Consumer.SetStartOffsets(info.Offsets)
+		k.log.Info("snapshot loaded; replaying what came after it", "path", k.snapPath, "documents", info.Documents,
+			"bytes", info.Bytes, "created", info.Created, "partitions", countOffsets(info.Offsets), "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	case errors.Is(err, snapshot.ErrNone):
+		k.log.Info("no snapshot yet; replaying every partition from the earliest offset", "path", k.snapPath)
+		return nil
+	case errors.Is(err, snapshot.ErrCorrupt), errors.Is(err, snapshot.ErrFormat):
+		k.log.Error("snapshot refused; replaying every partition from the earliest offset instead", "path", k.snapPath, "err", err)
+		return nil
+	}
+	return fmt.Errorf("load snapshot %s: %w", k.snapPath, err)
+}
+
+func countOffsets(o snapshot.Offsets) int {
+	n := 0
+	for _, ps := range o {
+		n += len(ps)
+	}
+	return n
+}
+
+// snapshotEvery writes a snapshot every snapEach while caught up.
+func (k *kafkaIndexer) snapshotEvery(ctx context.Context, stop <-chan struct{}) {
+	t := time.NewTicker(k.snapEach)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if k.Consumer.CaughtUp() {
+				k.writeSnapshot(ctx, "interval")
+			}
+		}
+	}
+}
+
+// writeSnapshot writes the read model with the consumer's positions, taken
+// before the export (a snapshot may be behind its offsets' events, never
+// ahead: replaying an applied event is a no-op). Nothing is written while
+// messages wait inside the indexer for a location: their offsets are
+// passed but they are not in the read model yet.
+func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
+	if !k.Indexer.Settled() || k.Indexer.Progress().Parked > 0 {
+		k.log.Info("no snapshot while messages wait for their location", "reason", why)
+		return
+	}
+	offsets := snapshot.Offsets{}
+	for _, p := range k.Consumer.Partitions() {
+		if offsets[p.Topic] == nil {
+			offsets[p.Topic] = map[int]int64{}
+		}
+		offsets[p.Topic][p.Partition] = p.Position
+	}
+	start := time.Now()
+	info, err := snapshot.Write(k.snapPath, offsets, func(fn func(readmodel.Batch) error) error {
+		return k.exporter.Export(ctx, 4096, fn)
+	})
+	if err != nil {
+		k.log.Error("snapshot failed; the previous one stays", "path", k.snapPath, "reason", why, "err", err)
+		return
+	}
+	k.log.Info("snapshot written", "path", k.snapPath, "reason", why, "documents", info.Documents, "bytes", info.Bytes,
+		"partitions", countOffsets(offsets), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // Check is the indexer's readiness: OK once the consumer caught up with
@@ -161,6 +345,7 @@ func (k *kafkaIndexer) Check() api.ReadinessCheck {
 			"partitions":      k.Consumer.Partitions(),
 			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
 			"dead_letters": p.DeadLetters, "retries": p.Retries,
+			"waiting_for_location": p.Parked, "linked_after_waiting": p.Relinked,
 		}}
 	}
 }

@@ -113,6 +113,10 @@ type Params struct {
 	// backoff. Optional.
 	Settle func(ctx context.Context) error
 
+	// Security: TLS and SASL for every connection (readers, the group,
+	// metadata and offsets); nil for plaintext.
+	Security *Security
+
 	Logger  *slog.Logger
 	Metrics *indexer.Metrics // optional: lag per partition, retries
 
@@ -129,16 +133,18 @@ type Consumer struct {
 	log *slog.Logger
 
 	transport *kafkago.Transport
+	dialer    *kafkago.Dialer // readers and the consumer group
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition // currently owned
 
-	started      atomic.Bool  // the first assignment (or discovery) is known
-	firstUp      atomic.Bool  // latched once the First topics caught up (see Params.First)
-	firstWaiting atomic.Int64 // batches held by waitFirst now
-	settleMu     sync.Mutex   // serialises Params.Settle
-	settled      atomic.Bool  // Params.Settle returned nil
-	caughtUp     atomic.Bool  // latched once every owned partition reached its start watermark
+	startAt      map[topicPartition]int64 // replay mode's start offsets (SetStartOffsets)
+	started      atomic.Bool              // the first assignment (or discovery) is known
+	firstUp      atomic.Bool              // latched once the First topics caught up (see Params.First)
+	firstWaiting atomic.Int64             // batches held by waitFirst now
+	settleMu     sync.Mutex               // serialises Params.Settle
+	settled      atomic.Bool              // Params.Settle returned nil
+	caughtUp     atomic.Bool              // latched once every owned partition reached its start watermark
 	batches      atomic.Int64
 	commits      atomic.Int64
 }
@@ -221,10 +227,19 @@ func New(p Params) (*Consumer, error) {
 	if p.Group != "" {
 		log = log.With("group", p.Group)
 	}
+	tr, err := p.Security.transport("permitd-indexer")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	dialer, err := p.Security.dialer("permitd-indexer")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
 	return &Consumer{
 		p:         p,
 		log:       log,
-		transport: &kafkago.Transport{ClientID: "permitd-indexer"},
+		transport: tr,
+		dialer:    dialer,
 		parts:     map[topicPartition]*partition{},
 	}, nil
 }
@@ -282,6 +297,20 @@ func (c *Consumer) mode() string {
 		return "replay"
 	}
 	return "group"
+}
+
+// SetStartOffsets makes replay mode start each listed partition at its
+// offset instead of the earliest (a snapshot of the read model holds what
+// came before); partitions not listed start at the earliest. Call it
+// before Run. An offset below the partition's first one (removed by
+// retention) starts at the first.
+func (c *Consumer) SetStartOffsets(offsets map[string]map[int]int64) {
+	c.startAt = map[topicPartition]int64{}
+	for topic, ps := range offsets {
+		for id, o := range ps {
+			c.startAt[topicPartition{topic, id}] = o
+		}
+	}
 }
 
 // CaughtUp reports whether every partition owned at start has been
@@ -465,6 +494,12 @@ func (c *Consumer) newPartitions(ctx context.Context, start map[topicPartition]i
 		o := offs[tp]
 		p := &partition{topic: tp.topic, id: tp.id, startHWM: o[1]}
 		pos := start[tp]
+		if pos > o[1] {
+			// Past the end: the partition was recreated since that
+			// offset was recorded. Read it all.
+			c.log.Warn("start offset past the high watermark; reading the partition from its first offset", "topic", tp.topic, "partition", tp.id, "offset", pos, "high_watermark", o[1])
+			pos = o[0]
+		}
 		if pos < 0 || pos < o[0] {
 			pos = o[0]
 		}

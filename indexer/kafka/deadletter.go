@@ -33,6 +33,7 @@ type DeadLetterParams struct {
 	// big for the dead-letter topic too); default 512 KiB.
 	MaxValueBytes int
 	WriteTimeout  time.Duration // per attempt; default 10s
+	Security      *Security     // TLS and SASL; nil for plaintext
 }
 
 // DeadLetterWriter stores poison messages in the dead-letter topic. Its
@@ -57,7 +58,10 @@ func NewDeadLetterWriter(p DeadLetterParams) (*DeadLetterWriter, error) {
 	if p.WriteTimeout <= 0 {
 		p.WriteTimeout = 10 * time.Second
 	}
-	tr := &kafkago.Transport{ClientID: "permitd-indexer-dlq"}
+	tr, err := p.Security.transport("permitd-indexer-dlq")
+	if err != nil {
+		return nil, fmt.Errorf("kafka: dead letters: %w", err)
+	}
 	return &DeadLetterWriter{p: p, transport: tr, w: &kafkago.Writer{
 		Addr:      kafkago.TCP(p.Brokers...),
 		Topic:     p.Topic,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,11 +20,11 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
-	"github.com/permitd/permitd/pipeline/seattle"
-	"github.com/permitd/permitd/pipeline/signals"
+	"github.com/permitd/permitd/pipeline/mix"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -41,7 +43,7 @@ type mixData struct {
 
 var (
 	mixOnce sync.Once
-	mix     mixData
+	mixed   mixData
 	mixErr  error
 )
 
@@ -55,15 +57,14 @@ func mixPermits() int {
 // mixRecords builds the mix once per process.
 func mixRecords(tb testing.TB) mixData {
 	tb.Helper()
-	mixOnce.Do(func() { mix, mixErr = buildMix(mixPermits()) })
+	mixOnce.Do(func() { mixed, mixErr = buildMix(mixPermits()) })
 	require.NoError(tb, mixErr)
-	return mix
+	return mixed
 }
 
 func buildMix(permits int) (mixData, error) {
-	ctx := context.Background()
 	d := mixData{byType: map[string]int{}}
-	emit := func(env events.Envelope) error {
+	err := mix.Events(context.Background(), mix.Params{Permits: permits, Seed: 1, AsOf: mixAsOf}, func(env events.Envelope) error {
 		topic, err := events.TopicFor(env.Type)
 		if err != nil {
 			return err
@@ -75,30 +76,8 @@ func buildMix(permits int) (mixData, error) {
 		d.recs = append(d.recs, kafka.Record{Topic: topic, Key: []byte(env.EntityID), Value: raw})
 		d.byType[topic]++
 		return nil
-	}
-	if _, err := gazetteer.Import(ctx, data.Open, emit); err != nil {
-		return d, err
-	}
-	sig, err := signals.New(signals.Params{AsOf: mixAsOf}, emit)
-	if err != nil {
-		return d, err
-	}
-	both := func(env events.Envelope) error {
-		if err := emit(env); err != nil {
-			return err
-		}
-		return sig.Add(env)
-	}
-	if _, err := seattle.Import(ctx, data.Open, both); err != nil {
-		return d, err
-	}
-	if _, err := gen.Generate(ctx, gen.Params{Permits: permits, Seed: 1, Now: mixAsOf}, both); err != nil {
-		return d, err
-	}
-	if _, err := sig.Finish(ctx); err != nil {
-		return d, err
-	}
-	return d, nil
+	})
+	return d, err
 }
 
 // newMixBroker is a kfake cluster holding the mix on the default topics.
@@ -301,10 +280,9 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	}
 	d := mixRecords(b)
 	addrs := newMixBroker(b, d)
-	// The big store is filled once, directly (no Kafka), with permits
-	// of another seed; each round ingests the mix into it again (the
-	// second time the mix's own documents are stale, so rounds after the
-	// first are measured into fresh copies: only the first counts).
+	// The big store is filled once, directly (no Kafka), with the
+	// gazetteer and permits of another seed; then the mix is ingested
+	// once into an empty store and once into the big one.
 	filled := memory.New(memory.Options{})
 	ix, err := indexer.New(indexer.Params{Writer: filled, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
@@ -344,4 +322,99 @@ func envEmitter(emit indexer.Emit) func(events.Envelope) error {
 		}
 		return emit(topic, []byte(env.EntityID), raw)
 	}
+}
+
+// BenchmarkRestart compares two restarts of the memory backend holding
+// the gazetteer and PERMITD_BENCH_RESTART_PERMITS generated permits with
+// their properties (default 1,000,000): a full replay of every partition
+// from kfake ("replay-s", as without a snapshot) against loading a
+// snapshot of the same state and replaying from its offsets ("snapshot-s",
+// the load, the apply and the consumer reaching the watermarks). It also
+// reports the snapshot's size and write time. Target (issue 12): ready in
+// at most 5 s from a snapshot at 1M permits.
+//
+//	go test -run '^$' -bench Restart -benchtime 1x -timeout 30m ./indexer/kafka/
+func BenchmarkRestart(b *testing.B) {
+	permits := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_RESTART_PERMITS")); err == nil && v > 0 {
+		permits = v
+	}
+	var recs []kafka.Record
+	env := func(e events.Envelope) error {
+		topic, err := events.TopicFor(e.Type)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, kafka.Record{Topic: topic, Key: []byte(e.EntityID), Value: raw})
+		return nil
+	}
+	_, err := gazetteer.Import(context.Background(), data.Open, env)
+	require.NoError(b, err)
+	_, err = gen.Generate(context.Background(), gen.Params{Permits: permits, Seed: 7, Now: mixAsOf}, env)
+	require.NoError(b, err)
+	addrs := newMixBroker(b, mixData{recs: recs})
+	n := len(recs)
+	recs = nil
+	path := filepath.Join(b.TempDir(), "memory.snapshot")
+
+	b.ResetTimer()
+	replayStore := memory.New(memory.Options{})
+	replay, _ := ingestMix(b, addrs, replayStore)
+	// Offsets first, then the export: the snapshot the serve command
+	// would write once caught up.
+	offsets := snapshot.Offsets{}
+	for tp, end := range watermarks(b, addrs) {
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = map[int]int64{}
+		}
+		offsets[tp.topic][tp.id] = end
+	}
+	start := time.Now()
+	info, err := snapshot.Write(path, offsets, func(fn func(readmodel.Batch) error) error {
+		return replayStore.Export(context.Background(), 4096, fn)
+	})
+	require.NoError(b, err)
+	write := time.Since(start)
+	want, err := replayStore.Digest(context.Background())
+	require.NoError(b, err)
+	replayStore = nil
+	runtime.GC()
+
+	start = time.Now()
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
+	require.NoError(b, err)
+	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+		ix.Preload(bt)
+		_, err := store.Apply(context.Background(), bt)
+		return err
+	})
+	require.NoError(b, err)
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
+	require.NoError(b, err)
+	c.SetStartOffsets(offsets)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	for !c.CaughtUp() {
+		time.Sleep(500 * time.Microsecond)
+	}
+	fromSnap := time.Since(start)
+	cancel()
+	require.NoError(b, <-done)
+	b.StopTimer()
+	got, err := store.Digest(context.Background())
+	require.NoError(b, err)
+	require.Equal(b, want, got, "the snapshot restores the replayed state")
+	b.ReportMetric(float64(permits), "permits")
+	b.ReportMetric(float64(n), "events")
+	b.ReportMetric(replay.Seconds(), "replay-s")
+	b.ReportMetric(fromSnap.Seconds(), "snapshot-s")
+	b.ReportMetric(write.Seconds(), "snapshot-write-s")
+	b.ReportMetric(float64(info.Bytes)/1e6, "snapshot-MB")
+	b.ReportMetric(0, "ns/op")
 }

@@ -38,6 +38,9 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 		for _, tp := range found {
 			if !known[tp] {
 				start[tp] = kafkago.FirstOffset
+				if o, ok := c.startAt[tp]; ok {
+					start[tp] = o
+				}
 			}
 		}
 		if len(start) > 0 || !c.started.Load() {
@@ -111,6 +114,7 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     c.p.Group,
 		Brokers:                c.p.Brokers,
+		Dialer:                 c.dialer,
 		Topics:                 c.p.Topics,
 		HeartbeatInterval:      c.p.HeartbeatInterval,
 		SessionTimeout:         c.p.SessionTimeout,

@@ -24,6 +24,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 	log := c.log.With("topic", p.topic, "partition", p.id)
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:        c.p.Brokers,
+		Dialer:         c.dialer,
 		Topic:          p.topic,
 		Partition:      p.id,
 		MinBytes:       1,

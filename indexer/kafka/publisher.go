@@ -17,8 +17,9 @@ import (
 // murmur2 like the Java client's default partitioner, so a JVM pipeline
 // and permitd put an entity on the same partition.
 type Publisher struct {
-	w         *kafkago.Writer
-	transport *kafkago.Transport
+	w          *kafkago.Writer
+	transport  *kafkago.Transport
+	batchBytes int64
 }
 
 // DefaultBatchBytes bounds the records of one partition's batch: a
@@ -86,7 +87,7 @@ func NewPublisherWith(p PublisherParams) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: publisher: %w", err)
 	}
-	return &Publisher{transport: tr, w: &kafkago.Writer{
+	return &Publisher{transport: tr, batchBytes: p.BatchBytes, w: &kafkago.Writer{
 		Addr:         kafkago.TCP(p.Brokers...),
 		Balancer:     &kafkago.Murmur2Balancer{},
 		Transport:    tr,
@@ -125,17 +126,55 @@ func (p *Publisher) Publish(ctx context.Context, envs ...events.Envelope) error 
 
 // PublishRaw writes records as given, in order per partition. When only
 // some fail the error is a kafkago.WriteErrors (errors.As) whose entry i
-// is record i's error (nil once it is durable).
+// is record i's error (nil once it is durable); a record larger than
+// BatchBytes fails alone with kafkago.MessageTooLargeError and the others
+// are written.
 func (p *Publisher) PublishRaw(ctx context.Context, recs ...Record) error {
-	msgs := make([]kafkago.Message, len(recs))
+	msgs := make([]kafkago.Message, 0, len(recs))
+	var idx []int // recs index of each message, when some are too large
+	var errs kafkago.WriteErrors
 	for i, r := range recs {
-		msgs[i] = kafkago.Message{Topic: r.Topic, Key: r.Key, Value: r.Value}
+		if int64(len(r.Key)+len(r.Value)+recordOverhead) > p.batchBytes {
+			if errs == nil {
+				errs = make(kafkago.WriteErrors, len(recs))
+				for k := range msgs {
+					idx = append(idx, k)
+				}
+			}
+			errs[i] = kafkago.MessageTooLargeError{Message: kafkago.Message{Topic: r.Topic, Key: r.Key}}
+			continue
+		}
+		if errs != nil {
+			idx = append(idx, i)
+		}
+		msgs = append(msgs, kafkago.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
 	}
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+	var err error
+	if len(msgs) > 0 {
+		err = p.w.WriteMessages(ctx, msgs...)
+	}
+	if errs == nil {
+		if err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		return nil
+	}
+	var we kafkago.WriteErrors
+	switch {
+	case err == nil:
+	case errors.As(err, &we):
+		for k, e := range we {
+			errs[idx[k]] = e
+		}
+	default:
 		return fmt.Errorf("publish: %w", err)
 	}
-	return nil
+	return fmt.Errorf("publish: %w", errs)
 }
+
+// recordOverhead is more than kafka-go counts per record beside its key
+// and value (22 bytes without headers).
+const recordOverhead = 64
 
 // Close flushes and closes the publisher.
 func (p *Publisher) Close() error {
@@ -163,7 +202,15 @@ func DefaultTopics() []TopicConfig {
 // CreateTopics creates the topics that do not exist yet; existing ones
 // are left as they are.
 func CreateTopics(ctx context.Context, brokers []string, replicationFactor int, topics ...TopicConfig) error {
-	tr := &kafkago.Transport{ClientID: "permitd-admin"}
+	return CreateTopicsWith(ctx, brokers, nil, replicationFactor, topics...)
+}
+
+// CreateTopicsWith is CreateTopics over TLS and SASL as sec says.
+func CreateTopicsWith(ctx context.Context, brokers []string, sec *Security, replicationFactor int, topics ...TopicConfig) error {
+	tr, err := sec.transport("permitd-admin")
+	if err != nil {
+		return err
+	}
 	defer tr.CloseIdleConnections()
 	cl := &kafkago.Client{Addr: kafkago.TCP(brokers...), Transport: tr, Timeout: 10 * time.Second}
 	req := &kafkago.CreateTopicsRequest{}

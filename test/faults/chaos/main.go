@@ -105,7 +105,7 @@ func run(o options) error {
 		}
 	}
 
-	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-redis-url", "redis://" + rs.addr(), "-log-level", "warn", "-drain-delay", "0s"},
+	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-redis-url", "redis://" + rs.addr(), "-log-level", "warn", "-drain-delay", "0s"},
 		strings.Fields(o.serveArgs)...)
 	srv := exec.Command(o.bin, args...)
 	srv.Stderr = io.Discard

@@ -57,11 +57,12 @@ func main() {
 type server struct {
 	cmd       *exec.Cmd
 	base, key string
+	admin     string // the admin listener (metrics)
 	exited    chan error
 }
 
 func startServer(bin string, args []string) (*server, error) {
-	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0", "-log-level", "info"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-level", "info"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -72,12 +73,15 @@ func startServer(bin string, args []string) (*server, error) {
 	}
 	s := &server{cmd: cmd, exited: make(chan error, 1)}
 	sc := bufio.NewScanner(out)
-	for (s.base == "" || s.key == "") && sc.Scan() {
+	for (s.base == "" || s.key == "" || s.admin == "") && sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "development API key: "); ok {
 			s.key = v
 		}
 		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
 			s.base = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
+			s.admin = v
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
@@ -199,7 +203,7 @@ func idle(s *server, conns int) error {
 	phase("while the flood opens its connections", func() bool { return holding.Load() == 2 || time.Now().After(deadline) })
 	heldUntil := time.Now().Add(15 * time.Second)
 	phase("while the flood holds them idle", func() bool { return time.Now().After(heldUntil) })
-	res, err := http.Get(s.base + "/metrics")
+	res, err := http.Get(s.admin + "/metrics")
 	if err == nil {
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {

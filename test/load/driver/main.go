@@ -137,7 +137,7 @@ func run(c config) error {
 	}
 	procs := fmt.Sprintf("GOMAXPROCS=%d", c.procs)
 
-	srv, err := start(c.permitd, []string{"serve", "-addr", "127.0.0.1:0"}, []string{
+	srv, err := start(c.permitd, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, []string{
 		procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=warn",
 	}, filepath.Join(tmp, "permitd.err"))
 	if err != nil {

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	kafkasrc "github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// defaultBroker is kfake with a real broker's default limits (kfake's
+// message.max.bytes default is 1 MB like Kafka's).
+func defaultBroker(t *testing.T) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return strings.Join(c.ListenAddrs(), ",")
+}
+
+var (
+	gazetteerOnce sync.Once
+	gazetteerFile string
+	gazetteerN    int
+	gazetteerErr  error
+)
+
+// gazetteerNDJSON writes the gazetteer's location events once per test
+// binary.
+func gazetteerNDJSON(t *testing.T) (string, int) {
+	t.Helper()
+	gazetteerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "permitd-gazetteer")
+		if err != nil {
+			gazetteerErr = err
+			return
+		}
+		gazetteerFile = filepath.Join(dir, "locations.ndjson")
+		f, err := os.Create(gazetteerFile)
+		if err != nil {
+			gazetteerErr = err
+			return
+		}
+		defer f.Close()
+		var rep gazetteer.Report
+		rep, gazetteerErr = gazetteer.WriteNDJSON(context.Background(), f)
+		gazetteerN = rep.Events
+	})
+	require.NoError(t, gazetteerErr)
+	return gazetteerFile, gazetteerN
+}
+
+// The gazetteer's ~98k location events publish with the default settings
+// to a broker with default limits (the issue: every 16 MB batch was
+// refused with Message Size Too Large), with a progress line, and land
+// whole: the topic holds every event.
+func TestPublishGazetteerToADefaultBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("publishes ~98k events")
+	}
+	file, n := gazetteerNDJSON(t)
+	require.Greater(t, n, 90_000)
+	brokers := defaultBroker(t)
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--compression", "lz4", "--progress", "1ns", "--log-level", "error"}, kafkaNoEnv, &out, &errOut)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("published %d events\n", n), out.String())
+	require.Contains(t, errOut.String(), "% of the file")
+	require.Contains(t, errOut.String(), "progress: "+fmt.Sprint(n)+" events")
+	require.Equal(t, int64(n), topicSize(t, brokers, "permitd.locations.v1"))
+}
+
+// topicSize sums the end offsets of topic's partitions.
+func topicSize(t *testing.T, brokers, topic string) int64 {
+	t.Helper()
+	tr := &kafkago.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafkago.Client{Addr: kafkago.TCP(splitCSV(brokers)...), Transport: tr, Timeout: 10 * time.Second}
+	md, err := cl.Metadata(t.Context(), &kafkago.MetadataRequest{Topics: []string{topic}})
+	require.NoError(t, err)
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
+	for _, p := range md.Topics[0].Partitions {
+		req.Topics[topic] = append(req.Topics[topic], kafkago.LastOffsetOf(p.ID))
+	}
+	res, err := cl.ListOffsets(t.Context(), req)
+	require.NoError(t, err)
+	var n int64
+	for _, p := range res.Topics[topic] {
+		require.NoError(t, p.Error)
+		n += p.LastOffset
+	}
+	return n
+}
+
+// Every codec publishes (a small file, through the same broker).
+func TestPublishCompressionCodecs(t *testing.T) {
+	brokers, file := kafkaFixture(t, 30)
+	for i, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--compression", codec, "--log-level", "error"}, kafkaNoEnv, &out, io.Discard)
+		require.NoError(t, err, codec)
+		require.Equal(t, "published 31 events\n", out.String())
+		require.Equal(t, int64(31*(i+1)), topicSize(t, brokers, "permitd.locations.v1"))
+	}
+	err := run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--compression", "brotli"}, kafkaNoEnv, io.Discard, io.Discard)
+	require.ErrorContains(t, err, `compression "brotli"`)
+}
+
+// Bad lines and records the broker refuses are summarised, a count per
+// kind with the first offending line; the good ones are published; the
+// exit status is an error.
+func TestPublishSummarisesErrors(t *testing.T) {
+	brokers, file := kafkaFixture(t, 3) // lines 1-3 locations, 4 a delete, 5 blank
+	big, err := events.New(events.LocationUpserted, "gbig", 1, time.Unix(1700000000, 0), "test", events.Location{
+		GeoType: "city", Name: strings.Repeat("N", 2<<20), DisplayName: "C, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+	})
+	require.NoError(t, err)
+	rawBig, err := json.Marshal(big)
+	require.NoError(t, err)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, _ = f.WriteString(`{"schema_version":1}` + "\n") // line 6
+	_, _ = f.Write(append(rawBig, '\n'))                // line 7
+	_, _ = f.WriteString(`not json` + "\n")             // line 8
+	require.NoError(t, f.Close())
+
+	var out bytes.Buffer
+	err = run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--log-level", "error"}, kafkaNoEnv, &out, io.Discard)
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, "3 of 7 events not published")
+	require.Contains(t, msg, "invalid event: 2 (first at line 6:")
+	require.Contains(t, msg, "record larger than --batch-bytes: 1 (first at line 7:")
+	require.Equal(t, "published 4 events\n", out.String())
+	require.Equal(t, int64(4), topicSize(t, brokers, "permitd.locations.v1"))
+
+	// Over the broker's limit but within --batch-bytes: the broker's
+	// refusal is summarised the same way.
+	err = run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--batch-bytes", fmt.Sprint(4 << 20), "--log-level", "error"}, kafkaNoEnv, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "Message Size Too Large: 1 (first at line 7:")
+}
+
+// --dry-run checks every line against its schema, names each bad one and
+// publishes nothing; no broker is needed.
+func TestPublishDryRun(t *testing.T) {
+	_, file := kafkaFixture(t, 2)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	good, err := os.ReadFile(file)
+	require.NoError(t, err)
+	first := strings.SplitN(string(good), "\n", 2)[0]
+	_, _ = f.WriteString(strings.Replace(first, `"state":"WA"`, `"state":"Washington"`, 1) + "\n") // line 5
+	_, _ = f.WriteString(`{"type":"thing.upserted"}` + "\n")                                       // line 6
+	require.NoError(t, f.Close())
+
+	var out bytes.Buffer
+	err = run(t.Context(), []string{"publish", "--dry-run", "--file", file}, kafkaNoEnv, &out, io.Discard)
+	require.ErrorContains(t, err, "2 of 5 events invalid")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, out.String())
+	require.True(t, strings.HasPrefix(lines[0], "line 5: "), lines[0])
+	require.Contains(t, lines[0], "/data/state")
+	require.True(t, strings.HasPrefix(lines[1], "line 6: "), lines[1])
+	require.Contains(t, lines[1], `unknown event type "thing.upserted"`)
+	require.Equal(t, "dry run: 3 events valid, 2 invalid; nothing published", lines[2])
+
+	_, clean := kafkaFixture(t, 2)
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"publish", "--dry-run", "--file", clean}, kafkaNoEnv, &out, io.Discard))
+	require.Equal(t, "dry run: 3 events valid, 0 invalid; nothing published\n", out.String())
+}
+
+// A poison message and a message over the indexer's size limit still end
+// in the dead-letter topic of a broker with default limits (the value cut
+// to the dead-letter writer's limit).
+func TestDeadLettersOnADefaultBroker(t *testing.T) {
+	brokers := defaultBroker(t)
+	ctx := t.Context()
+	require.NoError(t, kafkasrc.CreateTopics(ctx, splitCSV(brokers), 1, kafkasrc.DefaultTopics()...))
+	big := `{"schema_version":1,"pad":"` + strings.Repeat("x", 900<<10) + `"}` // under the broker's 1 MB, over the indexer's limit
+	pub, err := kafkasrc.NewPublisherWith(kafkasrc.PublisherParams{Brokers: splitCSV(brokers), BatchBytes: 1000 << 10})
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishRaw(ctx,
+		kafkasrc.Record{Topic: "permitd.permits.v1", Key: []byte("poison"), Value: []byte(`{"schema_version":1`)},
+		kafkasrc.Record{Topic: "permitd.permits.v1", Key: []byte("big"), Value: []byte(big)},
+	))
+	require.NoError(t, pub.Close())
+
+	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: splitCSV(brokers)})
+	require.NoError(t, err)
+	defer dlq.Close()
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: dlq.DeadLetter, MaxMessageBytes: 512 << 10})
+	require.NoError(t, err)
+	c, err := kafkasrc.New(kafkasrc.Params{Brokers: splitCSV(brokers), Handler: ix.HandleBatch, Settle: ix.Settle, MaxFetchBytes: 4 << 20})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !c.CaughtUp() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.True(t, c.CaughtUp())
+	require.Equal(t, int64(2), ix.Progress().DeadLetters)
+
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: splitCSV(brokers), Topic: events.DeadLetterTopic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	keys := map[string]int{}
+	readCtx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	for len(keys) < 2 {
+		m, err := r.ReadMessage(readCtx)
+		require.NoError(t, err)
+		keys[string(m.Key)] = len(m.Value)
+	}
+	require.Equal(t, len(`{"schema_version":1`), keys["poison"])
+	require.Equal(t, 512<<10, keys["big"], "the oversized value is cut to the dead-letter limit")
+}
+
+// publish logs in with SASL from PERMITD_* variables; the password never
+// reaches the log. A wrong password fails.
+func TestPublishSASLFromEnvironment(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "pipeline", "hunter22"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, file := kafkaFixture(t, 2)
+	env := map[string]string{
+		"PERMITD_KAFKA_BROKERS":        strings.Join(c.ListenAddrs(), ","),
+		"PERMITD_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+		"PERMITD_KAFKA_SASL_USERNAME":  "pipeline",
+		"PERMITD_KAFKA_SASL_PASSWORD":  "hunter22",
+	}
+	getenv := func(k string) string { return env[k] }
+	var out, logs bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"publish", "--file", file}, getenv, &out, &logs))
+	require.Equal(t, "published 3 events\n", out.String())
+	require.Contains(t, logs.String(), `kafka_sasl_password="***(8 chars)"`)
+	require.NotContains(t, logs.String(), "hunter22")
+
+	env["PERMITD_KAFKA_SASL_PASSWORD"] = "wrong"
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	require.Error(t, run(ctx, []string{"publish", "--file", file, "--log-level", "error"}, getenv, io.Discard, io.Discard))
+	require.NoError(t, ctx.Err(), "refused, not timed out")
+}

@@ -1,0 +1,207 @@
+package snapshot_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/pipeline/gen"
+	"github.com/permitd/permitd/pipeline/signals"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+var asOf = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// filled is a store holding generated permits, properties, leads, geo
+// signals, catalog entries, a few locations and tombstones.
+func filled(t *testing.T) *memory.Store {
+	t.Helper()
+	store := memory.New(memory.Options{})
+	// Geo signals of ZIPs and cities no location here names are dead
+	// letters; the rest is what a snapshot must keep.
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
+	require.NoError(t, err)
+	emitEnv := func(emit indexer.Emit) func(events.Envelope) error {
+		return func(env events.Envelope) error {
+			topic, err := events.TopicFor(env.Type)
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(env)
+			if err != nil {
+				return err
+			}
+			return emit(topic, []byte(env.EntityID), raw)
+		}
+	}
+	require.NoError(t, indexer.NewFeed(ix, 512).Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
+		e := emitEnv(emit)
+		state := events.GeoID("state", "WA")
+		for _, env := range []struct {
+			typ  events.Type
+			id   string
+			v    int64
+			data any
+		}{
+			{events.LocationUpserted, state, 1, events.Location{GeoType: "state", Name: "Washington", DisplayName: "Washington", State: "WA", StateName: "Washington", Lat: 47, Lon: -120}},
+			{events.LocationUpserted, "gone", 1, events.Location{GeoType: "city", Name: "Gone", DisplayName: "Gone, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -120}},
+			{events.LocationDeleted, "gone", 2, nil},
+			{events.PermitDeleted, "synthetic:never", 5, nil},
+		} {
+			ev, err := events.New(env.typ, env.id, env.v, asOf, "test", env.data)
+			require.NoError(t, err)
+			require.NoError(t, e(ev))
+		}
+		for _, st := range []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "DC", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WV", "WI", "WY", "PR"} {
+			ev, err := events.New(events.LocationUpserted, events.GeoID("state", st), 1, asOf, "test",
+				events.Location{GeoType: "state", Name: st, DisplayName: st, State: st, StateName: st, Lat: 40, Lon: -100})
+			require.NoError(t, err)
+			require.NoError(t, e(ev))
+		}
+		sig, err := signals.New(signals.Params{AsOf: asOf}, e)
+		require.NoError(t, err)
+		_, err = gen.Generate(ctx, gen.Params{Permits: 400, Seed: 3, Now: asOf}, func(env events.Envelope) error {
+			if err := e(env); err != nil {
+				return err
+			}
+			return sig.Add(env)
+		})
+		require.NoError(t, err)
+		_, err = sig.Finish(ctx)
+		return err
+	}))
+	counts, err := store.Counts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(400), counts[readmodel.KindPermit])
+	require.NotZero(t, counts[readmodel.KindLead])
+	require.NotZero(t, counts[readmodel.KindGeoSignal])
+	return store
+}
+
+// exported collects every document and tombstone of a store by kind and
+// id, for an exact comparison.
+func exported(t *testing.T, s *memory.Store) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	require.NoError(t, s.Export(context.Background(), 100, func(b readmodel.Batch) error {
+		for _, d := range b.Locations {
+			out["location "+d.GeoID] = d
+		}
+		for _, d := range b.Permits {
+			out["permit "+d.PermitID] = d
+		}
+		for _, d := range b.Properties {
+			out["property "+d.PropertyID] = d
+		}
+		for _, d := range b.GeoSignals {
+			out["geo_signal "+d.ID()] = d
+		}
+		for _, d := range b.Leads {
+			out["lead "+d.LeadID] = d
+		}
+		for _, d := range b.Catalog {
+			out["catalog "+d.ID()] = d
+		}
+		for _, d := range b.Deletes {
+			out["tombstone "+string(d.Kind)+" "+d.ID] = d
+		}
+		return nil
+	}))
+	return out
+}
+
+func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets) snapshot.Info {
+	t.Helper()
+	info, err := snapshot.Write(path, offsets, func(fn func(readmodel.Batch) error) error {
+		return s.Export(context.Background(), 128, fn)
+	})
+	require.NoError(t, err)
+	return info
+}
+
+func load(path string) (*memory.Store, snapshot.Info, error) {
+	s := memory.New(memory.Options{})
+	info, err := snapshot.Load(path, func(b readmodel.Batch) error {
+		_, err := s.Apply(context.Background(), b)
+		return err
+	})
+	return s, info, err
+}
+
+// A snapshot loads back exactly: every document, every tombstone, the
+// digest and the offsets.
+func TestRoundTrip(t *testing.T) {
+	src := filled(t)
+	path := filepath.Join(t.TempDir(), "memory.snapshot")
+	offsets := snapshot.Offsets{"permitd.permits.v1": {0: 120, 3: 7}, "permitd.locations.v1": {1: 9}}
+	info := write(t, src, path, offsets)
+	require.Positive(t, info.Bytes)
+
+	got, linfo, err := load(path)
+	require.NoError(t, err)
+	require.Equal(t, offsets, linfo.Offsets)
+	require.Equal(t, info.Documents, linfo.Documents)
+	want := exported(t, src)
+	require.Contains(t, want, "tombstone location gone")
+	require.Contains(t, want, "tombstone permit synthetic:never")
+	require.Equal(t, want, exported(t, got))
+	d1, _ := src.Digest(context.Background())
+	d2, _ := got.Digest(context.Background())
+	require.Equal(t, d1, d2)
+	// A tombstone still wins over an older upsert after the load.
+	res, err := got.Apply(context.Background(), readmodel.Batch{Locations: []readmodel.Location{{GeoID: "gone", GeoType: readmodel.GeoCity, Name: "G", DisplayName: "G", State: "WA", Version: 1}}})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Stale)
+}
+
+// Corrupt, truncated and old-format files are refused before anything is
+// applied; a temporary file left by a crash during a write is ignored and
+// the previous snapshot loads.
+func TestRefusesWhatItCannotTrust(t *testing.T) {
+	src := filled(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "memory.snapshot")
+	write(t, src, path, snapshot.Offsets{"t": {0: 1}})
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	_, _, err = load(filepath.Join(dir, "absent"))
+	require.ErrorIs(t, err, snapshot.ErrNone)
+
+	for name, tc := range map[string]struct {
+		mutate func([]byte) []byte
+		want   error
+	}{
+		"flipped byte":   {func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }, snapshot.ErrCorrupt},
+		"truncated":      {func(b []byte) []byte { return b[:len(b)*2/3] }, snapshot.ErrCorrupt},
+		"no trailer":     {func(b []byte) []byte { return b[:len(b)-32] }, snapshot.ErrCorrupt},
+		"header only":    {func(b []byte) []byte { return b[:10] }, snapshot.ErrCorrupt},
+		"old format":     {func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 0); return b }, snapshot.ErrFormat},
+		"not a snapshot": {func(b []byte) []byte { return []byte(`{"hello":"world"} and more bytes than a header`) }, snapshot.ErrFormat},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name)
+			require.NoError(t, os.WriteFile(p, tc.mutate(append([]byte(nil), good...)), 0o600))
+			applied := 0
+			_, err := snapshot.Load(p, func(readmodel.Batch) error { applied++; return nil })
+			require.ErrorIs(t, err, tc.want)
+			require.Zero(t, applied, "nothing applied from a refused snapshot")
+		})
+	}
+
+	// A crash while writing leaves a temporary file beside the snapshot.
+	require.NoError(t, os.WriteFile(path+".tmp-123", good[:len(good)/2], 0o600))
+	got, _, err := load(path)
+	require.NoError(t, err)
+	require.Equal(t, exported(t, src), exported(t, got))
+}
