@@ -426,11 +426,8 @@ func appendLeads(b []byte, h *leadsHead, groupBy string, leads []readmodel.Lead,
 	b = append(b, `,"group_by":`...)
 	b = jx.String(b, groupBy)
 	if groupBy == "none" {
-		if len(leads) == 0 {
-			// As encoding/json wrote it (omitempty): an empty ungrouped
-			// page has no leads member.
-			return append(b, '}')
-		}
+		// An empty ungrouped page has "leads": [] (decisions.md:
+		// ungrouped, leads present).
 		b = append(b, `,"leads":[`...)
 		for i := range leads {
 			if i > 0 {

@@ -395,6 +395,13 @@ type permitLeadsResponse struct {
 	Groups           []leadGroupJSON `json:"groups,omitempty"`
 }
 
+// ungroupedLeadsResponse always has leads (decisions.md: "Ungrouped:
+// leads present"), an empty page included.
+type ungroupedLeadsResponse struct {
+	permitLeadsResponse
+	Leads []leadJSON `json:"leads"`
+}
+
 type groupedLeadsResponse struct {
 	permitLeadsResponse
 	Groups []leadGroupJSON `json:"groups"`
@@ -411,11 +418,7 @@ func refLeads(h leadsHead, groupBy string, docs []readmodel.Lead, next *string, 
 		leads = append(leads, leadOf(l, today))
 	}
 	if groupBy == "none" {
-		out.Leads = leads
-		if out.Leads == nil {
-			out.Leads = []leadJSON{}
-		}
-		return out
+		return ungroupedLeadsResponse{permitLeadsResponse: out, Leads: leads}
 	}
 	idx := map[string]int{}
 	groups := []leadGroupJSON{}

@@ -633,3 +633,21 @@ func TestPermitLeadsAndStatsAgreeRealAndGenerated(t *testing.T) {
 	res.JSON(t, &st)
 	require.Greater(t, st.TotalActiveLeads, int64(1000))
 }
+
+// TestEmptyUngroupedLeadsPageHasLeads: decisions.md says an ungrouped page
+// has `leads` present; an empty page is no exception.
+func TestEmptyUngroupedLeadsPageHasLeads(t *testing.T) {
+	h := apitest.New(t, apitest.Options{})
+	loc := apitest.Location("city", "1840021117", events.Location{
+		Name: "Seattle", DisplayName: "Seattle, WA", State: "WA", StateName: "Washington",
+		County: "King County", City: "Seattle", Lat: 47.6, Lon: -122.3,
+	}, 1)
+	h.Publish(loc)
+	res := h.Get("/v1/signals/permit/leads?geo_id=" + loc.EntityID)
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Body)
+	var body map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(res.Body, &body))
+	require.Equal(t, "[]", string(body["leads"]), "%s", res.Body)
+	_, grouped := body["groups"]
+	require.False(t, grouped)
+}
