@@ -4,7 +4,6 @@ package apikey
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"strconv"
 )
@@ -47,21 +46,28 @@ type Authenticator interface {
 // DefaultDevPlan is the plan of development keys from PERMITD_API_KEYS.
 var DefaultDevPlan = Plan{Name: "development", RatePerSecond: 1000, Burst: 2000}
 
-// DevKeys authenticates a fixed list of development keys, comparing the
-// SHA-256 of the presented key against each stored hash in constant time
-// (every entry is compared, whatever matched).
+// DevKeys authenticates a fixed list of development keys by the SHA-256
+// of the presented key: only hashes are kept and looked up, so the time a
+// look-up takes tells nothing about the keys themselves (as with hashed
+// keys in the key store).
 type DevKeys struct {
-	hashes [][32]byte
-	plan   Plan
+	ids  map[[32]byte]string // key hash -> key id ("dev" + its index)
+	plan Plan
 }
 
 // NewDevKeys returns an authenticator for keys on plan.
 func NewDevKeys(keys []string, plan Plan) *DevKeys {
-	d := &DevKeys{plan: plan}
+	d := &DevKeys{plan: plan, ids: map[[32]byte]string{}}
+	n := 0
 	for _, k := range keys {
-		if k != "" {
-			d.hashes = append(d.hashes, sha256.Sum256([]byte(k)))
+		if k == "" {
+			continue
 		}
+		h := sha256.Sum256([]byte(k))
+		if _, dup := d.ids[h]; !dup {
+			d.ids[h] = "dev" + strconv.Itoa(n)
+		}
+		n++
 	}
 	return d
 }
@@ -71,17 +77,11 @@ func (d *DevKeys) Authenticate(_ context.Context, key string) (Principal, error)
 	if key == "" {
 		return Principal{}, ErrInvalidKey
 	}
-	h := sha256.Sum256([]byte(key))
-	found := -1
-	for i := range d.hashes {
-		if subtle.ConstantTimeCompare(h[:], d.hashes[i][:]) == 1 {
-			found = i
-		}
-	}
-	if found < 0 {
+	id, ok := d.ids[sha256.Sum256([]byte(key))]
+	if !ok {
 		return Principal{}, ErrInvalidKey
 	}
-	return Principal{KeyID: "dev" + strconv.Itoa(found), Plan: d.plan}, nil
+	return Principal{KeyID: id, Plan: d.plan}, nil
 }
 
 // NewDevKey returns a random development key in the pmk_ format (see

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -53,7 +54,8 @@ type config struct {
 	permitd, floor, quality, now string
 	duration, warmup             time.Duration
 	workers, procs, keys         int
-	only                         string
+	only, logLevel               string
+	cacheMB                      int
 }
 
 func main() {
@@ -67,6 +69,8 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 32, "concurrent workers (and connections)")
 	flag.IntVar(&c.procs, "procs", 1, "GOMAXPROCS of permitd and of the floor")
 	flag.IntVar(&c.keys, "keys", 64, "development API keys rotated")
+	flag.StringVar(&c.logLevel, "log-level", "info", "permitd's log level: info logs every request (the buffered access log), as in production")
+	flag.IntVar(&c.cacheMB, "response-cache-mb", 64, "permitd's -response-cache-mb (0: no response cache, every request reads the read model)")
 	flag.StringVar(&c.only, "only", "", "run only the endpoints whose name contains this")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -137,8 +141,8 @@ func run(c config) error {
 	}
 	procs := fmt.Sprintf("GOMAXPROCS=%d", c.procs)
 
-	srv, err := start(c.permitd, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, []string{
-		procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=warn",
+	srv, err := start(c.permitd, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-response-cache-mb", strconv.Itoa(c.cacheMB)}, []string{
+		procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel,
 	}, filepath.Join(tmp, "permitd.err"))
 	if err != nil {
 		return err
@@ -237,6 +241,7 @@ func run(c config) error {
 
 	fmt.Printf("load: %d workers, %s per endpoint and server (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
 		c.workers, c.duration, c.warmup, c.procs, len(keys), len(eps[0].urls))
+	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB\n", c.logLevel, c.cacheMB)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t")
 	for i, ep := range eps {
