@@ -5,6 +5,9 @@
 // it the test skips saying why, unless REQUIRE_BROWSER is set (CI sets
 // it), in which case it fails. Screenshots go to BROWSER_SCREENSHOTS when
 // set (a directory), else to the test's temporary directory.
+// BROWSER_BASE_URL and BROWSER_API_KEY, when both are set, point the test
+// at a server already running (with the bundled data) instead of starting
+// one.
 package browser
 
 import (
@@ -182,7 +185,10 @@ func TestPages(t *testing.T) {
 	} else if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base, key := serve(t)
+	base, key := os.Getenv("BROWSER_BASE_URL"), os.Getenv("BROWSER_API_KEY")
+	if base == "" || key == "" {
+		base, key = serve(t)
+	}
 	ops := operations(t, base)
 
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
