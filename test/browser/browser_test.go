@@ -230,6 +230,36 @@ func TestPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		save(t, shots, "docs.png", shot)
+
+		// The try-it console sends the key typed in Authorize.
+		op := "#operations-locations-resolveLocation"
+		if err := do(ctx,
+			chromedp.Click(".btn.authorize"),
+			chromedp.WaitVisible(".auth-container input"),
+			chromedp.SendKeys(".auth-container input", key),
+			chromedp.Click(".auth-container .btn.modal-btn.auth"),
+			chromedp.Click(".btn-done"),
+			chromedp.Click(op+" .opblock-summary"),
+			chromedp.WaitVisible(op+" .try-out__btn"),
+			chromedp.Click(op+" .try-out__btn"),
+			chromedp.WaitVisible(op+` tr[data-param-name="query"] input`),
+			chromedp.SendKeys(op+` tr[data-param-name="query"] input`, "Seattle"),
+			chromedp.Click(op+" .btn.execute"),
+			chromedp.WaitVisible(op+" .live-responses-table tbody .response-col_status"),
+		); err != nil {
+			t.Fatalf("trying resolveLocation in /docs: %v", err)
+		}
+		status, err := chromedp.Run(ctx, chromedp.Text(op+" .live-responses-table tbody .response-col_status"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		curl, err := chromedp.Run(ctx, chromedp.Text(op+" .curl-command"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(strings.TrimSpace(status), "200") || !strings.Contains(curl, "X-API-Key: "+key) {
+			t.Errorf("try it out on resolveLocation answered %q to %q, want 200 to a request with the key", status, curl)
+		}
 		if e := errs.take(); len(e) > 0 {
 			t.Errorf("/docs logged errors:\n%s", strings.Join(e, "\n"))
 		}
