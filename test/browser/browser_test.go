@@ -34,6 +34,9 @@ import (
 // others install.
 func chromium() (string, error) {
 	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("CHROMIUM_PATH: %w", err)
+		}
 		return p, nil
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
@@ -205,6 +208,11 @@ func TestPages(t *testing.T) {
 	errs := &consoleErrors{allowed: func(url string) bool {
 		return strings.Contains(url, "/v1/permits/stats/monthly") || strings.Contains(url, "/v1/locations/resolve")
 	}}
+	// The first run starts the browser and its tab on ctx itself, so that
+	// they live as long as ctx (not as long as a step's shorter context).
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
 	errs.collect(ctx)
 
 	t.Run("docs", func(t *testing.T) {
