@@ -329,6 +329,16 @@
     $("key-state").textContent = key() ? "key set for this tab (session storage only)" : "kept in this tab's session storage only";
   }
 
+  var resizing = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      Object.keys(charts).forEach(function (id) {
+        charts[id].setSize({ width: width($(id)), height: charts[id].height });
+      });
+    }, 150);
+  });
+
   $("key").value = key();
   showKeyState();
   $("key-form").addEventListener("submit", function (ev) {
