@@ -208,7 +208,7 @@
   // ---- flow -------------------------------------------------------------
 
   function leadParams() {
-    return $("fresh-only").checked ? {} : { include_stale: "true" };
+    return $("include-stale").checked ? { include_stale: "true" } : {};
   }
 
   function resolvePlace(text) {
@@ -308,7 +308,7 @@
       });
       if (!r.count) {
         var tr = document.createElement("tr");
-        var td = cell(tr, $("fresh-only").checked ? "No leads in the last 60 days; clear the box to include older ones." : "No leads for this place.");
+        var td = cell(tr, $("include-stale").checked ? "No leads for this place." : "No leads in the last 60 days; tick the box above to include older ones.");
         td.colSpan = 6;
         tb.appendChild(tr);
       }
@@ -365,7 +365,7 @@
     current.page--;
     loadLeads(generation);
   });
-  $("fresh-only").addEventListener("change", function () {
+  $("include-stale").addEventListener("change", function () {
     if (!current) return;
     current.cursors = [null];
     current.page = 0;
