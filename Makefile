@@ -4,7 +4,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1x
 SHARED    ?= ../shared
 
-.PHONY: run test test-short bench lint build fmt load load-chaos
+.PHONY: run test test-short bench lint build fmt load load-chaos web
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -51,3 +51,7 @@ fmt:
 CHAOS_FLAGS ?= -duration 20s -rate 300 -kill-at 6s -down 5s
 load-chaos:
 	$(GO) run ./test/faults/chaos $(CHAOS_FLAGS)
+
+## web: rebuild web/dist (the /docs and /explore assets, embedded by package web) from web/src and the pinned npm packages; commit the result
+web:
+	cd web && npm ci --ignore-scripts --no-audit --no-fund && npm run build

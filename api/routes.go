@@ -4,11 +4,13 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/permitd/permitd/web"
 )
 
 // routes registers every route in one place. Business routes sit behind
 // the failed-authentication throttle, the key check and the quota;
-// health, the OpenAPI document and metrics do not.
+// health, the OpenAPI document and the web pages do not.
 //
 // Routing semantics, set here with the routes: every GET route answers
 // HEAD too (the same handlers, so the same authentication, quota and
@@ -38,6 +40,15 @@ func (s *server) routes(r *gin.Engine) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
+	// The pages of package web (/docs, /explore): no key; their data calls
+	// go through /v1 with the key the person types.
+	for _, p := range web.Routes {
+		get(r, p, func(c *gin.Context) {
+			if !web.Serve(c.Writer, c.Request) {
+				writeError(c, s.log, notFound{what: "page " + c.Request.URL.Path})
+			}
+		})
+	}
 
 	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(),
 		withDeadline(s.RequestTimeout))
