@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -134,6 +135,23 @@ type leadStatsAcc struct {
 	// Buffers reused across keys.
 	planA, planB   statsPlan
 	upBuf, downBuf []*leadRec
+}
+
+// statsAccs recycle accumulators: their counters are as long as the
+// interned names, and a read should not allocate them (nor have the
+// collector make it assist) each time. top leaves every counter at zero.
+var statsAccs = sync.Pool{New: func() any { return &leadStatsAcc{bySignal: map[string]int64{}} }}
+
+func (s *leadStatsAcc) reset(today int32, minConf *float64, names int) {
+	s.today, s.minConf = today, minConf
+	s.total, s.conf, s.fresh = 0, [3]int64{}, [4]int64{}
+	clear(s.bySignal)
+	for _, c := range []*idCounter{&s.cities, &s.zips, &s.counties} {
+		if len(c.n) < names {
+			c.n = make([]int64, names)
+		}
+		c.touched = c.touched[:0]
+	}
 }
 
 // idCounter is a dense count per interned id that remembers which ids it
@@ -437,7 +455,7 @@ func (s *leadStatsAcc) packed(c sparseCounts, sign int64) {
 }
 
 // stats aggregates the leads PermitLeads pages for the same filter, from
-// the day cells alone (see the comment at the top of this file).
+// the day cells and roll-ups (see the comment at the top of this file).
 func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel.PermitStats, error) {
 	w, err := leadWindowOf(q.Filter)
 	if err != nil {
@@ -448,14 +466,9 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 		return readmodel.PermitStats{}, fmt.Errorf("%w: stats need Today", readmodel.ErrInvalidQuery)
 	}
 	n := len(x.names.strs)
-	acc := leadStatsAcc{
-		today:    today,
-		minConf:  w.minConf,
-		bySignal: map[string]int64{},
-		cities:   idCounter{n: make([]int64, n)},
-		zips:     idCounter{n: make([]int64, n)},
-		counties: idCounter{n: make([]int64, n)},
-	}
+	acc := statsAccs.Get().(*leadStatsAcc)
+	defer statsAccs.Put(acc)
+	acc.reset(today, w.minConf, n)
 	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
 		acc.key(k, w)
 	}
