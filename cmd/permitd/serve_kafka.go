@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/permitd/permitd/api"
@@ -158,7 +159,8 @@ type kafkaIndexer struct {
 	log      *slog.Logger
 	snapPath string
 	snapEach time.Duration
-	exporter exporter // nil: no snapshots
+	exporter exporter    // nil: no snapshots
+	loaded   atomic.Bool // a snapshot was loaded
 }
 
 // exporter is the memory backend's door for snapshots
@@ -266,6 +268,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	switch {
 	case err == nil:
 		k.Consumer.SetStartOffsets(info.Offsets)
+		k.loaded.Store(true)
 		k.log.Info("snapshot loaded; replaying what came after it", "path", k.snapPath, "documents", info.Documents,
 			"bytes", info.Bytes, "created", info.Created, "partitions", countOffsets(info.Offsets), "took", time.Since(start).Round(time.Millisecond))
 		return nil
@@ -335,12 +338,13 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 }
 
 // Check is the indexer's readiness: OK once the consumer caught up with
-// the high watermarks it saw at start and at least one batch is applied.
+// the high watermarks it saw at start and at least one batch is applied
+// (or a snapshot was loaded).
 func (k *kafkaIndexer) Check() api.ReadinessCheck {
 	return func(context.Context) api.Check {
 		p := k.Indexer.Progress()
 		caught := k.Consumer.CaughtUp()
-		return api.Check{Name: "indexer", OK: caught && p.Batches > 0, Detail: map[string]any{
+		return api.Check{Name: "indexer", OK: caught && (p.Batches > 0 || k.loaded.Load()), Detail: map[string]any{
 			"source": "kafka", "mode": k.mode, "caught_up": caught, "lag": k.Consumer.Lag(),
 			"partitions":      k.Consumer.Partitions(),
 			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
