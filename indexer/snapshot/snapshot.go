@@ -40,6 +40,11 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
+// LoadGCPercent is the garbage collector's target (GOGC) a caller may set
+// while it loads a snapshot (debug.SetGCPercent), restoring its own after:
+// the load only grows the heap.
+const LoadGCPercent = 400
+
 // FormatVersion is the version this build writes and reads.
 const FormatVersion uint32 = 2
 
