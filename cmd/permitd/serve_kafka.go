@@ -262,8 +262,8 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	// The load allocates the whole read model at once: a collection per
 	// doubling of a heap that only grows would cost more than the load
-	// itself (at 1M permits, 57 s instead of 22 s on 2 cores). The
-	// collector runs less often for the load only.
+	// itself on 2 cores. The collector runs less often for the load
+	// only.
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	info, err := snapshot.Load(k.snapPath, func(b readmodel.Batch) error {

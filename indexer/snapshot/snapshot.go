@@ -41,9 +41,10 @@ import (
 )
 
 // LoadGCPercent is the garbage collector's target (GOGC) a caller may set
-// while it loads a snapshot (debug.SetGCPercent), restoring its own after:
+// while it loads a snapshot (debug.SetGCPercent), restoring its own after
+// (moderate: the heap may double between collections):
 // the load only grows the heap.
-const LoadGCPercent = 400
+const LoadGCPercent = 200
 
 // FormatVersion is the version this build writes and reads.
 const FormatVersion uint32 = 2
