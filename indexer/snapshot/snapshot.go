@@ -41,9 +41,10 @@ import (
 )
 
 // LoadGCPercent is the garbage collector's target (GOGC) a caller may set
-// while it loads a snapshot (debug.SetGCPercent), restoring its own after
-// (moderate: the heap may double between collections):
-// the load only grows the heap.
+// while it loads a snapshot (debug.SetGCPercent), restoring its own
+// after: the load only grows the heap, so collecting at every 100% of
+// growth is wasted work. Moderate, as the heap may triple between
+// collections.
 const LoadGCPercent = 200
 
 // FormatVersion is the version this build writes and reads.
