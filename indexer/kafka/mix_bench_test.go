@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -385,6 +386,7 @@ func BenchmarkRestart(b *testing.B) {
 	runtime.GC()
 
 	start = time.Now()
+	gc := debug.SetGCPercent(snapshot.LoadGCPercent) // as serve does for the load
 	store := memory.New(memory.Options{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
@@ -394,6 +396,7 @@ func BenchmarkRestart(b *testing.B) {
 		return err
 	})
 	require.NoError(b, err)
+	debug.SetGCPercent(gc)
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
 	require.NoError(b, err)
 	c.SetStartOffsets(offsets)

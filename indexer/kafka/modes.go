@@ -64,8 +64,12 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 				known[topicPartition{p.topic, p.id}] = true
 			}
 			c.own(ps, false)
-			if !c.settled.Load() && c.firstCaughtUp() {
-				// Nothing of the First topics to read (empty or absent).
+			if len(found) > 0 && !c.settled.Load() && c.firstCaughtUp() {
+				// Nothing of the First topics to read (empty, or absent
+				// while other topics exist). When no topic exists yet,
+				// the first discovery that finds some decides: a process
+				// started before the data is published still reads the
+				// locations before it settles.
 				if !c.settle(ctx) {
 					return nil
 				}

@@ -3,17 +3,19 @@
 // loads the snapshot and replays only what came after, instead of every
 // partition from the earliest offset.
 //
-// File format (version 1), in order:
+// File format (version 2), in order:
 //
 //	magic   "PERMITDSNAP\x00" (12 bytes)
 //	version uint32 big-endian (FormatVersion)
-//	JSON stream: one header (creation time, consumed offset of every
-//	        partition), then readmodel.Batch values (documents, and
-//	        tombstones as Deletes), then an empty end Batch. JSON, not
-//	        gob: gob drops zero values behind pointers (a valuation of 0
-//	        would come back null) and empty slices (reasons [] would
-//	        come back null); the documents must come back exactly.
+//	frames  uvarint length, then that many bytes in the binary document
+//	        codec (codec.go): first the header (creation time, consumed
+//	        offset of every partition), then readmodel.Batch values
+//	        (documents, and tombstones as Deletes); a zero length ends
 //	trailer SHA-256 of every byte before it (32 bytes)
+//
+// Version 1 (JSON frames) is refused like any other format: a full replay
+// follows. The codec carries every exported field of the documents, so a
+// change to the document types must bump FormatVersion.
 //
 // A snapshot is written to a temporary file in the same directory,
 // fsynced, renamed over the old one and the directory fsynced: a crash at
@@ -28,7 +30,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +40,15 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
+// LoadGCPercent is the garbage collector's target (GOGC) a caller may set
+// while it loads a snapshot (debug.SetGCPercent), restoring its own
+// after: the load only grows the heap, so collecting at every 100% of
+// growth is wasted work. Moderate, as the heap may triple between
+// collections.
+const LoadGCPercent = 200
+
 // FormatVersion is the version this build writes and reads.
-const FormatVersion uint32 = 1
+const FormatVersion uint32 = 2
 
 var magic = []byte("PERMITDSNAP\x00")
 
@@ -50,6 +58,18 @@ var (
 	ErrFormat  = errors.New("snapshot: not a snapshot of this format version")
 	ErrCorrupt = errors.New("snapshot: corrupt or truncated")
 )
+
+// fileHeader is the first frame.
+type fileHeader struct {
+	Created time.Time
+	Offsets []offsetRec
+}
+
+type offsetRec struct {
+	Topic     string
+	Partition int64
+	Offset    int64
+}
 
 // Offsets are the next offsets to consume, by topic and partition.
 type Offsets map[string]map[int]int64
@@ -92,18 +112,36 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 	bw := bufio.NewWriterSize(io.MultiWriter(tmp, sum), 1<<20)
 	bw.Write(magic)
 	_ = binary.Write(bw, binary.BigEndian, FormatVersion)
-	enc := json.NewEncoder(bw)
-	if err := enc.Encode(info.Header); err != nil {
+	var frame []byte
+	put := func(p []byte) error {
+		var n [binary.MaxVarintLen64]byte
+		if _, err := bw.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))]); err != nil {
+			return err
+		}
+		_, err := bw.Write(p)
+		return err
+	}
+	fh := fileHeader{Created: info.Created}
+	for topic, ps := range offsets {
+		for id, o := range ps {
+			fh.Offsets = append(fh.Offsets, offsetRec{Topic: topic, Partition: int64(id), Offset: o})
+		}
+	}
+	if err := put(appendValue(nil, &fh)); err != nil {
 		return info, fmt.Errorf("snapshot: header: %w", err)
 	}
 	err = export(func(b readmodel.Batch) error {
+		if b.Len() == 0 {
+			return nil
+		}
 		info.Documents += b.Len()
-		return enc.Encode(b)
+		frame = appendValue(frame[:0], &b)
+		return put(frame)
 	})
 	if err != nil {
 		return info, fmt.Errorf("snapshot: export: %w", err)
 	}
-	if err := enc.Encode(readmodel.Batch{}); err != nil {
+	if err := put(nil); err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -182,9 +220,37 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
-	dec := json.NewDecoder(bufio.NewReaderSize(io.LimitReader(f, body), 1<<20))
-	if err := dec.Decode(&info.Header); err != nil {
+	r := bufio.NewReaderSize(io.LimitReader(f, body), 1<<20)
+	next := func(buf []byte) ([]byte, error) {
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if n > uint64(body) {
+			return nil, errors.New("frame longer than the file")
+		}
+		if uint64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n] // reused: the codec copies what it keeps
+		_, err = io.ReadFull(r, buf)
+		return buf, err
+	}
+	hb, err := next(nil)
+	var fh fileHeader
+	if err == nil {
+		err = decodeValue(hb, &fh)
+	}
+	if err != nil {
 		return info, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	info.Created = fh.Created
+	info.Offsets = Offsets{}
+	for _, o := range fh.Offsets {
+		if info.Offsets[o.Topic] == nil {
+			info.Offsets[o.Topic] = map[int]int64{}
+		}
+		info.Offsets[o.Topic][int(o.Partition)] = o.Offset
 	}
 	// Decoding and applying overlap: one goroutine decodes the next
 	// batches while apply runs.
@@ -193,13 +259,20 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	var decErr error
 	go func() {
 		defer close(batches)
+		var buf []byte
 		for {
-			var b readmodel.Batch
-			if err := dec.Decode(&b); err != nil {
+			var err error
+			buf, err = next(buf)
+			if err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}
-			if b.Len() == 0 {
+			if len(buf) == 0 {
+				return
+			}
+			var b readmodel.Batch
+			if err := decodeValue(buf, &b); err != nil {
+				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}
 			select {

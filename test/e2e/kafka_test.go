@@ -24,14 +24,6 @@ import (
 	"github.com/permitd/permitd/events"
 )
 
-// repoRoot is the module root (this file is test/e2e/kafka_test.go).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	return filepath.Dir(filepath.Dir(wd))
-}
-
 // brokerSource finds ../shared/tools/kfake-broker (PERMITD_KFAKE_BROKER_DIR
 // overrides), looking beside the repository and up to two levels above
 // (a git worktree lives deeper than the main checkout).
@@ -52,15 +44,6 @@ func brokerSource(root string) string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// goBuild builds pkg (run in dir) into bin.
-func goBuild(t *testing.T, dir, pkg, bin string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build %s: %s", pkg, out)
 }
 
 func freePort(t *testing.T) int {
@@ -153,23 +136,7 @@ func (p *process) waitLine(t *testing.T, prefix string, timeout time.Duration) s
 // locations, and polls the HTTP API until the data is served with exact
 // counts.
 func TestKafkaPathAsProcesses(t *testing.T) {
-	root := repoRoot(t)
-	src := brokerSource(root)
-	if src == "" {
-		t.Skip("no ../shared/tools/kfake-broker beside the repository (set PERMITD_KFAKE_BROKER_DIR): the separate-process Kafka test needs it")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command to build permitd and the broker")
-	}
-	bin := t.TempDir()
-	permitd, broker := filepath.Join(bin, "permitd"), filepath.Join(bin, "kfake-broker")
-	goBuild(t, root, "./cmd/permitd", permitd)
-	goBuild(t, src, ".", broker)
-
-	kport := freePort(t)
-	b := startProcess(t, broker, "-port", fmt.Sprint(kport))
-	b.waitLine(t, "kfake broker on", 30*time.Second)
-	brokers := fmt.Sprintf("127.0.0.1:%d", kport)
+	permitd, brokers := binaries(t)
 
 	file, zip, state, permits := writeEvents(t)
 
@@ -195,6 +162,140 @@ func TestKafkaPathAsProcesses(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+var (
+	buildOnce             sync.Once
+	permitdBin, brokerBin string
+	buildErr              error
+	skipReason            string
+)
+
+// binaries builds permitd and the standalone broker once per test
+// binary, starts a broker on a free loopback port and returns the
+// permitd binary and the broker address; it skips when the broker's
+// source is absent.
+func binaries(t *testing.T) (permitd, brokers string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := os.Getwd()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		root = filepath.Dir(filepath.Dir(root))
+		src := brokerSource(root)
+		if src == "" {
+			skipReason = "no ../shared/tools/kfake-broker beside the repository (set PERMITD_KFAKE_BROKER_DIR): the separate-process Kafka tests need it"
+			return
+		}
+		if _, err := exec.LookPath("go"); err != nil {
+			skipReason = "no go command to build permitd and the broker"
+			return
+		}
+		dir, err := os.MkdirTemp("", "permitd-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		permitdBin, brokerBin = filepath.Join(dir, "permitd"), filepath.Join(dir, "kfake-broker")
+		for _, b := range []struct{ dir, pkg, out string }{{root, "./cmd/permitd", permitdBin}, {src, ".", brokerBin}} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Dir = b.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v: %s", b.pkg, err, out)
+				return
+			}
+		}
+	})
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	require.NoError(t, buildErr)
+	kport := freePort(t)
+	b := startProcess(t, brokerBin, "-port", fmt.Sprint(kport))
+	b.waitLine(t, "kfake broker on", 30*time.Second)
+	return permitdBin, fmt.Sprintf("127.0.0.1:%d", kport)
+}
+
+// A serve process killed with SIGKILL while it ingests restarts from its
+// last periodic snapshot and replays what came after: it then serves
+// exactly what a clean replay serves.
+func TestSnapshotSurvivesKill9(t *testing.T) {
+	permitd, brokers := binaries(t)
+	file, zip, state, permits := writeEvents(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	publish := func(f string) {
+		out, err := exec.CommandContext(ctx, permitd, "publish", "--brokers", brokers, "--file", f, "--log-level", "error").CombinedOutput()
+		require.NoError(t, err, "publish: %s", out)
+	}
+	publish(file)
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+	serve := func() (*process, string) {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p := startProcess(t, permitd, "serve", "--data", "none", "--kafka-brokers", brokers, "--addr", addr,
+			"--api-keys", "e2e-test-key-0123456789", "--snapshot-file", snap, "--snapshot-interval", "100ms", "--log-level", "info")
+		return p, "http://" + addr
+	}
+	waitCounts := func(base string, zipWant, stateWant int64) {
+		for {
+			z, s := permitCount(t, base, zip), permitCount(t, base, state)
+			if z == zipWant && s == stateWant && ready(base) {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("not served: ZIP %d permits (want %d), state %d (want %d)", z, zipWant, s, stateWant)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first, base := serve()
+	waitCounts(base, int64(permits), int64(permits+1))
+	for !strings.Contains(first.output(), "snapshot written") {
+		require.NoError(t, ctx.Err(), "no periodic snapshot:\n%s", first.output())
+		time.Sleep(20 * time.Millisecond)
+	}
+	// More permits while it runs, then kill -9 in the middle of them.
+	more := morePermits(t, 5000)
+	published := make(chan error, 1)
+	go func() {
+		out, err := exec.CommandContext(ctx, permitd, "publish", "--brokers", brokers, "--file", more, "--batch", "50", "--log-level", "error").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, out)
+		}
+		published <- err
+	}()
+	time.Sleep(150 * time.Millisecond)
+	t.Logf("killed with %d of %d permits in ZIP 98101 served", permitCount(t, base, zip), permits+5000)
+	require.NoError(t, first.cmd.Process.Kill())
+	_ = first.cmd.Wait()
+
+	require.NoError(t, <-published)
+	second, base := serve()
+	waitCounts(base, int64(permits+5000), int64(permits+1+5000))
+	require.Contains(t, second.output(), "snapshot loaded; replaying what came after it")
+}
+
+// morePermits writes n more permits in ZIP 98101.
+func morePermits(t *testing.T, n int) string {
+	t.Helper()
+	at := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	for i := range n {
+		num := fmt.Sprintf("MORE-%05d", i)
+		env, err := events.New(events.PermitUpserted, events.PermitDocID("e2e", num), 1, at, "e2e", events.Permit{
+			PermitNumber: num, PermitType: "Building", IssueDate: "2025-02-03", Source: "e2e",
+			Address: events.PermitAddress{Line: fmt.Sprintf("%d MAIN ST", i), City: "SEATTLE", State: "WA", Zipcode: "98101", ZipSource: "source"},
+		})
+		require.NoError(t, err)
+		raw, err := json.Marshal(env)
+		require.NoError(t, err)
+		buf.Write(append(raw, '\n'))
+	}
+	file := filepath.Join(t.TempDir(), "more.ndjson")
+	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
+	return file
 }
 
 // writeEvents writes permits in ZIP 98101 (and one in a ZIP no location
