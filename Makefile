@@ -29,12 +29,14 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
 
-## load: saturate every v1 endpoint against permitd (bundled data) and a bare Gin floor serving the same bytes; prints req/s, p50, p99, ratio (not part of test)
+## load: saturate every v1 endpoint against permitd (bundled data) and a bare Gin floor serving the same bytes; prints req/s, p50, p99, ratio (not part of test). CHAOS=redis adds the chaos run (load-chaos) after it.
 LOAD_FLAGS ?=
+CHAOS ?=
 load:
 	$(GO) build -o bin/permitd ./cmd/permitd
 	$(GO) build -o bin/floor ./test/load/floor
 	$(GO) run ./test/load/driver -permitd bin/permitd -floor bin/floor $(LOAD_FLAGS)
+	@if [ "$(CHAOS)" = redis ]; then $(MAKE) --no-print-directory load-chaos; elif [ -n "$(CHAOS)" ]; then echo "load: CHAOS=$(CHAOS): only redis can be killed and restarted"; exit 2; fi
 
 ## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
 lint:
