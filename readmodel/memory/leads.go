@@ -147,6 +147,39 @@ func (x *leadIndex) add(l readmodel.Lead) {
 	}
 }
 
+// replace re-indexes l in place when its record would sit exactly where
+// the stored one does: same anchors and key, and the same date,
+// confidence and interned city, zip and county (so the same tree
+// positions, day cell entries and roll-up counts). Only the record's
+// document changes; the anchors' versions still move (the stats cache).
+// It reports false, changing nothing, when l needs a full re-index.
+// Readers never see this side while its writer runs (store.go), so the
+// record may change in place.
+func (x *leadIndex) replace(l readmodel.Lead) bool {
+	r := x.byID[l.LeadID]
+	if r == nil || r.lead.SignalKey != l.SignalKey || !slices.Equal(r.lead.GeoIDs, l.GeoIDs) {
+		return false
+	}
+	hasConf, conf := l.Confidence != nil, 0.0
+	if hasConf {
+		conf = *l.Confidence
+	}
+	if r.hasConf != hasConf || math.Float64bits(r.conf) != math.Float64bits(conf) ||
+		r.date != parseDay(l.EventDateUsed) ||
+		!x.names.is(r.city, l.Location.CityNorm) ||
+		!x.names.is(r.zip, l.Location.ZipcodeNorm) ||
+		!x.names.is(r.county, l.Location.CountyNorm) {
+		return false
+	}
+	r.lead = l
+	for _, g := range l.GeoIDs {
+		if a := x.anchors[g]; a != nil {
+			a.version++
+		}
+	}
+	return true
+}
+
 func (x *leadIndex) remove(id string) {
 	r := x.byID[id]
 	if r == nil {

@@ -116,6 +116,9 @@ func (s *side) putLead(l readmodel.Lead) bool {
 		return false
 	}
 	if hadPrev {
+		if s.signals.leads.replace(l) {
+			return true
+		}
 		s.signals.leads.remove(l.LeadID)
 	}
 	s.signals.leads.add(l)
