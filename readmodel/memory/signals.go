@@ -214,7 +214,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 			m.push(st)
 		}
 	}
-	var hits []*readmodel.GeoSignal
+	hits := make([]*readmodel.GeoSignal, 0, q.Limit+1)
 	for len(m.heap) > 0 && len(hits) <= q.Limit {
 		st := m.heap[0]
 		hits = append(hits, st.cur)
@@ -232,9 +232,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		last := hits[len(hits)-1]
 		page.Next = &readmodel.GeoSignalKey{Score: last.Score, SignalKey: last.SignalKey, GeoID: last.GeoID}
 	}
-	for _, g := range hits {
-		page.Signals = append(page.Signals, g.Clone())
-	}
+	page.Signals = cloneGeoSignals(hits)
 	return page, nil
 }
 
@@ -341,9 +339,7 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 		last := recs[len(recs)-1]
 		page.Next = &readmodel.LeadKey{EventDate: formatDay(last.date), HasConfidence: last.hasConf, Confidence: last.conf, LeadID: last.lead.LeadID}
 	}
-	for _, r := range recs {
-		page.Leads = append(page.Leads, r.lead.Clone())
-	}
+	page.Leads = cloneLeadRecs(recs)
 	return page, nil
 }
 
