@@ -589,9 +589,19 @@ func (s *sparseCounts) add(id uint32, delta int64) {
 	if id == 0 {
 		return
 	}
-	i, ok := slices.BinarySearchFunc(*s, id, func(e idCountPair, id uint32) int { return cmp.Compare(e.id, id) })
-	if !ok {
-		*s = slices.Insert(*s, i, idCountPair{id: id})
+	// A hand-written search: this runs a few dozen times per lead write.
+	v := *s
+	i, j := 0, len(v)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if v[h].id < id {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i == len(v) || v[i].id != id {
+		*s = slices.Insert(v, i, idCountPair{id: id})
 	}
 	(*s)[i].n += int32(delta)
 	if (*s)[i].n == 0 {
