@@ -121,7 +121,8 @@ func newLeadIndex() *leadIndex {
 	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newSymbols()}
 }
 
-func (x *leadIndex) add(l readmodel.Lead) {
+// add indexes l and returns its record.
+func (x *leadIndex) add(l readmodel.Lead) *leadRec {
 	r := &leadRec{
 		lead:   l,
 		date:   parseDay(l.EventDateUsed),
@@ -145,6 +146,7 @@ func (x *leadIndex) add(l readmodel.Lead) {
 		k.byConf.Set(r)
 		k.days.add(r, 1)
 	}
+	return r
 }
 
 // replace re-indexes l in place when its record would sit exactly where

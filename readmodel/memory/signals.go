@@ -111,17 +111,19 @@ func (s *side) delGeoSignal(id string, version int64) bool {
 
 // putLead stores a lead (the side's writer); true when it took.
 func (s *side) putLead(l readmodel.Lead) bool {
-	_, hadPrev, ok := s.leads.put(l.LeadID, l.Version, l)
+	prev, hadPrev, ok := s.leads.put(l.LeadID, l.Version, nil)
 	if !ok {
 		return false
 	}
+	row := s.leads.rows[l.LeadID]
 	if hadPrev {
 		if s.signals.leads.replace(l) {
+			row.doc = prev // the same record, with the new document
 			return true
 		}
 		s.signals.leads.remove(l.LeadID)
 	}
-	s.signals.leads.add(l)
+	row.doc = s.signals.leads.add(l)
 	return true
 }
 
