@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -78,6 +77,9 @@ type keyLeads struct {
 	byDate *btree.BTreeG[*leadRec]
 	byConf *btree.BTreeG[*leadRec]
 	days   leadDayAggs
+	// The trees' write hints (the writer's only): leads tend to arrive
+	// near the last one written.
+	dateHint, confHint btree.PathHint
 }
 
 func newKeyLeads(key string) *keyLeads {
@@ -98,8 +100,16 @@ type anchorLeads struct {
 }
 
 func (a *anchorLeads) get(key string, create bool) *keyLeads {
-	i, ok := slices.BinarySearchFunc(a.keys, key, func(k *keyLeads, key string) int { return cmp.Compare(k.key, key) })
-	if ok {
+	i, j := 0, len(a.keys)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if a.keys[h].key < key {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i < len(a.keys) && a.keys[i].key == key {
 		return a.keys[i]
 	}
 	if !create {
@@ -142,8 +152,8 @@ func (x *leadIndex) add(l readmodel.Lead) *leadRec {
 		}
 		a.version++
 		k := a.get(l.SignalKey, true)
-		k.byDate.Set(r)
-		k.byConf.Set(r)
+		k.byDate.SetHint(r, &k.dateHint)
+		k.byConf.SetHint(r, &k.confHint)
 		k.days.add(r, 1)
 	}
 	return r
@@ -198,8 +208,8 @@ func (x *leadIndex) remove(id string) {
 		if k == nil {
 			continue
 		}
-		k.byDate.Delete(r)
-		k.byConf.Delete(r)
+		k.byDate.DeleteHint(r, &k.dateHint)
+		k.byConf.DeleteHint(r, &k.confHint)
 		k.days.add(r, -1)
 	}
 }
