@@ -27,9 +27,14 @@ import (
 //     order, so a confidence floor keeps a prefix of every cell. Stats
 //     (lead_stats.go) read only cells, never the trees.
 //
-// A lead record never changes once indexed: an upsert removes the old
-// record from every structure (its fields still name its position) and
-// inserts a new one.
+// A lead record's position never changes once indexed: an upsert that
+// moves the lead removes the old record from every structure (its fields
+// still name its position) and inserts a new one; an upsert that leaves
+// every position as it was (same anchors, key, date, confidence, city,
+// zip and county) only swaps the record's document (replace).
+//
+// The side's lead table keeps each lead's record, so a document is held
+// once per side.
 
 // leadRec is one indexed lead.
 type leadRec struct {
