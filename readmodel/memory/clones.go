@@ -73,3 +73,12 @@ func cloneGeoSignals(gs []*readmodel.GeoSignal) []readmodel.GeoSignal {
 	}
 	return out
 }
+
+// cloneLocation is a copy of l (as readmodel.Location.Clone) with one
+// allocation for both of its lists.
+func cloneLocation(l readmodel.Location) readmodel.Location {
+	strs := make([]string, len(l.CountyGeoIDs)+len(l.Aliases))
+	l.CountyGeoIDs = takeStrings(&strs, l.CountyGeoIDs)
+	l.Aliases = takeStrings(&strs, l.Aliases)
+	return l
+}

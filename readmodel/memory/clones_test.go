@@ -54,4 +54,18 @@ func TestPageClonesMatchClone(t *testing.T) {
 	require.Equal(t, []string{"s"}, gc[2].Reasons)
 	require.Equal(t, json.RawMessage(`{"a":1}`), gs[0].Value)
 	require.NotNil(t, cloneGeoSignals(nil))
+
+	for _, loc := range []readmodel.Location{
+		{GeoID: "a", CountyGeoIDs: []string{"c1", "c2"}, Aliases: []string{"x"}},
+		{GeoID: "b", CountyGeoIDs: []string{}, Aliases: nil},
+	} {
+		lc := cloneLocation(loc)
+		require.Equal(t, loc.Clone(), lc)
+		if len(lc.CountyGeoIDs) > 0 {
+			lc.CountyGeoIDs = append(lc.CountyGeoIDs, "X")
+			require.Equal(t, []string{"x"}, lc.Aliases)
+			lc.CountyGeoIDs[0] = "Y"
+			require.Equal(t, "c1", loc.CountyGeoIDs[0])
+		}
+	}
 }

@@ -136,7 +136,7 @@ func (s *side) Location(ctx context.Context, geoID string) (readmodel.Location, 
 	if !ok {
 		return readmodel.Location{}, readmodel.ErrNotFound
 	}
-	l = l.Clone()
+	l = cloneLocation(l)
 	l.PermitCount, l.LatestPermitDate = 0, "" // the index's, never the document's
 	if set, _ := s.geoPermits(geoID); set != nil {
 		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
