@@ -42,6 +42,9 @@ func (t *symbols) lookup(s string) (uint32, bool) {
 
 func (t *symbols) str(id uint32) string { return t.strs[id] }
 
+// is reports whether id is the handle of s.
+func (t *symbols) is(id uint32, s string) bool { return t.strs[id] == s }
+
 // texts interns strings that are nearly one per document (permit
 // descriptions, permit numbers) with reference counts, so permits with the
 // same text share it and a text no permit holds any more is freed: a

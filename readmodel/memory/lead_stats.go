@@ -135,6 +135,8 @@ type leadStatsAcc struct {
 	// Buffers reused across keys.
 	planA, planB   statsPlan
 	upBuf, downBuf []*leadRec
+	pivots         [2]leadRec // floorBucket's seek keys
+	kept           []idCountPair64
 }
 
 // statsAccs recycle accumulators: their counters are as long as the
@@ -325,9 +327,11 @@ func (s *leadStatsAcc) floorBucket(k *keyLeads, rolls []signedRoll) int64 {
 	defer down.Release()
 	upOK := up.First()
 	if !math.IsInf(hi, 1) {
-		upOK = up.Seek(&leadRec{hasConf: true, conf: hi, date: noDate})
+		s.pivots[0] = leadRec{hasConf: true, conf: hi, date: noDate}
+		upOK = up.Seek(&s.pivots[0])
 	}
-	downOK := down.Seek(&leadRec{hasConf: true, conf: f, date: noDate})
+	s.pivots[1] = leadRec{hasConf: true, conf: f, date: noDate}
+	downOK := down.Seek(&s.pivots[1])
 	s.upBuf, s.downBuf = s.upBuf[:0], s.downBuf[:0]
 	for {
 		// The upper side: [f, hi).
@@ -481,9 +485,9 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 		Fresh8to14:       acc.fresh[1],
 		Fresh15to30:      acc.fresh[2],
 		Fresh31Plus:      acc.fresh[3],
-		TopCounties:      x.top(&acc.counties, q.TopN, names.county),
-		TopCities:        x.top(&acc.cities, q.TopN, names.city),
-		TopZips:          x.top(&acc.zips, q.TopN, nil),
+		TopCounties:      x.top(&acc.counties, q.TopN, names.county, &acc.kept),
+		TopCities:        x.top(&acc.cities, q.TopN, names.city, &acc.kept),
+		TopZips:          x.top(&acc.zips, q.TopN, nil, &acc.kept),
 	}
 	for k, n := range acc.bySignal {
 		if n > 0 {
@@ -497,8 +501,9 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 // top lists the counter's positive counts under their display names
 // (names.go; nil: the key itself), count descending then name ascending,
 // at most n (all when n < 0). It keeps the best n as it goes (counts are
-// many, n is small) and spells only those. It consumes the counter.
-func (x *leadIndex) top(c *idCounter, n int, names map[string]string) []readmodel.ValueCount {
+// many, n is small) and spells only those. It consumes the counter. buf
+// is scratch space, reused across calls.
+func (x *leadIndex) top(c *idCounter, n int, names map[string]string, buf *[]idCountPair64) []readmodel.ValueCount {
 	value := func(id uint32) string { return spell(names, x.names.str(id)) }
 	before := func(a, b idCountPair64) bool {
 		if a.n != b.n {
@@ -506,7 +511,8 @@ func (x *leadIndex) top(c *idCounter, n int, names map[string]string) []readmode
 		}
 		return value(a.id) < value(b.id)
 	}
-	var kept []idCountPair64
+	kept := (*buf)[:0]
+	defer func() { *buf = kept[:0] }()
 	for _, id := range c.touched {
 		cnt := c.n[id]
 		c.n[id] = 0 // an id touched twice is listed once

@@ -115,6 +115,17 @@ func TestStatsMatchBruteForce(t *testing.T) {
 					l.LeadID, l.Version = leads[i].LeadID, 2
 					leads[i] = l
 					b.Leads = append(b.Leads, l)
+				case 4, 5: // a rewrite in place: new document, same position
+					l := leads[i].Clone()
+					l.Version, l.PermitNumber = 2, l.PermitNumber+"-r"
+					switch r.IntN(3) { // or one positional field moves
+					case 0:
+						l.Confidence = randomLeads(r, 1)[0].Confidence
+					case 1:
+						l.Location.CityNorm = randomLeads(r, 1)[0].Location.CityNorm
+					}
+					leads[i] = l
+					b.Leads = append(b.Leads, l)
 				}
 			}
 			_, err = s.Apply(ctx, b)

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -28,9 +27,14 @@ import (
 //     order, so a confidence floor keeps a prefix of every cell. Stats
 //     (lead_stats.go) read only cells, never the trees.
 //
-// A lead record never changes once indexed: an upsert removes the old
-// record from every structure (its fields still name its position) and
-// inserts a new one.
+// A lead record's position never changes once indexed: an upsert that
+// moves the lead removes the old record from every structure (its fields
+// still name its position) and inserts a new one; an upsert that leaves
+// every position as it was (same anchors, key, date, confidence, city,
+// zip and county) only swaps the record's document (replace).
+//
+// The side's lead table keeps each lead's record, so a document is held
+// once per side.
 
 // leadRec is one indexed lead.
 type leadRec struct {
@@ -78,6 +82,9 @@ type keyLeads struct {
 	byDate *btree.BTreeG[*leadRec]
 	byConf *btree.BTreeG[*leadRec]
 	days   leadDayAggs
+	// The trees' write hints (the writer's only): leads tend to arrive
+	// near the last one written.
+	dateHint, confHint btree.PathHint
 }
 
 func newKeyLeads(key string) *keyLeads {
@@ -98,8 +105,16 @@ type anchorLeads struct {
 }
 
 func (a *anchorLeads) get(key string, create bool) *keyLeads {
-	i, ok := slices.BinarySearchFunc(a.keys, key, func(k *keyLeads, key string) int { return cmp.Compare(k.key, key) })
-	if ok {
+	i, j := 0, len(a.keys)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if a.keys[h].key < key {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i < len(a.keys) && a.keys[i].key == key {
 		return a.keys[i]
 	}
 	if !create {
@@ -121,7 +136,8 @@ func newLeadIndex() *leadIndex {
 	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newSymbols()}
 }
 
-func (x *leadIndex) add(l readmodel.Lead) {
+// add indexes l and returns its record.
+func (x *leadIndex) add(l readmodel.Lead) *leadRec {
 	r := &leadRec{
 		lead:   l,
 		date:   parseDay(l.EventDateUsed),
@@ -141,10 +157,44 @@ func (x *leadIndex) add(l readmodel.Lead) {
 		}
 		a.version++
 		k := a.get(l.SignalKey, true)
-		k.byDate.Set(r)
-		k.byConf.Set(r)
+		k.byDate.SetHint(r, &k.dateHint)
+		k.byConf.SetHint(r, &k.confHint)
 		k.days.add(r, 1)
 	}
+	return r
+}
+
+// replace re-indexes l in place when its record would sit exactly where
+// the stored one does: same anchors and key, and the same date,
+// confidence and interned city, zip and county (so the same tree
+// positions, day cell entries and roll-up counts). Only the record's
+// document changes; the anchors' versions still move (the stats cache).
+// It reports false, changing nothing, when l needs a full re-index.
+// Readers never see this side while its writer runs (store.go), so the
+// record may change in place.
+func (x *leadIndex) replace(l readmodel.Lead) bool {
+	r := x.byID[l.LeadID]
+	if r == nil || r.lead.SignalKey != l.SignalKey || !slices.Equal(r.lead.GeoIDs, l.GeoIDs) {
+		return false
+	}
+	hasConf, conf := l.Confidence != nil, 0.0
+	if hasConf {
+		conf = *l.Confidence
+	}
+	if r.hasConf != hasConf || math.Float64bits(r.conf) != math.Float64bits(conf) ||
+		r.date != parseDay(l.EventDateUsed) ||
+		!x.names.is(r.city, l.Location.CityNorm) ||
+		!x.names.is(r.zip, l.Location.ZipcodeNorm) ||
+		!x.names.is(r.county, l.Location.CountyNorm) {
+		return false
+	}
+	r.lead = l
+	for _, g := range l.GeoIDs {
+		if a := x.anchors[g]; a != nil {
+			a.version++
+		}
+	}
+	return true
 }
 
 func (x *leadIndex) remove(id string) {
@@ -163,8 +213,8 @@ func (x *leadIndex) remove(id string) {
 		if k == nil {
 			continue
 		}
-		k.byDate.Delete(r)
-		k.byConf.Delete(r)
+		k.byDate.DeleteHint(r, &k.dateHint)
+		k.byConf.DeleteHint(r, &k.confHint)
 		k.days.add(r, -1)
 	}
 }
@@ -556,9 +606,19 @@ func (s *sparseCounts) add(id uint32, delta int64) {
 	if id == 0 {
 		return
 	}
-	i, ok := slices.BinarySearchFunc(*s, id, func(e idCountPair, id uint32) int { return cmp.Compare(e.id, id) })
-	if !ok {
-		*s = slices.Insert(*s, i, idCountPair{id: id})
+	// A hand-written search: this runs a few dozen times per lead write.
+	v := *s
+	i, j := 0, len(v)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if v[h].id < id {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i == len(v) || v[i].id != id {
+		*s = slices.Insert(v, i, idCountPair{id: id})
 	}
 	(*s)[i].n += int32(delta)
 	if (*s)[i].n == 0 {

@@ -101,6 +101,26 @@ func TestLeadPagesMatchBruteForce(t *testing.T) {
 	s := memory.New(memory.Options{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: leads})
 	require.NoError(t, err)
+	// Rewrite a third: in place (a new permit number only) or with a new
+	// date or confidence; pages list the new documents.
+	var rw readmodel.Batch
+	for i := range leads {
+		if r.IntN(3) > 0 {
+			continue
+		}
+		l := leads[i].Clone()
+		l.Version, l.PermitNumber = 2, fmt.Sprintf("P-%d", i)
+		switch r.IntN(4) {
+		case 0:
+			l.EventDateUsed = randomLeads(r, 1)[0].EventDateUsed
+		case 1:
+			l.Confidence = randomLeads(r, 1)[0].Confidence
+		}
+		leads[i] = l
+		rw.Leads = append(rw.Leads, l)
+	}
+	_, err = s.Apply(ctx, rw)
+	require.NoError(t, err)
 	conf := func(l readmodel.Lead) (bool, float64) {
 		if l.Confidence == nil {
 			return false, 0
@@ -168,7 +188,7 @@ func TestLeadPagesMatchBruteForce(t *testing.T) {
 				slices.SortFunc(sel, byConf)
 			}
 			for _, l := range sel {
-				want = append(want, l.LeadID)
+				want = append(want, l.LeadID+"/"+l.PermitNumber)
 			}
 			var got []string
 			var after *readmodel.LeadKey
@@ -177,7 +197,7 @@ func TestLeadPagesMatchBruteForce(t *testing.T) {
 				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: f, Sort: sort, Limit: limit, After: after})
 				require.NoError(t, err)
 				for _, l := range page.Leads {
-					got = append(got, l.LeadID)
+					got = append(got, l.LeadID+"/"+l.PermitNumber)
 				}
 				if page.Next == nil {
 					break

@@ -111,14 +111,19 @@ func (s *side) delGeoSignal(id string, version int64) bool {
 
 // putLead stores a lead (the side's writer); true when it took.
 func (s *side) putLead(l readmodel.Lead) bool {
-	_, hadPrev, ok := s.leads.put(l.LeadID, l.Version, l)
+	prev, hadPrev, ok := s.leads.put(l.LeadID, l.Version, nil)
 	if !ok {
 		return false
 	}
+	row := s.leads.rows[l.LeadID]
 	if hadPrev {
+		if s.signals.leads.replace(l) {
+			row.doc = prev // the same record, with the new document
+			return true
+		}
 		s.signals.leads.remove(l.LeadID)
 	}
-	s.signals.leads.add(l)
+	row.doc = s.signals.leads.add(l)
 	return true
 }
 
@@ -211,7 +216,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 			m.push(st)
 		}
 	}
-	var hits []*readmodel.GeoSignal
+	hits := make([]*readmodel.GeoSignal, 0, q.Limit+1)
 	for len(m.heap) > 0 && len(hits) <= q.Limit {
 		st := m.heap[0]
 		hits = append(hits, st.cur)
@@ -229,9 +234,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		last := hits[len(hits)-1]
 		page.Next = &readmodel.GeoSignalKey{Score: last.Score, SignalKey: last.SignalKey, GeoID: last.GeoID}
 	}
-	for _, g := range hits {
-		page.Signals = append(page.Signals, g.Clone())
-	}
+	page.Signals = cloneGeoSignals(hits)
 	return page, nil
 }
 
@@ -338,9 +341,7 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 		last := recs[len(recs)-1]
 		page.Next = &readmodel.LeadKey{EventDate: formatDay(last.date), HasConfidence: last.hasConf, Confidence: last.conf, LeadID: last.lead.LeadID}
 	}
-	for _, r := range recs {
-		page.Leads = append(page.Leads, r.lead.Clone())
-	}
+	page.Leads = cloneLeadRecs(recs)
 	return page, nil
 }
 

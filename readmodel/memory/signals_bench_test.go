@@ -28,6 +28,8 @@ import (
 // benchmark times single reads and reports p50 and p99 in microseconds.
 // The store's stats cache is off: stats are timed uncached.
 // PERMITD_BENCH_PERMITS sets a smaller (or larger) load while iterating.
+// PERMITD_BENCH_MOVE_LEADS=1: BenchmarkReadsDuringWrites' rewrites move
+// every lead (see moveLeads).
 
 const defaultBenchPermits = 1_000_000
 
@@ -452,6 +454,11 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 	b.ReportMetric(float64(batches.Load()), "batches")
 }
 
+// moveLeads (PERMITD_BENCH_MOVE_LEADS=1) has every rewrite give each lead
+// a new confidence, so it moves in its trees and roll-ups (the full
+// re-index) instead of being rewritten in place.
+var moveLeads = os.Getenv("PERMITD_BENCH_MOVE_LEADS") == "1"
+
 // withVersion is w with every document at version v.
 func withVersion(w readmodel.Batch, v int64) readmodel.Batch {
 	out := readmodel.Batch{
@@ -461,6 +468,10 @@ func withVersion(w readmodel.Batch, v int64) readmodel.Batch {
 	}
 	for i := range out.Leads {
 		out.Leads[i].Version = v
+		if moveLeads {
+			c := float64((v+int64(i))%64) / 64
+			out.Leads[i].Confidence = &c
+		}
 	}
 	for i := range out.GeoSignals {
 		out.GeoSignals[i].Version = v

@@ -100,7 +100,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 			tomb(readmodel.KindLead, id, r.version)
 			continue
 		}
-		b.Leads = append(b.Leads, r.doc.Clone())
+		b.Leads = append(b.Leads, r.doc.lead.Clone())
 		err = add()
 	}
 	for id, r := range d.catalog.rows {

@@ -16,7 +16,7 @@ type side struct {
 	permits    *table[*cpermit]
 	props      *propertyTable // properties with their permits and address indexes
 	geoSignals *table[readmodel.GeoSignal]
-	leads      *table[readmodel.Lead]
+	leads      *table[*leadRec] // the documents live in their records (leads.go)
 	catalog    *table[readmodel.CatalogEntry]
 
 	signals signalIndexes // signals.go
@@ -37,7 +37,7 @@ func newSide(r Resolver) *side {
 		pi:         newPermitIndexes(),
 		signals:    newSignalIndexes(),
 		geoSignals: newTable[readmodel.GeoSignal](),
-		leads:      newTable[readmodel.Lead](),
+		leads:      newTable[*leadRec](),
 		catalog:    newTable[readmodel.CatalogEntry](),
 		resolver:   r,
 		names:      newDisplayNames(),
@@ -136,7 +136,7 @@ func (s *side) Location(ctx context.Context, geoID string) (readmodel.Location, 
 	if !ok {
 		return readmodel.Location{}, readmodel.ErrNotFound
 	}
-	l = l.Clone()
+	l = cloneLocation(l)
 	l.PermitCount, l.LatestPermitDate = 0, "" // the index's, never the document's
 	if set, _ := s.geoPermits(geoID); set != nil {
 		l.PermitCount, l.LatestPermitDate = int64(set.size()), latest(set)
