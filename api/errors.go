@@ -42,20 +42,6 @@ type notFound struct{ what string }
 func (e notFound) Error() string { return e.what + " not found" }
 func (e notFound) Unwrap() error { return readmodel.ErrNotFound }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code      string  `json:"code"`
-	Message   string  `json:"message"`
-	RequestID *string `json:"request_id"`
-}
-
-type gatewayBody struct {
-	Message string `json:"message"`
-}
-
 // writeError is the one error mapper: validation -> 422, not found -> 404,
 // backend unavailable -> 500 BACKEND_UNAVAILABLE, anything else -> a
 // generic 500 whose detail is only logged.
@@ -81,9 +67,15 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	if status == http.StatusInternalServerError {
 		log.Error("request failed", "request_id", rid, "path", c.FullPath(), "err", err)
 	}
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: msg, RequestID: &rid}})
+	buf := getBuf()
+	*buf = appendErrorBody(*buf, code, msg, rid)
+	writeBody(c, status, *buf)
+	putBuf(buf)
 }
 
 func writeGateway(c *gin.Context, status int, msg string) {
-	c.AbortWithStatusJSON(status, gatewayBody{Message: msg})
+	buf := getBuf()
+	*buf = appendGatewayBody(*buf, msg)
+	writeBody(c, status, *buf)
+	putBuf(buf)
 }

@@ -2,35 +2,12 @@ package api
 
 import (
 	"math"
-	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/readmodel"
 )
-
-type candidateJSON struct {
-	GeoID        string   `json:"geo_id"`
-	GeoType      string   `json:"geo_type"`
-	DisplayName  string   `json:"display_name"`
-	Score        float64  `json:"score"`
-	Confidence   float64  `json:"confidence"`
-	MatchMethod  string   `json:"match_method"`
-	Decision     string   `json:"decision"`
-	Reasons      []string `json:"reasons"`
-	State        *string  `json:"state"`
-	County       *string  `json:"county"`
-	City         *string  `json:"city"`
-	Zipcode      *string  `json:"zipcode"`
-	Jurisdiction *string  `json:"jurisdiction"`
-}
-
-type resolveResponse struct {
-	Query      string          `json:"query"`
-	Count      int             `json:"count"`
-	Candidates []candidateJSON `json:"candidates"`
-}
 
 var geoTypeNames = func() []string {
 	var out []string
@@ -42,7 +19,7 @@ var geoTypeNames = func() []string {
 
 // resolve: GET /v1/locations/resolve.
 func (s *server) resolve(c *gin.Context) error {
-	q := newQuery(c.Request.URL)
+	q := queryOf(c)
 	text, err := q.text(true, 200, "query", "q", "text", "address")
 	if err != nil {
 		return err
@@ -65,47 +42,10 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	out := resolveResponse{Query: text, Count: len(cands), Candidates: make([]candidateJSON, 0, len(cands))}
-	for _, cd := range cands {
-		l := cd.Location
-		reasons := cd.Reasons
-		if reasons == nil {
-			reasons = []string{}
-		}
-		out.Candidates = append(out.Candidates, candidateJSON{
-			GeoID:        l.GeoID,
-			GeoType:      string(l.GeoType),
-			DisplayName:  l.DisplayName,
-			Score:        round4(cd.Score),
-			Confidence:   round4(cd.Confidence),
-			MatchMethod:  cd.MatchMethod,
-			Decision:     cd.Decision,
-			Reasons:      reasons,
-			State:        nullable(l.State),
-			County:       nullable(l.County),
-			City:         nullable(l.City),
-			Zipcode:      nullable(l.Zipcode),
-			Jurisdiction: nullable(l.Jurisdiction),
-		})
-	}
-	c.JSON(http.StatusOK, out)
+	buf := getBuf()
+	*buf = appendResolve(*buf, text, cands)
+	s.send(c, buf)
 	return nil
-}
-
-type locationJSON struct {
-	GeoID            string  `json:"geo_id"`
-	GeoType          string  `json:"geo_type"`
-	DisplayName      string  `json:"display_name"`
-	FullAddress      *string `json:"full_address"`
-	State            *string `json:"state"`
-	County           *string `json:"county"`
-	City             *string `json:"city"`
-	Zipcode          *string `json:"zipcode"`
-	Jurisdiction     *string `json:"jurisdiction"`
-	Lat              float64 `json:"lat"`
-	Lon              float64 `json:"lon"`
-	PermitCount      int64   `json:"permit_count"`
-	LatestPermitDate *string `json:"latest_permit_date"`
 }
 
 // location: GET /v1/locations/{geo_id}.
@@ -118,21 +58,9 @@ func (s *server) location(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "location "+id)
 	}
-	c.JSON(http.StatusOK, locationJSON{
-		GeoID:            l.GeoID,
-		GeoType:          string(l.GeoType),
-		DisplayName:      l.DisplayName,
-		FullAddress:      nullable(l.FullAddress),
-		State:            nullable(l.State),
-		County:           nullable(l.County),
-		City:             nullable(l.City),
-		Zipcode:          nullable(l.Zipcode),
-		Jurisdiction:     nullable(l.Jurisdiction),
-		Lat:              l.Lat,
-		Lon:              l.Lon,
-		PermitCount:      l.PermitCount,
-		LatestPermitDate: nullable(l.LatestPermitDate),
-	})
+	buf := getBuf()
+	*buf = appendLocation(*buf, &l)
+	s.send(c, buf)
 	return nil
 }
 
@@ -156,13 +84,6 @@ func asNotFound(err error, what string) error {
 		return notFound{what: what}
 	}
 	return err
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }

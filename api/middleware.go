@@ -38,7 +38,9 @@ func withRequestID() gin.HandlerFunc {
 			id = hex.EncodeToString(b[:])
 		}
 		c.Set(ctxRequestID, id)
-		c.Header(headerRequestID, id)
+		h := c.Writer.Header()
+		h.Set(headerRequestID, id)
+		h["Cache-Control"] = hdrNoStore // send and the static routes override it
 		c.Next()
 	}
 }
@@ -90,6 +92,7 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 // withAuth requires a valid X-API-Key; 403 {"message"} otherwise.
 func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		c.Writer.Header().Add("Vary", hdrVaryKey)
 		key := c.GetHeader(headerAPIKey)
 		if key == "" {
 			writeGateway(c, http.StatusForbidden, "missing API key: send it in the X-API-Key header")
@@ -115,33 +118,68 @@ func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 // the RateLimit-* headers on every response; 429 when denied. A limiter
 // error admits the request (the limiter owns its fallback policy; this is
 // the last line) and is logged.
-func withQuota(lim quota.Limiter, log *slog.Logger) gin.HandlerFunc {
+//
+// A conditional request (If-None-Match) answered 304 is charged the
+// per-second rate but not the monthly quota. With a Versioned reader the
+// ETag is known before the read, so a match is answered here, before the
+// read and the handler. Otherwise the rate is charged here and the monthly
+// quota by send, once it knows the answer is a 200.
+func (s *server) withQuota() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, _ := c.Get(ctxPrincipal)
 		principal, _ := p.(apikey.Principal)
-		d, err := lim.Allow(c.Request.Context(), principal)
-		if err != nil {
-			log.Error("quota check failed; admitting", "request_id", requestID(c), "key_id", principal.KeyID, "err", err)
+		inm := c.Request.Header.Get("If-None-Match")
+		tag, versioned := s.versionETag(c)
+		if versioned {
+			c.Set(ctxETag, tag)
+		}
+		switch {
+		case inm == "":
+		case versioned:
+			if sent, ok := matchETag(inm, tag, false); ok {
+				if s.admit(c, rateOnly(principal)) {
+					s.notModified(c, sent)
+				}
+				return
+			}
+		default:
+			if !s.admit(c, rateOnly(principal)) {
+				return
+			}
+			c.Set(ctxDeferred, principal)
 			c.Next()
 			return
 		}
-		if d.Limit > 0 {
-			h := c.Writer.Header()
-			h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-			h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
-			h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
+		if s.admit(c, principal) {
+			c.Next()
 		}
-		if !d.Allowed {
-			c.Header("Retry-After", strconv.Itoa(max(ceilSeconds(d.RetryAfter), 1)))
-			msg := "rate limit exceeded: slow down and retry after the Retry-After delay"
-			if d.Reason == "monthly_quota" {
-				msg = "monthly quota exhausted: the quota resets at the start of the next month (UTC)"
-			}
-			writeGateway(c, http.StatusTooManyRequests, msg)
-			return
-		}
-		c.Next()
 	}
+}
+
+// admit asks the limiter about p, sets the RateLimit-* headers, and
+// answers 429 when denied; true when the request may go on.
+func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
+	d, err := s.Limiter.Allow(c.Request.Context(), p)
+	if err != nil {
+		s.log.Error("quota check failed; admitting", "request_id", requestID(c), "key_id", p.KeyID, "err", err)
+		return true
+	}
+	if d.Limit > 0 {
+		h := c.Writer.Header()
+		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+		h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
+		h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
+	}
+	if !d.Allowed {
+		c.Header("Retry-After", strconv.Itoa(max(ceilSeconds(d.RetryAfter), 1)))
+		msg := "rate limit exceeded: slow down and retry after the Retry-After delay"
+		if d.Reason == quota.ReasonMonthlyQuota {
+			msg = "monthly quota exhausted: the quota resets at the start of the next month (UTC)"
+		}
+		writeGateway(c, http.StatusTooManyRequests, msg)
+		return false
+	}
+	return true
 }
 
 func ceilSeconds(d time.Duration) int {

@@ -1,47 +1,11 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/api/cursor"
 	"github.com/permitd/permitd/readmodel"
 )
-
-type permitLocationJSON struct {
-	FullAddress  *string `json:"full_address"`
-	City         *string `json:"city"`
-	State        *string `json:"state"`
-	Zipcode      *string `json:"zipcode"`
-	County       *string `json:"county"`
-	Jurisdiction *string `json:"jurisdiction"`
-}
-
-type geoMatchJSON struct {
-	GeoID      string  `json:"geo_id"`
-	GeoType    string  `json:"geo_type"`
-	Confidence float64 `json:"confidence"`
-}
-
-type permitJSON struct {
-	PermitID       string             `json:"permit_id"`
-	PermitType     *string            `json:"permit_type"`
-	Status         *string            `json:"status"`
-	IssueDate      *string            `json:"issue_date"`
-	CompletionDate *string            `json:"completion_date"`
-	RawDescription *string            `json:"raw_description"`
-	Source         string             `json:"source"`
-	Location       permitLocationJSON `json:"location"`
-	GeoMatch       geoMatchJSON       `json:"geo_match"`
-}
-
-type permitsResponse struct {
-	GeoID      string       `json:"geo_id"`
-	Count      int          `json:"count"`
-	Permits    []permitJSON `json:"permits"`
-	NextCursor *string      `json:"next_cursor"`
-}
 
 // permitCursorKey is the search_after position of permit pages inside a
 // cursor: issue date ("" for undated) and permit id.
@@ -79,7 +43,7 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 // permits, geo_match the property link). The cursor is bound to geo_id,
 // order, from_date and to_date; limit may change between pages.
 func (s *server) searchPermits(c *gin.Context) error {
-	q := newQuery(c.Request.URL)
+	q := queryOf(c)
 	geoID, err := q.id("geo_id")
 	if err != nil {
 		return err
@@ -115,32 +79,13 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
 	}
-	out := permitsResponse{GeoID: geoID, Count: len(page.Permits), Permits: make([]permitJSON, 0, len(page.Permits))}
-	for _, h := range page.Permits {
-		p := h.Permit
-		out.Permits = append(out.Permits, permitJSON{
-			PermitID:       p.PermitID,
-			PermitType:     nullable(p.PermitType),
-			Status:         nullable(p.Status),
-			IssueDate:      nullable(p.IssueDate),
-			CompletionDate: nullable(p.CompletionDate),
-			RawDescription: nullable(p.RawDescription),
-			Source:         p.Source,
-			Location: permitLocationJSON{
-				FullAddress:  nullable(p.Address.FullAddress),
-				City:         nullable(p.Address.City),
-				State:        nullable(p.Address.State),
-				Zipcode:      nullable(p.Address.Zipcode),
-				County:       nullable(p.Address.County),
-				Jurisdiction: nullable(p.Address.Jurisdiction),
-			},
-			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
-		})
-	}
-	if out.NextCursor, err = s.nextPermitCursor(endpoint, binding, page.Next); err != nil {
+	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, out)
+	buf := getBuf()
+	*buf = appendPermits(*buf, geoID, page.Permits, next)
+	s.send(c, buf)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"regexp"
 	"strings"
 
@@ -11,32 +10,13 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-type matchMetadataJSON struct {
-	MatchType              string   `json:"match_type"`
-	InputAddress           string   `json:"input_address"`
-	NormalizedInputAddress string   `json:"normalized_input_address"`
-	MatchedFields          []string `json:"matched_fields"`
-}
-
-type propertyMatchJSON struct {
-	PropertyID       string            `json:"property_id"`
-	CanonicalAddress string            `json:"canonical_address"`
-	MatchConfidence  float64           `json:"match_confidence"`
-	MatchMetadata    matchMetadataJSON `json:"match_metadata"`
-	Lat              *float64          `json:"lat"`
-	Lon              *float64          `json:"lon"`
-	State            *string           `json:"state"`
-	City             *string           `json:"city"`
-	ParcelID         *string           `json:"parcel_id"`
-}
-
 var zipParamRe = regexp.MustCompile(`^[0-9]{5}(-[0-9]{4})?$`)
 
 // searchProperty: GET /v1/search/property. The best match only; 404 when
 // nothing plausible matches (see readmodel.Reader.SearchProperties for
 // how matches are made and scored).
 func (s *server) searchProperty(c *gin.Context) error {
-	q := newQuery(c.Request.URL)
+	q := queryOf(c)
 	addr, err := q.text(true, 300, "address")
 	if err != nil {
 		return err
@@ -65,49 +45,10 @@ func (s *server) searchProperty(c *gin.Context) error {
 	if len(matches) == 0 {
 		return notFound{what: "property matching the address"}
 	}
-	m := matches[0]
-	p := m.Property
-	fields := m.MatchedFields
-	if fields == nil {
-		fields = []string{}
-	}
-	c.JSON(http.StatusOK, propertyMatchJSON{
-		PropertyID:       p.PropertyID,
-		CanonicalAddress: p.CanonicalAddress,
-		MatchConfidence:  round4(clamp01(m.MatchConfidence)),
-		MatchMetadata: matchMetadataJSON{
-			MatchType:              m.MatchType,
-			InputAddress:           addr,
-			NormalizedInputAddress: m.NormalizedInput,
-			MatchedFields:          fields,
-		},
-		Lat:      p.Lat,
-		Lon:      p.Lon,
-		State:    nullable(p.State),
-		City:     nullable(p.City),
-		ParcelID: nullable(p.ParcelID),
-	})
+	buf := getBuf()
+	*buf = appendProperty(*buf, addr, &matches[0])
+	s.send(c, buf)
 	return nil
-}
-
-type propertyPermitJSON struct {
-	PermitID       string   `json:"permit_id"`
-	PermitType     *string  `json:"permit_type"`
-	WorkType       *string  `json:"work_type"`
-	Status         *string  `json:"status"`
-	IssueDate      *string  `json:"issue_date"`
-	CompletionDate *string  `json:"completion_date"`
-	Contractor     *string  `json:"contractor"`
-	Valuation      *float64 `json:"valuation"`
-	RawDescription *string  `json:"raw_description"`
-	Source         string   `json:"source"`
-}
-
-type propertyPermitsResponse struct {
-	PropertyID string               `json:"property_id"`
-	Count      int                  `json:"count"`
-	Permits    []propertyPermitJSON `json:"permits"`
-	NextCursor *string              `json:"next_cursor"`
 }
 
 // propertyPermits: GET /v1/property/{property_id}/permits. Issue date
@@ -118,7 +59,7 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	if !readmodel.IsPropertyID(id) {
 		return invalid("property_id", "must match ^prop_[0-9a-f]{32}$; got %q", clip(id))
 	}
-	q := newQuery(c.Request.URL)
+	q := queryOf(c)
 	limit, err := q.intIn("limit", 25, 1, 100)
 	if err != nil {
 		return err
@@ -133,24 +74,12 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "property "+id)
 	}
-	out := propertyPermitsResponse{PropertyID: id, Count: len(page.Permits), Permits: make([]propertyPermitJSON, 0, len(page.Permits))}
-	for _, p := range page.Permits {
-		out.Permits = append(out.Permits, propertyPermitJSON{
-			PermitID:       p.PermitID,
-			PermitType:     nullable(p.PermitType),
-			WorkType:       nullable(p.WorkType),
-			Status:         nullable(p.Status),
-			IssueDate:      nullable(p.IssueDate),
-			CompletionDate: nullable(p.CompletionDate),
-			Contractor:     nullable(p.Contractor),
-			Valuation:      p.Valuation,
-			RawDescription: nullable(p.RawDescription),
-			Source:         p.Source,
-		})
-	}
-	if out.NextCursor, err = s.nextPermitCursor(endpoint, binding, page.Next); err != nil {
+	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, out)
+	buf := getBuf()
+	*buf = appendPropertyPermits(*buf, id, page.Permits, next)
+	s.send(c, buf)
 	return nil
 }

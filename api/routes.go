@@ -13,13 +13,14 @@ func (s *server) routes(r *gin.Engine) {
 	r.GET("/v1/health/live", s.live)
 	r.GET("/v1/health/ready", s.ready)
 	r.GET("/v1/openapi.json", func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
 	if s.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(s.Metrics))
 	}
 
-	v1 := r.Group("/v1", withAuth(s.Auth, s.log), withQuota(s.Limiter, s.log))
+	v1 := r.Group("/v1", withAuth(s.Auth, s.log), s.withQuota())
 	v1.GET("/locations/resolve", s.handler(s.resolve))
 	v1.GET("/locations/:geo_id", s.handler(s.location))
 	v1.GET("/permits/search", s.handler(s.searchPermits))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/klauspost/compress/gzhttp"
 
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/cursor"
@@ -23,6 +24,10 @@ type Deps struct {
 	Auth    apikey.Authenticator
 	Limiter quota.Limiter // nil admits everything
 	Logger  *slog.Logger  // nil discards
+	// AccessLog receives one line per request; nil is Logger. cmd/ gives
+	// it a buffered writer (see BufferedWriter) so that a request costs
+	// no write syscall.
+	AccessLog *slog.Logger
 
 	// Now is the service clock ("today" for freshness); nil is time.Now.
 	Now func() time.Time
@@ -55,8 +60,10 @@ type Check struct {
 // server holds the wired dependencies for the handlers.
 type server struct {
 	Deps
-	log     *slog.Logger
-	cursors *cursor.Codec
+	log       *slog.Logger
+	access    *slog.Logger
+	cursors   *cursor.Codec
+	versioned readmodel.Versioned // nil: ETags hash the body
 }
 
 // NewServer validates deps and returns the HTTP handler.
@@ -79,16 +86,28 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.ClockSource == "" {
 		d.ClockSource = "system"
 	}
-	s := &server{Deps: d, log: d.Logger, cursors: cursor.New(d.CursorSecret)}
+	if d.AccessLog == nil {
+		d.AccessLog = d.Logger
+	}
+	s := &server{Deps: d, log: d.Logger, access: d.AccessLog, cursors: cursor.New(d.CursorSecret)}
+	s.versioned, _ = d.Reader.(readmodel.Versioned)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = false
 	r.ContextWithFallback = true
-	r.Use(withRequestID(), withAccessLog(s.log), withRecovery(s.log))
+	r.Use(withRequestID(), withAccessLog(s.access), withRecovery(s.log))
 	r.NoRoute(func(c *gin.Context) { writeError(c, s.log, notFound{what: "route " + c.Request.URL.Path}) })
 	s.routes(r)
-	return r, nil
+	gz, err := gzhttp.NewWrapper(gzhttp.MinSize(gzipMinSize), gzhttp.EnableZstd(false), gzhttp.SuffixETag(gzipSuffix))
+	if err != nil {
+		return nil, err
+	}
+	return gz(r), nil
 }
+
+// gzipMinSize: bodies from this size on are gzipped for clients that
+// accept it (gzhttp buffers smaller ones and sends them as they are).
+const gzipMinSize = 1024
 
 // handler adapts an error-returning handler to Gin through the one error
 // mapper.

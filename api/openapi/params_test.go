@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -112,6 +113,10 @@ func TestParameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range wantParams {
+		if !strings.HasPrefix(path, "/v1/health/") && path != "/v1/openapi.json" {
+			// every business GET is conditional (ETag, 304)
+			want = merge(want, map[string]param{"If-None-Match": {in: "header", typ: "string"}})
+		}
 		t.Run(path, func(t *testing.T) {
 			item := doc.Paths.Value(path)
 			if item == nil || item.Get == nil {

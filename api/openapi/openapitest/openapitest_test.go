@@ -27,6 +27,8 @@ func okHeader() http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-Request-ID", "req-1")
+	h.Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+	h.Set("Cache-Control", "private, no-cache")
 	return h
 }
 

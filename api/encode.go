@@ -1,0 +1,586 @@
+package api
+
+import (
+	"strings"
+	"time"
+
+	jx "github.com/permitd/permitd/api/jsonenc"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// The v1 response encoders. Each appends one response body exactly as
+// encoding/json would write the reference structs kept in
+// reference_test.go (TestEncodersAgree compares them), without reflection
+// and without an allocation per item.
+
+func appendResolve(b []byte, text string, cands []readmodel.Candidate) []byte {
+	b = append(b, `{"query":`...)
+	b = jx.String(b, text)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(cands)))
+	b = append(b, `,"candidates":[`...)
+	for i := range cands {
+		cd := &cands[i]
+		l := &cd.Location
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"geo_id":`...)
+		b = jx.String(b, l.GeoID)
+		b = append(b, `,"geo_type":`...)
+		b = jx.String(b, string(l.GeoType))
+		b = append(b, `,"display_name":`...)
+		b = jx.String(b, l.DisplayName)
+		b = append(b, `,"score":`...)
+		b = jx.Float(b, round4(cd.Score))
+		b = append(b, `,"confidence":`...)
+		b = jx.Float(b, round4(cd.Confidence))
+		b = append(b, `,"match_method":`...)
+		b = jx.String(b, cd.MatchMethod)
+		b = append(b, `,"decision":`...)
+		b = jx.String(b, cd.Decision)
+		b = append(b, `,"reasons":`...)
+		b = jx.Strings(b, cd.Reasons)
+		b = append(b, `,"state":`...)
+		b = jx.NullString(b, l.State)
+		b = append(b, `,"county":`...)
+		b = jx.NullString(b, l.County)
+		b = append(b, `,"city":`...)
+		b = jx.NullString(b, l.City)
+		b = append(b, `,"zipcode":`...)
+		b = jx.NullString(b, l.Zipcode)
+		b = append(b, `,"jurisdiction":`...)
+		b = jx.NullString(b, l.Jurisdiction)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+func appendLocation(b []byte, l *readmodel.Location) []byte {
+	b = append(b, `{"geo_id":`...)
+	b = jx.String(b, l.GeoID)
+	b = append(b, `,"geo_type":`...)
+	b = jx.String(b, string(l.GeoType))
+	b = append(b, `,"display_name":`...)
+	b = jx.String(b, l.DisplayName)
+	b = append(b, `,"full_address":`...)
+	b = jx.NullString(b, l.FullAddress)
+	b = append(b, `,"state":`...)
+	b = jx.NullString(b, l.State)
+	b = append(b, `,"county":`...)
+	b = jx.NullString(b, l.County)
+	b = append(b, `,"city":`...)
+	b = jx.NullString(b, l.City)
+	b = append(b, `,"zipcode":`...)
+	b = jx.NullString(b, l.Zipcode)
+	b = append(b, `,"jurisdiction":`...)
+	b = jx.NullString(b, l.Jurisdiction)
+	b = append(b, `,"lat":`...)
+	b = jx.Float(b, l.Lat)
+	b = append(b, `,"lon":`...)
+	b = jx.Float(b, l.Lon)
+	b = append(b, `,"permit_count":`...)
+	b = jx.Int(b, l.PermitCount)
+	b = append(b, `,"latest_permit_date":`...)
+	b = jx.NullString(b, l.LatestPermitDate)
+	return append(b, '}')
+}
+
+// appendCursor appends the next_cursor member's value.
+func appendCursor(b []byte, next *string) []byte {
+	if next == nil {
+		return append(b, "null"...)
+	}
+	return jx.String(b, *next)
+}
+
+func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *string) []byte {
+	b = append(b, `{"geo_id":`...)
+	b = jx.String(b, geoID)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(hits)))
+	b = append(b, `,"permits":[`...)
+	for i := range hits {
+		p, m := &hits[i].Permit, &hits[i].Match
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"permit_id":`...)
+		b = jx.String(b, p.PermitID)
+		b = append(b, `,"permit_type":`...)
+		b = jx.NullString(b, p.PermitType)
+		b = append(b, `,"status":`...)
+		b = jx.NullString(b, p.Status)
+		b = append(b, `,"issue_date":`...)
+		b = jx.NullString(b, p.IssueDate)
+		b = append(b, `,"completion_date":`...)
+		b = jx.NullString(b, p.CompletionDate)
+		b = append(b, `,"raw_description":`...)
+		b = jx.NullString(b, p.RawDescription)
+		b = append(b, `,"source":`...)
+		b = jx.String(b, p.Source)
+		b = append(b, `,"location":{"full_address":`...)
+		b = jx.NullString(b, p.Address.FullAddress)
+		b = append(b, `,"city":`...)
+		b = jx.NullString(b, p.Address.City)
+		b = append(b, `,"state":`...)
+		b = jx.NullString(b, p.Address.State)
+		b = append(b, `,"zipcode":`...)
+		b = jx.NullString(b, p.Address.Zipcode)
+		b = append(b, `,"county":`...)
+		b = jx.NullString(b, p.Address.County)
+		b = append(b, `,"jurisdiction":`...)
+		b = jx.NullString(b, p.Address.Jurisdiction)
+		b = append(b, `},"geo_match":{"geo_id":`...)
+		b = jx.String(b, m.GeoID)
+		b = append(b, `,"geo_type":`...)
+		b = jx.String(b, string(m.GeoType))
+		b = append(b, `,"confidence":`...)
+		b = jx.Float(b, round4(clamp01(m.Confidence)))
+		b = append(b, "}}"...)
+	}
+	b = append(b, `],"next_cursor":`...)
+	b = appendCursor(b, next)
+	return append(b, '}')
+}
+
+func appendProperty(b []byte, addr string, m *readmodel.PropertyMatch) []byte {
+	p := &m.Property
+	b = append(b, `{"property_id":`...)
+	b = jx.String(b, p.PropertyID)
+	b = append(b, `,"canonical_address":`...)
+	b = jx.String(b, p.CanonicalAddress)
+	b = append(b, `,"match_confidence":`...)
+	b = jx.Float(b, round4(clamp01(m.MatchConfidence)))
+	b = append(b, `,"match_metadata":{"match_type":`...)
+	b = jx.String(b, m.MatchType)
+	b = append(b, `,"input_address":`...)
+	b = jx.String(b, addr)
+	b = append(b, `,"normalized_input_address":`...)
+	b = jx.String(b, m.NormalizedInput)
+	b = append(b, `,"matched_fields":`...)
+	b = jx.Strings(b, m.MatchedFields)
+	b = append(b, `},"lat":`...)
+	b = jx.NullFloat(b, p.Lat)
+	b = append(b, `,"lon":`...)
+	b = jx.NullFloat(b, p.Lon)
+	b = append(b, `,"state":`...)
+	b = jx.NullString(b, p.State)
+	b = append(b, `,"city":`...)
+	b = jx.NullString(b, p.City)
+	b = append(b, `,"parcel_id":`...)
+	b = jx.NullString(b, p.ParcelID)
+	return append(b, '}')
+}
+
+func appendPropertyPermits(b []byte, id string, permits []readmodel.Permit, next *string) []byte {
+	b = append(b, `{"property_id":`...)
+	b = jx.String(b, id)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(permits)))
+	b = append(b, `,"permits":[`...)
+	for i := range permits {
+		p := &permits[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"permit_id":`...)
+		b = jx.String(b, p.PermitID)
+		b = append(b, `,"permit_type":`...)
+		b = jx.NullString(b, p.PermitType)
+		b = append(b, `,"work_type":`...)
+		b = jx.NullString(b, p.WorkType)
+		b = append(b, `,"status":`...)
+		b = jx.NullString(b, p.Status)
+		b = append(b, `,"issue_date":`...)
+		b = jx.NullString(b, p.IssueDate)
+		b = append(b, `,"completion_date":`...)
+		b = jx.NullString(b, p.CompletionDate)
+		b = append(b, `,"contractor":`...)
+		b = jx.NullString(b, p.Contractor)
+		b = append(b, `,"valuation":`...)
+		b = jx.NullFloat(b, p.Valuation)
+		b = append(b, `,"raw_description":`...)
+		b = jx.NullString(b, p.RawDescription)
+		b = append(b, `,"source":`...)
+		b = jx.String(b, p.Source)
+		b = append(b, '}')
+	}
+	b = append(b, `],"next_cursor":`...)
+	b = appendCursor(b, next)
+	return append(b, '}')
+}
+
+func appendCatalog(b []byte, state string, entries []readmodel.CatalogEntry) []byte {
+	b = append(b, `{"state":`...)
+	b = jx.String(b, state)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(entries)))
+	b = append(b, `,"signals":[`...)
+	for i := range entries {
+		e := &entries[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"signal_key":`...)
+		b = jx.String(b, e.SignalKey)
+		b = append(b, `,"active_signal_version":`...)
+		b = jx.String(b, e.ActiveSignalVersion)
+		b = append(b, `,"active_weights_profile_id":`...)
+		b = jx.String(b, e.ActiveWeightsProfileID)
+		b = append(b, `,"status":`...)
+		b = jx.String(b, e.Status)
+		b = append(b, `,"spec":`...)
+		b = jx.Raw(b, e.Spec, "{}")
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendGeoSignalFields appends a geo signal row's members without the
+// closing brace.
+func appendGeoSignalFields(b []byte, g *readmodel.GeoSignal) []byte {
+	b = append(b, `{"signal_key":`...)
+	b = jx.String(b, g.SignalKey)
+	b = append(b, `,"value":`...)
+	b = jx.Raw(b, g.Value, "{}")
+	b = append(b, `,"score":`...)
+	b = jx.Float(b, g.Score)
+	b = append(b, `,"confidence":`...)
+	b = jx.Float(b, g.Confidence)
+	b = append(b, `,"decision":`...)
+	b = jx.String(b, g.Decision)
+	b = append(b, `,"reasons":`...)
+	b = jx.Strings(b, g.Reasons)
+	b = append(b, `,"computed_at":"`...)
+	b = g.ComputedAt.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, '"')
+}
+
+func appendGeoLocationSignals(b []byte, id string, ls *readmodel.LocationSignals, keys []string) []byte {
+	b = append(b, `{"geo_id":`...)
+	b = jx.String(b, id)
+	b = append(b, `,"geo_type":`...)
+	b = jx.String(b, string(ls.GeoType))
+	b = append(b, `,"state":`...)
+	b = jx.NullString(b, strings.ToUpper(ls.State))
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(ls.Signals)))
+	b = append(b, `,"signals":[`...)
+	for i := range ls.Signals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendGeoSignalFields(b, &ls.Signals[i])
+		b = append(b, '}')
+	}
+	b = append(b, `],"missing_signal_keys":[`...)
+	n := 0
+	for _, k := range keys {
+		found := false
+		for j := range ls.Signals {
+			if ls.Signals[j].SignalKey == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = jx.String(b, k)
+			n++
+		}
+	}
+	return append(b, "]}"...)
+}
+
+func appendGeoSearch(b []byte, state string, rows []readmodel.GeoSignal, next *string) []byte {
+	b = append(b, `{"state":`...)
+	b = jx.String(b, state)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(rows)))
+	b = append(b, `,"signals":[`...)
+	for i := range rows {
+		g := &rows[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendGeoSignalFields(b, g)
+		b = append(b, `,"geo_id":`...)
+		b = jx.String(b, g.GeoID)
+		b = append(b, `,"geo_type":`...)
+		b = jx.String(b, string(g.GeoType))
+		b = append(b, `,"display_name":`...)
+		b = jx.String(b, g.DisplayName)
+		b = append(b, '}')
+	}
+	b = append(b, `],"next_cursor":`...)
+	b = appendCursor(b, next)
+	return append(b, '}')
+}
+
+// leadsHead is what a leads or stats response echoes of its request.
+type leadsHead struct {
+	geoID    string
+	geoType  readmodel.GeoType
+	keys     []string
+	maxFresh *int
+}
+
+func appendHead(b []byte, h *leadsHead) []byte {
+	b = append(b, `{"geo_id":`...)
+	b = jx.String(b, h.geoID)
+	b = append(b, `,"geo_type":`...)
+	b = jx.String(b, string(h.geoType))
+	b = append(b, `,"scope":"permit","signal_keys":`...)
+	b = jx.Strings(b, h.keys)
+	b = append(b, `,"max_freshness_days":`...)
+	return jx.NullInt(b, h.maxFresh)
+}
+
+func appendLead(b []byte, l *readmodel.Lead, today time.Time) []byte {
+	b = append(b, `{"lead_id":`...)
+	b = jx.String(b, l.LeadID)
+	b = append(b, `,"signal_key":`...)
+	b = jx.String(b, l.SignalKey)
+	b = append(b, `,"event_date_used":`...)
+	b = jx.NullString(b, l.EventDateUsed)
+	b = append(b, `,"signal_basis":`...)
+	b = jx.String(b, l.SignalBasis)
+	b = append(b, `,"confidence":`...)
+	b = jx.NullFloat(b, l.Confidence)
+	b = append(b, `,"reason_codes":`...)
+	b = jx.Strings(b, l.ReasonCodes)
+	b = append(b, `,"freshness_lag_days":`...)
+	if lag, ok := freshnessLagDays(l.EventDateUsed, today); ok {
+		b = jx.Int(b, int64(lag))
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"permit_number":`...)
+	b = jx.NullString(b, l.PermitNumber)
+	b = append(b, `,"jurisdiction":`...)
+	b = jx.NullString(b, l.Jurisdiction)
+	loc := &l.Location
+	b = append(b, `,"location":{"full_address":`...)
+	b = jx.NullString(b, loc.FullAddress)
+	b = append(b, `,"city":`...)
+	b = jx.NullString(b, loc.City)
+	b = append(b, `,"state":`...)
+	b = jx.NullString(b, loc.State)
+	b = append(b, `,"zipcode":`...)
+	b = jx.NullString(b, loc.Zipcode)
+	b = append(b, `,"county":`...)
+	b = jx.NullString(b, loc.County)
+	b = append(b, `,"city_norm":`...)
+	b = jx.NullString(b, loc.CityNorm)
+	b = append(b, `,"zipcode_norm":`...)
+	b = jx.NullString(b, loc.ZipcodeNorm)
+	b = append(b, `,"county_norm":`...)
+	b = jx.NullString(b, loc.CountyNorm)
+	b = append(b, `},"maps_url":`...)
+	b = jx.NullString(b, l.MapsURL)
+	return append(b, '}')
+}
+
+// leadGroup is one group of a grouped leads page.
+type leadGroup struct {
+	key   string
+	count int
+}
+
+// groupKey is the key a lead is grouped under: its city_norm or
+// zipcode_norm, "unknown" for null.
+func groupKey(l *readmodel.Lead, by string) string {
+	k := l.Location.CityNorm
+	if by == "zip" {
+		k = l.Location.ZipcodeNorm
+	}
+	if k == "" {
+		return "unknown"
+	}
+	return k
+}
+
+// appendLeads writes a leads page; with groupBy other than "none" the
+// page is partitioned by city_norm or zipcode_norm, groups ordered by
+// count descending then key ascending, leads in page order within a
+// group.
+func appendLeads(b []byte, h *leadsHead, groupBy string, leads []readmodel.Lead, next *string, today time.Time) []byte {
+	b = appendHead(b, h)
+	b = append(b, `,"count":`...)
+	b = jx.Int(b, int64(len(leads)))
+	b = append(b, `,"next_cursor":`...)
+	b = appendCursor(b, next)
+	b = append(b, `,"group_by":`...)
+	b = jx.String(b, groupBy)
+	if groupBy == "none" {
+		if len(leads) == 0 {
+			// As encoding/json wrote it (omitempty): an empty ungrouped
+			// page has no leads member.
+			return append(b, '}')
+		}
+		b = append(b, `,"leads":[`...)
+		for i := range leads {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLead(b, &leads[i], today)
+		}
+		return append(b, "]}"...)
+	}
+	var arr [16]leadGroup
+	groups := arr[:0]
+	for i := range leads {
+		k := groupKey(&leads[i], groupBy)
+		j := 0
+		for j < len(groups) && groups[j].key != k {
+			j++
+		}
+		if j == len(groups) {
+			groups = append(groups, leadGroup{key: k})
+		}
+		groups[j].count++
+	}
+	// insertion sort: count desc, key asc (keys are distinct)
+	for i := 1; i < len(groups); i++ {
+		for j := i; j > 0 && (groups[j].count > groups[j-1].count ||
+			groups[j].count == groups[j-1].count && groups[j].key < groups[j-1].key); j-- {
+			groups[j], groups[j-1] = groups[j-1], groups[j]
+		}
+	}
+	b = append(b, `,"groups":[`...)
+	for gi := range groups {
+		g := &groups[gi]
+		if gi > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = jx.String(b, g.key)
+		b = append(b, `,"count":`...)
+		b = jx.Int(b, int64(g.count))
+		b = append(b, `,"leads":[`...)
+		n := 0
+		for i := range leads {
+			if groupKey(&leads[i], groupBy) != g.key {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendLead(b, &leads[i], today)
+			n++
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendValueCounts(b []byte, v []readmodel.ValueCount) []byte {
+	b = append(b, '[')
+	for i := range v[:min(len(v), statsTopN)] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"value":`...)
+		b = jx.String(b, v[i].Value)
+		b = append(b, `,"count":`...)
+		b = jx.Int(b, v[i].Count)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendStats(b []byte, h *leadsHead, st *readmodel.PermitStats) []byte {
+	b = appendHead(b, h)
+	b = append(b, `,"total_active_leads":`...)
+	b = jx.Int(b, st.Total)
+	b = append(b, `,"signals_breakdown":[`...)
+	for i, k := range h.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var n int64
+		for _, vc := range st.BySignal {
+			if vc.Value == k {
+				n = vc.Count
+			}
+		}
+		b = append(b, `{"signal_key":`...)
+		b = jx.String(b, k)
+		b = append(b, `,"count":`...)
+		b = jx.Int(b, n)
+		b = append(b, '}')
+	}
+	b = append(b, `],"top_counties":`...)
+	b = appendValueCounts(b, st.TopCounties)
+	b = append(b, `,"top_cities":`...)
+	b = appendValueCounts(b, st.TopCities)
+	b = append(b, `,"top_zips":`...)
+	b = appendValueCounts(b, st.TopZips)
+	b = append(b, `,"confidence_distribution":{"high":`...)
+	b = jx.Int(b, st.ConfidenceHigh)
+	b = append(b, `,"medium":`...)
+	b = jx.Int(b, st.ConfidenceMedium)
+	b = append(b, `,"low":`...)
+	b = jx.Int(b, st.ConfidenceLow)
+	b = append(b, `},"freshness_distribution":{"0_7":`...)
+	b = jx.Int(b, st.Fresh0to7)
+	b = append(b, `,"8_14":`...)
+	b = jx.Int(b, st.Fresh8to14)
+	b = append(b, `,"15_30":`...)
+	b = jx.Int(b, st.Fresh15to30)
+	b = append(b, `,"31_plus":`...)
+	b = jx.Int(b, st.Fresh31Plus)
+	return append(b, "}}"...)
+}
+
+func appendErrorBody(b []byte, code, msg, requestID string) []byte {
+	b = append(b, `{"error":{"code":`...)
+	b = jx.String(b, code)
+	b = append(b, `,"message":`...)
+	b = jx.String(b, msg)
+	b = append(b, `,"request_id":`...)
+	b = jx.String(b, requestID)
+	return append(b, "}}"...)
+}
+
+func appendGatewayBody(b []byte, msg string) []byte {
+	b = append(b, `{"message":`...)
+	b = jx.String(b, msg)
+	return append(b, '}')
+}
+
+// freshnessLagDays is whole days from a YYYY-MM-DD date to today, clamped
+// at 0; false for an empty or malformed date (as time.Parse with
+// time.DateOnly would reject it).
+func freshnessLagDays(date string, today time.Time) (int, bool) {
+	if len(date) != 10 || date[4] != '-' || date[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digits(date[0:4])
+	m, ok2 := digits(date[5:7])
+	d, ok3 := digits(date[8:10])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(time.Month(m), y) {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	return max(int(today.Sub(t).Hours()/24), 0), true
+}
+
+func digits(s string) (int, bool) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func daysIn(m time.Month, year int) int {
+	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}

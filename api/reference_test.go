@@ -1,0 +1,517 @@
+package api
+
+// The reference encoding: the response structs the API encoded with
+// encoding/json (gin's c.JSON) before the hand-written encoders of
+// encode.go. TestEncodersAgree holds the encoders to these bytes.
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+type candidateJSON struct {
+	GeoID        string   `json:"geo_id"`
+	GeoType      string   `json:"geo_type"`
+	DisplayName  string   `json:"display_name"`
+	Score        float64  `json:"score"`
+	Confidence   float64  `json:"confidence"`
+	MatchMethod  string   `json:"match_method"`
+	Decision     string   `json:"decision"`
+	Reasons      []string `json:"reasons"`
+	State        *string  `json:"state"`
+	County       *string  `json:"county"`
+	City         *string  `json:"city"`
+	Zipcode      *string  `json:"zipcode"`
+	Jurisdiction *string  `json:"jurisdiction"`
+}
+
+type resolveResponse struct {
+	Query      string          `json:"query"`
+	Count      int             `json:"count"`
+	Candidates []candidateJSON `json:"candidates"`
+}
+
+func refResolve(text string, cands []readmodel.Candidate) any {
+	out := resolveResponse{Query: text, Count: len(cands), Candidates: make([]candidateJSON, 0, len(cands))}
+	for _, cd := range cands {
+		l := cd.Location
+		reasons := cd.Reasons
+		if reasons == nil {
+			reasons = []string{}
+		}
+		out.Candidates = append(out.Candidates, candidateJSON{
+			GeoID: l.GeoID, GeoType: string(l.GeoType), DisplayName: l.DisplayName,
+			Score: round4(cd.Score), Confidence: round4(cd.Confidence), MatchMethod: cd.MatchMethod,
+			Decision: cd.Decision, Reasons: reasons, State: nullable(l.State), County: nullable(l.County),
+			City: nullable(l.City), Zipcode: nullable(l.Zipcode), Jurisdiction: nullable(l.Jurisdiction),
+		})
+	}
+	return out
+}
+
+type locationJSON struct {
+	GeoID            string  `json:"geo_id"`
+	GeoType          string  `json:"geo_type"`
+	DisplayName      string  `json:"display_name"`
+	FullAddress      *string `json:"full_address"`
+	State            *string `json:"state"`
+	County           *string `json:"county"`
+	City             *string `json:"city"`
+	Zipcode          *string `json:"zipcode"`
+	Jurisdiction     *string `json:"jurisdiction"`
+	Lat              float64 `json:"lat"`
+	Lon              float64 `json:"lon"`
+	PermitCount      int64   `json:"permit_count"`
+	LatestPermitDate *string `json:"latest_permit_date"`
+}
+
+func refLocation(l readmodel.Location) any {
+	return locationJSON{
+		GeoID: l.GeoID, GeoType: string(l.GeoType), DisplayName: l.DisplayName,
+		FullAddress: nullable(l.FullAddress), State: nullable(l.State), County: nullable(l.County),
+		City: nullable(l.City), Zipcode: nullable(l.Zipcode), Jurisdiction: nullable(l.Jurisdiction),
+		Lat: l.Lat, Lon: l.Lon, PermitCount: l.PermitCount, LatestPermitDate: nullable(l.LatestPermitDate),
+	}
+}
+
+type permitLocationJSON struct {
+	FullAddress  *string `json:"full_address"`
+	City         *string `json:"city"`
+	State        *string `json:"state"`
+	Zipcode      *string `json:"zipcode"`
+	County       *string `json:"county"`
+	Jurisdiction *string `json:"jurisdiction"`
+}
+
+type geoMatchJSON struct {
+	GeoID      string  `json:"geo_id"`
+	GeoType    string  `json:"geo_type"`
+	Confidence float64 `json:"confidence"`
+}
+
+type permitJSON struct {
+	PermitID       string             `json:"permit_id"`
+	PermitType     *string            `json:"permit_type"`
+	Status         *string            `json:"status"`
+	IssueDate      *string            `json:"issue_date"`
+	CompletionDate *string            `json:"completion_date"`
+	RawDescription *string            `json:"raw_description"`
+	Source         string             `json:"source"`
+	Location       permitLocationJSON `json:"location"`
+	GeoMatch       geoMatchJSON       `json:"geo_match"`
+}
+
+type permitsResponse struct {
+	GeoID      string       `json:"geo_id"`
+	Count      int          `json:"count"`
+	Permits    []permitJSON `json:"permits"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+func refPermits(geoID string, hits []readmodel.PermitHit, next *string) any {
+	out := permitsResponse{GeoID: geoID, Count: len(hits), Permits: make([]permitJSON, 0, len(hits)), NextCursor: next}
+	for _, h := range hits {
+		p := h.Permit
+		out.Permits = append(out.Permits, permitJSON{
+			PermitID: p.PermitID, PermitType: nullable(p.PermitType), Status: nullable(p.Status),
+			IssueDate: nullable(p.IssueDate), CompletionDate: nullable(p.CompletionDate),
+			RawDescription: nullable(p.RawDescription), Source: p.Source,
+			Location: permitLocationJSON{
+				FullAddress: nullable(p.Address.FullAddress), City: nullable(p.Address.City),
+				State: nullable(p.Address.State), Zipcode: nullable(p.Address.Zipcode),
+				County: nullable(p.Address.County), Jurisdiction: nullable(p.Address.Jurisdiction),
+			},
+			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
+		})
+	}
+	return out
+}
+
+type matchMetadataJSON struct {
+	MatchType              string   `json:"match_type"`
+	InputAddress           string   `json:"input_address"`
+	NormalizedInputAddress string   `json:"normalized_input_address"`
+	MatchedFields          []string `json:"matched_fields"`
+}
+
+type propertyMatchJSON struct {
+	PropertyID       string            `json:"property_id"`
+	CanonicalAddress string            `json:"canonical_address"`
+	MatchConfidence  float64           `json:"match_confidence"`
+	MatchMetadata    matchMetadataJSON `json:"match_metadata"`
+	Lat              *float64          `json:"lat"`
+	Lon              *float64          `json:"lon"`
+	State            *string           `json:"state"`
+	City             *string           `json:"city"`
+	ParcelID         *string           `json:"parcel_id"`
+}
+
+func refProperty(addr string, m readmodel.PropertyMatch) any {
+	p := m.Property
+	fields := m.MatchedFields
+	if fields == nil {
+		fields = []string{}
+	}
+	return propertyMatchJSON{
+		PropertyID: p.PropertyID, CanonicalAddress: p.CanonicalAddress, MatchConfidence: round4(clamp01(m.MatchConfidence)),
+		MatchMetadata: matchMetadataJSON{MatchType: m.MatchType, InputAddress: addr, NormalizedInputAddress: m.NormalizedInput, MatchedFields: fields},
+		Lat:           p.Lat, Lon: p.Lon, State: nullable(p.State), City: nullable(p.City), ParcelID: nullable(p.ParcelID),
+	}
+}
+
+type propertyPermitJSON struct {
+	PermitID       string   `json:"permit_id"`
+	PermitType     *string  `json:"permit_type"`
+	WorkType       *string  `json:"work_type"`
+	Status         *string  `json:"status"`
+	IssueDate      *string  `json:"issue_date"`
+	CompletionDate *string  `json:"completion_date"`
+	Contractor     *string  `json:"contractor"`
+	Valuation      *float64 `json:"valuation"`
+	RawDescription *string  `json:"raw_description"`
+	Source         string   `json:"source"`
+}
+
+type propertyPermitsResponse struct {
+	PropertyID string               `json:"property_id"`
+	Count      int                  `json:"count"`
+	Permits    []propertyPermitJSON `json:"permits"`
+	NextCursor *string              `json:"next_cursor"`
+}
+
+func refPropertyPermits(id string, permits []readmodel.Permit, next *string) any {
+	out := propertyPermitsResponse{PropertyID: id, Count: len(permits), Permits: make([]propertyPermitJSON, 0, len(permits)), NextCursor: next}
+	for _, p := range permits {
+		out.Permits = append(out.Permits, propertyPermitJSON{
+			PermitID: p.PermitID, PermitType: nullable(p.PermitType), WorkType: nullable(p.WorkType),
+			Status: nullable(p.Status), IssueDate: nullable(p.IssueDate), CompletionDate: nullable(p.CompletionDate),
+			Contractor: nullable(p.Contractor), Valuation: p.Valuation, RawDescription: nullable(p.RawDescription), Source: p.Source,
+		})
+	}
+	return out
+}
+
+type catalogEntryJSON struct {
+	SignalKey              string          `json:"signal_key"`
+	ActiveSignalVersion    string          `json:"active_signal_version"`
+	ActiveWeightsProfileID string          `json:"active_weights_profile_id"`
+	Status                 string          `json:"status"`
+	Spec                   json.RawMessage `json:"spec"`
+}
+
+type catalogResponse struct {
+	State   string             `json:"state"`
+	Count   int                `json:"count"`
+	Signals []catalogEntryJSON `json:"signals"`
+}
+
+func refCatalog(state string, entries []readmodel.CatalogEntry) any {
+	out := catalogResponse{State: state, Count: len(entries), Signals: make([]catalogEntryJSON, 0, len(entries))}
+	for _, e := range entries {
+		spec := json.RawMessage(e.Spec)
+		if len(spec) == 0 {
+			spec = json.RawMessage(`{}`)
+		}
+		out.Signals = append(out.Signals, catalogEntryJSON{
+			SignalKey: e.SignalKey, ActiveSignalVersion: e.ActiveSignalVersion,
+			ActiveWeightsProfileID: e.ActiveWeightsProfileID, Status: e.Status, Spec: spec,
+		})
+	}
+	return out
+}
+
+type geoSignalJSON struct {
+	SignalKey  string          `json:"signal_key"`
+	Value      json.RawMessage `json:"value"`
+	Score      float64         `json:"score"`
+	Confidence float64         `json:"confidence"`
+	Decision   string          `json:"decision"`
+	Reasons    []string        `json:"reasons"`
+	ComputedAt string          `json:"computed_at"`
+}
+
+func geoSignalOf(g readmodel.GeoSignal) geoSignalJSON {
+	v := json.RawMessage(g.Value)
+	if len(v) == 0 {
+		v = json.RawMessage(`{}`)
+	}
+	reasons := g.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return geoSignalJSON{
+		SignalKey: g.SignalKey, Value: v, Score: g.Score, Confidence: g.Confidence, Decision: g.Decision,
+		Reasons: reasons, ComputedAt: g.ComputedAt.UTC().Format(time.RFC3339),
+	}
+}
+
+type geoLocationSignalsResponse struct {
+	GeoID             string          `json:"geo_id"`
+	GeoType           string          `json:"geo_type"`
+	State             *string         `json:"state"`
+	Count             int             `json:"count"`
+	Signals           []geoSignalJSON `json:"signals"`
+	MissingSignalKeys []string        `json:"missing_signal_keys"`
+}
+
+func refGeoLocationSignals(id string, ls readmodel.LocationSignals, keys []string) any {
+	rows := ls.Signals
+	out := geoLocationSignalsResponse{
+		GeoID: id, GeoType: string(ls.GeoType), State: nullable(strings.ToUpper(ls.State)), Count: len(rows),
+		Signals: make([]geoSignalJSON, 0, len(rows)), MissingSignalKeys: []string{},
+	}
+	have := map[string]bool{}
+	for _, g := range rows {
+		have[g.SignalKey] = true
+		out.Signals = append(out.Signals, geoSignalOf(g))
+	}
+	for _, k := range keys {
+		if !have[k] {
+			out.MissingSignalKeys = append(out.MissingSignalKeys, k)
+		}
+	}
+	return out
+}
+
+type geoSearchSignalJSON struct {
+	geoSignalJSON
+	GeoID       string `json:"geo_id"`
+	GeoType     string `json:"geo_type"`
+	DisplayName string `json:"display_name"`
+}
+
+type geoSearchResponse struct {
+	State      string                `json:"state"`
+	Count      int                   `json:"count"`
+	Signals    []geoSearchSignalJSON `json:"signals"`
+	NextCursor *string               `json:"next_cursor"`
+}
+
+func refGeoSearch(state string, rows []readmodel.GeoSignal, next *string) any {
+	out := geoSearchResponse{State: state, Count: len(rows), Signals: make([]geoSearchSignalJSON, 0, len(rows)), NextCursor: next}
+	for _, g := range rows {
+		out.Signals = append(out.Signals, geoSearchSignalJSON{
+			geoSignalJSON: geoSignalOf(g), GeoID: g.GeoID, GeoType: string(g.GeoType), DisplayName: g.DisplayName,
+		})
+	}
+	return out
+}
+
+type leadLocationJSON struct {
+	FullAddress *string `json:"full_address"`
+	City        *string `json:"city"`
+	State       *string `json:"state"`
+	Zipcode     *string `json:"zipcode"`
+	County      *string `json:"county"`
+	CityNorm    *string `json:"city_norm"`
+	ZipcodeNorm *string `json:"zipcode_norm"`
+	CountyNorm  *string `json:"county_norm"`
+}
+
+type leadJSON struct {
+	LeadID           string           `json:"lead_id"`
+	SignalKey        string           `json:"signal_key"`
+	EventDateUsed    *string          `json:"event_date_used"`
+	SignalBasis      string           `json:"signal_basis"`
+	Confidence       *float64         `json:"confidence"`
+	ReasonCodes      []string         `json:"reason_codes"`
+	FreshnessLagDays *int             `json:"freshness_lag_days"`
+	PermitNumber     *string          `json:"permit_number"`
+	Jurisdiction     *string          `json:"jurisdiction"`
+	Location         leadLocationJSON `json:"location"`
+	MapsURL          *string          `json:"maps_url"`
+}
+
+func freshnessLag(date string, today time.Time) *int {
+	if date == "" {
+		return nil
+	}
+	d, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return nil
+	}
+	n := max(int(today.Sub(d).Hours()/24), 0)
+	return &n
+}
+
+func leadOf(l readmodel.Lead, today time.Time) leadJSON {
+	codes := l.ReasonCodes
+	if codes == nil {
+		codes = []string{}
+	}
+	loc := l.Location
+	return leadJSON{
+		LeadID: l.LeadID, SignalKey: l.SignalKey, EventDateUsed: nullable(l.EventDateUsed), SignalBasis: l.SignalBasis,
+		Confidence: l.Confidence, ReasonCodes: codes, FreshnessLagDays: freshnessLag(l.EventDateUsed, today),
+		PermitNumber: nullable(l.PermitNumber), Jurisdiction: nullable(l.Jurisdiction),
+		Location: leadLocationJSON{
+			FullAddress: nullable(loc.FullAddress), City: nullable(loc.City), State: nullable(loc.State),
+			Zipcode: nullable(loc.Zipcode), County: nullable(loc.County), CityNorm: nullable(loc.CityNorm),
+			ZipcodeNorm: nullable(loc.ZipcodeNorm), CountyNorm: nullable(loc.CountyNorm),
+		},
+		MapsURL: nullable(l.MapsURL),
+	}
+}
+
+type leadGroupJSON struct {
+	Key   string     `json:"key"`
+	Count int        `json:"count"`
+	Leads []leadJSON `json:"leads"`
+}
+
+type permitLeadsResponse struct {
+	GeoID            string          `json:"geo_id"`
+	GeoType          *string         `json:"geo_type"`
+	Scope            string          `json:"scope"`
+	SignalKeys       []string        `json:"signal_keys"`
+	MaxFreshnessDays *int            `json:"max_freshness_days"`
+	Count            int             `json:"count"`
+	NextCursor       *string         `json:"next_cursor"`
+	GroupBy          string          `json:"group_by"`
+	Leads            []leadJSON      `json:"leads,omitempty"`
+	Groups           []leadGroupJSON `json:"groups,omitempty"`
+}
+
+type groupedLeadsResponse struct {
+	permitLeadsResponse
+	Groups []leadGroupJSON `json:"groups"`
+}
+
+func refLeads(h leadsHead, groupBy string, docs []readmodel.Lead, next *string, today time.Time) any {
+	gt := string(h.geoType)
+	out := permitLeadsResponse{
+		GeoID: h.geoID, GeoType: &gt, Scope: "permit", SignalKeys: h.keys, MaxFreshnessDays: h.maxFresh,
+		Count: len(docs), GroupBy: groupBy, NextCursor: next,
+	}
+	leads := make([]leadJSON, 0, len(docs))
+	for _, l := range docs {
+		leads = append(leads, leadOf(l, today))
+	}
+	if groupBy == "none" {
+		out.Leads = leads
+		if out.Leads == nil {
+			out.Leads = []leadJSON{}
+		}
+		return out
+	}
+	idx := map[string]int{}
+	groups := []leadGroupJSON{}
+	for i, d := range docs {
+		key := d.Location.CityNorm
+		if groupBy == "zip" {
+			key = d.Location.ZipcodeNorm
+		}
+		if key == "" {
+			key = "unknown"
+		}
+		j, ok := idx[key]
+		if !ok {
+			j = len(groups)
+			idx[key] = j
+			groups = append(groups, leadGroupJSON{Key: key, Leads: []leadJSON{}})
+		}
+		groups[j].Leads = append(groups[j].Leads, leads[i])
+		groups[j].Count++
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		if groups[i].Count != groups[j].Count {
+			return groups[i].Count > groups[j].Count
+		}
+		return groups[i].Key < groups[j].Key
+	})
+	out.Groups = groups
+	return groupedLeadsResponse{permitLeadsResponse: out, Groups: groups}
+}
+
+type signalCountJSON struct {
+	SignalKey string `json:"signal_key"`
+	Count     int64  `json:"count"`
+}
+
+type valueCountJSON struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
+}
+
+type confidenceDistJSON struct {
+	High   int64 `json:"high"`
+	Medium int64 `json:"medium"`
+	Low    int64 `json:"low"`
+}
+
+type freshnessDistJSON struct {
+	D0to7   int64 `json:"0_7"`
+	D8to14  int64 `json:"8_14"`
+	D15to30 int64 `json:"15_30"`
+	D31Plus int64 `json:"31_plus"`
+}
+
+type permitStatsResponse struct {
+	GeoID                  string             `json:"geo_id"`
+	GeoType                *string            `json:"geo_type"`
+	Scope                  string             `json:"scope"`
+	SignalKeys             []string           `json:"signal_keys"`
+	MaxFreshnessDays       *int               `json:"max_freshness_days"`
+	TotalActiveLeads       int64              `json:"total_active_leads"`
+	SignalsBreakdown       []signalCountJSON  `json:"signals_breakdown"`
+	TopCounties            []valueCountJSON   `json:"top_counties"`
+	TopCities              []valueCountJSON   `json:"top_cities"`
+	TopZips                []valueCountJSON   `json:"top_zips"`
+	ConfidenceDistribution confidenceDistJSON `json:"confidence_distribution"`
+	FreshnessDistribution  freshnessDistJSON  `json:"freshness_distribution"`
+}
+
+func valueCounts(v []readmodel.ValueCount) []valueCountJSON {
+	out := make([]valueCountJSON, 0, min(len(v), statsTopN))
+	for _, vc := range v {
+		if len(out) == statsTopN {
+			break
+		}
+		out = append(out, valueCountJSON{Value: vc.Value, Count: vc.Count})
+	}
+	return out
+}
+
+func refStats(h leadsHead, st readmodel.PermitStats) any {
+	gt := string(st.GeoType)
+	out := permitStatsResponse{
+		GeoID: h.geoID, GeoType: &gt, Scope: "permit", SignalKeys: h.keys, MaxFreshnessDays: h.maxFresh,
+		TotalActiveLeads: st.Total, SignalsBreakdown: make([]signalCountJSON, 0, len(h.keys)),
+		TopCounties: valueCounts(st.TopCounties), TopCities: valueCounts(st.TopCities), TopZips: valueCounts(st.TopZips),
+		ConfidenceDistribution: confidenceDistJSON{High: st.ConfidenceHigh, Medium: st.ConfidenceMedium, Low: st.ConfidenceLow},
+		FreshnessDistribution:  freshnessDistJSON{D0to7: st.Fresh0to7, D8to14: st.Fresh8to14, D15to30: st.Fresh15to30, D31Plus: st.Fresh31Plus},
+	}
+	by := map[string]int64{}
+	for _, vc := range st.BySignal {
+		by[vc.Value] = vc.Count
+	}
+	for _, k := range h.keys {
+		out.SignalsBreakdown = append(out.SignalsBreakdown, signalCountJSON{SignalKey: k, Count: by[k]})
+	}
+	return out
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code      string  `json:"code"`
+	Message   string  `json:"message"`
+	RequestID *string `json:"request_id"`
+}
+
+type gatewayBody struct {
+	Message string `json:"message"`
+}
