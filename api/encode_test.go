@@ -41,7 +41,7 @@ var encNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 // bundledStore is a memory read model holding the bundled gazetteer, the
 // real Seattle permits, 5,000 generated permits and their signals.
 func bundledStore(t *testing.T) *memory.Store {
-	store := memory.New(memory.Options{Resolver: resolve.New()})
+	store := memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
 			t.Errorf("dead letter at offset %d: %v", m.Offset, reason)
@@ -279,7 +279,8 @@ func TestEncodersAgreeOnOddValues(t *testing.T) {
 		p := readmodel.Permit{PermitID: s(), PermitType: s(), WorkType: s(), Status: s(), IssueDate: s(), CompletionDate: s(),
 			Contractor: s(), Valuation: oddFloatPtr(r), RawDescription: s(), Source: s()}
 		p.Address.FullAddress, p.Address.City, p.Address.State, p.Address.Zipcode, p.Address.County, p.Address.Jurisdiction = s(), s(), s(), s(), s(), s()
-		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}}}
+		p.Lat, p.Lon = oddFloatPtr(r), oddFloatPtr(r)
+		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}, DistanceM: oddFloatPtr(r)}}
 		agree(t, "permits", refPermits(text, hits, next), appendPermits(nil, text, hits, next))
 		agree(t, "property permits", refPropertyPermits(text, []readmodel.Permit{p, p}, next), appendPropertyPermits(nil, text, []readmodel.Permit{p, p}, next))
 

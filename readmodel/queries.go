@@ -39,6 +39,9 @@ type PermitQuery struct {
 type PermitHit struct {
 	Permit Permit
 	Match  GeoLink
+	// DistanceM is the great-circle distance in metres from the query's
+	// Near point; nil when the query has none.
+	DistanceM *float64
 }
 
 // PermitPage is one page of permits.
