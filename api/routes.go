@@ -10,9 +10,10 @@ import (
 // the key check and the quota; health, the OpenAPI document and metrics
 // do not.
 func (s *server) routes(r *gin.Engine) {
-	r.GET("/v1/health/live", s.live)
-	r.GET("/v1/health/ready", s.ready)
-	r.GET("/v1/openapi.json", func(c *gin.Context) {
+	known := withKnownParams(s)
+	r.GET("/v1/health/live", known, s.live)
+	r.GET("/v1/health/ready", known, s.ready)
+	r.GET("/v1/openapi.json", known, func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
@@ -20,7 +21,7 @@ func (s *server) routes(r *gin.Engine) {
 		r.GET("/metrics", gin.WrapH(s.Metrics))
 	}
 
-	v1 := r.Group("/v1", withAuth(s.Auth, s.log), s.withQuota())
+	v1 := r.Group("/v1", withAuth(s.Auth, s.log), s.withQuota(), known)
 	v1.GET("/locations/resolve", s.handler(s.resolve))
 	v1.GET("/locations/:geo_id", s.handler(s.location))
 	v1.GET("/permits/search", s.handler(s.searchPermits))
