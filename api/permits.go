@@ -41,7 +41,8 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 //
 // Any scope's geo_id is accepted, a property_id included (the property's
 // permits, geo_match the property link). The cursor is bound to geo_id,
-// order, from_date and to_date; limit may change between pages.
+// order, from_date, to_date and the filters (permits_filters.go); limit
+// may change between pages.
 func (s *server) searchPermits(c *gin.Context) error {
 	q := queryOf(c)
 	geoID, err := q.id("geo_id")
@@ -67,14 +68,23 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	filter, fb, err := q.permitFilter()
+	if err != nil {
+		return err
+	}
 	const endpoint = "permits_search"
-	binding := cursor.Binding("geo_id", geoID, "order", order, "from_date", from, "to_date", to)
+	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}
+	if !filter.IsZero() { // unfiltered cursors keep their binding
+		bind = append(bind, fb...)
+	}
+	binding := cursor.Binding(bind...)
 	after, err := s.readPermitCursor(q, endpoint, binding)
 	if err != nil {
 		return err
 	}
 	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
 		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+		Filter: filter,
 	})
 	if err != nil {
 		return asNotFound(err, "location "+geoID)

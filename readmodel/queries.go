@@ -33,6 +33,7 @@ type PermitQuery struct {
 	ToDate   string // inclusive upper bound on issue_date, "" for none
 	Limit    int    // 1..100
 	After    *PermitKey
+	Filter   PermitFilter // permit_filters.go; the zero value filters nothing
 }
 
 // PermitHit is a permit with its link to the queried geography.

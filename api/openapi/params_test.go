@@ -43,6 +43,15 @@ var permitFilters = map[string]param{
 	"include_stale":      {in: "query", typ: "boolean", def: false},
 }
 
+var permitSearchFilters = map[string]param{
+	"permit_type":   {in: "query", typ: "string"},
+	"work_type":     {in: "query", typ: "string"},
+	"status":        {in: "query", typ: "string"},
+	"min_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
+	"max_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
+	"contractor":    {in: "query", typ: "string"},
+}
+
 func merge(ms ...map[string]param) map[string]param {
 	out := map[string]param{}
 	for _, m := range ms {
@@ -72,7 +81,7 @@ var wantParams = map[string]map[string]param{
 		"order":     {in: "query", typ: "string", enum: []any{"asc", "desc"}, def: "desc"},
 		"from_date": {in: "query", typ: "string", format: "date"},
 		"to_date":   {in: "query", typ: "string", format: "date"},
-	}),
+	}, permitSearchFilters),
 	"/v1/signals/catalog": {
 		"state":       {in: "query", typ: "string", pattern: "^[A-Za-z]{2}$", def: "WA"},
 		"signal_keys": {in: "query", typ: "string"},

@@ -61,6 +61,7 @@ func (s *side) indexPermit(c *cpermit) {
 		e := s.props.entry(c.prop, true)
 		e.permits = insertSorted(e.permits, c)
 	}
+	s.indexFilters(c)
 }
 
 func (s *side) unindexPermit(c *cpermit) {
@@ -81,6 +82,7 @@ func (s *side) unindexPermit(c *cpermit) {
 			s.props.gc(e)
 		}
 	}
+	s.unindexFilters(c)
 }
 
 // geoPermits returns the permit set of a location's geo_id (a reader of the
@@ -127,7 +129,7 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 	if q.After != nil {
 		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
 	}
-	items := page(set, sp)
+	items := page(s.filteredSet(geo, set, &q.Filter), sp)
 	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
 	for i, c := range items {
 		if i == q.Limit {

@@ -181,6 +181,7 @@ type permitDoc struct {
 	Undated         int8         `json:"undated"`
 	RawDescription  string       `json:"raw_description,omitempty"`
 	Contractor      string       `json:"contractor,omitempty"`
+	ContractorKey   string       `json:"contractor_key,omitempty"` // readmodel.ContractorKey, for the contractor filter
 	Valuation       *float64     `json:"valuation,omitempty"`
 	Source          string       `json:"source,omitempty"`
 	Address         *addressDoc  `json:"address,omitempty"`
@@ -214,7 +215,8 @@ func permitDocOf(p readmodel.Permit) permitDoc {
 		PermitID: p.PermitID, PermitNumber: p.PermitNumber, PermitType: p.PermitType, WorkType: p.WorkType,
 		Status: p.Status, ApplicationDate: validDate(p.ApplicationDate), IssueDate: validDate(p.IssueDate),
 		CompletionDate: validDate(p.CompletionDate), RawDescription: p.RawDescription, Contractor: p.Contractor,
-		Valuation: p.Valuation, Source: p.Source, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
+		ContractorKey: readmodel.ContractorKey(p.Contractor),
+		Valuation:     p.Valuation, Source: p.Source, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
 		PropertyID: p.PropertyID, GeoLinks: linksOf(p.GeoLinks), GeoIDs: geoIDsOf(p.GeoLinks, p.PropertyID),
 	}
 	if a := (addressDoc{FullAddress: p.Address.FullAddress, City: p.Address.City, State: p.Address.State,

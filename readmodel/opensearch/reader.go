@@ -226,7 +226,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 		field = "property_id"
 	}
 	rs, err := s.msearch(ctx, s.exists(q.GeoID),
-		msearchReq{s.read(readmodel.KindPermit), permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)})
+		msearchReq{s.read(readmodel.KindPermit), permitSearchBody(field, &q)})
 	if err != nil {
 		return readmodel.PermitPage{}, err
 	}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// permitStatuses is the status vocabulary of permitd's sources, folded
+// (readmodel.FoldValue): the generated corpus and the two Seattle
+// datasets. A status filter value outside it is a 422, so a typo
+// ("isued") is an error rather than an empty answer. A new source adds
+// its statuses here (and to the OpenAPI document's StatusFilter).
+var permitStatuses = []string{
+	"ap closed", "application completed", "approved to occupy", "awaiting information",
+	"canceled", "cancelled", "cert of occupancy authorized", "closed", "completed",
+	"corrections required", "expired", "in review", "inspections completed", "issued",
+	"permit closed", "permit finaled", "permit issued", "phase issued", "ready for issuance",
+	"reviews completed", "reviews in process", "withdrawn",
+}
+
+// maxValuation bounds min_valuation and max_valuation (US dollars).
+const maxValuation = 1e12
+
+// permitFilterParams are the filter parameters every permit read shares
+// (search, and the monthly series and export that follow it).
+var permitFilterParams = []string{"permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor"}
+
+// permitFilter reads the filter parameters. The second result is the
+// canonical binding of the filter (name, value pairs) for cursors.
+func (q query) permitFilter() (readmodel.PermitFilter, []string, error) {
+	var f readmodel.PermitFilter
+	var err error
+	if f.PermitTypes, err = q.foldedList("permit_type", nil); err != nil {
+		return f, nil, err
+	}
+	if f.WorkTypes, err = q.foldedList("work_type", nil); err != nil {
+		return f, nil, err
+	}
+	if f.Statuses, err = q.foldedList("status", permitStatuses); err != nil {
+		return f, nil, err
+	}
+	if f.MinValuation, err = q.floatIn("min_valuation", 0, maxValuation); err != nil {
+		return f, nil, err
+	}
+	if f.MaxValuation, err = q.floatIn("max_valuation", 0, maxValuation); err != nil {
+		return f, nil, err
+	}
+	if f.MinValuation != nil && f.MaxValuation != nil && *f.MinValuation > *f.MaxValuation {
+		return f, nil, invalid("min_valuation", "must not be above max_valuation (%g > %g)", *f.MinValuation, *f.MaxValuation)
+	}
+	contractor, err := q.text(false, 200, "contractor")
+	if err != nil {
+		return f, nil, err
+	}
+	if contractor != "" {
+		f.Contractor = readmodel.ContractorKey(contractor)
+		if f.Contractor == "" {
+			return f, nil, invalid("contractor", "must contain a letter or a digit")
+		}
+	}
+	num := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	binding := []string{
+		"permit_type", strings.Join(f.PermitTypes, ","), "work_type", strings.Join(f.WorkTypes, ","),
+		"status", strings.Join(f.Statuses, ","), "min_valuation", num(f.MinValuation),
+		"max_valuation", num(f.MaxValuation), "contractor", f.Contractor,
+	}
+	return f, binding, nil
+}
+
+// foldedList reads a comma list of case-insensitive values: folded,
+// blanks and empty items dropped, duplicates collapsed, sorted (so the
+// cursor binding does not depend on the order given). Each item is 1..100
+// characters without control characters; at most 50 items. When allowed
+// is non-nil every item must be in it.
+func (q query) foldedList(name string, allowed []string) ([]string, error) {
+	s, ok, err := q.get(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if !validUTF8(s) {
+		return nil, invalid(name, "must be valid UTF-8")
+	}
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		item = readmodel.FoldValue(item)
+		if item == "" || slices.Contains(out, item) {
+			continue
+		}
+		if len([]rune(item)) > 100 {
+			return nil, invalid(name, "has an item longer than 100 characters")
+		}
+		if strings.ContainsFunc(item, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, invalid(name, "must not contain control characters")
+		}
+		if allowed != nil && !slices.Contains(allowed, item) {
+			return nil, invalid(name, "has unknown value %q; allowed (any case): %s", clip(item), strings.Join(allowed, ", "))
+		}
+		if len(out) == 50 {
+			return nil, invalid(name, "lists more than 50 values")
+		}
+		out = append(out, item)
+	}
+	if len(out) == 0 {
+		return nil, invalid(name, "must list at least one value")
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\ufffd") == s }

@@ -1,0 +1,127 @@
+package memory_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// filterPermits are permits with varied types, work types, statuses,
+// contractors and valuations (some unknown), over two ZIPs.
+func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
+	types := []string{"Building", "Demolition", "BUILDING", "Electrical", ""}
+	works := []string{"New", "Alteration", "addition", ""}
+	stats := []string{"Issued", "Completed", "permit closed", "Expired", ""}
+	contractors := []string{"ACME Roofing, Inc.", "acme roofing inc", "Bob's Builders", "", "Zeta-Co"}
+	var ps []readmodel.Permit
+	for i := range n {
+		issue := ""
+		if r.IntN(8) > 0 {
+			issue = fmt.Sprintf("2024-%02d-%02d", 1+r.IntN(4), 1+r.IntN(6))
+		}
+		zip := zipA
+		if r.IntN(3) == 0 {
+			zip = zipB
+		}
+		p := permit(fmt.Sprintf("%05d", i), issue, zip, 1)
+		p.PermitType, p.WorkType, p.Status = types[r.IntN(len(types))], works[r.IntN(len(works))], stats[r.IntN(len(stats))]
+		p.Contractor = contractors[r.IntN(len(contractors))]
+		if r.IntN(5) == 0 {
+			p.Valuation = nil
+		} else {
+			v := float64(r.IntN(20)) * 500
+			p.Valuation = &v
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func randomPermitFilter(r *rand.Rand) readmodel.PermitFilter {
+	pick := func(vs ...string) []string {
+		var out []string
+		for _, v := range vs {
+			if r.IntN(3) == 0 {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	f := readmodel.PermitFilter{
+		PermitTypes: pick("building", "demolition", "electrical"),
+		WorkTypes:   pick("new", "alteration", "addition"),
+		Statuses:    pick("issued", "completed", "permit closed", "expired"),
+	}
+	if r.IntN(3) == 0 {
+		v := float64(r.IntN(10)) * 500
+		f.MinValuation = &v
+	}
+	if r.IntN(3) == 0 {
+		v := float64(3000 + r.IntN(10)*500)
+		f.MaxValuation = &v
+	}
+	if r.IntN(4) == 0 {
+		f.Contractor = []string{"acmeroofinginc", "bobsbuilders", "zetaco", "nobody"}[r.IntN(4)]
+	}
+	return f
+}
+
+// TestPermitFiltersMatchTheReference walks filtered pages in both orders,
+// with and without a date window, and compares them with the reference
+// meaning (PermitFilter.Match) over every permit, across changes.
+func TestPermitFiltersMatchTheReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ps := filterPermits(r, 600)
+	s := newStore(t)
+	apply(t, s, readmodel.Batch{Permits: ps})
+	// change some: new status and type, moved ZIP
+	for i := 0; i < len(ps); i += 7 {
+		p := ps[i]
+		p.Version = 2
+		p.Status, p.PermitType = "Expired", "Demolition"
+		p.GeoLinks = slices.Clone(p.GeoLinks)
+		p.GeoLinks[0].GeoID = zipB
+		ps[i] = p
+	}
+	apply(t, s, readmodel.Batch{Permits: ps})
+	byZip := map[string][]readmodel.Permit{}
+	for _, p := range ps {
+		byZip[p.GeoLinks[0].GeoID] = append(byZip[p.GeoLinks[0].GeoID], p)
+		byZip[city] = append(byZip[city], p)
+	}
+	for i := range 150 {
+		f := randomPermitFilter(r)
+		geo := []string{zipA, zipB, city}[i%3]
+		from, to := "", ""
+		if i%4 == 3 {
+			from, to = "2024-02-01", "2024-03-31"
+		}
+		var keep []readmodel.Permit
+		for _, p := range byZip[geo] {
+			if f.Match(&p) {
+				keep = append(keep, p)
+			}
+		}
+		for _, desc := range []bool{true, false} {
+			want := expected(keep, desc, from, to)
+			got := walk(t, s, readmodel.PermitQuery{GeoID: geo, Desc: desc, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f}, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("filter %+v geo %s desc %v: got %d %v, want %d %v", f, geo, desc, len(got), head(got), len(want), head(want))
+			}
+		}
+	}
+}
+
+func TestContractorKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"ACME Roofing, Inc.": "acmeroofinginc", "acme  roofing inc": "acmeroofinginc", "Bob's Builders": "bobsbuilders",
+		"Zeta-Co": "zetaco", "Éclair 2 LLC": "éclair2llc", "": "", "--": "",
+	} {
+		if got := readmodel.ContractorKey(in); got != want {
+			t.Errorf("ContractorKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package opensearch
+
+import (
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Permit search filters (readmodel.PermitFilter) as OpenSearch clauses,
+// each golden-tested (testdata/permits_filtered*.search.json):
+//
+//   - permit_type, work_type, status: keyword term queries with
+//     case_insensitive, one per value, any of them (bool should);
+//   - min/max_valuation: a range on valuation (a missing valuation never
+//     matches a range);
+//   - contractor: a term on contractor_key, the document's
+//     readmodel.ContractorKey of contractor, written at index time.
+
+// anyValue keeps documents whose keyword field equals one of vals,
+// ignoring case.
+func anyValue(field string, vals []string) obj {
+	should := make([]obj, len(vals))
+	for i, v := range vals {
+		should[i] = obj{"term": obj{field: obj{"value": v, "case_insensitive": true}}}
+	}
+	if len(should) == 1 {
+		return should[0]
+	}
+	return obj{"bool": obj{"should": should, "minimum_should_match": 1}}
+}
+
+// permitFilterClauses are the filter clauses of f (none for a zero f).
+func permitFilterClauses(f *readmodel.PermitFilter) []obj {
+	var out []obj
+	if len(f.PermitTypes) > 0 {
+		out = append(out, anyValue("permit_type", f.PermitTypes))
+	}
+	if len(f.WorkTypes) > 0 {
+		out = append(out, anyValue("work_type", f.WorkTypes))
+	}
+	if len(f.Statuses) > 0 {
+		out = append(out, anyValue("status", f.Statuses))
+	}
+	if f.MinValuation != nil || f.MaxValuation != nil {
+		r := obj{}
+		if f.MinValuation != nil {
+			r["gte"] = *f.MinValuation
+		}
+		if f.MaxValuation != nil {
+			r["lte"] = *f.MaxValuation
+		}
+		out = append(out, obj{"range": obj{"valuation": r}})
+	}
+	if f.Contractor != "" {
+		out = append(out, term("contractor_key", f.Contractor))
+	}
+	return out
+}
+
+// permitSearchBody is a permit page (permitPageBody) narrowed by q.Filter.
+func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
+	b := permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)
+	if extra := permitFilterClauses(&q.Filter); len(extra) > 0 {
+		query := b["query"].(obj)
+		bl := query["bool"].(obj)
+		bl["filter"] = append(bl["filter"].([]obj), extra...)
+	}
+	return b
+}
