@@ -26,7 +26,10 @@ const maxValuation = 1e12
 
 // permitFilterParams are the filter parameters every permit read shares
 // (search, and the monthly series and export that follow it).
-var permitFilterParams = []string{"permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor"}
+var permitFilterParams = []string{"permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor", "q"}
+
+// maxTextWords bounds the analysed words of q.
+const maxTextWords = 16
 
 // permitFilter reads the filter parameters. The second result is the
 // canonical binding of the filter (name, value pairs) for cursors.
@@ -61,6 +64,20 @@ func (q query) permitFilter() (readmodel.PermitFilter, []string, error) {
 			return f, nil, invalid("contractor", "must contain a letter or a digit")
 		}
 	}
+	text, err := q.text(false, 200, "q")
+	if err != nil {
+		return f, nil, err
+	}
+	if text != "" {
+		n := len(readmodel.EnglishTerms(text))
+		if n == 0 {
+			return f, nil, invalid("q", "has no searchable word (only stop words or punctuation)")
+		}
+		if n > maxTextWords {
+			return f, nil, invalid("q", "has %d words; the maximum is %d", n, maxTextWords)
+		}
+		f.Text = text
+	}
 	num := func(p *float64) string {
 		if p == nil {
 			return ""
@@ -70,7 +87,7 @@ func (q query) permitFilter() (readmodel.PermitFilter, []string, error) {
 	binding := []string{
 		"permit_type", strings.Join(f.PermitTypes, ","), "work_type", strings.Join(f.WorkTypes, ","),
 		"status", strings.Join(f.Statuses, ","), "min_valuation", num(f.MinValuation),
-		"max_valuation", num(f.MaxValuation), "contractor", f.Contractor,
+		"max_valuation", num(f.MaxValuation), "contractor", f.Contractor, "q", f.Text,
 	}
 	return f, binding, nil
 }

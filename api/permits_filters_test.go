@@ -108,6 +108,8 @@ func TestPermitSearchFilters(t *testing.T) {
 				return *r.PermitType == "Building" && *r.Status == "Issued" && r.Valuation != nil
 			}, 16},
 		{"nothing", url.Values{"contractor": {"nobody"}}, func(filterRecord) bool { return false }, 0},
+		{"q prefix", url.Values{"q": {"PERMIT F01"}}, func(r filterRecord) bool { return strings.HasPrefix(r.PermitID, "test:F01") }, 10},
+		{"q number", url.Values{"q": {"f012"}}, func(r filterRecord) bool { return r.PermitID == "test:F012" }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := url.Values{"geo_id": {geo98101}, "limit": {"7"}}
@@ -146,7 +148,7 @@ func TestPermitFilterCursorIsBound(t *testing.T) {
 	if r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&limit=5&status=ISSUED,,issued&cursor=" + c); r.Status != http.StatusOK {
 		t.Fatalf("same filter, other spelling: %d %s", r.Status, r.Body)
 	}
-	for _, other := range []string{"&status=completed", "", "&status=issued&min_valuation=1", "&status=issued&contractor=acme"} {
+	for _, other := range []string{"&status=completed", "", "&status=issued&min_valuation=1", "&status=issued&contractor=acme", "&status=issued&q=permit"} {
 		r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&limit=5" + other + "&cursor=" + c)
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"cursor\"`) {
 			t.Errorf("cursor with %q: %d %s", other, r.Status, r.Body)
@@ -173,6 +175,10 @@ func TestPermitFilterBadInput(t *testing.T) {
 		{"contractor=--", "contractor"},
 		{"contractor=" + strings.Repeat("x", 201), "contractor"},
 		{"status=issued&status=completed", "status"},
+		{"q=" + strings.Repeat("x", 10000), "q"},
+		{"q=the+and+of", "q"},
+		{"q=---", "q"},
+		{"q=" + strings.Repeat("word+", 17), "q"},
 	} {
 		r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&" + tc.query)
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"`+tc.param+`\"`) {

@@ -18,12 +18,15 @@ type PermitFilter struct {
 	MinValuation *float64
 	MaxValuation *float64
 	Contractor   string // ContractorKey form; "" for none
+	// Text is the full-text query q as the caller wrote it (1..200
+	// characters), "" for none; see ParseText for its meaning.
+	Text string
 }
 
 // IsZero reports whether f filters nothing.
 func (f *PermitFilter) IsZero() bool {
 	return len(f.PermitTypes) == 0 && len(f.WorkTypes) == 0 && len(f.Statuses) == 0 &&
-		f.MinValuation == nil && f.MaxValuation == nil && f.Contractor == ""
+		f.MinValuation == nil && f.MaxValuation == nil && f.Contractor == "" && f.Text == ""
 }
 
 // Match is the reference meaning of f for one permit: what every backend
@@ -38,7 +41,74 @@ func (f *PermitFilter) Match(p *Permit) bool {
 	if f.MaxValuation != nil && (p.Valuation == nil || *p.Valuation > *f.MaxValuation) {
 		return false
 	}
-	return f.Contractor == "" || ContractorKey(p.Contractor) == f.Contractor
+	if f.Contractor != "" && ContractorKey(p.Contractor) != f.Contractor {
+		return false
+	}
+	if f.Text != "" {
+		tq := ParseText(f.Text)
+		return tq.Match(EnglishTerms(p.RawDescription), EnglishTerms(p.PermitNumber))
+	}
+	return true
+}
+
+// TextQuery is a full-text query q analysed (english.go): every one of
+// Words must be a word of the permit's text (description or permit
+// number), and some word of it must begin with Prefix (the last word of q,
+// analysed the same way, so "kitch" and "kitchens" both find "kitchen").
+// A q with no word left after analysis (only stop words or punctuation)
+// matches nothing. This is OpenSearch's match_bool_prefix with operator
+// and over an english-analysed field.
+type TextQuery struct {
+	Words  []string // distinct, in order
+	Prefix string   // "" when q has no word
+}
+
+// ParseText analyses q.
+func ParseText(q string) TextQuery {
+	terms := EnglishTerms(q)
+	if len(terms) == 0 {
+		return TextQuery{}
+	}
+	var words []string
+	for _, w := range terms[:len(terms)-1] {
+		if !slicesContains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return TextQuery{Words: words, Prefix: terms[len(terms)-1]}
+}
+
+// Match reports whether a permit whose description and number analyse to
+// these words passes.
+func (t TextQuery) Match(termLists ...[]string) bool {
+	if t.Prefix == "" {
+		return false
+	}
+	has := func(pred func(string) bool) bool {
+		for _, l := range termLists {
+			for _, w := range l {
+				if pred(w) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, w := range t.Words {
+		if !has(func(x string) bool { return x == w }) {
+			return false
+		}
+	}
+	return has(func(x string) bool { return strings.HasPrefix(x, t.Prefix) })
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func anyFold(want []string, v string) bool {

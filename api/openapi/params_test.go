@@ -50,6 +50,7 @@ var permitSearchFilters = map[string]param{
 	"min_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
 	"max_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
 	"contractor":    {in: "query", typ: "string"},
+	"q":             {in: "query", typ: "string"},
 }
 
 func merge(ms ...map[string]param) map[string]param {

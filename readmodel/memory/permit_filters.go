@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"sort"
+
 	"github.com/tidwall/btree"
 
 	"github.com/permitd/permitd/readmodel"
@@ -37,10 +39,11 @@ type permitFilterIndex struct {
 	postings map[fkey]treeSet
 	fold     map[uint32]string // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string // symbol -> ContractorKey
+	text     textIndex         // permit_text.go
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex()}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -89,6 +92,7 @@ func (s *side) indexFilters(c *cpermit) {
 			t.set(c)
 		})
 	}
+	s.indexText(c)
 }
 
 // unindexFilters removes c from its postings (the side's writer).
@@ -107,11 +111,13 @@ func (s *side) unindexFilters(c *cpermit) {
 			}
 		})
 	}
+	s.unindexText(c)
 }
 
 // filterPlan is a filter in the side's terms.
 type filterPlan struct {
 	f     *readmodel.PermitFilter
+	text  *readmodel.TextQuery // nil without q
 	types map[string]bool
 	works map[string]bool
 	stats map[string]bool
@@ -142,7 +148,10 @@ func (s *side) match(p *filterPlan, c *cpermit) bool {
 	if f.MaxValuation != nil && !(c.valuation <= *f.MaxValuation) {
 		return false
 	}
-	return f.Contractor == "" || s.pf.ckey[c.contractor] == f.Contractor
+	if f.Contractor != "" && s.pf.ckey[c.contractor] != f.Contractor {
+		return false
+	}
+	return p.text == nil || s.textMatch(p.text, c)
 }
 
 // filteredSet picks the smallest candidate set of geo for f and wraps it
@@ -153,12 +162,29 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 	}
 	p := &filterPlan{f: f, types: setOf(f.PermitTypes), works: setOf(f.WorkTypes), stats: setOf(f.Statuses)}
 	best, bestSize := base, base.size()
+	global := false // best spans every geo: check the link
+	if f.Text != "" {
+		tq := readmodel.ParseText(f.Text)
+		if tq.Prefix == "" {
+			return sliceSet(nil)
+		}
+		p.text = &tq
+		if geo != selfProperty {
+			set, n, ok := s.textCandidates(&tq, bestSize)
+			if !ok {
+				return sliceSet(nil)
+			}
+			if n >= 0 {
+				best, bestSize, global = set, n, true
+			}
+		}
+	}
 	if geo != selfProperty {
 		try := func(field filterField, vals []string) {
 			if len(vals) == 0 {
 				return
 			}
-			var sets []treeSet
+			var sets []iterable
 			n := 0
 			for _, v := range vals {
 				if t, ok := s.pf.postings[fkey{geo, field, v}]; ok {
@@ -167,7 +193,7 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 				}
 			}
 			if n < bestSize {
-				best, bestSize = unionOf(sets), n
+				best, bestSize, global = unionOf(sets), n, false
 			}
 		}
 		try(ffType, f.PermitTypes)
@@ -177,7 +203,12 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 			try(ffContractor, []string{f.Contractor})
 		}
 	}
-	return predSet{inner: best, keep: func(c *cpermit) bool { return s.match(p, c) }}
+	if bestSize == 0 {
+		return sliceSet(nil)
+	}
+	return predSet{inner: best, keep: func(c *cpermit) bool {
+		return (!global || s.linked(c, geo)) && s.match(p, c)
+	}}
 }
 
 // predSet is the items of inner that keep accepts.
@@ -204,11 +235,66 @@ func (p predSet) first() (*cpermit, bool) {
 
 const minIK = -1 << 31
 
-// unionSet is the ordered union of disjoint sets (a permit has one value
-// per field), merged k ways with B-tree iterators.
-type unionSet []treeSet
+// setIter walks an ordered set from a position.
+type setIter interface {
+	seekGE(k pkey) bool // first item >= k
+	seekLE(k pkey) bool // last item <= k
+	next() bool
+	prev() bool
+	item() *cpermit
+	release()
+}
 
-func unionOf(sets []treeSet) permitSet {
+// iterable is an ordered set that hands out iterators.
+type iterable interface {
+	permitSet
+	iter() setIter
+}
+
+type treeIter struct{ it btree.IterG[pkey] }
+
+func (s treeSet) iter() setIter { return &treeIter{it: s.t.Iter()} }
+
+func (t *treeIter) seekGE(k pkey) bool { return t.it.Seek(k) }
+func (t *treeIter) seekLE(k pkey) bool {
+	if !t.it.Seek(k) {
+		return t.it.Last()
+	}
+	if pkeyLess(k, t.it.Item()) {
+		return t.it.Prev()
+	}
+	return true
+}
+func (t *treeIter) next() bool     { return t.it.Next() }
+func (t *treeIter) prev() bool     { return t.it.Prev() }
+func (t *treeIter) item() *cpermit { return t.it.Item().p }
+func (t *treeIter) release()       { t.it.Release() }
+
+type sliceIter struct {
+	s sliceSet
+	i int
+}
+
+func (s sliceSet) iter() setIter { return &sliceIter{s: s} }
+
+func (t *sliceIter) seekGE(k pkey) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return !pkeyLess(keyOf(t.s[i]), k) })
+	return t.i < len(t.s)
+}
+func (t *sliceIter) seekLE(k pkey) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return pkeyLess(k, keyOf(t.s[i])) }) - 1
+	return t.i >= 0
+}
+func (t *sliceIter) next() bool     { t.i++; return t.i < len(t.s) }
+func (t *sliceIter) prev() bool     { t.i--; return t.i >= 0 }
+func (t *sliceIter) item() *cpermit { return t.s[t.i] }
+func (t *sliceIter) release()       {}
+
+// unionSet is the ordered union of sets, merged k ways; an item in
+// several sets is given once.
+type unionSet []iterable
+
+func unionOf(sets []iterable) permitSet {
 	if len(sets) == 1 {
 		return sets[0]
 	}
@@ -229,63 +315,56 @@ func (u unionSet) first() (*cpermit, bool) {
 	return out, out != nil
 }
 
-func (u unionSet) ascend(pivot *cpermit, fn func(*cpermit) bool) {
-	its := make([]btree.IterG[pkey], len(u))
-	ok := make([]bool, len(u))
-	for i, t := range u {
-		its[i] = t.t.Iter()
-		ok[i] = its[i].Seek(keyOf(pivot))
-	}
-	defer func() {
-		for i := range its {
-			its[i].Release()
-		}
-	}()
-	for {
-		best := -1
-		for i := range its {
-			if ok[i] && (best < 0 || pkeyLess(its[i].Item(), its[best].Item())) {
-				best = i
-			}
-		}
-		if best < 0 || !fn(its[best].Item().p) {
-			return
-		}
-		ok[best] = its[best].Next()
-	}
-}
-
-func (u unionSet) descend(pivot *cpermit, fn func(*cpermit) bool) {
-	its := make([]btree.IterG[pkey], len(u))
+func (u unionSet) walk(pivot *cpermit, fn func(*cpermit) bool, asc bool) {
+	its := make([]setIter, len(u))
 	ok := make([]bool, len(u))
 	pk := keyOf(pivot)
 	for i, t := range u {
-		its[i] = t.t.Iter()
-		if its[i].Seek(pk) {
-			if pkeyLess(pk, its[i].Item()) {
-				ok[i] = its[i].Prev()
-			} else {
-				ok[i] = true
-			}
+		its[i] = t.iter()
+		if asc {
+			ok[i] = its[i].seekGE(pk)
 		} else {
-			ok[i] = its[i].Last()
+			ok[i] = its[i].seekLE(pk)
 		}
 	}
 	defer func() {
-		for i := range its {
-			its[i].Release()
+		for _, it := range its {
+			it.release()
 		}
 	}()
+	var last *cpermit
 	for {
 		best := -1
 		for i := range its {
-			if ok[i] && (best < 0 || pkeyLess(its[best].Item(), its[i].Item())) {
+			if !ok[i] {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			a, b := its[i].item(), its[best].item()
+			if asc && permitLess(a, b) || !asc && permitLess(b, a) {
 				best = i
 			}
 		}
-		if best < 0 || !fn(its[best].Item().p) {
+		if best < 0 {
 			return
 		}
-		ok[best] = its[best].Prev()
+		c := its[best].item()
+		if c != last {
+			if !fn(c) {
+				return
+			}
+			last = c
+		}
+		if asc {
+			ok[best] = its[best].next()
+		} else {
+			ok[best] = its[best].prev()
+		}
 	}
 }
+
+func (u unionSet) ascend(pivot *cpermit, fn func(*cpermit) bool)  { u.walk(pivot, fn, true) }
+func (u unionSet) descend(pivot *cpermit, fn func(*cpermit) bool) { u.walk(pivot, fn, false) }

@@ -29,6 +29,7 @@ func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
 		p := permit(fmt.Sprintf("%05d", i), issue, zip, 1)
 		p.PermitType, p.WorkType, p.Status = types[r.IntN(len(types))], works[r.IntN(len(works))], stats[r.IntN(len(stats))]
 		p.Contractor = contractors[r.IntN(len(contractors))]
+		p.RawDescription = descriptions[r.IntN(len(descriptions))]
 		if r.IntN(5) == 0 {
 			p.Valuation = nil
 		} else {
@@ -39,6 +40,15 @@ func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
 	}
 	return ps
 }
+
+var descriptions = []string{
+	"Remodel the kitchen and bathrooms", "Kitchen remodeling, new cabinets", "Re-roofing of the garage",
+	"New single family residence", "Demolish existing garage", "Electrical service upgrade to 200A",
+	"Install rooftop solar panels", "Owner's deck addition", "",
+}
+
+var queries = []string{"kitchen", "kitch", "remodeling kitchen", "roof", "garage demol", "the", "solar panel",
+	"owner deck", "new", "cabinets", "200a", "zzz", "ki", "permit 0001", "00012", "permit"}
 
 func randomPermitFilter(r *rand.Rand) readmodel.PermitFilter {
 	pick := func(vs ...string) []string {
@@ -62,6 +72,9 @@ func randomPermitFilter(r *rand.Rand) readmodel.PermitFilter {
 	if r.IntN(3) == 0 {
 		v := float64(3000 + r.IntN(10)*500)
 		f.MaxValuation = &v
+	}
+	if r.IntN(2) == 0 {
+		f.Text = queries[r.IntN(len(queries))]
 	}
 	if r.IntN(4) == 0 {
 		f.Contractor = []string{"acmeroofinginc", "bobsbuilders", "zetaco", "nobody"}[r.IntN(4)]
@@ -92,7 +105,7 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 		byZip[p.GeoLinks[0].GeoID] = append(byZip[p.GeoLinks[0].GeoID], p)
 		byZip[city] = append(byZip[city], p)
 	}
-	for i := range 150 {
+	for i := range 400 {
 		f := randomPermitFilter(r)
 		geo := []string{zipA, zipB, city}[i%3]
 		from, to := "", ""

@@ -62,6 +62,8 @@ func TestQueryGoldens(t *testing.T) {
 		"permits_filtered.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 25,
 			Filter: readmodel.PermitFilter{PermitTypes: []string{"building", "electrical"}, WorkTypes: []string{"new"}, Statuses: []string{"issued"},
 				MinValuation: ptr(1000.0), MaxValuation: ptr(50000.0), Contractor: "acmeroofinginc"}}),
+		"permits_text.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 25,
+			Filter: readmodel.PermitFilter{Text: "kitchen remodel", Statuses: []string{"issued"}}}),
 		"permits_filtered_min_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, FromDate: "2024-01-01", Limit: 7,
 			After:  &readmodel.PermitKey{IssueDate: "2024-03-04", PermitID: "src:9"},
 			Filter: readmodel.PermitFilter{MinValuation: ptr(0.0)}}),

@@ -12,7 +12,11 @@ import (
 //   - min/max_valuation: a range on valuation (a missing valuation never
 //     matches a range);
 //   - contractor: a term on contractor_key, the document's
-//     readmodel.ContractorKey of contractor, written at index time.
+//     readmodel.ContractorKey of contractor, written at index time;
+//   - q: match_bool_prefix with operator and on search_text, the
+//     english-analysed copy (copy_to) of raw_description and
+//     permit_number: every word of q, the last one as a prefix
+//     (readmodel.TextQuery is the same rule in Go).
 
 // anyValue keeps documents whose keyword field equals one of vals,
 // ignoring case.
@@ -51,6 +55,9 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 	}
 	if f.Contractor != "" {
 		out = append(out, term("contractor_key", f.Contractor))
+	}
+	if f.Text != "" {
+		out = append(out, obj{"match_bool_prefix": obj{"search_text": obj{"query": f.Text, "operator": "and"}}})
 	}
 	return out
 }

@@ -21,7 +21,16 @@ func permitFilters(t *testing.T, e *Env) {
 	// Filter values drawn from the fixture, written in other cases.
 	var types, works, statuses, contractors []string
 	var vals []float64
+	var words []string
 	for _, p := range permitsUnder(e, WA) {
+		for _, w := range strings.Fields(strings.ToLower(p.RawDescription)) {
+			if len(w) >= 4 && !slices.Contains(words, w) && strings.IndexFunc(w, func(r rune) bool { return r < 'a' || r > 'z' }) < 0 {
+				words = append(words, w)
+			}
+		}
+		if len(words) > 0 && p.PermitNumber != "" {
+			words = append(words[:1], words[0]+" "+p.PermitNumber)
+		}
 		add := func(list *[]string, v string) {
 			if v = readmodel.FoldValue(v); v != "" && !slices.Contains(*list, v) {
 				*list = append(*list, v)
@@ -60,6 +69,16 @@ func permitFilters(t *testing.T, e *Env) {
 		{"unknown value", WA, true, readmodel.PermitFilter{Statuses: []string{"no such status"}}},
 		{"property", PropUniv, true, readmodel.PermitFilter{PermitTypes: types}},
 	}
+	if len(words) >= 2 {
+		for _, q := range []string{words[0], words[0][:3], strings.ToUpper(words[0]) + "s", words[1], "zzzz " + words[0]} {
+			cases = append(cases, struct {
+				name   string
+				geo    string
+				desc   bool
+				filter readmodel.PermitFilter
+			}{"q " + q, WA, true, readmodel.PermitFilter{Text: q}})
+		}
+	}
 	if len(contractors) > 0 {
 		cases = append(cases, struct {
 			name   string
@@ -94,7 +113,7 @@ func permitFilters(t *testing.T, e *Env) {
 				q.After = page.Next
 			}
 			require.Equal(t, want, got, "filter %+v", tc.filter)
-			if !strings.HasPrefix(tc.name, "unknown") && tc.name != "property" {
+			if !strings.HasPrefix(tc.name, "unknown") && !strings.HasPrefix(tc.name, "q ") && tc.name != "property" {
 				require.NotEmpty(t, got, "the fixture gives this case permits")
 			}
 		})
