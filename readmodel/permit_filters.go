@@ -19,7 +19,8 @@ type PermitFilter struct {
 	MaxValuation *float64
 	Contractor   string // ContractorKey form; "" for none
 	// Text is the full-text query q as the caller wrote it (1..200
-	// characters), "" for none; see ParseText for its meaning.
+	// characters), "" for none: a permit passes when q is its permit
+	// number (IsPermitNumber) or its description matches q (ParseText).
 	Text string
 }
 
@@ -45,15 +46,20 @@ func (f *PermitFilter) Match(p *Permit) bool {
 		return false
 	}
 	if f.Text != "" {
-		tq := ParseText(f.Text)
-		return tq.Match(EnglishTerms(p.RawDescription), EnglishTerms(p.PermitNumber))
+		return IsPermitNumber(f.Text, p.PermitNumber) || ParseText(f.Text).Match(EnglishTerms(p.RawDescription))
 	}
 	return true
 }
 
+// IsPermitNumber reports whether q names the permit number: equal to it
+// ignoring case and q's outer blanks.
+func IsPermitNumber(q, number string) bool {
+	return number != "" && strings.EqualFold(strings.TrimSpace(q), number)
+}
+
 // TextQuery is a full-text query q analysed (english.go): every one of
-// Words must be a word of the permit's text (description or permit
-// number), and some word of it must begin with Prefix (the last word of q,
+// Words must be a word of the permit's description, and some word of it
+// must begin with Prefix (the last word of q,
 // analysed the same way, so "kitch" and "kitchens" both find "kitchen").
 // A q with no word left after analysis (only stop words or punctuation)
 // matches nothing. This is OpenSearch's match_bool_prefix with operator
@@ -78,8 +84,8 @@ func ParseText(q string) TextQuery {
 	return TextQuery{Words: words, Prefix: terms[len(terms)-1]}
 }
 
-// Match reports whether a permit whose description and number analyse to
-// these words passes.
+// Match reports whether a description that analyses to these words
+// passes.
 func (t TextQuery) Match(termLists ...[]string) bool {
 	if t.Prefix == "" {
 		return false

@@ -151,7 +151,7 @@ func (s *side) match(p *filterPlan, c *cpermit) bool {
 	if f.Contractor != "" && s.pf.ckey[c.contractor] != f.Contractor {
 		return false
 	}
-	return p.text == nil || s.textMatch(p.text, c)
+	return p.text == nil || s.textMatch(f.Text, p.text, c)
 }
 
 // filteredSet picks the smallest candidate set of geo for f and wraps it
@@ -165,16 +165,9 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 	global := false // best spans every geo: check the link
 	if f.Text != "" {
 		tq := readmodel.ParseText(f.Text)
-		if tq.Prefix == "" {
-			return sliceSet(nil)
-		}
 		p.text = &tq
 		if geo != selfProperty {
-			set, n, ok := s.textCandidates(&tq, bestSize)
-			if !ok {
-				return sliceSet(nil)
-			}
-			if n >= 0 {
+			if set, n := s.textCandidates(f.Text, &tq, bestSize); n >= 0 {
 				best, bestSize, global = set, n, true
 			}
 		}

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/tidwall/btree"
@@ -9,8 +8,9 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Full text (q, readmodel.TextQuery). The side keeps an inverted index of
-// the english-analysed words of every permit's description and number:
+// Full text (q: readmodel.IsPermitNumber or readmodel.TextQuery). The
+// side keeps a map of folded permit numbers and an inverted index of the
+// english-analysed words of every permit's description:
 // per word, the ordered set of the permits holding it (over every geo),
 // and the sorted dictionary of words for prefixes. A q page reads from the
 // smallest candidate set: the postings of one of q's words, the union of
@@ -22,14 +22,14 @@ import (
 // set; a shorter, commoner prefix is only checked on candidates.
 const maxPrefixTerms = 64
 
-// smallPosting is the size up to which a posting is a sorted slice (most
-// words of permit numbers belong to one permit).
+// smallPosting is the size up to which a posting is a sorted slice.
 const smallPosting = 32
 
 type textIndex struct {
 	postings map[string]*posting
 	dict     *btree.BTreeG[string]
 	desc     map[uint32]descTerms // description text id -> its words
+	numbers  map[string]sliceSet  // FoldValue(permit number) -> permits
 }
 
 type descTerms struct {
@@ -42,6 +42,7 @@ func newTextIndex() textIndex {
 		postings: map[string]*posting{},
 		dict:     btree.NewBTreeGOptions(func(a, b string) bool { return a < b }, btree.Options{NoLocks: true}),
 		desc:     map[uint32]descTerms{},
+		numbers:  map[string]sliceSet{},
 	}
 }
 
@@ -100,12 +101,11 @@ func (s *side) descWords(id uint32) []string {
 	return terms
 }
 
-// permitWords are the distinct words of c's description and number (the
-// side's writer).
+// permitWords are the distinct words of c's description (the side's
+// writer).
 func (s *side) permitWords(c *cpermit) []string {
-	words := append([]string(nil), s.descWords(c.desc)...)
-	words = append(words, readmodel.EnglishTerms(s.permitNumber(c))...)
-	out := words[:0]
+	words := s.descWords(c.desc)
+	out := make([]string, 0, len(words))
 	for _, w := range words {
 		if !containsStr(out, w) {
 			out = append(out, w)
@@ -133,6 +133,9 @@ func (s *side) indexText(c *cpermit) {
 		}
 		p.add(c)
 	}
+	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
+		s.pf.text.numbers[n] = insertSorted(s.pf.text.numbers[n], c)
+	}
 }
 
 func (s *side) unindexText(c *cpermit) {
@@ -145,66 +148,55 @@ func (s *side) unindexText(c *cpermit) {
 			}
 		}
 	}
+	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
+		if l := removeSorted(s.pf.text.numbers[n], c); len(l) > 0 {
+			s.pf.text.numbers[n] = l
+		} else {
+			delete(s.pf.text.numbers, n)
+		}
+	}
 }
 
-// textMatch checks q on one permit (a reader). The description's words
-// come from the cache; a word the description lacks may be a word of the
-// permit number, which is checked in that word's posting (one seek)
-// instead of analysing the number per candidate.
-func (s *side) textMatch(tq *readmodel.TextQuery, c *cpermit) bool {
-	d := s.pf.text.desc[c.desc].terms
-	for _, w := range tq.Words {
-		if !containsStr(d, w) && !s.inPosting(w, c) {
-			return false
-		}
-	}
-	for _, w := range d {
-		if strings.HasPrefix(w, tq.Prefix) {
-			return true
-		}
-	}
-	found, terms := false, 0
-	s.pf.text.dict.Ascend(tq.Prefix, func(w string) bool {
-		if !strings.HasPrefix(w, tq.Prefix) || terms == maxPrefixTerms {
-			return false
-		}
-		terms++
-		found = s.inPosting(w, c)
-		return !found
-	})
-	if terms == maxPrefixTerms && !found { // a prefix of many words: analyse the number
-		for _, w := range readmodel.EnglishTerms(s.permitNumber(c)) {
-			if strings.HasPrefix(w, tq.Prefix) {
-				return true
-			}
-		}
-	}
-	return found
-}
-
-// inPosting reports whether c holds word w.
-func (s *side) inPosting(w string, c *cpermit) bool {
-	p := s.pf.text.postings[w]
-	if p == nil {
-		return false
-	}
-	if p.tree != nil {
-		_, ok := p.tree.t.Get(keyOf(c))
-		return ok
-	}
-	i := sort.Search(len(p.small), func(i int) bool { return !permitLess(p.small[i], c) })
-	return i < len(p.small) && p.small[i] == c
+// textMatch checks q on one permit (a reader): its number, or its
+// description's words from the cache.
+func (s *side) textMatch(q string, tq *readmodel.TextQuery, c *cpermit) bool {
+	return tq.Match(s.pf.text.desc[c.desc].terms) || readmodel.IsPermitNumber(q, s.permitNumber(c))
 }
 
 // textCandidates returns the smallest candidate set q offers and its
-// size; ok false when q matches nothing at all. n is -1 when q offers no
-// set smaller than limit.
-func (s *side) textCandidates(tq *readmodel.TextQuery, limit int) (set permitSet, n int, ok bool) {
-	n = -1
+// size, or n = -1 when q offers no set smaller than limit: the permits
+// numbered q together with the description candidates (the postings of
+// one of q's words, or the union of the postings of the words its prefix
+// begins when there are at most maxPrefixTerms).
+func (s *side) textCandidates(q string, tq *readmodel.TextQuery, limit int) (set permitSet, n int) {
+	numbered := s.pf.text.numbers[readmodel.FoldValue(q)]
+	descSet, descN := s.descCandidates(tq, limit-len(numbered))
+	switch {
+	case descN < 0:
+		return nil, -1
+	case descN == 0:
+		return numbered, len(numbered)
+	case len(numbered) == 0:
+		return descSet, descN
+	}
+	if u, ok := descSet.(unionSet); ok {
+		return append(unionSet{numbered}, u...), descN + len(numbered)
+	}
+	return unionSet{descSet.(iterable), numbered}, descN + len(numbered)
+}
+
+// descCandidates: 0 when no description can match, -1 when none of q's
+// sets is smaller than limit.
+func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, int) {
+	if tq.Prefix == "" {
+		return nil, 0
+	}
+	var set permitSet
+	n := -1
 	for _, w := range tq.Words {
 		p := s.pf.text.postings[w]
 		if p == nil {
-			return nil, 0, false
+			return nil, 0
 		}
 		if p.size() < limit {
 			set, n, limit = p.set(), p.size(), p.size()
@@ -226,12 +218,15 @@ func (s *side) textCandidates(tq *readmodel.TextQuery, limit int) (set permitSet
 		return true
 	})
 	if terms == 0 {
-		return nil, 0, false
+		return nil, 0
 	}
 	if terms <= maxPrefixTerms && total < limit {
-		set, n = unionOf(sets), total
+		if len(sets) == 1 {
+			return sets[0], total
+		}
+		return unionSet(sets), total
 	}
-	return set, n, true
+	return set, n
 }
 
 // linked reports whether c is linked to geo (a symbol).

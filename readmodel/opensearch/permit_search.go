@@ -1,6 +1,8 @@
 package opensearch
 
 import (
+	"strings"
+
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -13,10 +15,11 @@ import (
 //     matches a range);
 //   - contractor: a term on contractor_key, the document's
 //     readmodel.ContractorKey of contractor, written at index time;
-//   - q: match_bool_prefix with operator and on search_text, the
-//     english-analysed copy (copy_to) of raw_description and
-//     permit_number: every word of q, the last one as a prefix
-//     (readmodel.TextQuery is the same rule in Go).
+//   - q: the permit number (a case-insensitive term on permit_number) or
+//     the description: match_bool_prefix with operator and on
+//     search_text, the english-analysed copy (copy_to) of
+//     raw_description, every word of q, the last one as a prefix
+//     (readmodel.IsPermitNumber and readmodel.TextQuery in Go).
 
 // anyValue keeps documents whose keyword field equals one of vals,
 // ignoring case.
@@ -57,7 +60,10 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 		out = append(out, term("contractor_key", f.Contractor))
 	}
 	if f.Text != "" {
-		out = append(out, obj{"match_bool_prefix": obj{"search_text": obj{"query": f.Text, "operator": "and"}}})
+		out = append(out, obj{"bool": obj{"minimum_should_match": 1, "should": []obj{
+			{"term": obj{"permit_number": obj{"value": strings.TrimSpace(f.Text), "case_insensitive": true}}},
+			{"match_bool_prefix": obj{"search_text": obj{"query": f.Text, "operator": "and"}}},
+		}}})
 	}
 	return out
 }
