@@ -1,6 +1,9 @@
 package api
 
 import (
+	"math"
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/api/cursor"
@@ -10,14 +13,16 @@ import (
 // permitCursorKey is the search_after position of permit pages inside a
 // cursor: issue date ("" for undated) and permit id.
 type permitCursorKey struct {
-	IssueDate string `json:"d"`
-	PermitID  string `json:"i"`
+	IssueDate string   `json:"d"`
+	PermitID  string   `json:"i"`
+	Valuation *float64 `json:"v,omitempty"` // sort=valuation_desc: nil for unknown
 }
 
 // validPosition: a permit position names a permit and a real date (or
 // none, for undated permits).
 func (k *permitCursorKey) validPosition() bool {
-	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate))
+	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate)) &&
+		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0))
 }
 
 // readPermitCursor reads a permit page position.
@@ -26,7 +31,11 @@ func (s *server) readPermitCursor(q query, endpoint, binding string) (*readmodel
 	if err != nil || k == nil {
 		return nil, err
 	}
-	return &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}, nil
+	pk := &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}
+	if k.Valuation != nil {
+		pk.HasValuation, pk.Valuation = true, *k.Valuation
+	}
+	return pk, nil
 }
 
 // nextPermitCursor signs the position after a permit page.
@@ -34,7 +43,12 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	if next == nil {
 		return nil, nil
 	}
-	return nextCursor(s, endpoint, binding, &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
+	k := &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID}
+	if next.HasValuation {
+		v := next.Valuation
+		k.Valuation = &v
+	}
+	return nextCursor(s, endpoint, binding, k)
 }
 
 // searchPermits: GET /v1/permits/search.
@@ -72,10 +86,20 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc"}, "sort")
+	if err != nil {
+		return err
+	}
+	if _, given, _ := q.get("order"); given && sort == "valuation_desc" {
+		return invalid("order", "applies to sort=issue_date only; sort=valuation_desc is always descending")
+	}
 	const endpoint = "permits_search"
 	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}
 	if !filter.IsZero() { // unfiltered cursors keep their binding
 		bind = append(bind, fb...)
+	}
+	if sort != "issue_date" {
+		bind = append(bind, "sort", sort)
 	}
 	binding := cursor.Binding(bind...)
 	after, err := s.readPermitCursor(q, endpoint, binding)
@@ -84,7 +108,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 	}
 	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
 		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
-		Filter: filter,
+		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
 	})
 	if err != nil {
 		return asNotFound(err, "location "+geoID)

@@ -28,6 +28,9 @@ const maxValuation = 1e12
 // (search, and the monthly series and export that follow it).
 var permitFilterParams = []string{"permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor", "q"}
 
+// permitSortParam is permit search's sort (issue_date, valuation_desc).
+const permitSortParam = "sort"
+
 // maxTextWords bounds the analysed words of q.
 const maxTextWords = 16
 

@@ -194,3 +194,36 @@ func manyValues(n int) string {
 	}
 	return strings.Join(vs, ",")
 }
+
+func TestPermitSearchValuationSort(t *testing.T) {
+	h := filterHarness(t)
+	got := walkFiltered(t, h, url.Values{"geo_id": {geo98101}, "limit": {"7"}, "sort": {"valuation_desc"}, "status": {"issued,completed"}})
+	if len(got) != 40 {
+		t.Fatalf("%d permits, want 40", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		a, b := got[i-1], got[i]
+		switch {
+		case a.Valuation == nil && b.Valuation != nil:
+			t.Fatalf("unknown valuation before a known one at %d", i)
+		case a.Valuation != nil && b.Valuation != nil && (*a.Valuation < *b.Valuation || *a.Valuation == *b.Valuation && a.PermitID > b.PermitID):
+			t.Fatalf("out of order at %d: %+v then %+v", i, a, b)
+		case a.Valuation == nil && b.Valuation == nil && a.PermitID > b.PermitID:
+			t.Fatalf("unknown valuations not by permit_id at %d", i)
+		}
+	}
+	if r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&sort=valuation_desc&order=asc"); r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"order\"`) {
+		t.Errorf("order with valuation_desc: %d %s", r.Status, r.Body)
+	}
+	if r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&sort=value"); r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"sort\"`) {
+		t.Errorf("bad sort: %d %s", r.Status, r.Body)
+	}
+	r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&limit=3")
+	var p struct {
+		NextCursor *string `json:"next_cursor"`
+	}
+	r.JSON(t, &p)
+	if r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&limit=3&sort=valuation_desc&cursor=" + url.QueryEscape(*p.NextCursor)); r.Status != http.StatusUnprocessableEntity {
+		t.Errorf("a date cursor with sort=valuation_desc: %d %s", r.Status, r.Body)
+	}
+}

@@ -5,6 +5,20 @@ import (
 	"unicode"
 )
 
+// PermitSort is the order of permit pages.
+type PermitSort string
+
+// Permit orders. Both end with permit_id ascending.
+const (
+	// SortIssueDate: issue_date in the direction of PermitQuery.Desc,
+	// undated last (the default).
+	SortIssueDate PermitSort = ""
+	// SortValuationDesc: valuation descending, unknown valuation last;
+	// PermitQuery.Desc is ignored. Cursor keys carry the valuation
+	// (PermitKey.HasValuation, Valuation).
+	SortValuationDesc PermitSort = "valuation_desc"
+)
+
 // PermitFilter narrows permit search (and, later, the monthly series and
 // export) beyond the geography and the date window. Every set field must
 // hold (AND); a list holds when any of its values does (OR). Values come

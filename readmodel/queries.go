@@ -23,6 +23,10 @@ type Candidate struct {
 type PermitKey struct {
 	IssueDate string
 	PermitID  string
+	// Valuation position, for SortValuationDesc pages only: HasValuation
+	// false is a permit of unknown valuation.
+	HasValuation bool
+	Valuation    float64
 }
 
 // PermitQuery pages the permits of one geography.
@@ -34,6 +38,7 @@ type PermitQuery struct {
 	Limit    int    // 1..100
 	After    *PermitKey
 	Filter   PermitFilter // permit_filters.go; the zero value filters nothing
+	Sort     PermitSort   // permit_filters.go; "" is by issue date (Desc)
 }
 
 // PermitHit is a permit with its link to the queried geography.

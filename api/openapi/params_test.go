@@ -51,6 +51,7 @@ var permitSearchFilters = map[string]param{
 	"max_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
 	"contractor":    {in: "query", typ: "string"},
 	"q":             {in: "query", typ: "string"},
+	"sort":          {in: "query", typ: "string", enum: []any{"issue_date", "valuation_desc"}, def: "issue_date"},
 }
 
 func merge(ms ...map[string]param) map[string]param {

@@ -37,13 +37,14 @@ type fkey struct {
 // instead of folding per candidate).
 type permitFilterIndex struct {
 	postings map[fkey]treeSet
-	fold     map[uint32]string // symbol -> FoldValue (type, work type, status)
-	ckey     map[uint32]string // symbol -> ContractorKey
-	text     textIndex         // permit_text.go
+	fold     map[uint32]string    // symbol -> FoldValue (type, work type, status)
+	ckey     map[uint32]string    // symbol -> ContractorKey
+	text     textIndex            // permit_text.go
+	byValue  map[uint32]valueTree // permit_sort.go
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex()}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -93,6 +94,7 @@ func (s *side) indexFilters(c *cpermit) {
 		})
 	}
 	s.indexText(c)
+	s.indexValue(c)
 }
 
 // unindexFilters removes c from its postings (the side's writer).
@@ -112,6 +114,7 @@ func (s *side) unindexFilters(c *cpermit) {
 		})
 	}
 	s.unindexText(c)
+	s.unindexValue(c)
 }
 
 // filterPlan is a filter in the side's terms.

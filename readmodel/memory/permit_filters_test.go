@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/permitd/permitd/readmodel"
@@ -117,6 +118,36 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 			if f.Match(&p) {
 				keep = append(keep, p)
 			}
+		}
+		// valuation order: the same permits, valuation desc, unknown last
+		var byValue []readmodel.Permit
+		for _, p := range keep {
+			if (from == "" || p.IssueDate != "" && p.IssueDate >= from) && (to == "" || p.IssueDate != "" && p.IssueDate <= to) {
+				byValue = append(byValue, p)
+			}
+		}
+		slices.SortFunc(byValue, func(a, b readmodel.Permit) int {
+			if (a.Valuation == nil) != (b.Valuation == nil) {
+				if a.Valuation == nil {
+					return 1
+				}
+				return -1
+			}
+			if a.Valuation != nil && *a.Valuation != *b.Valuation {
+				if *a.Valuation > *b.Valuation {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.PermitID, b.PermitID)
+		})
+		var wantValue []string
+		for _, p := range byValue {
+			wantValue = append(wantValue, p.PermitID)
+		}
+		gotValue := walk(t, s, readmodel.PermitQuery{GeoID: geo, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortValuationDesc}, nil)
+		if !slices.Equal(gotValue, wantValue) {
+			t.Fatalf("valuation order, filter %+v geo %s: got %d %v, want %d %v", f, geo, len(gotValue), head(gotValue), len(wantValue), head(wantValue))
 		}
 		for _, desc := range []bool{true, false} {
 			want := expected(keep, desc, from, to)

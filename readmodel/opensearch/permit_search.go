@@ -68,9 +68,22 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 	return out
 }
 
-// permitSearchBody is a permit page (permitPageBody) narrowed by q.Filter.
+// permitSearchBody is a permit page (permitPageBody) narrowed by q.Filter,
+// in q.Sort: valuation_desc sorts on valuation_sort (the valuation, -1
+// when unknown) descending, then permit_id.
 func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
 	b := permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)
+	if q.Sort == readmodel.SortValuationDesc {
+		b["sort"] = []obj{{"valuation_sort": "desc"}, {"permit_id": "asc"}}
+		delete(b, "search_after")
+		if a := q.After; a != nil {
+			v := -1.0
+			if a.HasValuation {
+				v = a.Valuation
+			}
+			b["search_after"] = []any{v, a.PermitID}
+		}
+	}
 	if extra := permitFilterClauses(&q.Filter); len(extra) > 0 {
 		query := b["query"].(obj)
 		bl := query["bool"].(obj)

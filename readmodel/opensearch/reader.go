@@ -242,6 +242,9 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 		if i == q.Limit {
 			last := docs[i-1]
 			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.PermitID}
+			if q.Sort == readmodel.SortValuationDesc && last.Valuation != nil {
+				out.Next.HasValuation, out.Next.Valuation = true, *last.Valuation
+			}
 			break
 		}
 		p := d.permit()

@@ -13,7 +13,49 @@ import (
 // Permit search filters (issue 14). Expected pages come from the
 // fixture's documents and readmodel.PermitFilter.Match.
 func init() {
-	Scenarios = append(Scenarios, Scenario{"permits/filters", permitFilters})
+	Scenarios = append(Scenarios, Scenario{"permits/filters", permitFilters}, Scenario{"permits/valuation_desc", permitValuationSort})
+}
+
+// permitValuationSort walks sort=valuation_desc pages: valuation
+// descending, unknown last, permit_id ascending on ties.
+func permitValuationSort(t *testing.T, e *Env) {
+	e.Load(t, AllEvents(t)...)
+	for _, geo := range []string{WA, Seattle, PropUniv} {
+		ps := permitsUnder(e, geo)
+		slices.SortFunc(ps, func(a, b readmodel.Permit) int {
+			switch {
+			case (a.Valuation == nil) != (b.Valuation == nil):
+				if a.Valuation == nil {
+					return 1
+				}
+				return -1
+			case a.Valuation != nil && *a.Valuation != *b.Valuation:
+				if *a.Valuation > *b.Valuation {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.PermitID, b.PermitID)
+		})
+		var want, got []string
+		for _, p := range ps {
+			want = append(want, p.PermitID)
+		}
+		q := readmodel.PermitQuery{GeoID: geo, Limit: 4, Sort: readmodel.SortValuationDesc}
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 200, "walk does not end")
+			page, err := e.B.SearchPermits(e.Ctx(), q)
+			require.NoError(t, err)
+			for _, h := range page.Permits {
+				got = append(got, h.Permit.PermitID)
+			}
+			if page.Next == nil {
+				break
+			}
+			q.After = page.Next
+		}
+		require.Equal(t, want, got, geo)
+	}
 }
 
 func permitFilters(t *testing.T, e *Env) {
