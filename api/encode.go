@@ -96,7 +96,7 @@ func appendCursor(b []byte, next *string) []byte {
 
 func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *string) []byte {
 	b = append(b, `{"geo_id":`...)
-	b = jx.String(b, geoID)
+	b = jx.NullString(b, geoID) // null: a geometry without geo_id
 	b = append(b, `,"count":`...)
 	b = jx.Int(b, int64(len(hits)))
 	b = append(b, `,"permits":[`...)
@@ -143,6 +143,10 @@ func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *str
 		b = jx.NullFloat(b, p.Lon)
 		b = append(b, `,"distance_m":`...)
 		b = jx.NullFloat(b, hits[i].DistanceM)
+		if geoID == "" {
+			b = append(b, `,"geo_match":null}`...)
+			continue
+		}
 		b = append(b, `,"geo_match":{"geo_id":`...)
 		b = jx.String(b, m.GeoID)
 		b = append(b, `,"geo_type":`...)

@@ -31,7 +31,7 @@ var acceptedParams = map[string][]string{
 }
 
 // permitSearchParams are the parameters of GET /v1/permits/search.
-var permitSearchParams = append([]string{"geo_id", "order", "from_date", "to_date", "limit", "cursor", permitSortParam}, permitFilterParams...)
+var permitSearchParams = append([]string{"geo_id", "order", "from_date", "to_date", "limit", "cursor", permitSortParam}, append(permitFilterParams, permitGeometryParams...)...)
 
 // withKnownParams rejects a query parameter the matched route does not
 // read: 422 VALIDATION_ERROR naming it (the first in byte order when

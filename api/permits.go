@@ -16,13 +16,15 @@ type permitCursorKey struct {
 	IssueDate string   `json:"d"`
 	PermitID  string   `json:"i"`
 	Valuation *float64 `json:"v,omitempty"` // sort=valuation_desc: nil for unknown
+	DistanceM float64  `json:"m,omitempty"` // sort=distance
 }
 
 // validPosition: a permit position names a permit and a real date (or
 // none, for undated permits).
 func (k *permitCursorKey) validPosition() bool {
 	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate)) &&
-		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0))
+		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0)) &&
+		k.DistanceM >= 0 && k.DistanceM <= 2*maxRadiusM
 }
 
 // readPermitCursor reads a permit page position.
@@ -31,7 +33,7 @@ func (s *server) readPermitCursor(q query, endpoint, binding string) (*readmodel
 	if err != nil || k == nil {
 		return nil, err
 	}
-	pk := &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}
+	pk := &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID, DistanceM: k.DistanceM}
 	if k.Valuation != nil {
 		pk.HasValuation, pk.Valuation = true, *k.Valuation
 	}
@@ -43,7 +45,7 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	if next == nil {
 		return nil, nil
 	}
-	k := &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID}
+	k := &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID, DistanceM: next.DistanceM}
 	if next.HasValuation {
 		v := next.Valuation
 		k.Valuation = &v
@@ -59,9 +61,16 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 // may change between pages.
 func (s *server) searchPermits(c *gin.Context) error {
 	q := queryOf(c)
-	geoID, err := q.id("geo_id")
+	var filter readmodel.PermitFilter
+	gb, err := q.geometry(&filter)
 	if err != nil {
 		return err
+	}
+	geoID := ""
+	if _, given, _ := q.get("geo_id"); given || !filter.HasGeometry() {
+		if geoID, err = q.id("geo_id"); err != nil {
+			return err
+		}
 	}
 	order, err := q.enum("desc", []string{"asc", "desc"}, "order")
 	if err != nil {
@@ -82,16 +91,22 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	filter, fb, err := q.permitFilter()
+	pf, fb, err := q.permitFilter()
 	if err != nil {
 		return err
 	}
-	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc"}, "sort")
+	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
+	filter = pf
+	fb = append(fb, gb...)
+	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc", "distance"}, "sort")
 	if err != nil {
 		return err
 	}
-	if _, given, _ := q.get("order"); given && sort == "valuation_desc" {
-		return invalid("order", "applies to sort=issue_date only; sort=valuation_desc is always descending")
+	if sort == "distance" && filter.Near == nil {
+		return invalid("sort", "distance needs near")
+	}
+	if _, given, _ := q.get("order"); given && sort != "issue_date" {
+		return invalid("order", "applies to sort=issue_date only; got sort=%s", sort)
 	}
 	const endpoint = "permits_search"
 	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}

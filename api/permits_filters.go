@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,3 +137,97 @@ func (q query) foldedList(name string, allowed []string) ([]string, error) {
 }
 
 func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\ufffd") == s }
+
+// Geometry bounds.
+const (
+	maxRadiusM = 50_000
+	maxBBoxDeg = 2.0
+)
+
+// permitGeometryParams are the geometry parameters of permit reads.
+var permitGeometryParams = []string{"near", "radius_m", "bbox"}
+
+// geometry reads near + radius_m and bbox into f; the second result is
+// their cursor binding.
+func (q query) geometry(f *readmodel.PermitFilter) ([]string, error) {
+	near, hasNear, err := q.get("near")
+	if err != nil {
+		return nil, err
+	}
+	radius, err := q.floatIn("radius_m", 1, maxRadiusM)
+	if err != nil {
+		return nil, err
+	}
+	var bind []string
+	switch {
+	case hasNear:
+		nums, err := numbers("near", near, 2, "lat,lon")
+		if err != nil {
+			return nil, err
+		}
+		if nums[0] < -90 || nums[0] > 90 {
+			return nil, invalid("near", "latitude must be from -90 to 90; got %g", nums[0])
+		}
+		if nums[1] < -180 || nums[1] > 180 {
+			return nil, invalid("near", "longitude must be from -180 to 180; got %g", nums[1])
+		}
+		if radius == nil {
+			return nil, invalid("radius_m", "is required with near (1..%d metres)", maxRadiusM)
+		}
+		f.Near, f.RadiusM = &readmodel.GeoPoint{Lat: nums[0], Lon: nums[1]}, *radius
+		bind = append(bind, "near", fmtFloat(nums[0])+","+fmtFloat(nums[1]), "radius_m", fmtFloat(*radius))
+	case radius != nil:
+		return nil, invalid("radius_m", "is only valid with near")
+	}
+	box, hasBox, err := q.get("bbox")
+	if err != nil {
+		return nil, err
+	}
+	if hasBox {
+		n, err := numbers("bbox", box, 4, "min_lon,min_lat,max_lon,max_lat")
+		if err != nil {
+			return nil, err
+		}
+		for _, lat := range []float64{n[1], n[3]} {
+			if lat < -90 || lat > 90 {
+				return nil, invalid("bbox", "latitudes must be from -90 to 90; got %g", lat)
+			}
+		}
+		for _, lon := range []float64{n[0], n[2]} {
+			if lon < -180 || lon > 180 {
+				return nil, invalid("bbox", "longitudes must be from -180 to 180; got %g", lon)
+			}
+		}
+		if n[0] > n[2] {
+			return nil, invalid("bbox", "min_lon %g is above max_lon %g (a box may not cross the antimeridian)", n[0], n[2])
+		}
+		if n[1] > n[3] {
+			return nil, invalid("bbox", "min_lat %g is above max_lat %g", n[1], n[3])
+		}
+		if n[2]-n[0] > maxBBoxDeg || n[3]-n[1] > maxBBoxDeg {
+			return nil, invalid("bbox", "spans more than %g degrees on a side", maxBBoxDeg)
+		}
+		f.BBox = &readmodel.BBox{MinLon: n[0], MinLat: n[1], MaxLon: n[2], MaxLat: n[3]}
+		bind = append(bind, "bbox", fmtFloat(n[0])+","+fmtFloat(n[1])+","+fmtFloat(n[2])+","+fmtFloat(n[3]))
+	}
+	return bind, nil
+}
+
+// numbers parses exactly n comma-separated finite numbers.
+func numbers(name, s string, n int, shape string) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != n {
+		return nil, invalid(name, "must be %s (%d numbers); got %q", shape, n, clip(s))
+	}
+	out := make([]float64, n)
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, invalid(name, "must be %s, finite numbers; got %q", shape, clip(s))
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -18,7 +18,9 @@ func filterEvent(t *testing.T, number, issue, typ, work, status, contractor stri
 	t.Helper()
 	line := number + " Pine Street"
 	n := address.Normalize(line)
-	lat, lon := 47.61, -122.33
+	var num int
+	fmt.Sscanf(number, "F%d", &num)
+	lat, lon := 47.60+float64(num%10)*0.002, -122.34+float64(num/10)*0.002
 	d := events.Permit{
 		PermitNumber: number, PermitType: typ, WorkType: work, Status: status, IssueDate: issue,
 		Description: "permit " + number, Contractor: contractor, Valuation: valuation, Source: "test", Lat: &lat, Lon: &lon,
@@ -225,5 +227,86 @@ func TestPermitSearchValuationSort(t *testing.T) {
 	r.JSON(t, &p)
 	if r := h.Get("/v1/permits/search?geo_id=" + geo98101 + "&limit=3&sort=valuation_desc&cursor=" + url.QueryEscape(*p.NextCursor)); r.Status != http.StatusUnprocessableEntity {
 		t.Errorf("a date cursor with sort=valuation_desc: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestPermitSearchGeometry(t *testing.T) {
+	h := filterHarness(t)
+	// permit Fnn sits at 47.60+0.002*(nn%10), -122.34+0.002*(nn/10)
+	near := url.Values{"near": {"47.600,-122.340"}, "radius_m": {"500"}, "sort": {"distance"}, "limit": {"2"}}
+	got := walkFiltered(t, h, near)
+	if len(got) == 0 || got[0].PermitID != "test:F000" || got[0].DistanceM == nil || *got[0].DistanceM != 0 {
+		t.Fatalf("nearest first: %+v", got)
+	}
+	for i, r := range got {
+		if r.DistanceM == nil || *r.DistanceM > 500 || i > 0 && *r.DistanceM < *got[i-1].DistanceM {
+			t.Fatalf("distance order at %d: %+v", i, got)
+		}
+	}
+	// 500 m: rows 0..2 of columns 0..2 and a few more; count them from the grid
+	want := 0
+	for n := range 60 {
+		dLat, dLon := float64(n%10)*0.002*111195, float64(n/10)*0.002*111195*0.6743
+		if dLat*dLat+dLon*dLon <= 500*500*0.999 {
+			want++
+		}
+	}
+	if len(got) < want-1 || len(got) > want+1 {
+		t.Errorf("%d permits within 500 m, about %d expected", len(got), want)
+	}
+	// bbox narrows a geo_id; date order
+	box := walkFiltered(t, h, url.Values{"geo_id": {geo98101}, "bbox": {"-122.3405,47.5995,-122.3355,47.6045"}, "limit": {"4"}})
+	if len(box) != 9 { // columns 0..2, rows 0..2
+		t.Errorf("bbox: %d permits, want 9: %+v", len(box), box)
+	}
+	for _, r := range box {
+		if r.DistanceM != nil {
+			t.Errorf("distance without near: %+v", r)
+		}
+	}
+	r := h.Get("/v1/permits/search?near=47.6,-122.34&radius_m=300")
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"geo_id":null`) || !strings.Contains(string(r.Body), `"geo_match":null`) {
+		t.Errorf("near without geo_id: %d %.300s", r.Status, r.Body)
+	}
+	// a cursor is bound to the geometry
+	r = h.Get("/v1/permits/search?near=47.6,-122.34&radius_m=500&limit=1")
+	var p struct {
+		NextCursor *string `json:"next_cursor"`
+	}
+	r.JSON(t, &p)
+	if p.NextCursor == nil {
+		t.Fatalf("no cursor: %s", r.Body)
+	}
+	if r := h.Get("/v1/permits/search?near=47.6,-122.34&radius_m=600&limit=1&cursor=" + url.QueryEscape(*p.NextCursor)); r.Status != http.StatusUnprocessableEntity {
+		t.Errorf("cursor with another radius: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestPermitGeometryBadInput(t *testing.T) {
+	h := filterHarness(t)
+	for _, tc := range []struct{ query, param string }{
+		{"near=47.6,-122.3&radius_m=-5", "radius_m"},
+		{"near=47.6,-122.3&radius_m=0", "radius_m"},
+		{"near=47.6,-122.3&radius_m=50001", "radius_m"},
+		{"near=47.6,-122.3", "radius_m"},
+		{"radius_m=100&geo_id=" + geo98101, "radius_m"},
+		{"near=91,-122.3&radius_m=100", "near"},
+		{"near=47.6,181&radius_m=100", "near"},
+		{"near=47.6&radius_m=100", "near"},
+		{"near=abc,def&radius_m=100", "near"},
+		{"near=NaN,1&radius_m=100", "near"},
+		{"bbox=-122.3,47.7,-122.4,47.8", "bbox"},
+		{"bbox=-122.4,47.8,-122.3,47.7", "bbox"},
+		{"bbox=-122.4,91,-122.3,92", "bbox"},
+		{"bbox=-125,45,-120,49", "bbox"},
+		{"bbox=1,2,3", "bbox"},
+		{"sort=distance&geo_id=" + geo98101, "sort"},
+		{"near=47.6,-122.3&radius_m=100&sort=distance&order=asc", "order"},
+		{"limit=5", "geo_id"},
+	} {
+		r := h.Get("/v1/permits/search?" + tc.query)
+		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"`+tc.param+`\"`) {
+			t.Errorf("%s: %d %s", tc.query, r.Status, r.Body)
+		}
 	}
 }

@@ -115,18 +115,18 @@ type permitJSON struct {
 	Lat            *float64           `json:"lat"`
 	Lon            *float64           `json:"lon"`
 	DistanceM      *float64           `json:"distance_m"`
-	GeoMatch       geoMatchJSON       `json:"geo_match"`
+	GeoMatch       *geoMatchJSON      `json:"geo_match"`
 }
 
 type permitsResponse struct {
-	GeoID      string       `json:"geo_id"`
+	GeoID      *string      `json:"geo_id"`
 	Count      int          `json:"count"`
 	Permits    []permitJSON `json:"permits"`
 	NextCursor *string      `json:"next_cursor"`
 }
 
 func refPermits(geoID string, hits []readmodel.PermitHit, next *string) any {
-	out := permitsResponse{GeoID: geoID, Count: len(hits), Permits: make([]permitJSON, 0, len(hits)), NextCursor: next}
+	out := permitsResponse{GeoID: nullable(geoID), Count: len(hits), Permits: make([]permitJSON, 0, len(hits)), NextCursor: next}
 	for _, h := range hits {
 		p := h.Permit
 		out.Permits = append(out.Permits, permitJSON{
@@ -140,8 +140,10 @@ func refPermits(geoID string, hits []readmodel.PermitHit, next *string) any {
 				State: nullable(p.Address.State), Zipcode: nullable(p.Address.Zipcode),
 				County: nullable(p.Address.County), Jurisdiction: nullable(p.Address.Jurisdiction),
 			},
-			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
 		})
+		if geoID != "" {
+			out.Permits[len(out.Permits)-1].GeoMatch = &geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))}
+		}
 	}
 	return out
 }

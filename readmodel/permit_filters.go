@@ -36,12 +36,18 @@ type PermitFilter struct {
 	// characters), "" for none: a permit passes when q is its permit
 	// number (IsPermitNumber) or its description matches q (ParseText).
 	Text string
+	// Near and RadiusM keep permits within RadiusM metres (great circle,
+	// DistanceM) of Near; BBox keeps permits inside the box. Permits
+	// without coordinates fail both (permit_geo.go).
+	Near    *GeoPoint
+	RadiusM float64
+	BBox    *BBox
 }
 
 // IsZero reports whether f filters nothing.
 func (f *PermitFilter) IsZero() bool {
 	return len(f.PermitTypes) == 0 && len(f.WorkTypes) == 0 && len(f.Statuses) == 0 &&
-		f.MinValuation == nil && f.MaxValuation == nil && f.Contractor == "" && f.Text == ""
+		f.MinValuation == nil && f.MaxValuation == nil && f.Contractor == "" && f.Text == "" && !f.HasGeometry()
 }
 
 // Match is the reference meaning of f for one permit: what every backend
@@ -59,10 +65,10 @@ func (f *PermitFilter) Match(p *Permit) bool {
 	if f.Contractor != "" && ContractorKey(p.Contractor) != f.Contractor {
 		return false
 	}
-	if f.Text != "" {
-		return IsPermitNumber(f.Text, p.PermitNumber) || ParseText(f.Text).Match(EnglishTerms(p.RawDescription))
+	if f.Text != "" && !IsPermitNumber(f.Text, p.PermitNumber) && !ParseText(f.Text).Match(EnglishTerms(p.RawDescription)) {
+		return false
 	}
-	return true
+	return f.geoMatch(p)
 }
 
 // IsPermitNumber reports whether q names the permit number: equal to it

@@ -27,10 +27,14 @@ type PermitKey struct {
 	// false is a permit of unknown valuation.
 	HasValuation bool
 	Valuation    float64
+	// DistanceM is the position of SortDistance pages.
+	DistanceM float64
 }
 
 // PermitQuery pages the permits of one geography.
 type PermitQuery struct {
+	// GeoID may be "" when Filter has a geometry (near or bbox): every
+	// permit the geometry holds; hits then carry a zero Match.
 	GeoID    string
 	Desc     bool   // issue_date descending when true
 	FromDate string // inclusive lower bound on issue_date, "" for none

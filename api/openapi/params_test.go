@@ -51,7 +51,10 @@ var permitSearchFilters = map[string]param{
 	"max_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
 	"contractor":    {in: "query", typ: "string"},
 	"q":             {in: "query", typ: "string"},
-	"sort":          {in: "query", typ: "string", enum: []any{"issue_date", "valuation_desc"}, def: "issue_date"},
+	"sort":          {in: "query", typ: "string", enum: []any{"issue_date", "valuation_desc", "distance"}, def: "issue_date"},
+	"near":          {in: "query", typ: "string"},
+	"radius_m":      {in: "query", typ: "number", min: num(1), max: num(50000)},
+	"bbox":          {in: "query", typ: "string"},
 }
 
 func merge(ms ...map[string]param) map[string]param {
@@ -79,7 +82,7 @@ var wantParams = map[string]map[string]param{
 		"geo_id": {in: "path", required: true, typ: "string"},
 	},
 	"/v1/permits/search": merge(page, map[string]param{
-		"geo_id":    {in: "query", required: true, typ: "string"},
+		"geo_id":    {in: "query", typ: "string"},
 		"order":     {in: "query", typ: "string", enum: []any{"asc", "desc"}, def: "desc"},
 		"from_date": {in: "query", typ: "string", format: "date"},
 		"to_date":   {in: "query", typ: "string", format: "date"},

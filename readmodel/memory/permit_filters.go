@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"sort"
 
 	"github.com/tidwall/btree"
@@ -41,10 +42,11 @@ type permitFilterIndex struct {
 	ckey     map[uint32]string    // symbol -> ContractorKey
 	text     textIndex            // permit_text.go
 	byValue  map[uint32]valueTree // permit_sort.go
+	cells    map[cellKey]sliceSet // permit_geo.go
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -95,6 +97,7 @@ func (s *side) indexFilters(c *cpermit) {
 	}
 	s.indexText(c)
 	s.indexValue(c)
+	s.indexCell(c)
 }
 
 // unindexFilters removes c from its postings (the side's writer).
@@ -115,6 +118,7 @@ func (s *side) unindexFilters(c *cpermit) {
 	}
 	s.unindexText(c)
 	s.unindexValue(c)
+	s.unindexCell(c)
 }
 
 // filterPlan is a filter in the side's terms.
@@ -137,6 +141,16 @@ func setOf(vs []string) map[string]bool {
 	return m
 }
 
+// planOf prepares f for match.
+func (s *side) planOf(f *readmodel.PermitFilter) *filterPlan {
+	p := &filterPlan{f: f, types: setOf(f.PermitTypes), works: setOf(f.WorkTypes), stats: setOf(f.Statuses)}
+	if f.Text != "" {
+		tq := readmodel.ParseText(f.Text)
+		p.text = &tq
+	}
+	return p
+}
+
 // match checks every condition of the filter on one permit (a reader).
 func (s *side) match(p *filterPlan, c *cpermit) bool {
 	if p.types != nil && !p.types[s.pf.fold[c.typ]] ||
@@ -154,6 +168,9 @@ func (s *side) match(p *filterPlan, c *cpermit) bool {
 	if f.Contractor != "" && s.pf.ckey[c.contractor] != f.Contractor {
 		return false
 	}
+	if f.HasGeometry() && !s.geoMatch(f, c) {
+		return false
+	}
 	return p.text == nil || s.textMatch(f.Text, p.text, c)
 }
 
@@ -163,12 +180,11 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 	if f.IsZero() {
 		return base
 	}
-	p := &filterPlan{f: f, types: setOf(f.PermitTypes), works: setOf(f.WorkTypes), stats: setOf(f.Statuses)}
+	p := s.planOf(f)
 	best, bestSize := base, base.size()
 	global := false // best spans every geo: check the link
-	if f.Text != "" {
-		tq := readmodel.ParseText(f.Text)
-		p.text = &tq
+	if p.text != nil {
+		tq := *p.text
 		if geo != selfProperty {
 			if set, n := s.textCandidates(f.Text, &tq, bestSize); n >= 0 {
 				best, bestSize, global = set, n, true
@@ -364,3 +380,14 @@ func (u unionSet) walk(pivot *cpermit, fn func(*cpermit) bool, asc bool) {
 
 func (u unionSet) ascend(pivot *cpermit, fn func(*cpermit) bool)  { u.walk(pivot, fn, true) }
 func (u unionSet) descend(pivot *cpermit, fn func(*cpermit) bool) { u.walk(pivot, fn, false) }
+
+// geoMatch checks near and bbox on one permit.
+func (s *side) geoMatch(f *readmodel.PermitFilter, c *cpermit) bool {
+	if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
+		return false
+	}
+	if f.BBox != nil && !f.BBox.Contains(c.lat, c.lon) {
+		return false
+	}
+	return f.Near == nil || readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: c.lat, Lon: c.lon}) <= f.RadiusM
+}

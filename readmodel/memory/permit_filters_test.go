@@ -31,6 +31,10 @@ func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
 		p.PermitType, p.WorkType, p.Status = types[r.IntN(len(types))], works[r.IntN(len(works))], stats[r.IntN(len(stats))]
 		p.Contractor = contractors[r.IntN(len(contractors))]
 		p.RawDescription = descriptions[r.IntN(len(descriptions))]
+		if r.IntN(6) > 0 {
+			lat, lon := 47.60+r.Float64()*0.05, -122.35+r.Float64()*0.05
+			p.Lat, p.Lon = &lat, &lon
+		}
 		if r.IntN(5) == 0 {
 			p.Valuation = nil
 		} else {
@@ -74,8 +78,15 @@ func randomPermitFilter(r *rand.Rand) readmodel.PermitFilter {
 		v := float64(3000 + r.IntN(10)*500)
 		f.MaxValuation = &v
 	}
-	if r.IntN(2) == 0 {
+	if r.IntN(3) == 0 {
 		f.Text = queries[r.IntN(len(queries))]
+	}
+	if r.IntN(3) == 0 {
+		f.Near, f.RadiusM = &readmodel.GeoPoint{Lat: 47.6 + r.Float64()*0.05, Lon: -122.35 + r.Float64()*0.05}, float64(200+r.IntN(3000))
+	}
+	if r.IntN(4) == 0 {
+		lat, lon := 47.6+r.Float64()*0.04, -122.35+r.Float64()*0.04
+		f.BBox = &readmodel.BBox{MinLon: lon, MinLat: lat, MaxLon: lon + 0.02, MaxLat: lat + 0.015}
 	}
 	if r.IntN(4) == 0 {
 		f.Contractor = []string{"acmeroofinginc", "bobsbuilders", "zetaco", "nobody"}[r.IntN(4)]
@@ -101,14 +112,23 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 		ps[i] = p
 	}
 	apply(t, s, readmodel.Batch{Permits: ps})
-	byZip := map[string][]readmodel.Permit{}
+	byZip := map[string][]readmodel.Permit{"": ps}
 	for _, p := range ps {
 		byZip[p.GeoLinks[0].GeoID] = append(byZip[p.GeoLinks[0].GeoID], p)
 		byZip[city] = append(byZip[city], p)
 	}
+	nearHits := 0
+	defer func() {
+		if nearHits < 20 {
+			t.Errorf("only %d near queries found permits", nearHits)
+		}
+	}()
 	for i := range 400 {
 		f := randomPermitFilter(r)
 		geo := []string{zipA, zipB, city}[i%3]
+		if f.HasGeometry() && i%5 == 0 {
+			geo = ""
+		}
 		from, to := "", ""
 		if i%4 == 3 {
 			from, to = "2024-02-01", "2024-03-31"
@@ -148,6 +168,35 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 		gotValue := walk(t, s, readmodel.PermitQuery{GeoID: geo, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortValuationDesc}, nil)
 		if !slices.Equal(gotValue, wantValue) {
 			t.Fatalf("valuation order, filter %+v geo %s: got %d %v, want %d %v", f, geo, len(gotValue), head(gotValue), len(wantValue), head(wantValue))
+		}
+		if f.Near != nil {
+			var near []readmodel.Permit
+			for _, p := range byValue {
+				near = append(near, p)
+			}
+			dist := func(p readmodel.Permit) float64 {
+				return readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: *p.Lat, Lon: *p.Lon})
+			}
+			slices.SortFunc(near, func(a, b readmodel.Permit) int {
+				if da, db := dist(a), dist(b); da != db {
+					if da < db {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.PermitID, b.PermitID)
+			})
+			var wantNear []string
+			for _, p := range near {
+				wantNear = append(wantNear, p.PermitID)
+			}
+			gotNear := walk(t, s, readmodel.PermitQuery{GeoID: geo, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortDistance}, nil)
+			if len(gotNear) > 0 {
+				nearHits++
+			}
+			if !slices.Equal(gotNear, wantNear) {
+				t.Fatalf("distance order, filter %+v geo %s: got %d %v, want %d %v", f, geo, len(gotNear), head(gotNear), len(wantNear), head(wantNear))
+			}
 		}
 		for _, desc := range []bool{true, false} {
 			want := expected(keep, desc, from, to)

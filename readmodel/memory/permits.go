@@ -108,6 +108,9 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
 		return readmodel.PermitPage{}, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
 	}
+	if q.Filter.HasGeometry() {
+		return s.searchGeometry(ctx, q) // permit_geo.go
+	}
 	if q.Sort == readmodel.SortValuationDesc {
 		return s.searchByValuation(ctx, q) // permit_sort.go
 	}

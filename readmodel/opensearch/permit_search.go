@@ -1,6 +1,8 @@
 package opensearch
 
 import (
+	"context"
+	"strconv"
 	"strings"
 
 	"github.com/permitd/permitd/readmodel"
@@ -59,6 +61,18 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 	if f.Contractor != "" {
 		out = append(out, term("contractor_key", f.Contractor))
 	}
+	if f.Near != nil {
+		out = append(out, obj{"geo_distance": obj{
+			"distance": strconv.FormatFloat(f.RadiusM, 'f', -1, 64) + "m", "distance_type": "arc",
+			"point": obj{"lat": f.Near.Lat, "lon": f.Near.Lon},
+		}})
+	}
+	if b := f.BBox; b != nil {
+		out = append(out, obj{"geo_bounding_box": obj{"point": obj{
+			"top_left":     obj{"lat": b.MaxLat, "lon": b.MinLon},
+			"bottom_right": obj{"lat": b.MinLat, "lon": b.MaxLon},
+		}}})
+	}
 	if f.Text != "" {
 		out = append(out, obj{"bool": obj{"minimum_should_match": 1, "should": []obj{
 			{"term": obj{"permit_number": obj{"value": strings.TrimSpace(f.Text), "case_insensitive": true}}},
@@ -84,10 +98,54 @@ func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
 			b["search_after"] = []any{v, a.PermitID}
 		}
 	}
+	bl := b["query"].(obj)["bool"].(obj)
+	if q.GeoID == "" { // a geometry alone: every geo; drop the anchor term
+		f := bl["filter"].([]obj)
+		bl["filter"] = append(f[:1:1], f[2:]...)
+	}
 	if extra := permitFilterClauses(&q.Filter); len(extra) > 0 {
-		query := b["query"].(obj)
-		bl := query["bool"].(obj)
 		bl["filter"] = append(bl["filter"].([]obj), extra...)
 	}
+	if q.Sort == readmodel.SortDistance && q.Filter.Near != nil {
+		b["sort"] = []obj{{"_geo_distance": obj{
+			"point": []obj{{"lat": q.Filter.Near.Lat, "lon": q.Filter.Near.Lon}},
+			"order": "asc", "unit": "m", "distance_type": "arc",
+		}}, {"permit_id": "asc"}}
+		delete(b, "search_after")
+		if a := q.After; a != nil {
+			b["search_after"] = []any{a.DistanceM, a.PermitID}
+		}
+	}
 	return b
+}
+
+// permitSearchDocs runs a permit page: with the anchor's existence check
+// (ErrNotFound) when q has a geo_id, alone for a geometry without one.
+func (s *Store) permitSearchDocs(ctx context.Context, field string, q *readmodel.PermitQuery) ([]permitDoc, error) {
+	body := permitSearchBody(field, q)
+	if q.GeoID == "" {
+		r, err := s.search(ctx, s.read(readmodel.KindPermit), body)
+		if err != nil {
+			return nil, err
+		}
+		return decodeHits[permitDoc](r)
+	}
+	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{s.read(readmodel.KindPermit), body})
+	if err != nil {
+		return nil, err
+	}
+	if !found(rs[0]) {
+		return nil, readmodel.ErrNotFound
+	}
+	return decodeHits[permitDoc](rs[1])
+}
+
+// distanceOf is a hit's distance from q's near point; nil without one or
+// without coordinates.
+func distanceOf(q *readmodel.PermitQuery, lat, lon *float64) *float64 {
+	if q.Filter.Near == nil || lat == nil || lon == nil {
+		return nil
+	}
+	d := readmodel.DistanceM(*q.Filter.Near, readmodel.GeoPoint{Lat: *lat, Lon: *lon})
+	return &d
 }
