@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -160,4 +162,150 @@ func permitFilters(t *testing.T, e *Env) {
 			}
 		})
 	}
+}
+
+func init() {
+	Scenarios = append(Scenarios, Scenario{"permits/geometry_and_varied_filters", permitGeometry})
+}
+
+// variedPermitEvents are 48 permits of ZIP 98101 and 98104 on a grid of
+// coordinates (0.002 degrees apart) with varied types, statuses,
+// contractors, valuations and descriptions; every seventh has no
+// coordinates.
+func variedPermitEvents(t *testing.T) []events.Envelope {
+	types := []string{"Building", "ELECTRICAL", "Demolition"}
+	stats := []string{"Issued", "Completed", "Permit Closed", "Expired"}
+	contractors := []string{"ACME Roofing, Inc.", "acme roofing inc", "Bob's Builders", ""}
+	descs := []string{"Kitchen remodel", "Remodeling of the kitchens", "Demolish garage", "Install solar panels"}
+	var out []events.Envelope
+	for i := range 48 {
+		zip := []string{"98101", "98104"}[i%2]
+		num := fmt.Sprintf("G%03d", i)
+		d := events.Permit{
+			PermitNumber: num, PermitType: types[i%3], WorkType: []string{"New", "Alteration"}[i%2], Status: stats[i%4],
+			IssueDate: fmt.Sprintf("2024-%02d-%02d", 1+i%5, 1+i%7), Description: descs[i%4] + " " + num,
+			Contractor: contractors[i%4], Source: "conformance",
+			Address: events.PermitAddress{Line: fmt.Sprintf("%d Grid Ave", 200+i), City: "Seattle", State: "WA", Zipcode: zip, ZipSource: "source"},
+		}
+		if i%5 != 0 {
+			v := float64((i % 9) * 2500)
+			d.Valuation = &v
+		}
+		if i%7 != 6 {
+			lat, lon := 47.600+float64(i%8)*0.002, -122.340+float64(i/8)*0.002
+			d.Lat, d.Lon = &lat, &lon
+		}
+		out = append(out, mustEnv(t, events.PermitUpserted, events.PermitDocID("conformance", num), 1, d))
+	}
+	return out
+}
+
+func permitGeometry(t *testing.T, e *Env) {
+	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
+	center := readmodel.GeoPoint{Lat: 47.604, Lon: -122.336}
+	type tcase struct {
+		name  string
+		geo   string
+		sort  readmodel.PermitSort
+		desc  bool
+		f     readmodel.PermitFilter
+		empty bool
+	}
+	cases := []tcase{
+		{"near alone by distance", "", readmodel.SortDistance, false, readmodel.PermitFilter{Near: &center, RadiusM: 600}, false},
+		{"near in a zip by date", Zip98101, "", true, readmodel.PermitFilter{Near: &center, RadiusM: 900}, false},
+		{"near asc with status", Seattle, "", false, readmodel.PermitFilter{Near: &center, RadiusM: 2000, Statuses: []string{"issued", "permit closed"}}, false},
+		{"bbox by valuation", WA, readmodel.SortValuationDesc, false, readmodel.PermitFilter{BBox: &readmodel.BBox{MinLon: -122.341, MinLat: 47.599, MaxLon: -122.333, MaxLat: 47.607}}, false},
+		{"bbox and near", "", readmodel.SortDistance, false, readmodel.PermitFilter{Near: &center, RadiusM: 800, BBox: &readmodel.BBox{MinLon: -122.338, MinLat: 47.600, MaxLon: -122.330, MaxLat: 47.620}}, false},
+		{"far away", "", "", true, readmodel.PermitFilter{Near: &readmodel.GeoPoint{Lat: 40, Lon: -100}, RadiusM: 50000}, true},
+		{"types any case", Seattle, "", true, readmodel.PermitFilter{PermitTypes: []string{"electrical", "demolition"}}, false},
+		{"contractor", WA, "", false, readmodel.PermitFilter{Contractor: "acmeroofinginc"}, false},
+		{"q stemmed", King, "", true, readmodel.PermitFilter{Text: "remodeled KITCHEN"}, false},
+		{"q prefix and status", WA, readmodel.SortValuationDesc, false, readmodel.PermitFilter{Text: "sol", Statuses: []string{"expired"}}, false},
+		{"q permit number", WA, "", true, readmodel.PermitFilter{Text: "g017"}, false},
+	}
+	dist := func(p readmodel.Permit, f readmodel.PermitFilter) float64 {
+		return readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: *p.Lat, Lon: *p.Lon})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []readmodel.Permit
+			if tc.geo == "" {
+				for _, p := range e.Permits {
+					ps = append(ps, p)
+				}
+			} else {
+				ps = permitsUnder(e, tc.geo)
+			}
+			var keep []readmodel.Permit
+			for _, p := range ps {
+				if tc.f.Match(&p) {
+					keep = append(keep, p)
+				}
+			}
+			sortPermits(keep, tc.desc)
+			switch tc.sort {
+			case readmodel.SortDistance:
+				slices.SortStableFunc(keep, func(a, b readmodel.Permit) int {
+					if c := cmpFloat(dist(a, tc.f), dist(b, tc.f)); c != 0 {
+						return c
+					}
+					return strings.Compare(a.PermitID, b.PermitID)
+				})
+			case readmodel.SortValuationDesc:
+				slices.SortStableFunc(keep, func(a, b readmodel.Permit) int {
+					switch {
+					case (a.Valuation == nil) != (b.Valuation == nil):
+						if a.Valuation == nil {
+							return 1
+						}
+						return -1
+					case a.Valuation != nil && *a.Valuation != *b.Valuation:
+						return -cmpFloat(*a.Valuation, *b.Valuation)
+					}
+					return strings.Compare(a.PermitID, b.PermitID)
+				})
+			}
+			var want, got []string
+			for _, p := range keep {
+				want = append(want, p.PermitID)
+			}
+			q := readmodel.PermitQuery{GeoID: tc.geo, Desc: tc.desc, Limit: 4, Sort: tc.sort, Filter: tc.f}
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 200, "walk does not end")
+				page, err := e.B.SearchPermits(e.Ctx(), q)
+				require.NoError(t, err)
+				for _, h := range page.Permits {
+					got = append(got, h.Permit.PermitID)
+					if tc.f.Near != nil {
+						require.NotNil(t, h.DistanceM)
+						require.InDelta(t, dist(h.Permit, tc.f), *h.DistanceM, 0.06)
+					} else {
+						require.Nil(t, h.DistanceM)
+					}
+					if tc.geo == "" {
+						require.Equal(t, readmodel.GeoLink{}, h.Match)
+					} else {
+						require.Equal(t, tc.geo, h.Match.GeoID)
+					}
+				}
+				if page.Next == nil {
+					break
+				}
+				q.After = page.Next
+			}
+			require.Equal(t, want, got)
+			require.Equal(t, tc.empty, len(got) == 0, "the fixture gives this case permits (or none)")
+		})
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
