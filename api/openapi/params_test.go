@@ -87,6 +87,11 @@ var wantParams = map[string]map[string]param{
 		"from_date": {in: "query", typ: "string", format: "date"},
 		"to_date":   {in: "query", typ: "string", format: "date"},
 	}, permitSearchFilters),
+	"/v1/permits/stats/monthly": merge(withoutSort(permitSearchFilters), map[string]param{
+		"geo_id":    {in: "query", required: true, typ: "string"},
+		"from_date": {in: "query", typ: "string", format: "date"},
+		"to_date":   {in: "query", typ: "string", format: "date"},
+	}),
 	"/v1/signals/catalog": {
 		"state":       {in: "query", typ: "string", pattern: "^[A-Za-z]{2}$", def: "WA"},
 		"signal_keys": {in: "query", typ: "string"},
@@ -195,4 +200,10 @@ func show(f *float64) any {
 		return "-"
 	}
 	return *f
+}
+
+func withoutSort(m map[string]param) map[string]param {
+	out := merge(m)
+	delete(out, "sort")
+	return out
 }

@@ -38,15 +38,16 @@ type fkey struct {
 // instead of folding per candidate).
 type permitFilterIndex struct {
 	postings map[fkey]treeSet
-	fold     map[uint32]string    // symbol -> FoldValue (type, work type, status)
-	ckey     map[uint32]string    // symbol -> ContractorKey
-	text     textIndex            // permit_text.go
-	byValue  map[uint32]valueTree // permit_sort.go
-	cells    map[cellKey]sliceSet // permit_geo.go
+	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
+	ckey     map[uint32]string        // symbol -> ContractorKey
+	text     textIndex                // permit_text.go
+	byValue  map[uint32]valueTree     // permit_sort.go
+	cells    map[cellKey]sliceSet     // permit_geo.go
+	months   map[monthKey]*monthStats // permit_monthly.go
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -98,6 +99,7 @@ func (s *side) indexFilters(c *cpermit) {
 	s.indexText(c)
 	s.indexValue(c)
 	s.indexCell(c)
+	s.indexMonthly(c, true)
 }
 
 // unindexFilters removes c from its postings (the side's writer).
@@ -119,6 +121,7 @@ func (s *side) unindexFilters(c *cpermit) {
 	s.unindexText(c)
 	s.unindexValue(c)
 	s.unindexCell(c)
+	s.indexMonthly(c, false)
 }
 
 // filterPlan is a filter in the side's terms.
