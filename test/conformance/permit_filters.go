@@ -309,3 +309,74 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// CapMonthly is the monthly permit series (readmodel.PermitMonthlyReader).
+const CapMonthly Capability = "permit_monthly"
+
+func init() {
+	Scenarios = append(Scenarios, Scenario{"permits/monthly_agrees_with_search", permitMonthly})
+}
+
+// permitMonthly: each month's count, total and median are those of the
+// permits SearchPermits pages with the same filter and window.
+func permitMonthly(t *testing.T, e *Env) {
+	e.Require(t, CapMonthly)
+	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
+	mr, ok := e.B.(readmodel.PermitMonthlyReader)
+	if !ok {
+		e.Check(t, CapMonthly, readmodel.ErrUnsupported)
+		return
+	}
+	center := readmodel.GeoPoint{Lat: 47.604, Lon: -122.336}
+	for _, tc := range []struct {
+		geo, from, to string
+		f             readmodel.PermitFilter
+	}{
+		{WA, "2023-11-01", "2025-12-31", readmodel.PermitFilter{}},
+		{Seattle, "2024-01-15", "2024-04-10", readmodel.PermitFilter{}},
+		{Zip98101, "2024-01-01", "2024-06-30", readmodel.PermitFilter{Statuses: []string{"issued", "completed"}}},
+		{King, "2024-01-01", "2024-12-31", readmodel.PermitFilter{Text: "kitchen", MinValuation: ptrTo(2000.0)}},
+		{WA, "2024-02-01", "2024-05-31", readmodel.PermitFilter{Near: &center, RadiusM: 700}},
+		{PropUniv, "2020-01-01", "2026-12-31", readmodel.PermitFilter{}},
+	} {
+		got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: tc.geo, Filter: tc.f, FromDate: tc.from, ToDate: tc.to})
+		e.Check(t, CapMonthly, err)
+		require.NoError(t, err)
+		months := readmodel.MonthsOf(tc.from, tc.to)
+		require.Len(t, got, len(months))
+		count := map[string]int64{}
+		vals := map[string][]float64{}
+		q := readmodel.PermitQuery{GeoID: tc.geo, Desc: true, FromDate: tc.from, ToDate: tc.to, Limit: 100, Filter: tc.f}
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 100)
+			page, err := e.B.SearchPermits(e.Ctx(), q)
+			require.NoError(t, err)
+			for _, h := range page.Permits {
+				m := h.Permit.IssueDate[:7]
+				count[m]++
+				if h.Permit.Valuation != nil {
+					vals[m] = append(vals[m], *h.Permit.Valuation)
+				}
+			}
+			if page.Next == nil {
+				break
+			}
+			q.After = page.Next
+		}
+		var total int64
+		for i, b := range got {
+			require.Equal(t, months[i], b.Month)
+			sum := 0.0
+			for _, v := range vals[b.Month] {
+				sum += v
+			}
+			require.Equal(t, count[b.Month], b.Count, "%s %s %+v", tc.geo, b.Month, tc.f)
+			require.InDelta(t, sum, b.TotalValuation, 0.01)
+			require.Equal(t, readmodel.Median(vals[b.Month]), b.MedianValuation)
+			total += b.Count
+		}
+		require.NotZero(t, total, "the fixture gives %s permits in %s..%s", tc.geo, tc.from, tc.to)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
