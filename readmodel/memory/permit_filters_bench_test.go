@@ -65,3 +65,58 @@ func BenchmarkPermitsPageText(b *testing.B) {
 		{Text: "re"},
 	})
 }
+
+// BenchmarkPermitsPageNear reads 25-permit pages of permits within 1 km
+// of random points of central Seattle (the densest generated city), by
+// date and by distance (issue 14: p99 <= 2 ms).
+func BenchmarkPermitsPageNear(b *testing.B) {
+	buildCorpus(b)
+	ctx := context.Background()
+	s := bench.store
+	r := rand.New(rand.NewPCG(5, 6))
+	n := samples(b)
+	lat := make(latencies, 0, n)
+	hits := 0
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		p := readmodel.GeoPoint{Lat: 47.58 + r.Float64()*0.06, Lon: -122.36 + r.Float64()*0.06}
+		q := readmodel.PermitQuery{Desc: true, Limit: 25, Filter: readmodel.PermitFilter{Near: &p, RadiusM: 1000}}
+		if i%2 == 1 {
+			q.Sort = readmodel.SortDistance
+		}
+		t0 := time.Now()
+		page, err := s.SearchPermits(ctx, q)
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hits += len(page.Permits)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(hits)/float64(n), "permits/page")
+	lat.report(b)
+}
+
+// BenchmarkPermitMonthlyState is the 36-month series of the WA state geo,
+// unfiltered and with one filter (issue 14: p99 <= 5 ms unfiltered).
+func BenchmarkPermitMonthlyState(b *testing.B) {
+	buildCorpus(b)
+	ctx := context.Background()
+	s := bench.store
+	to := time.Now().UTC()
+	from := time.Date(to.Year(), to.Month()-35, 1, 0, 0, 0, 0, time.UTC)
+	n := samples(b)
+	lat := make(latencies, 0, n)
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		q := readmodel.MonthlyQuery{GeoID: events.GeoID("state", "WA"), FromDate: from.Format(time.DateOnly), ToDate: to.Format(time.DateOnly)}
+		t0 := time.Now()
+		_, err := s.PermitMonthly(ctx, q)
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	lat.report(b)
+}
