@@ -20,6 +20,7 @@ var acceptedParams = map[string][]string{
 	"/v1/locations/:geo_id":             {},
 	"/v1/permits/search":                permitSearchParams,
 	"/v1/permits/stats/monthly":         monthlyParams,
+	"/v1/permits/export":                exportParams,
 	"/v1/search/property":               {"address", "city", "state", "zipcode"},
 	"/v1/property/:property_id/permits": {"limit", "cursor"},
 	"/v1/signals/catalog":               {"state", "signal_keys"},

@@ -26,6 +26,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/locations/:geo_id", s.handler(s.location))
 	v1.GET("/permits/search", s.handler(s.searchPermits))
 	v1.GET("/permits/stats/monthly", s.handler(s.permitMonthly))
+	v1.GET("/permits/export", s.handler(s.exportPermits))
 	v1.GET("/search/property", s.handler(s.searchProperty))
 	v1.GET("/property/:property_id/permits", s.handler(s.propertyPermits))
 	v1.GET("/signals/catalog", s.handler(s.catalog))

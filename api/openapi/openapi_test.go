@@ -76,6 +76,7 @@ var endpoints = []struct {
 	{"/v1/locations/{geo_id}", true, []string{"200", "304", "403", "404", "422", "429", "500"}},
 	{"/v1/permits/search", true, []string{"200", "304", "403", "404", "422", "429", "500"}},
 	{"/v1/permits/stats/monthly", true, []string{"200", "304", "403", "404", "422", "429", "500"}}, // issue 14
+	{"/v1/permits/export", true, []string{"200", "403", "404", "422", "429", "500"}},
 	{"/v1/signals/catalog", true, []string{"200", "304", "403", "422", "429", "500"}},
 	{"/v1/signals/geo/location/{geo_id}", true, []string{"200", "304", "403", "404", "422", "429", "500"}},
 	{"/v1/signals/geo/search", true, []string{"200", "304", "403", "422", "429", "500"}},
