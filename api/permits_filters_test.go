@@ -14,7 +14,7 @@ import (
 )
 
 // filterEvent is a permit of ZIP 98101 with the given fields.
-func filterEvent(t *testing.T, number, issue, typ, work, status, contractor string, valuation *float64) events.Envelope {
+func filterEvent(t testing.TB, number, issue, typ, work, status, contractor string, valuation *float64) events.Envelope {
 	t.Helper()
 	line := number + " Pine Street"
 	n := address.Normalize(line)
