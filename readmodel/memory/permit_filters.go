@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // Permit filters (readmodel.PermitFilter). The side keeps, per geo_id and
-// per folded value of permit_type, work_type, status and contractor key,
+// per folded value of permit_type, work_type, status, contractor key and
+// valuation bucket (powers of two),
 // the ordered set of the geo's permits with that value (a posting list,
 // ordered like the geo's own set). A filtered page is read from the
 // smallest candidate set: the union of the postings of one filtered field
@@ -25,7 +27,27 @@ const (
 	ffWork
 	ffStatus
 	ffContractor
+	ffValue // valuation bucket (valueBucket)
 )
+
+// valueBuckets is the number of valuation buckets: 0 for < 1, then one
+// per power of two (bucket b holds [2^(b-1), 2^b)), the last open-ended.
+const valueBuckets = 48
+
+var bucketNames = func() []string {
+	out := make([]string, valueBuckets)
+	for i := range out {
+		out[i] = fmt.Sprint("v", i)
+	}
+	return out
+}()
+
+func valueBucket(v float64) int {
+	if v < 1 {
+		return 0
+	}
+	return min(valueBuckets-1, 1+int(math.Floor(math.Log2(v))))
+}
 
 type fkey struct {
 	geo   uint32
@@ -77,6 +99,9 @@ func (s *side) filterKeys(c *cpermit, fn func(filterField, string)) {
 		if kv.v != "" {
 			fn(kv.f, kv.v)
 		}
+	}
+	if !math.IsNaN(c.valuation) {
+		fn(ffValue, bucketNames[valueBucket(c.valuation)])
 	}
 }
 
@@ -216,6 +241,18 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 		try(ffStatus, f.Statuses)
 		if f.Contractor != "" {
 			try(ffContractor, []string{f.Contractor})
+		}
+		if f.MinValuation != nil || f.MaxValuation != nil {
+			lo, hi := 0, valueBuckets-1
+			if f.MinValuation != nil {
+				lo = valueBucket(*f.MinValuation)
+			}
+			if f.MaxValuation != nil {
+				hi = valueBucket(*f.MaxValuation)
+			}
+			if lo <= hi {
+				try(ffValue, bucketNames[lo:hi+1])
+			}
 		}
 	}
 	if bestSize == 0 {
