@@ -1,0 +1,180 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+
+	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/api/apitest"
+	"github.com/permitd/permitd/api/quota"
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+)
+
+func init() {
+	// The document's export bodies are text; the validator reads them as
+	// strings.
+	text := func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	}
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", text)
+	openapi3filter.RegisterBodyDecoder("text/csv", text)
+}
+
+func TestPermitExport(t *testing.T) {
+	h := filterHarness(t)
+	r := h.Get("/v1/permits/export?geo_id=" + geo98101 + "&status=issued,completed")
+	if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("%d %s %.300s", r.Status, r.Header, r.Body)
+	}
+	var ids []string
+	sc := bufio.NewScanner(bytes.NewReader(r.Body))
+	for sc.Scan() {
+		var rec filterRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if *rec.Status == "Permit Closed" {
+			t.Fatalf("filter not applied: %+v", rec)
+		}
+		ids = append(ids, rec.PermitID)
+	}
+	want := walkFiltered(t, h, map[string][]string{"geo_id": {geo98101}, "status": {"issued,completed"}, "limit": {"100"}})
+	if len(ids) != len(want) || len(ids) != 40 {
+		t.Fatalf("%d lines, search pages %d", len(ids), len(want))
+	}
+	for i := range ids {
+		if ids[i] != want[i].PermitID {
+			t.Fatalf("line %d is %s, search has %s", i, ids[i], want[i].PermitID)
+		}
+	}
+	if got := r.Header.Get("X-Export-Rows"); got != "40" || r.Header.Get("X-Export-Truncated") != "" {
+		t.Errorf("trailers: rows %q truncated %q", got, r.Header.Get("X-Export-Truncated"))
+	}
+
+	r = h.Get("/v1/permits/export?format=csv&geo_id=" + geo98101 + "&q=permit")
+	rows, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
+	if err != nil || r.Status != http.StatusOK || len(rows) != 61 || rows[0][0] != "permit_id" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
+		t.Fatalf("csv: %v %d rows %.200s", err, len(rows), r.Body)
+	}
+
+	for _, tc := range []struct{ query, param string }{
+		{"geo_id=" + geo98101 + "&format=xml", "format"},
+		{"geo_id=" + geo98101 + "&limit=5", "limit"},
+		{"geo_id=" + geo98101 + "&min_valuation=abc", "min_valuation"},
+		{"format=csv", "geo_id"},
+	} {
+		r := h.Get("/v1/permits/export?" + tc.query)
+		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"`+tc.param+`\"`) {
+			t.Errorf("%s: %d %s", tc.query, r.Status, r.Body)
+		}
+	}
+	if r := h.Get("/v1/permits/export?geo_id=gnosuchgeo000000"); r.Status != http.StatusNotFound {
+		t.Errorf("unknown geo: %d", r.Status)
+	}
+}
+
+// exportCountingReader counts SearchPermits calls.
+type exportCountingReader struct {
+	readmodel.Reader
+	calls atomic.Int64
+}
+
+func (c *exportCountingReader) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	c.calls.Add(1)
+	return c.Reader.SearchPermits(ctx, q)
+}
+
+// cancelWriter is a client that goes away after the first write.
+type cancelWriter struct {
+	*httptest.ResponseRecorder
+	cancel context.CancelFunc
+}
+
+func (w cancelWriter) Write(b []byte) (int, error) {
+	w.cancel()
+	return w.ResponseRecorder.Write(b)
+}
+
+func (w cancelWriter) Flush() {}
+
+// TestPermitExportStopsWhenTheClientLeaves: a client that disconnects
+// after the first bytes stops the scan at the next page.
+func TestPermitExportStopsWhenTheClientLeaves(t *testing.T) {
+	base := apitest.New(t, apitest.Options{})
+	base.Publish(gazetteer()...)
+	var envs []events.Envelope
+	for i := range 350 { // four pages of the export
+		v := float64(i)
+		envs = append(envs, filterEvent(t, fmt.Sprintf("F%03d", i), "2024-03-01", "Building", "New", "Issued", "", &v))
+	}
+	base.Publish(envs...)
+	cr := &exportCountingReader{Reader: base.Store}
+	srv, err := api.NewServer(api.Deps{Reader: cr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
+		CursorSecret: []byte("apitest-cursor-secret-0123456789")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest(http.MethodGet, "/v1/permits/export?geo_id="+geo98101, nil).WithContext(ctx)
+	req.Header.Set("X-API-Key", apitest.Key)
+	w := cancelWriter{httptest.NewRecorder(), cancel}
+	srv.ServeHTTP(w, req)
+	if n := cr.calls.Load(); n != 1 {
+		t.Errorf("%d pages read after the client left, want 1", n)
+	}
+	if got := w.Header().Get("X-Export-Truncated"); got != "error" {
+		t.Errorf("truncated %q", got)
+	}
+}
+
+// exportLimiter admits everything and counts the monthly-quota charges.
+type exportLimiter struct{ monthly atomic.Int64 }
+
+func (l *exportLimiter) Allow(_ context.Context, p apikey.Principal) (quota.Decision, error) {
+	if p.Plan.MonthlyQuota > 0 {
+		if l.monthly.Add(1) > 3 {
+			return quota.Decision{Allowed: false, Reason: quota.ReasonMonthlyQuota}, nil
+		}
+	}
+	return quota.Decision{Allowed: true}, nil
+}
+
+// TestPermitExportQuota: one charge for the request, one per started
+// block of 1,000 rows after the first; the stream ends when the quota is
+// gone.
+func TestPermitExportQuota(t *testing.T) {
+	lim := &exportLimiter{}
+	plan := apikey.Plan{Name: "standard", MonthlyQuota: 1000}
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan)}})
+	h.Publish(gazetteer()...)
+	var envs []events.Envelope
+	for i := range 3500 {
+		envs = append(envs, filterEvent(t, fmt.Sprintf("E%04d", i), "2024-03-01", "Building", "New", "Issued", "", nil))
+	}
+	h.Publish(envs...)
+	r := h.Get("/v1/permits/export?geo_id=" + geo98101 + "&format=csv")
+	lines := bytes.Count(r.Body, []byte("\n"))
+	// charges: request (1), rows 1001.. (2), rows 2001.. (3), rows 3001.. denied
+	if r.Status != http.StatusOK || lines != 3001 || r.Header.Get("X-Export-Rows") != "3000" || r.Header.Get("X-Export-Truncated") != "monthly_quota" {
+		t.Fatalf("%d: %d lines, rows %q truncated %q", r.Status, lines, r.Header.Get("X-Export-Rows"), r.Header.Get("X-Export-Truncated"))
+	}
+	if n := lim.monthly.Load(); n != 4 {
+		t.Errorf("%d monthly charges, want 4 (the last denied)", n)
+	}
+}
