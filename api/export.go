@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/csv"
 	"net/http"
 	"strconv"
@@ -75,12 +76,19 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if !ok {
 		rowCap = defaultExportCap
 	}
-	ctx := c.Request.Context()
 	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: exportPage, Filter: pf}
-	// The first page decides the status: a bad geo_id is still a 404.
-	page, err := s.Reader.SearchPermits(ctx, query)
+	// The first page decides the status: a bad geo_id is still a 404, a
+	// backend unavailable past the request deadline a 503.
+	page, err := s.Reader.SearchPermits(c.Request.Context(), query)
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
+	}
+	// The stream is not bounded by the business request deadline (a large
+	// export takes longer than any one request should); each later read
+	// is, on its own (step). The client going away still cancels stream.
+	stream := streamContext(c)
+	step := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(stream, s.RequestTimeout)
 	}
 	h := c.Writer.Header()
 	h.Set("Trailer", trailerRows+", "+trailerTruncated)
@@ -92,6 +100,10 @@ func (s *server) exportPermits(c *gin.Context) error {
 		h.Set("Content-Type", "application/x-ndjson")
 	}
 	c.Status(http.StatusOK)
+	if c.Request.Method == http.MethodHead {
+		// HEAD: the status and headers of the first page; no scan.
+		return nil
+	}
 	var cw *csv.Writer
 	if format == "csv" {
 		cw = csv.NewWriter(c.Writer)
@@ -109,7 +121,10 @@ scan:
 				break scan
 			}
 			if rows > 0 && rows%exportQuotaRows == 0 {
-				if d, err := s.Limiter.Allow(ctx, monthlyOnly(principal)); err == nil && !d.Allowed {
+				ctx, cancel := step()
+				d, err := s.Limiter.Allow(ctx, monthlyOnly(principal))
+				cancel()
+				if err == nil && !d.Allowed {
 					truncated = "monthly_quota"
 					break scan
 				}
@@ -134,14 +149,17 @@ scan:
 			}
 		}
 		c.Writer.Flush()
-		if page.Next == nil || ctx.Err() != nil {
-			if ctx.Err() != nil {
+		if page.Next == nil || stream.Err() != nil {
+			if stream.Err() != nil {
 				truncated = "error"
 			}
 			break
 		}
 		query.After = page.Next
-		if page, err = s.Reader.SearchPermits(ctx, query); err != nil {
+		ctx, cancel := step()
+		page, err = s.Reader.SearchPermits(ctx, query)
+		cancel()
+		if err != nil {
 			s.log.Error("export stopped", "request_id", requestID(c), "err", err)
 			truncated = "error"
 			break

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -176,5 +178,138 @@ func TestPermitExportQuota(t *testing.T) {
 	}
 	if n := lim.monthly.Load(); n != 4 {
 		t.Errorf("%d monthly charges, want 4 (the last denied)", n)
+	}
+}
+
+// slowReader makes every permit page take delay, the pages from the
+// slowFrom-th call on take slow (0: never); a read ends early when its
+// context does, failing as a timed-out backend would. Atomics: the test
+// changes them between requests.
+type slowReader struct {
+	readmodel.Reader
+	delay, slow     atomic.Int64 // nanoseconds
+	slowFrom, calls atomic.Int64
+}
+
+func (s *slowReader) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	n := s.calls.Add(1)
+	d := time.Duration(s.delay.Load())
+	if f := s.slowFrom.Load(); f > 0 && n >= f {
+		d = time.Duration(s.slow.Load())
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return readmodel.PermitPage{}, ctx.Err()
+	}
+	return s.Reader.SearchPermits(ctx, q)
+}
+
+// exportServer is a real HTTP server (gzip wrapper, trailers, HEAD as
+// net/http does them) over 350 permits (four export pages) read through
+// a slowReader with delay per page, under the request timeout given.
+func exportServer(t *testing.T, delay, timeout time.Duration) (*httptest.Server, *slowReader) {
+	t.Helper()
+	base := apitest.New(t, apitest.Options{})
+	base.Publish(gazetteer()...)
+	var envs []events.Envelope
+	for i := range 350 {
+		v := float64(i)
+		envs = append(envs, filterEvent(t, fmt.Sprintf("T%03d", i), "2024-03-01", "Building", "New", "Issued", "", &v))
+	}
+	base.Publish(envs...)
+	sr := &slowReader{Reader: base.Store}
+	sr.delay.Store(int64(delay))
+	h, err := api.NewServer(api.Deps{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
+		CursorSecret: []byte("apitest-cursor-secret-0123456789"), RequestTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, sr
+}
+
+func exportGet(t *testing.T, method, url string, gzip bool) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	req.Header.Set("X-API-Key", apitest.Key)
+	if gzip {
+		// Set by hand, the transport leaves the body compressed.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body) // trailers are read with the body
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// TestPermitExportOutlivesTheRequestTimeout: the business request timeout
+// bounds each page read of an export, not the stream: four pages of 80 ms
+// under a 200 ms timeout all arrive (320 ms in all), gzipped, with the
+// trailers; a page slower than the timeout ends the stream with
+// X-Export-Truncated: error; HEAD reads one page and sends no body.
+func TestPermitExportOutlivesTheRequestTimeout(t *testing.T) {
+	srv, sr := exportServer(t, 80*time.Millisecond, 200*time.Millisecond)
+	url := srv.URL + "/v1/permits/export?geo_id=" + geo98101
+
+	resp, body := exportGet(t, http.MethodGet, url, true)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(plain, []byte("\n")); n != 350 {
+		t.Errorf("%d lines, want 350", n)
+	}
+	if rows, tr := resp.Trailer.Get("X-Export-Rows"), resp.Trailer.Get("X-Export-Truncated"); rows != "350" || tr != "" {
+		t.Errorf("trailers over gzip: rows %q truncated %q", rows, tr)
+	}
+	if n := sr.calls.Load(); n != 4 {
+		t.Errorf("%d page reads, want 4", n)
+	}
+
+	sr.calls.Store(0)
+	resp, body = exportGet(t, http.MethodHead, url, false)
+	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Header.Get("Content-Type") != "application/x-ndjson" ||
+		resp.Header.Get("X-Export-Row-Cap") == "" {
+		t.Errorf("HEAD: %d %v %d bytes", resp.StatusCode, resp.Header, len(body))
+	}
+	if n := sr.calls.Load(); n != 1 {
+		t.Errorf("HEAD read %d pages, want 1", n)
+	}
+
+	// A page read slower than the timeout: the first one is a 503 before
+	// any byte, a later one ends the stream.
+	sr.delay.Store(int64(300 * time.Millisecond))
+	resp, body = exportGet(t, http.MethodGet, url, false)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("slow first page: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestPermitExportSlowLaterPage: a page after the first that takes longer
+// than the request timeout ends the stream, flagged in the trailer.
+func TestPermitExportSlowLaterPage(t *testing.T) {
+	srv, sr := exportServer(t, 0, 200*time.Millisecond)
+	sr.slowFrom.Store(2)
+	sr.slow.Store(int64(300 * time.Millisecond))
+	resp, body := exportGet(t, http.MethodGet, srv.URL+"/v1/permits/export?geo_id="+geo98101+"&format=csv", false)
+	lines := bytes.Count(body, []byte("\n"))
+	if resp.StatusCode != http.StatusOK || lines != 101 || resp.Trailer.Get("X-Export-Truncated") != "error" ||
+		resp.Trailer.Get("X-Export-Rows") != "100" {
+		t.Errorf("%d: %d lines (header and one page expected), trailers %v", resp.StatusCode, lines, resp.Trailer)
 	}
 }
