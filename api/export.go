@@ -83,6 +83,14 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
 	}
+	// A conditional request on a backend that is not Versioned had only
+	// its rate charged by withQuota (the monthly quota waits for a 200 in
+	// send, which an export never calls): charge it here, before the 200.
+	if p, ok := c.Get(ctxDeferred); ok {
+		if !s.admit(c, monthlyOnly(p.(apikey.Principal))) {
+			return nil
+		}
+	}
 	// The stream is not bounded by the business request deadline (a large
 	// export takes longer than any one request should); each later read
 	// is, on its own (step). The client going away still cancels stream.

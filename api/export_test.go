@@ -313,3 +313,30 @@ func TestPermitExportSlowLaterPage(t *testing.T) {
 		t.Errorf("%d: %d lines (header and one page expected), trailers %v", resp.StatusCode, lines, resp.Trailer)
 	}
 }
+
+// TestPermitExportConditionalIsCharged: an If-None-Match on a backend
+// that is not Versioned defers the request's monthly charge to the 200;
+// the export (which never answers 304) charges it before streaming.
+func TestPermitExportConditionalIsCharged(t *testing.T) {
+	base := apitest.New(t, apitest.Options{})
+	base.Publish(gazetteer()...)
+	base.Publish(filterEvent(t, "C001", "2024-03-01", "Building", "New", "Issued", "", nil))
+	lim := &exportLimiter{}
+	plan := apikey.Plan{Name: "standard", MonthlyQuota: 1000}
+	srv, err := api.NewServer(api.Deps{Reader: &exportCountingReader{Reader: base.Store}, Limiter: lim,
+		Auth: apikey.NewDevKeys([]string{apitest.Key}, plan), CursorSecret: []byte("apitest-cursor-secret-0123456789")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/permits/export?geo_id="+geo98101, nil)
+	req.Header.Set("X-API-Key", apitest.Key)
+	req.Header.Set("If-None-Match", `"anything"`)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || bytes.Count(w.Body.Bytes(), []byte("\n")) != 1 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if n := lim.monthly.Load(); n != 1 {
+		t.Errorf("%d monthly charges, want 1", n)
+	}
+}
