@@ -106,7 +106,7 @@ func appendCursor(b []byte, next *string) []byte {
 
 func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *string) []byte {
 	b = append(b, `{"geo_id":`...)
-	b = jx.String(b, geoID)
+	b = jx.NullString(b, geoID) // null: a geometry without geo_id
 	b = append(b, `,"count":`...)
 	b = jx.Int(b, int64(len(hits)))
 	b = append(b, `,"permits":[`...)
@@ -119,12 +119,18 @@ func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *str
 		b = jx.String(b, p.PermitID)
 		b = append(b, `,"permit_type":`...)
 		b = jx.NullString(b, p.PermitType)
+		b = append(b, `,"work_type":`...)
+		b = jx.NullString(b, p.WorkType)
 		b = append(b, `,"status":`...)
 		b = jx.NullString(b, p.Status)
 		b = append(b, `,"issue_date":`...)
 		b = jx.NullString(b, p.IssueDate)
 		b = append(b, `,"completion_date":`...)
 		b = jx.NullString(b, p.CompletionDate)
+		b = append(b, `,"contractor":`...)
+		b = jx.NullString(b, p.Contractor)
+		b = append(b, `,"valuation":`...)
+		b = jx.NullFloat(b, p.Valuation)
 		b = append(b, `,"raw_description":`...)
 		b = jx.NullString(b, p.RawDescription)
 		b = append(b, `,"source":`...)
@@ -141,7 +147,17 @@ func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *str
 		b = jx.NullString(b, p.Address.County)
 		b = append(b, `,"jurisdiction":`...)
 		b = jx.NullString(b, p.Address.Jurisdiction)
-		b = append(b, `},"geo_match":{"geo_id":`...)
+		b = append(b, `},"lat":`...)
+		b = jx.NullFloat(b, p.Lat)
+		b = append(b, `,"lon":`...)
+		b = jx.NullFloat(b, p.Lon)
+		b = append(b, `,"distance_m":`...)
+		b = jx.NullFloat(b, hits[i].DistanceM)
+		if geoID == "" {
+			b = append(b, `,"geo_match":null}`...)
+			continue
+		}
+		b = append(b, `,"geo_match":{"geo_id":`...)
 		b = jx.String(b, m.GeoID)
 		b = append(b, `,"geo_type":`...)
 		b = jx.String(b, string(m.GeoType))

@@ -282,7 +282,8 @@ func TestEncodersAgreeOnOddValues(t *testing.T) {
 		p := readmodel.Permit{PermitID: s(), PermitType: s(), WorkType: s(), Status: s(), IssueDate: s(), CompletionDate: s(),
 			Contractor: s(), Valuation: oddFloatPtr(r), RawDescription: s(), Source: s()}
 		p.Address.FullAddress, p.Address.City, p.Address.State, p.Address.Zipcode, p.Address.County, p.Address.Jurisdiction = s(), s(), s(), s(), s(), s()
-		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}}}
+		p.Lat, p.Lon = oddFloatPtr(r), oddFloatPtr(r)
+		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}, DistanceM: oddFloatPtr(r)}}
 		agree(t, "permits", refPermits(text, hits, next), appendPermits(nil, text, hits, next))
 		agree(t, "property permits", refPropertyPermits(text, []readmodel.Permit{p, p}, next), appendPropertyPermits(nil, text, []readmodel.Permit{p, p}, next))
 

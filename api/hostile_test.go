@@ -28,7 +28,9 @@ var endpoints = []struct {
 }{
 	{"/v1/locations/resolve", []string{"query", "q", "text", "address", "state", "geo_type", "scope", "limit", "focus_lat", "focus_lon"}, url.Values{"query": {"Seattle"}}},
 	{"/v1/locations/" + conformance.Seattle, nil, nil},
-	{"/v1/permits/search", []string{"geo_id", "order", "from_date", "to_date", "limit", "cursor"}, url.Values{"geo_id": {conformance.Zip98101}}},
+	{"/v1/permits/search", []string{"geo_id", "order", "from_date", "to_date", "limit", "cursor", "permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor", "q", "sort", "near", "radius_m", "bbox"}, url.Values{"geo_id": {conformance.Zip98101}}},
+	{"/v1/permits/stats/monthly", []string{"geo_id", "from_date", "to_date", "permit_type", "work_type", "status", "min_valuation", "max_valuation", "contractor", "q", "near", "radius_m", "bbox"}, url.Values{"geo_id": {conformance.Zip98101}}},
+	{"/v1/permits/export", []string{"geo_id", "format", "from_date", "to_date", "permit_type", "status", "min_valuation", "q", "near", "radius_m", "bbox"}, url.Values{"geo_id": {conformance.Zip98101}}},
 	{"/v1/search/property", []string{"address", "city", "state", "zipcode"}, url.Values{"address": {"600 University St"}}},
 	{"/v1/property/" + conformance.PropUniv + "/permits", []string{"limit", "cursor"}, nil},
 	{"/v1/signals/catalog", []string{"state", "signal_keys"}, nil},

@@ -14,7 +14,8 @@ import (
 )
 
 // query reads query parameters under decisions.md's rules: a parameter
-// given twice is a 422, unknown parameters are ignored, every failure names
+// given twice is a 422, unknown parameters are a 422 (params_known.go),
+// every failure names
 // the parameter.
 type query struct{ v url.Values }
 

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"math"
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/permitd/permitd/api/cursor"
@@ -10,14 +13,18 @@ import (
 // permitCursorKey is the search_after position of permit pages inside a
 // cursor: issue date ("" for undated) and permit id.
 type permitCursorKey struct {
-	IssueDate string `json:"d"`
-	PermitID  string `json:"i"`
+	IssueDate string   `json:"d"`
+	PermitID  string   `json:"i"`
+	Valuation *float64 `json:"v,omitempty"` // sort=valuation_desc: nil for unknown
+	DistanceM float64  `json:"m,omitempty"` // sort=distance
 }
 
 // validPosition: a permit position names a permit and a real date (or
 // none, for undated permits).
 func (k *permitCursorKey) validPosition() bool {
-	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate))
+	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate)) &&
+		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0)) &&
+		k.DistanceM >= 0 && k.DistanceM <= 2*maxRadiusM
 }
 
 // readPermitCursor reads a permit page position.
@@ -26,7 +33,11 @@ func (s *server) readPermitCursor(q query, endpoint, binding string) (*readmodel
 	if err != nil || k == nil {
 		return nil, err
 	}
-	return &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID}, nil
+	pk := &readmodel.PermitKey{IssueDate: k.IssueDate, PermitID: k.PermitID, DistanceM: k.DistanceM}
+	if k.Valuation != nil {
+		pk.HasValuation, pk.Valuation = true, *k.Valuation
+	}
+	return pk, nil
 }
 
 // nextPermitCursor signs the position after a permit page.
@@ -34,19 +45,32 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	if next == nil {
 		return nil, nil
 	}
-	return nextCursor(s, endpoint, binding, &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID})
+	k := &permitCursorKey{IssueDate: next.IssueDate, PermitID: next.PermitID, DistanceM: next.DistanceM}
+	if next.HasValuation {
+		v := next.Valuation
+		k.Valuation = &v
+	}
+	return nextCursor(s, endpoint, binding, k)
 }
 
 // searchPermits: GET /v1/permits/search.
 //
 // Any scope's geo_id is accepted, a property_id included (the property's
 // permits, geo_match the property link). The cursor is bound to geo_id,
-// order, from_date and to_date; limit may change between pages.
+// order, from_date, to_date and the filters (permits_filters.go); limit
+// may change between pages.
 func (s *server) searchPermits(c *gin.Context) error {
 	q := queryOf(c)
-	geoID, err := q.id("geo_id")
+	var filter readmodel.PermitFilter
+	gb, err := q.geometry(&filter)
 	if err != nil {
 		return err
+	}
+	geoID := ""
+	if _, given, _ := q.get("geo_id"); given || !filter.HasGeometry() {
+		if geoID, err = q.id("geo_id"); err != nil {
+			return err
+		}
 	}
 	order, err := q.enum("desc", []string{"asc", "desc"}, "order")
 	if err != nil {
@@ -67,14 +91,39 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	pf, fb, err := q.permitFilter()
+	if err != nil {
+		return err
+	}
+	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
+	filter = pf
+	fb = append(fb, gb...)
+	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc", "distance"}, "sort")
+	if err != nil {
+		return err
+	}
+	if sort == "distance" && filter.Near == nil {
+		return invalid("sort", "distance needs near")
+	}
+	if _, given, _ := q.get("order"); given && sort != "issue_date" {
+		return invalid("order", "applies to sort=issue_date only; got sort=%s", sort)
+	}
 	const endpoint = "permits_search"
-	binding := cursor.Binding("geo_id", geoID, "order", order, "from_date", from, "to_date", to)
+	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}
+	if !filter.IsZero() { // unfiltered cursors keep their binding
+		bind = append(bind, fb...)
+	}
+	if sort != "issue_date" {
+		bind = append(bind, "sort", sort)
+	}
+	binding := cursor.Binding(bind...)
 	after, err := s.readPermitCursor(q, endpoint, binding)
 	if err != nil {
 		return err
 	}
 	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
 		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
 	})
 	if err != nil {
 		return asNotFound(err, "location "+geoID)

@@ -115,37 +115,47 @@ type geoMatchJSON struct {
 type permitJSON struct {
 	PermitID       string             `json:"permit_id"`
 	PermitType     *string            `json:"permit_type"`
+	WorkType       *string            `json:"work_type"`
 	Status         *string            `json:"status"`
 	IssueDate      *string            `json:"issue_date"`
 	CompletionDate *string            `json:"completion_date"`
+	Contractor     *string            `json:"contractor"`
+	Valuation      *float64           `json:"valuation"`
 	RawDescription *string            `json:"raw_description"`
 	Source         string             `json:"source"`
 	Location       permitLocationJSON `json:"location"`
-	GeoMatch       geoMatchJSON       `json:"geo_match"`
+	Lat            *float64           `json:"lat"`
+	Lon            *float64           `json:"lon"`
+	DistanceM      *float64           `json:"distance_m"`
+	GeoMatch       *geoMatchJSON      `json:"geo_match"`
 }
 
 type permitsResponse struct {
-	GeoID      string       `json:"geo_id"`
+	GeoID      *string      `json:"geo_id"`
 	Count      int          `json:"count"`
 	Permits    []permitJSON `json:"permits"`
 	NextCursor *string      `json:"next_cursor"`
 }
 
 func refPermits(geoID string, hits []readmodel.PermitHit, next *string) any {
-	out := permitsResponse{GeoID: geoID, Count: len(hits), Permits: make([]permitJSON, 0, len(hits)), NextCursor: next}
+	out := permitsResponse{GeoID: nullable(geoID), Count: len(hits), Permits: make([]permitJSON, 0, len(hits)), NextCursor: next}
 	for _, h := range hits {
 		p := h.Permit
 		out.Permits = append(out.Permits, permitJSON{
-			PermitID: p.PermitID, PermitType: nullable(p.PermitType), Status: nullable(p.Status),
+			PermitID: p.PermitID, PermitType: nullable(p.PermitType), WorkType: nullable(p.WorkType), Status: nullable(p.Status),
 			IssueDate: nullable(p.IssueDate), CompletionDate: nullable(p.CompletionDate),
+			Contractor: nullable(p.Contractor), Valuation: p.Valuation,
 			RawDescription: nullable(p.RawDescription), Source: p.Source,
+			Lat: p.Lat, Lon: p.Lon, DistanceM: h.DistanceM,
 			Location: permitLocationJSON{
 				FullAddress: nullable(p.Address.FullAddress), City: nullable(p.Address.City),
 				State: nullable(p.Address.State), Zipcode: nullable(p.Address.Zipcode),
 				County: nullable(p.Address.County), Jurisdiction: nullable(p.Address.Jurisdiction),
 			},
-			GeoMatch: geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))},
 		})
+		if geoID != "" {
+			out.Permits[len(out.Permits)-1].GeoMatch = &geoMatchJSON{GeoID: h.Match.GeoID, GeoType: string(h.Match.GeoType), Confidence: round4(clamp01(h.Match.Confidence))}
+		}
 	}
 	return out
 }

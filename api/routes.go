@@ -34,9 +34,10 @@ func (s *server) routes(r *gin.Engine) {
 		g.GET(path, h...)
 		g.HEAD(path, h...)
 	}
-	get(r, "/v1/health/live", s.live)
-	get(r, "/v1/health/ready", s.ready)
-	get(r, "/v1/openapi.json", func(c *gin.Context) {
+	known := withKnownParams(s)
+	get(r, "/v1/health/live", known, s.live)
+	get(r, "/v1/health/ready", known, s.ready)
+	get(r, "/v1/openapi.json", known, func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", s.OpenAPI)
 	})
@@ -51,10 +52,12 @@ func (s *server) routes(r *gin.Engine) {
 	}
 
 	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(),
-		withDeadline(s.RequestTimeout))
+		withDeadline(s.RequestTimeout), known)
 	get(v1, "/locations/resolve", s.handler(s.resolve))
 	get(v1, "/locations/:geo_id", s.handler(s.location))
 	get(v1, "/permits/search", s.handler(s.searchPermits))
+	get(v1, "/permits/stats/monthly", s.handler(s.permitMonthly))
+	get(v1, "/permits/export", s.handler(s.exportPermits))
 	get(v1, "/search/property", s.handler(s.searchProperty))
 	get(v1, "/property/:property_id/permits", s.handler(s.propertyPermits))
 	get(v1, "/signals/catalog", s.handler(s.catalog))

@@ -31,22 +31,35 @@ type Candidate struct {
 type PermitKey struct {
 	IssueDate string
 	PermitID  string
+	// Valuation position, for SortValuationDesc pages only: HasValuation
+	// false is a permit of unknown valuation.
+	HasValuation bool
+	Valuation    float64
+	// DistanceM is the position of SortDistance pages.
+	DistanceM float64
 }
 
 // PermitQuery pages the permits of one geography.
 type PermitQuery struct {
+	// GeoID may be "" when Filter has a geometry (near or bbox): every
+	// permit the geometry holds; hits then carry a zero Match.
 	GeoID    string
 	Desc     bool   // issue_date descending when true
 	FromDate string // inclusive lower bound on issue_date, "" for none
 	ToDate   string // inclusive upper bound on issue_date, "" for none
 	Limit    int    // 1..100
 	After    *PermitKey
+	Filter   PermitFilter // permit_filters.go; the zero value filters nothing
+	Sort     PermitSort   // permit_filters.go; "" is by issue date (Desc)
 }
 
 // PermitHit is a permit with its link to the queried geography.
 type PermitHit struct {
 	Permit Permit
 	Match  GeoLink
+	// DistanceM is the great-circle distance in metres from the query's
+	// Near point; nil when the query has none.
+	DistanceM *float64
 }
 
 // PermitPage is one page of permits.

@@ -43,6 +43,20 @@ var permitFilters = map[string]param{
 	"include_stale":      {in: "query", typ: "boolean", def: false},
 }
 
+var permitSearchFilters = map[string]param{
+	"permit_type":   {in: "query", typ: "string"},
+	"work_type":     {in: "query", typ: "string"},
+	"status":        {in: "query", typ: "string"},
+	"min_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
+	"max_valuation": {in: "query", typ: "number", min: num(0), max: num(1e12)},
+	"contractor":    {in: "query", typ: "string"},
+	"q":             {in: "query", typ: "string"},
+	"sort":          {in: "query", typ: "string", enum: []any{"issue_date", "valuation_desc", "distance"}, def: "issue_date"},
+	"near":          {in: "query", typ: "string"},
+	"radius_m":      {in: "query", typ: "number", min: num(1), max: num(50000)},
+	"bbox":          {in: "query", typ: "string"},
+}
+
 func merge(ms ...map[string]param) map[string]param {
 	out := map[string]param{}
 	for _, m := range ms {
@@ -70,8 +84,19 @@ var wantParams = map[string]map[string]param{
 		"geo_id": {in: "path", required: true, typ: "string"},
 	},
 	"/v1/permits/search": merge(page, map[string]param{
-		"geo_id":    {in: "query", required: true, typ: "string"},
+		"geo_id":    {in: "query", typ: "string"},
 		"order":     {in: "query", typ: "string", enum: []any{"asc", "desc"}, def: "desc"},
+		"from_date": {in: "query", typ: "string", format: "date"},
+		"to_date":   {in: "query", typ: "string", format: "date"},
+	}, permitSearchFilters),
+	"/v1/permits/stats/monthly": merge(withoutSort(permitSearchFilters), map[string]param{
+		"geo_id":    {in: "query", required: true, typ: "string"},
+		"from_date": {in: "query", typ: "string", format: "date"},
+		"to_date":   {in: "query", typ: "string", format: "date"},
+	}),
+	"/v1/permits/export": merge(withoutSort(permitSearchFilters), map[string]param{
+		"geo_id":    {in: "query", required: true, typ: "string"},
+		"format":    {in: "query", typ: "string", enum: []any{"ndjson", "csv"}, def: "ndjson"},
 		"from_date": {in: "query", typ: "string", format: "date"},
 		"to_date":   {in: "query", typ: "string", format: "date"},
 	}),
@@ -115,7 +140,7 @@ func TestParameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range wantParams {
-		if !strings.HasPrefix(path, "/v1/health/") && path != "/v1/openapi.json" {
+		if !strings.HasPrefix(path, "/v1/health/") && path != "/v1/openapi.json" && path != "/v1/permits/export" { // an export streams: no ETag
 			// every business GET is conditional (ETag, 304)
 			want = merge(want, map[string]param{"If-None-Match": {in: "header", typ: "string"}})
 		}
@@ -183,4 +208,10 @@ func show(f *float64) any {
 		return "-"
 	}
 	return *f
+}
+
+func withoutSort(m map[string]param) map[string]param {
+	out := merge(m)
+	delete(out, "sort")
+	return out
 }

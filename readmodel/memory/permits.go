@@ -61,6 +61,7 @@ func (s *side) indexPermit(c *cpermit) {
 		e := s.props.entry(c.prop, true)
 		e.permits = insertSorted(e.permits, c)
 	}
+	s.indexFilters(c)
 }
 
 func (s *side) unindexPermit(c *cpermit) {
@@ -81,6 +82,7 @@ func (s *side) unindexPermit(c *cpermit) {
 			s.props.gc(e)
 		}
 	}
+	s.unindexFilters(c)
 }
 
 // geoPermits returns the permit set of a location's geo_id (a reader of the
@@ -106,6 +108,12 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
 		return readmodel.PermitPage{}, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
 	}
+	if q.Filter.HasGeometry() {
+		return s.searchGeometry(ctx, q) // permit_geo.go
+	}
+	if q.Sort == readmodel.SortValuationDesc {
+		return s.searchByValuation(ctx, q) // permit_sort.go
+	}
 	var set permitSet
 	var geo uint32
 	if ref, ok := propRefIfKey(q.GeoID); ok {
@@ -127,7 +135,7 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 	if q.After != nil {
 		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
 	}
-	items := page(set, sp)
+	items := page(s.filteredSet(geo, set, &q.Filter), sp)
 	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
 	for i, c := range items {
 		if i == q.Limit {

@@ -19,8 +19,9 @@ type side struct {
 	leads      *table[*leadRec] // the documents live in their records (leads.go)
 	catalog    *table[readmodel.CatalogEntry]
 
-	signals signalIndexes // signals.go
-	pi      permitIndexes // intern.go, permits.go
+	signals signalIndexes     // signals.go
+	pi      permitIndexes     // intern.go, permits.go
+	pf      permitFilterIndex // permit_filters.go
 
 	resolver Resolver
 	names    displayNames // names.go
@@ -35,6 +36,7 @@ func newSide(r Resolver) *side {
 		permits:    newTable[*cpermit](),
 		props:      newPropertyTable(),
 		pi:         newPermitIndexes(),
+		pf:         newPermitFilterIndex(),
 		signals:    newSignalIndexes(),
 		geoSignals: newTable[readmodel.GeoSignal](),
 		leads:      newTable[*leadRec](),

@@ -220,6 +220,8 @@ type permitDoc struct {
 	IssueDown       int64        `json:"issue_down"`
 	RawDescription  string       `json:"raw_description,omitempty"`
 	Contractor      string       `json:"contractor,omitempty"`
+	ContractorKey   string       `json:"contractor_key,omitempty"` // readmodel.ContractorKey, for the contractor filter
+	ValuationSort   float64      `json:"valuation_sort"`           // valuation, -1 when unknown: the sort=valuation_desc key
 	Valuation       *float64     `json:"valuation,omitempty"`
 	Source          string       `json:"source,omitempty"`
 	Address         *addressDoc  `json:"address,omitempty"`
@@ -285,7 +287,9 @@ func permitDocOf(p readmodel.Permit) permitDoc {
 		PermitNumber: p.PermitNumber, PermitType: p.PermitType, WorkType: p.WorkType,
 		Status: p.Status, ApplicationDate: validDate(p.ApplicationDate), IssueDate: validDate(p.IssueDate),
 		CompletionDate: validDate(p.CompletionDate), RawDescription: p.RawDescription, Contractor: p.Contractor,
-		Valuation: p.Valuation, Source: p.Source, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
+		ContractorKey: readmodel.ContractorKey(p.Contractor),
+		ValuationSort: valuationSort(p.Valuation),
+		Valuation:     p.Valuation, Source: p.Source, Lat: p.Lat, Lon: p.Lon, Point: pointOf(p.Lat, p.Lon),
 		PropertyID: p.PropertyID, GeoLinks: linksOf(p.GeoLinks), GeoIDs: geoIDsOf(p.GeoLinks, p.PropertyID),
 	}
 	if a := (addressDoc{FullAddress: p.Address.FullAddress, City: p.Address.City, State: p.Address.State,
@@ -487,4 +491,13 @@ func (d catalogDoc) entry() readmodel.CatalogEntry {
 		State: d.State, SignalKey: d.SignalKey, Family: d.Family, ActiveSignalVersion: d.ActiveSignalVersion,
 		ActiveWeightsProfileID: d.ActiveWeightsProfileID, Status: d.Status, Spec: d.Spec, Version: d.Version,
 	}
+}
+
+// valuationSort is the valuation_desc sort key: the valuation, -1 (below
+// every valuation) when unknown, so every document has one.
+func valuationSort(v *float64) float64 {
+	if v == nil {
+		return -1
+	}
+	return *v
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -297,15 +298,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	if readmodel.IsPropertyID(q.GeoID) {
 		field = "property_id"
 	}
-	rs, err := s.msearch(ctx, s.exists(q.GeoID),
-		msearchReq{s.read(readmodel.KindPermit), permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)})
-	if err != nil {
-		return readmodel.PermitPage{}, err
-	}
-	if !found(rs[0]) {
-		return readmodel.PermitPage{}, readmodel.ErrNotFound
-	}
-	docs, err := decodeHits[permitDoc](rs[1])
+	docs, err := s.permitSearchDocs(ctx, field, &q) // permit_search.go
 	if err != nil {
 		return readmodel.PermitPage{}, err
 	}
@@ -314,14 +307,28 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 		if i == q.Limit {
 			last := docs[i-1]
 			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
+			if q.Sort == readmodel.SortValuationDesc && last.Valuation != nil {
+				out.Next.HasValuation, out.Next.Valuation = true, *last.Valuation
+			}
+			if d := distanceOf(&q, last.Lat, last.Lon); d != nil {
+				out.Next.DistanceM = *d
+			}
 			break
 		}
 		p := d.permit()
-		m, ok := matchLink(p, q.GeoID, field == "property_id")
-		if !ok {
-			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+		var m readmodel.GeoLink
+		if q.GeoID != "" {
+			var ok bool
+			if m, ok = matchLink(p, q.GeoID, field == "property_id"); !ok {
+				m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			}
 		}
-		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: p, Match: m})
+		hit := readmodel.PermitHit{Permit: p, Match: m}
+		if d := distanceOf(&q, p.Lat, p.Lon); d != nil {
+			r := math.Round(*d*10) / 10
+			hit.DistanceM = &r
+		}
+		out.Permits = append(out.Permits, hit)
 	}
 	return out, nil
 }

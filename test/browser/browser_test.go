@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -203,10 +204,9 @@ func TestPages(t *testing.T) {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelTimeout()
 
-	// Expected failed loads: the deliberately wrong key's 403, and the
-	// monthly series' 404 while the server has no such endpoint.
+	// Expected failed loads: the deliberately wrong key's 403.
 	errs := &consoleErrors{allowed: func(url string) bool {
-		return strings.Contains(url, "/v1/permits/stats/monthly") || strings.Contains(url, "/v1/locations/resolve")
+		return strings.Contains(url, "/v1/locations/resolve")
 	}}
 	// The first run starts the browser and its tab on ctx itself, so that
 	// they live as long as ctx (not as long as a step's shorter context).
@@ -330,6 +330,7 @@ func TestPages(t *testing.T) {
 			LeadRows    int               `json:"leadRows"`
 			Local       int               `json:"local"`
 			Session     string            `json:"session"`
+			GeoID       string            `json:"geoID"`
 		}
 		st, err := chromedp.Run(ctx, chromedp.Evaluate[pageState](`({
 			charts: Object.fromEntries(Array.from(document.querySelectorAll(".chart")).map(e => [e.id, e.dataset.state])),
@@ -339,6 +340,7 @@ func TestPages(t *testing.T) {
 			leadRows: document.querySelectorAll("#leads tbody tr td:nth-child(2)").length,
 			local: localStorage.length,
 			session: sessionStorage.getItem("permitd.apiKey") || "",
+			geoID: document.getElementById("geo-sub").textContent.split(" · ")[1] || "",
 		})`))
 		if err != nil {
 			t.Fatal(err)
@@ -349,22 +351,44 @@ func TestPages(t *testing.T) {
 				t.Errorf("%s is %q, want ready", id, st.Charts[id])
 			}
 		}
-		// The monthly series comes from GET /v1/permits/stats/monthly; a
-		// server without it answers 404, which the page says in words.
-		switch st.Charts["chart-monthly"] {
-		case "ready":
-		case "unavailable":
-			if !strings.Contains(st.MonthlyNote, "404") {
-				t.Errorf("monthly chart unavailable with note %q", st.MonthlyNote)
-			}
-			t.Logf("monthly series not served here: %s", st.MonthlyNote)
-		default:
-			t.Errorf("chart-monthly is %q (note %q)", st.Charts["chart-monthly"], st.MonthlyNote)
+		// The monthly series (GET /v1/permits/stats/monthly) and the
+		// permits' lat/lon are served: both charts must be drawn, with
+		// data in them (pixels of the series' colours on their canvases:
+		// the monthly bars' stroke #1769aa, the points' #6a3d9a).
+		if st.Charts["chart-monthly"] != "ready" {
+			t.Errorf("chart-monthly is %q (note %q), want ready", st.Charts["chart-monthly"], st.MonthlyNote)
 		}
-		// Permits carry lat/lon once the permit record has them; until
-		// then the plot says so.
-		if c := st.Charts["chart-points"]; c != "ready" && !(c == "empty" && strings.Contains(st.PointsNote, "coordinates")) {
-			t.Errorf("chart-points is %q (note %q)", c, st.PointsNote)
+		if st.Charts["chart-points"] != "ready" || !pointsNote.MatchString(st.PointsNote) {
+			t.Errorf("chart-points is %q (note %q), want ready with permits that have coordinates", st.Charts["chart-points"], st.PointsNote)
+		} else if m := pointsNote.FindStringSubmatch(st.PointsNote); m[1] == "0" {
+			t.Errorf("points note %q: no permit with coordinates", st.PointsNote)
+		}
+		inked, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`(() => {
+			const count = (id, r, g, b) => {
+				let n = 0;
+				for (const c of document.querySelectorAll("#" + id + " canvas")) {
+					const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+					for (let i = 0; i < d.length; i += 4) {
+						if (d[i+3] > 0 && Math.abs(d[i]-r) < 24 && Math.abs(d[i+1]-g) < 24 && Math.abs(d[i+2]-b) < 24) n++;
+					}
+				}
+				return n;
+			};
+			return {monthly: count("chart-monthly", 0x17, 0x69, 0xaa), points: count("chart-points", 0x6a, 0x3d, 0x9a)};
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pixels in the series colours: %v", inked)
+		if inked["monthly"] < 20 {
+			t.Errorf("the monthly chart draws no bars (%d pixels of the bar colour)", inked["monthly"])
+		}
+		if inked["points"] < 20 {
+			t.Errorf("the points plot draws no points (%d pixels of the point colour)", inked["points"])
+		}
+		// The chart's numbers are the endpoint's: some month has permits.
+		if total := monthlyTotal(t, base, key, st.GeoID); total == 0 {
+			t.Errorf("the monthly series of %s counts no permits", st.GeoID)
 		}
 		if st.Canvases < 3 {
 			t.Errorf("%d chart canvases, want at least 3", st.Canvases)
@@ -433,4 +457,39 @@ func save(t *testing.T, dir, name string, png []byte) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", p)
+}
+
+// pointsNote is the explorer's note under a drawn points plot.
+var pointsNote = regexp.MustCompile(`^(\d+) of the (\d+) most recent permits have coordinates\.$`)
+
+// monthlyTotal is the sum of permit_count over the default monthly series
+// of geoID, read from the API as the explorer reads it.
+func monthlyTotal(t *testing.T, base, key, geoID string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/v1/permits/stats/monthly?geo_id="+geoID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m struct {
+		Months []struct {
+			PermitCount int `json:"permit_count"`
+		} `json:"months"`
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("monthly series of %s: %d", geoID, res.StatusCode)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range m.Months {
+		n += x.PermitCount
+	}
+	return n
 }

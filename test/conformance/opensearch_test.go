@@ -58,8 +58,10 @@ func TestOpenSearch(t *testing.T) {
 			})
 			return s
 		},
-		// The OpenSearch backend's capabilities list: nothing lacking.
-		Lacks: map[conformance.Capability]string{},
+		// The OpenSearch backend's capabilities list.
+		Lacks: map[conformance.Capability]string{
+			conformance.CapMonthly: "the monthly series (issue 14) has no OpenSearch aggregation yet",
+		},
 	})
 }
 

@@ -49,10 +49,10 @@ const lead = `{"lead_id":"l1","signal_key":"framing_nowcast_early","event_date_u
 "signal_basis":"observed_event","confidence":0.8,"reason_codes":["PERMIT_ISSUED"],"freshness_lag_days":3,
 "permit_number":"P-1","jurisdiction":null,"location":{"city":"Seattle","city_norm":"seattle"},"maps_url":null}`
 
-const permit = `{"permit_id":"p1","permit_type":"building","status":null,"issue_date":"2024-05-01",
-"completion_date":null,"raw_description":null,"source":"seattle",
+const permit = `{"permit_id":"p1","permit_type":"building","work_type":null,"status":null,"issue_date":"2024-05-01",
+"completion_date":null,"contractor":null,"valuation":null,"raw_description":null,"source":"seattle",
 "location":{"full_address":"1 Main St","city":"Seattle","state":"WA","zipcode":"98101","county":null,"jurisdiction":null},
-"geo_match":{"geo_id":"g1","geo_type":"city","confidence":1}}`
+"lat":null,"lon":null,"distance_m":null,"geo_match":{"geo_id":"g1","geo_type":"city","confidence":1}}`
 
 func leadsBody(extra string) string {
 	return `{"geo_id":"g1","geo_type":"city","scope":"permit","signal_keys":["framing_nowcast_early"],

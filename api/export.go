@@ -1,0 +1,212 @@
+package api
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/permitd/permitd/api/apikey"
+	jx "github.com/permitd/permitd/api/jsonenc"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Export row caps per plan; a plan not listed gets defaultExportCap.
+var exportCaps = map[string]int{"free": 10_000, "standard": 250_000, "enterprise": 5_000_000, "development": 5_000_000}
+
+const (
+	defaultExportCap = 10_000
+	// exportQuotaRows: an export is charged one request of the monthly
+	// quota per started block of this many rows (the first block is the
+	// request itself).
+	exportQuotaRows = 1000
+	exportPage      = 100
+)
+
+// exportParams are the parameters of GET /v1/permits/export.
+var exportParams = append([]string{"geo_id", "format", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
+
+// Trailers of an export: the rows sent and, when the stream stopped
+// early, why (row_cap, monthly_quota, error).
+const (
+	trailerRows      = "X-Export-Rows"
+	trailerTruncated = "X-Export-Truncated"
+)
+
+// exportPermits: GET /v1/permits/export. It streams every permit search
+// would page (issue date descending) as NDJSON (one permit record per
+// line) or CSV, reading the store one page at a time through the search
+// cursor key, so no reader holds the store between pages. A client that
+// goes away stops the scan at the next page.
+func (s *server) exportPermits(c *gin.Context) error {
+	q := queryOf(c)
+	var filter readmodel.PermitFilter
+	if _, err := q.geometry(&filter); err != nil {
+		return err
+	}
+	geoID, err := q.id("geo_id")
+	if err != nil {
+		return err
+	}
+	pf, _, err := q.permitFilter()
+	if err != nil {
+		return err
+	}
+	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
+	format, err := q.enum("ndjson", []string{"ndjson", "csv"}, "format")
+	if err != nil {
+		return err
+	}
+	from, err := q.date("from_date")
+	if err != nil {
+		return err
+	}
+	to, err := q.date("to_date")
+	if err != nil {
+		return err
+	}
+	if err := dateRange(from, to); err != nil {
+		return err
+	}
+	p, _ := c.Get(ctxPrincipal)
+	principal, _ := p.(apikey.Principal)
+	rowCap, ok := exportCaps[principal.Plan.Name]
+	if !ok {
+		rowCap = defaultExportCap
+	}
+	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: exportPage, Filter: pf}
+	// The first page decides the status: a bad geo_id is still a 404, a
+	// backend unavailable past the request deadline a 503.
+	page, err := s.Reader.SearchPermits(c.Request.Context(), query)
+	if err != nil {
+		return asNotFound(err, "location "+geoID)
+	}
+	// A conditional request on a backend that is not Versioned had only
+	// its rate charged by withQuota (the monthly quota waits for a 200 in
+	// send, which an export never calls): charge it here, before the 200.
+	if p, ok := c.Get(ctxDeferred); ok {
+		if !s.admit(c, monthlyOnly(p.(apikey.Principal))) {
+			return nil
+		}
+	}
+	// The stream is not bounded by the business request deadline (a large
+	// export takes longer than any one request should); each later read
+	// is, on its own (step). The client going away still cancels stream.
+	stream := streamContext(c)
+	step := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(stream, s.RequestTimeout)
+	}
+	h := c.Writer.Header()
+	h.Set("Trailer", trailerRows+", "+trailerTruncated)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Export-Row-Cap", strconv.Itoa(rowCap))
+	if format == "csv" {
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		h.Set("Content-Type", "application/x-ndjson")
+	}
+	c.Status(http.StatusOK)
+	if c.Request.Method == http.MethodHead {
+		// HEAD: the status and headers of the first page; no scan.
+		return nil
+	}
+	var cw *csv.Writer
+	if format == "csv" {
+		cw = csv.NewWriter(c.Writer)
+		_ = cw.Write(exportColumns)
+	}
+	rows, truncated := 0, ""
+	buf := getBuf()
+	defer putBuf(buf)
+	rec := make([]string, len(exportColumns))
+scan:
+	for {
+		for i := range page.Permits {
+			if rows == rowCap {
+				truncated = "row_cap"
+				break scan
+			}
+			if rows > 0 && rows%exportQuotaRows == 0 {
+				ctx, cancel := step()
+				d, err := s.Limiter.Allow(ctx, monthlyOnly(principal))
+				cancel()
+				if err == nil && !d.Allowed {
+					truncated = "monthly_quota"
+					break scan
+				}
+			}
+			hit := &page.Permits[i]
+			if cw != nil {
+				_ = cw.Write(csvRecord(rec, hit))
+			} else {
+				*buf = appendExportLine((*buf)[:0], geoID, hit)
+				if _, err := c.Writer.Write(*buf); err != nil {
+					truncated = "error"
+					break scan
+				}
+			}
+			rows++
+		}
+		if cw != nil {
+			cw.Flush()
+			if cw.Error() != nil {
+				truncated = "error"
+				break
+			}
+		}
+		c.Writer.Flush()
+		if page.Next == nil || stream.Err() != nil {
+			if stream.Err() != nil {
+				truncated = "error"
+			}
+			break
+		}
+		query.After = page.Next
+		ctx, cancel := step()
+		page, err = s.Reader.SearchPermits(ctx, query)
+		cancel()
+		if err != nil {
+			s.log.Error("export stopped", "request_id", requestID(c), "err", err)
+			truncated = "error"
+			break
+		}
+	}
+	h.Set(trailerRows, strconv.Itoa(rows))
+	if truncated != "" {
+		h.Set(trailerTruncated, truncated)
+	}
+	return nil
+}
+
+// appendExportLine is one NDJSON line: the permit record of search
+// (encode.go's encoder, cut out of a one-permit page).
+func appendExportLine(b []byte, geoID string, hit *readmodel.PermitHit) []byte {
+	b = appendPermits(b, geoID, []readmodel.PermitHit{*hit}, nil)
+	// {"geo_id":ID,"count":1,"permits":[RECORD],"next_cursor":null}
+	head := len(`{"geo_id":,"count":1,"permits":[`) + len(jx.NullString(nil, geoID))
+	const tail = len(`],"next_cursor":null}`)
+	n := copy(b, b[head:len(b)-tail])
+	return append(b[:n], '\n')
+}
+
+var exportColumns = []string{
+	"permit_id", "permit_type", "work_type", "status", "issue_date", "completion_date", "contractor", "valuation",
+	"raw_description", "source", "full_address", "city", "state", "zipcode", "county", "jurisdiction", "lat", "lon",
+}
+
+func csvRecord(rec []string, hit *readmodel.PermitHit) []string {
+	p := &hit.Permit
+	num := func(f *float64) string {
+		if f == nil {
+			return ""
+		}
+		return string(jx.Float(nil, *f))
+	}
+	rec[0], rec[1], rec[2], rec[3], rec[4], rec[5] = p.PermitID, p.PermitType, p.WorkType, p.Status, p.IssueDate, p.CompletionDate
+	rec[6], rec[7], rec[8], rec[9] = p.Contractor, num(p.Valuation), p.RawDescription, p.Source
+	rec[10], rec[11], rec[12], rec[13], rec[14], rec[15] = p.Address.FullAddress, p.Address.City, p.Address.State, p.Address.Zipcode, p.Address.County, p.Address.Jurisdiction
+	rec[16], rec[17] = num(p.Lat), num(p.Lon)
+	return rec
+}

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	jx "github.com/permitd/permitd/api/jsonenc"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Monthly series window bounds, in months.
+const (
+	defaultMonths = 24
+	maxMonths     = 120
+)
+
+// monthlyParams are the parameters of GET /v1/permits/stats/monthly.
+var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
+
+// permitMonthly: GET /v1/permits/stats/monthly. The window is from_date
+// .. to_date (inclusive issue dates); to_date defaults to today, from_date
+// to the first day of the month 23 months before to_date's (24 months).
+// More than 120 months: 422.
+func (s *server) permitMonthly(c *gin.Context) error {
+	q := queryOf(c)
+	geoID, err := q.id("geo_id")
+	if err != nil {
+		return err
+	}
+	var filter readmodel.PermitFilter
+	if _, err := q.geometry(&filter); err != nil {
+		return err
+	}
+	pf, _, err := q.permitFilter()
+	if err != nil {
+		return err
+	}
+	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
+	from, err := q.date("from_date")
+	if err != nil {
+		return err
+	}
+	to, err := q.date("to_date")
+	if err != nil {
+		return err
+	}
+	if to == "" {
+		to = s.today().Format(time.DateOnly)
+	}
+	if from == "" {
+		t, _ := time.Parse(time.DateOnly, to)
+		from = time.Date(t.Year(), t.Month()-defaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	}
+	if err := dateRange(from, to); err != nil {
+		return err
+	}
+	if n := len(readmodel.MonthsOf(from, to)); n > maxMonths {
+		return invalid("from_date", "the window spans %d months; the maximum is %d", n, maxMonths)
+	}
+	mr, ok := s.Reader.(readmodel.PermitMonthlyReader)
+	if !ok {
+		return readmodel.ErrUnsupported
+	}
+	months, err := mr.PermitMonthly(c.Request.Context(), readmodel.MonthlyQuery{GeoID: geoID, Filter: pf, FromDate: from, ToDate: to})
+	if err != nil {
+		return asNotFound(err, "location "+geoID)
+	}
+	buf := getBuf()
+	*buf = appendMonthly(*buf, geoID, from, to, months)
+	s.send(c, buf)
+	return nil
+}
+
+func appendMonthly(b []byte, geoID, from, to string, months []readmodel.MonthBucket) []byte {
+	b = append(b, `{"geo_id":`...)
+	b = jx.String(b, geoID)
+	b = append(b, `,"from_date":`...)
+	b = jx.String(b, from)
+	b = append(b, `,"to_date":`...)
+	b = jx.String(b, to)
+	b = append(b, `,"months":[`...)
+	for i := range months {
+		m := &months[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"month":`...)
+		b = jx.String(b, m.Month)
+		b = append(b, `,"permit_count":`...)
+		b = jx.Int(b, m.Count)
+		b = append(b, `,"total_valuation":`...)
+		b = jx.Float(b, m.TotalValuation)
+		b = append(b, `,"median_valuation":`...)
+		b = jx.NullFloat(b, m.MedianValuation)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}

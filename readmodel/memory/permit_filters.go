@@ -1,0 +1,433 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tidwall/btree"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Permit filters (readmodel.PermitFilter). The side keeps, per geo_id and
+// per folded value of permit_type, work_type, status, contractor key and
+// valuation bucket (powers of two),
+// the ordered set of the geo's permits with that value (a posting list,
+// ordered like the geo's own set). A filtered page is read from the
+// smallest candidate set: the union of the postings of one filtered field
+// (any of its values) or, when no field is filtered, the geo's own set;
+// the other conditions are checked on each candidate. So a selective
+// filter reads only its postings, never every permit of the geo.
+
+type filterField uint8
+
+const (
+	ffType filterField = iota + 1
+	ffWork
+	ffStatus
+	ffContractor
+	ffValue // valuation bucket (valueBucket)
+)
+
+// valueBuckets is the number of valuation buckets: 0 for < 1, then one
+// per power of two (bucket b holds [2^(b-1), 2^b)), the last open-ended.
+const valueBuckets = 48
+
+var bucketNames = func() []string {
+	out := make([]string, valueBuckets)
+	for i := range out {
+		out[i] = fmt.Sprint("v", i)
+	}
+	return out
+}()
+
+func valueBucket(v float64) int {
+	if v < 1 {
+		return 0
+	}
+	return min(valueBuckets-1, 1+int(math.Floor(math.Log2(v))))
+}
+
+type fkey struct {
+	geo   uint32
+	field filterField
+	val   string
+}
+
+// permitFilterIndex is the side's filter state: postings and the folded
+// form of every symbol a filterable field holds (readers look folds up
+// instead of folding per candidate).
+type permitFilterIndex struct {
+	postings map[fkey]treeSet
+	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
+	ckey     map[uint32]string        // symbol -> ContractorKey
+	text     textIndex                // permit_text.go
+	byValue  map[uint32]valueTree     // permit_sort.go
+	cells    map[cellKey]sliceSet     // permit_geo.go
+	months   map[monthKey]*monthStats // permit_monthly.go
+}
+
+func newPermitFilterIndex() permitFilterIndex {
+	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
+}
+
+func (s *side) foldSym(sym uint32) string {
+	f, ok := s.pf.fold[sym]
+	if !ok {
+		f = readmodel.FoldValue(s.pi.syms.str(sym))
+		s.pf.fold[sym] = f
+	}
+	return f
+}
+
+func (s *side) contractorSym(sym uint32) string {
+	f, ok := s.pf.ckey[sym]
+	if !ok {
+		f = readmodel.ContractorKey(s.pi.syms.str(sym))
+		s.pf.ckey[sym] = f
+	}
+	return f
+}
+
+// filterKeys are c's (field, value) pairs; empty values are not indexed.
+func (s *side) filterKeys(c *cpermit, fn func(filterField, string)) {
+	for _, kv := range [...]struct {
+		f filterField
+		v string
+	}{{ffType, s.foldSym(c.typ)}, {ffWork, s.foldSym(c.work)}, {ffStatus, s.foldSym(c.status)}, {ffContractor, s.contractorSym(c.contractor)}} {
+		if kv.v != "" {
+			fn(kv.f, kv.v)
+		}
+	}
+	if !math.IsNaN(c.valuation) {
+		fn(ffValue, bucketNames[valueBucket(c.valuation)])
+	}
+}
+
+// indexFilters adds c to its postings (the side's writer).
+func (s *side) indexFilters(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		s.filterKeys(c, func(f filterField, v string) {
+			k := fkey{l.geo, f, v}
+			t, ok := s.pf.postings[k]
+			if !ok {
+				t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
+				s.pf.postings[k] = t
+			}
+			t.set(c)
+		})
+	}
+	s.indexText(c)
+	s.indexValue(c)
+	s.indexCell(c)
+	s.indexMonthly(c, true)
+}
+
+// unindexFilters removes c from its postings (the side's writer).
+func (s *side) unindexFilters(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		s.filterKeys(c, func(f filterField, v string) {
+			k := fkey{l.geo, f, v}
+			if t, ok := s.pf.postings[k]; ok {
+				t.delete(c)
+				if t.size() == 0 {
+					delete(s.pf.postings, k)
+				}
+			}
+		})
+	}
+	s.unindexText(c)
+	s.unindexValue(c)
+	s.unindexCell(c)
+	s.indexMonthly(c, false)
+}
+
+// filterPlan is a filter in the side's terms.
+type filterPlan struct {
+	f     *readmodel.PermitFilter
+	text  *readmodel.TextQuery // nil without q
+	types map[string]bool
+	works map[string]bool
+	stats map[string]bool
+}
+
+func setOf(vs []string) map[string]bool {
+	if len(vs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+// planOf prepares f for match.
+func (s *side) planOf(f *readmodel.PermitFilter) *filterPlan {
+	p := &filterPlan{f: f, types: setOf(f.PermitTypes), works: setOf(f.WorkTypes), stats: setOf(f.Statuses)}
+	if f.Text != "" {
+		tq := readmodel.ParseText(f.Text)
+		p.text = &tq
+	}
+	return p
+}
+
+// match checks every condition of the filter on one permit (a reader).
+func (s *side) match(p *filterPlan, c *cpermit) bool {
+	if p.types != nil && !p.types[s.pf.fold[c.typ]] ||
+		p.works != nil && !p.works[s.pf.fold[c.work]] ||
+		p.stats != nil && !p.stats[s.pf.fold[c.status]] {
+		return false
+	}
+	f := p.f
+	if f.MinValuation != nil && !(c.valuation >= *f.MinValuation) { // NaN fails
+		return false
+	}
+	if f.MaxValuation != nil && !(c.valuation <= *f.MaxValuation) {
+		return false
+	}
+	if f.Contractor != "" && s.pf.ckey[c.contractor] != f.Contractor {
+		return false
+	}
+	if f.HasGeometry() && !s.geoMatch(f, c) {
+		return false
+	}
+	return p.text == nil || s.textMatch(f.Text, p.text, c)
+}
+
+// filteredSet picks the smallest candidate set of geo for f and wraps it
+// with the filter's predicate. base is the geo's own set.
+func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter) permitSet {
+	if f.IsZero() {
+		return base
+	}
+	p := s.planOf(f)
+	best, bestSize := base, base.size()
+	global := false // best spans every geo: check the link
+	if p.text != nil {
+		tq := *p.text
+		if geo != selfProperty {
+			if set, n := s.textCandidates(f.Text, &tq, bestSize); n >= 0 {
+				best, bestSize, global = set, n, true
+			}
+		}
+	}
+	if geo != selfProperty {
+		try := func(field filterField, vals []string) {
+			if len(vals) == 0 {
+				return
+			}
+			var sets []iterable
+			n := 0
+			for _, v := range vals {
+				if t, ok := s.pf.postings[fkey{geo, field, v}]; ok {
+					sets = append(sets, t)
+					n += t.size()
+				}
+			}
+			if n < bestSize {
+				best, bestSize, global = unionOf(sets), n, false
+			}
+		}
+		try(ffType, f.PermitTypes)
+		try(ffWork, f.WorkTypes)
+		try(ffStatus, f.Statuses)
+		if f.Contractor != "" {
+			try(ffContractor, []string{f.Contractor})
+		}
+		if f.MinValuation != nil || f.MaxValuation != nil {
+			lo, hi := 0, valueBuckets-1
+			if f.MinValuation != nil {
+				lo = valueBucket(*f.MinValuation)
+			}
+			if f.MaxValuation != nil {
+				hi = valueBucket(*f.MaxValuation)
+			}
+			if lo <= hi {
+				try(ffValue, bucketNames[lo:hi+1])
+			}
+		}
+	}
+	if bestSize == 0 {
+		return sliceSet(nil)
+	}
+	return predSet{inner: best, keep: func(c *cpermit) bool {
+		return (!global || s.linked(c, geo)) && s.match(p, c)
+	}}
+}
+
+// predSet is the items of inner that keep accepts.
+type predSet struct {
+	inner permitSet
+	keep  func(*cpermit) bool
+}
+
+func (p predSet) ascend(pivot *cpermit, fn func(*cpermit) bool) {
+	p.inner.ascend(pivot, func(c *cpermit) bool { return !p.keep(c) || fn(c) })
+}
+
+func (p predSet) descend(pivot *cpermit, fn func(*cpermit) bool) {
+	p.inner.descend(pivot, func(c *cpermit) bool { return !p.keep(c) || fn(c) })
+}
+
+func (p predSet) size() int { return p.inner.size() } // an upper bound
+
+func (p predSet) first() (*cpermit, bool) {
+	var out *cpermit
+	p.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { out = c; return false })
+	return out, out != nil
+}
+
+const minIK = -1 << 31
+
+// setIter walks an ordered set from a position.
+type setIter interface {
+	seekGE(k pkey) bool // first item >= k
+	seekLE(k pkey) bool // last item <= k
+	next() bool
+	prev() bool
+	item() *cpermit
+	release()
+}
+
+// iterable is an ordered set that hands out iterators.
+type iterable interface {
+	permitSet
+	iter() setIter
+}
+
+type treeIter struct{ it btree.IterG[pkey] }
+
+func (s treeSet) iter() setIter { return &treeIter{it: s.t.Iter()} }
+
+func (t *treeIter) seekGE(k pkey) bool { return t.it.Seek(k) }
+func (t *treeIter) seekLE(k pkey) bool {
+	if !t.it.Seek(k) {
+		return t.it.Last()
+	}
+	if pkeyLess(k, t.it.Item()) {
+		return t.it.Prev()
+	}
+	return true
+}
+func (t *treeIter) next() bool     { return t.it.Next() }
+func (t *treeIter) prev() bool     { return t.it.Prev() }
+func (t *treeIter) item() *cpermit { return t.it.Item().p }
+func (t *treeIter) release()       { t.it.Release() }
+
+type sliceIter struct {
+	s sliceSet
+	i int
+}
+
+func (s sliceSet) iter() setIter { return &sliceIter{s: s} }
+
+func (t *sliceIter) seekGE(k pkey) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return !pkeyLess(keyOf(t.s[i]), k) })
+	return t.i < len(t.s)
+}
+func (t *sliceIter) seekLE(k pkey) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return pkeyLess(k, keyOf(t.s[i])) }) - 1
+	return t.i >= 0
+}
+func (t *sliceIter) next() bool     { t.i++; return t.i < len(t.s) }
+func (t *sliceIter) prev() bool     { t.i--; return t.i >= 0 }
+func (t *sliceIter) item() *cpermit { return t.s[t.i] }
+func (t *sliceIter) release()       {}
+
+// unionSet is the ordered union of sets, merged k ways; an item in
+// several sets is given once.
+type unionSet []iterable
+
+func unionOf(sets []iterable) permitSet {
+	if len(sets) == 1 {
+		return sets[0]
+	}
+	return unionSet(sets)
+}
+
+func (u unionSet) size() int {
+	n := 0
+	for _, t := range u {
+		n += t.size()
+	}
+	return n
+}
+
+func (u unionSet) first() (*cpermit, bool) {
+	var out *cpermit
+	u.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { out = c; return false })
+	return out, out != nil
+}
+
+func (u unionSet) walk(pivot *cpermit, fn func(*cpermit) bool, asc bool) {
+	its := make([]setIter, len(u))
+	ok := make([]bool, len(u))
+	pk := keyOf(pivot)
+	for i, t := range u {
+		its[i] = t.iter()
+		if asc {
+			ok[i] = its[i].seekGE(pk)
+		} else {
+			ok[i] = its[i].seekLE(pk)
+		}
+	}
+	defer func() {
+		for _, it := range its {
+			it.release()
+		}
+	}()
+	var last *cpermit
+	for {
+		best := -1
+		for i := range its {
+			if !ok[i] {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			a, b := its[i].item(), its[best].item()
+			if asc && permitLess(a, b) || !asc && permitLess(b, a) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		c := its[best].item()
+		if c != last {
+			if !fn(c) {
+				return
+			}
+			last = c
+		}
+		if asc {
+			ok[best] = its[best].next()
+		} else {
+			ok[best] = its[best].prev()
+		}
+	}
+}
+
+func (u unionSet) ascend(pivot *cpermit, fn func(*cpermit) bool)  { u.walk(pivot, fn, true) }
+func (u unionSet) descend(pivot *cpermit, fn func(*cpermit) bool) { u.walk(pivot, fn, false) }
+
+// geoMatch checks near and bbox on one permit.
+func (s *side) geoMatch(f *readmodel.PermitFilter, c *cpermit) bool {
+	if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
+		return false
+	}
+	if f.BBox != nil && !f.BBox.Contains(c.lat, c.lon) {
+		return false
+	}
+	return f.Near == nil || readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: c.lat, Lon: c.lon}) <= f.RadiusM
+}

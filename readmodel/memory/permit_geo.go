@@ -1,0 +1,219 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Geometry (near + radius_m, bbox). The side keeps every permit with
+// coordinates in a grid of cells of cellDeg degrees (about 1.1 km by
+// 0.75 km in Washington): a geometry query reads only the cells its
+// rectangle overlaps, checks each permit exactly (distance, box, geo
+// link, filters, date window) and orders the few it keeps. The API bounds
+// a radius to 50 km and a box to 2 degrees a side, so a query reads at
+// most ~40,000 cells.
+
+const cellDeg = 0.01
+
+type cellKey uint64
+
+func cellOf(lat, lon float64) (int32, int32) {
+	return int32(math.Floor(lat / cellDeg)), int32(math.Floor(lon / cellDeg))
+}
+
+func keyOfCell(la, lo int32) cellKey { return cellKey(uint64(uint32(la))<<32 | uint64(uint32(lo))) }
+
+func (s *side) indexCell(c *cpermit) {
+	if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
+		return
+	}
+	k := keyOfCell(cellOf(c.lat, c.lon))
+	s.pf.cells[k] = insertSorted(s.pf.cells[k], c)
+}
+
+func (s *side) unindexCell(c *cpermit) {
+	if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
+		return
+	}
+	k := keyOfCell(cellOf(c.lat, c.lon))
+	if l := removeSorted(s.pf.cells[k], c); len(l) > 0 {
+		s.pf.cells[k] = l
+	} else {
+		delete(s.pf.cells, k)
+	}
+}
+
+// geoRect is the rectangle a geometry can hold (near's circle bounding box
+// intersected with bbox).
+func geoRect(f *readmodel.PermitFilter) (minLat, minLon, maxLat, maxLon float64) {
+	minLat, minLon, maxLat, maxLon = -90, -180, 90, 180
+	if b := f.BBox; b != nil {
+		minLat, minLon, maxLat, maxLon = b.MinLat, b.MinLon, b.MaxLat, b.MaxLon
+	}
+	if n := f.Near; n != nil {
+		dLat := f.RadiusM / 111195.0 * 1.001 // metres per degree of latitude, with a margin
+		cos := math.Cos(math.Min(89.9, math.Abs(n.Lat)+dLat) * math.Pi / 180)
+		dLon := dLat / math.Max(cos, 1e-6)
+		minLat, maxLat = math.Max(minLat, n.Lat-dLat), math.Min(maxLat, n.Lat+dLat)
+		minLon, maxLon = math.Max(minLon, n.Lon-dLon), math.Min(maxLon, n.Lon+dLon)
+	}
+	return
+}
+
+type geoHit struct {
+	c    *cpermit
+	dist float64
+}
+
+// searchGeometry is SearchPermits for a query with a geometry, in any
+// order.
+func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	f := &q.Filter
+	geo := uint32(0)
+	var propSet map[*cpermit]bool
+	switch ref, isProp := propRefIfKey(q.GeoID); {
+	case q.GeoID == "":
+	case isProp:
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		geo, propSet = selfProperty, map[*cpermit]bool{}
+		for _, c := range e.permits {
+			propSet[c] = true
+		}
+	default:
+		if _, ok := s.locations.get(q.GeoID); !ok {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		set, sym := s.geoPermits(q.GeoID)
+		if set == nil {
+			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+		}
+		geo = sym
+	}
+	if q.Sort == readmodel.SortDistance && f.Near == nil {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: distance order without near", readmodel.ErrInvalidQuery)
+	}
+	plan := s.planOf(f)
+	ikLo, ikHi := int32(math.MinInt32), int32(undated)
+	dated := q.FromDate != "" || q.ToDate != ""
+	if q.FromDate != "" {
+		ikHi = -parseDay(q.FromDate)
+	}
+	if q.ToDate != "" {
+		ikLo = -parseDay(q.ToDate)
+	}
+	minLat, minLon, maxLat, maxLon := geoRect(f)
+	la0, lo0 := cellOf(minLat, minLon)
+	la1, lo1 := cellOf(maxLat, maxLon)
+	if int64(la1-la0+1)*int64(lo1-lo0+1) > 250_000 {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: geometry spans too many cells", readmodel.ErrInvalidQuery)
+	}
+	var hits []geoHit
+	for la := la0; la <= la1; la++ {
+		for lo := lo0; lo <= lo1; lo++ {
+			for _, c := range s.pf.cells[keyOfCell(la, lo)] {
+				if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
+					continue
+				}
+				if f.BBox != nil && !f.BBox.Contains(c.lat, c.lon) {
+					continue
+				}
+				d := 0.0
+				if f.Near != nil {
+					if d = readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: c.lat, Lon: c.lon}); d > f.RadiusM {
+						continue
+					}
+				}
+				switch {
+				case propSet != nil && !propSet[c]:
+					continue
+				case propSet == nil && geo != 0 && !s.linked(c, geo):
+					continue
+				case !s.match(plan, c):
+					continue
+				}
+				hits = append(hits, geoHit{c, d})
+			}
+		}
+	}
+	less := s.geoOrder(q)
+	slices.SortFunc(hits, func(a, b geoHit) int {
+		if less(a, b) {
+			return -1
+		}
+		if less(b, a) {
+			return 1
+		}
+		return 0
+	})
+	start := 0
+	if q.After != nil {
+		pivot := geoHit{c: &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID, valuation: math.NaN()}, dist: q.After.DistanceM}
+		if q.After.HasValuation {
+			pivot.c.valuation = q.After.Valuation
+		}
+		for start < len(hits) && !less(pivot, hits[start]) {
+			start++
+		}
+	}
+	hits = hits[start:]
+	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(hits), q.Limit))}
+	for i, h := range hits {
+		if i == q.Limit {
+			last := hits[i-1].c
+			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id, DistanceM: hits[i-1].dist}
+			if q.Sort == readmodel.SortValuationDesc && !math.IsNaN(last.valuation) {
+				out.Next.HasValuation, out.Next.Valuation = true, last.valuation
+			}
+			break
+		}
+		hit := readmodel.PermitHit{Permit: s.expandPermit(h.c)}
+		if geo != 0 {
+			m, ok := s.link(h.c, geo)
+			if !ok {
+				m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			}
+			hit.Match = m
+		}
+		if f.Near != nil {
+			d := math.Round(h.dist*10) / 10
+			hit.DistanceM = &d
+		}
+		out.Permits = append(out.Permits, hit)
+	}
+	return out, nil
+}
+
+// geoOrder is the strict order of q's sort over geometry hits.
+func (s *side) geoOrder(q readmodel.PermitQuery) func(a, b geoHit) bool {
+	switch {
+	case q.Sort == readmodel.SortDistance:
+		return func(a, b geoHit) bool {
+			if a.dist != b.dist {
+				return a.dist < b.dist
+			}
+			return a.c.id < b.c.id
+		}
+	case q.Sort == readmodel.SortValuationDesc:
+		return func(a, b geoHit) bool { return valueLess(a.c, b.c) }
+	case q.Desc:
+		return func(a, b geoHit) bool { return permitLess(a.c, b.c) }
+	}
+	return func(a, b geoHit) bool { // issue date ascending, undated last
+		x, y := a.c, b.c
+		if (x.ik == undated) != (y.ik == undated) {
+			return y.ik == undated
+		}
+		if x.ik != y.ik {
+			return x.ik > y.ik
+		}
+		return strings.Compare(x.id, y.id) < 0
+	}
+}

@@ -1,0 +1,186 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tidwall/btree"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Monthly series (readmodel.PermitMonthlyReader). Per (geo_id, month of
+// issue) the side keeps the count of permits and an order-statistics
+// B-tree of their known valuations (count, median by rank, sum in cents),
+// so an unfiltered series costs one lookup per month. A filtered series
+// walks the filter's candidate set over the window.
+
+type monthKey struct {
+	geo   uint32
+	month int32 // year*12 + month-1
+}
+
+type monthStats struct {
+	count int64
+	cents int64 // sum of known valuations, in cents
+	vals  *btree.BTreeG[valKey]
+}
+
+type valKey struct {
+	v  float64
+	id string
+}
+
+func valKeyLess(a, b valKey) bool {
+	if a.v != b.v {
+		return a.v < b.v
+	}
+	return a.id < b.id
+}
+
+func monthOfIK(ik int32) int32 {
+	t := time.Unix(int64(-ik)*86400, 0).UTC()
+	return int32(t.Year()*12 + int(t.Month()) - 1)
+}
+
+func cents(v float64) int64 { return int64(math.Round(v * 100)) }
+
+func (s *side) indexMonthly(c *cpermit, add bool) {
+	if c.ik == undated {
+		return
+	}
+	m := monthOfIK(c.ik)
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		k := monthKey{l.geo, m}
+		st := s.pf.months[k]
+		if st == nil {
+			if !add {
+				continue
+			}
+			st = &monthStats{vals: btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})}
+			s.pf.months[k] = st
+		}
+		d := int64(1)
+		if !add {
+			d = -1
+		}
+		st.count += d
+		if !math.IsNaN(c.valuation) {
+			st.cents += d * cents(c.valuation)
+			if add {
+				st.vals.Set(valKey{c.valuation, c.id})
+			} else {
+				st.vals.Delete(valKey{c.valuation, c.id})
+			}
+		}
+		if st.count == 0 {
+			delete(s.pf.months, k)
+		}
+	}
+}
+
+func (st *monthStats) median() *float64 {
+	n := st.vals.Len()
+	if n == 0 {
+		return nil
+	}
+	a, _ := st.vals.GetAt(n / 2)
+	m := a.v
+	if n%2 == 0 {
+		b, _ := st.vals.GetAt(n/2 - 1)
+		m = (a.v + b.v) / 2
+	}
+	return &m
+}
+
+// PermitMonthly implements readmodel.PermitMonthlyReader.
+func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
+	from, to := parseDay(q.FromDate), parseDay(q.ToDate)
+	if from == noDate || to == noDate || from > to {
+		return nil, fmt.Errorf("%w: monthly window %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	}
+	months := readmodel.MonthsOf(q.FromDate, q.ToDate)
+	out := make([]readmodel.MonthBucket, len(months))
+	for i, m := range months {
+		out[i].Month = m
+	}
+	first := monthOfIK(-from)
+	var set permitSet
+	var geo uint32
+	if ref, ok := propRefIfKey(q.GeoID); ok {
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return nil, readmodel.ErrNotFound
+		}
+		set, geo = sliceSet(e.permits), selfProperty
+	} else {
+		if _, ok := s.locations.get(q.GeoID); !ok {
+			return nil, readmodel.ErrNotFound
+		}
+		if set, geo = s.geoPermits(q.GeoID); set == nil {
+			return out, nil
+		}
+	}
+	// Whole months of an unfiltered series come from the month stats.
+	whole := func(i int) bool {
+		if !q.Filter.IsZero() || geo == selfProperty {
+			return false
+		}
+		m := first + int32(i)
+		y, mo := int(m/12), time.Month(m%12+1)
+		start := int32(time.Date(y, mo, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+		end := int32(time.Date(y, mo+1, 0, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+		return start >= from && end <= to
+	}
+	vals := make([][]float64, len(months))
+	scanLo, scanHi := to, from // the days left to scan
+	for i := range months {
+		if whole(i) {
+			if st := s.pf.months[monthKey{geo, first + int32(i)}]; st != nil {
+				out[i].Count, out[i].TotalValuation, out[i].MedianValuation = st.count, float64(st.cents)/100, st.median()
+			}
+			continue
+		}
+		m := first + int32(i)
+		y, mo := int(m/12), time.Month(m%12+1)
+		start := max(from, int32(time.Date(y, mo, 1, 0, 0, 0, 0, time.UTC).Unix()/86400))
+		end := min(to, int32(time.Date(y, mo+1, 0, 0, 0, 0, 0, time.UTC).Unix()/86400))
+		scanLo, scanHi = min(scanLo, start), max(scanHi, end)
+	}
+	if scanLo <= scanHi {
+		fs := s.filteredSet(geo, set, &q.Filter)
+		cents := make([]int64, len(months))
+		fs.ascend(&cpermit{ik: -scanHi}, func(c *cpermit) bool {
+			if c.ik > -scanLo || c.ik == undated {
+				return false
+			}
+			i := int(monthOfIK(c.ik) - first)
+			if whole(i) {
+				return true
+			}
+			out[i].Count++
+			if !math.IsNaN(c.valuation) {
+				cents[i] += int64(math.Round(c.valuation * 100))
+				vals[i] = append(vals[i], c.valuation)
+			}
+			return true
+		})
+		for i := range months {
+			if !whole(i) {
+				out[i].TotalValuation = float64(cents[i]) / 100
+				out[i].MedianValuation = readmodel.Median(vals[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// PermitMonthly implements readmodel.PermitMonthlyReader.
+func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
+	return read(s, func(d *side) ([]readmodel.MonthBucket, error) { return d.PermitMonthly(ctx, q) })
+}

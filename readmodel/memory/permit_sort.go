@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tidwall/btree"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Valuation order (readmodel.SortValuationDesc). Per geo_id the side keeps
+// the geo's permits ordered by valuation descending (unknown last), then
+// permit_id: a page is one seek and a scan, the filters and the date
+// window checked on each permit.
+
+func valueLess(a, b *cpermit) bool {
+	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
+	if an != bn {
+		return bn
+	}
+	if !an && a.valuation != b.valuation {
+		return a.valuation > b.valuation
+	}
+	return a.id < b.id
+}
+
+type valueTree = *btree.BTreeG[*cpermit]
+
+func (s *side) indexValue(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == selfProperty {
+			continue
+		}
+		t, ok := s.pf.byValue[l.geo]
+		if !ok {
+			t = btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+			s.pf.byValue[l.geo] = t
+		}
+		t.Set(c)
+	}
+}
+
+func (s *side) unindexValue(c *cpermit) {
+	for _, l := range s.pi.links.get(c.links) {
+		if t, ok := s.pf.byValue[l.geo]; ok {
+			t.Delete(c)
+			if t.Len() == 0 {
+				delete(s.pf.byValue, l.geo)
+			}
+		}
+	}
+}
+
+// searchByValuation is SearchPermits in valuation order.
+func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+	if q.Limit < 1 || q.Limit > 100 {
+		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	}
+	lo, hi := int32(math.MinInt32), int32(undated)
+	if q.FromDate != "" {
+		hi = -parseDay(q.FromDate)
+	}
+	if q.ToDate != "" {
+		lo = -parseDay(q.ToDate)
+	}
+	inWindow := func(c *cpermit) bool {
+		if q.FromDate == "" && q.ToDate == "" {
+			return true
+		}
+		return c.ik != undated && c.ik >= lo && c.ik <= hi
+	}
+	var base permitSet
+	var geo uint32
+	var walk func(pivot *cpermit, fn func(*cpermit) bool)
+	if ref, ok := propRefIfKey(q.GeoID); ok {
+		e := s.props.entry(ref, false)
+		if e == nil || e.state != propLive {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		sorted := append([]*cpermit(nil), e.permits...)
+		sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
+		base, geo = sliceSet(e.permits), selfProperty
+		walk = func(pivot *cpermit, fn func(*cpermit) bool) {
+			for _, c := range sorted[sort.Search(len(sorted), func(i int) bool { return !valueLess(sorted[i], pivot) }):] {
+				if !fn(c) {
+					return
+				}
+			}
+		}
+	} else {
+		if _, ok := s.locations.get(q.GeoID); !ok {
+			return readmodel.PermitPage{}, readmodel.ErrNotFound
+		}
+		set, sym := s.geoPermits(q.GeoID)
+		t := s.pf.byValue[sym]
+		if set == nil || t == nil {
+			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+		}
+		base, geo = set, sym
+		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
+	}
+	keep := s.filteredSet(geo, base, &q.Filter)
+	pred, ok := keep.(predSet)
+	check := func(c *cpermit) bool { return !ok || pred.keep(c) }
+	if _, empty := keep.(sliceSet); empty && keep.size() == 0 {
+		return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+	}
+	pivot := &cpermit{valuation: math.Inf(1)}
+	if q.After != nil {
+		pivot = &cpermit{valuation: math.NaN(), id: q.After.PermitID}
+		if q.After.HasValuation {
+			pivot.valuation = q.After.Valuation
+		}
+	}
+	var items []*cpermit
+	walk(pivot, func(c *cpermit) bool {
+		if q.After != nil && c.id == pivot.id && !valueLess(c, pivot) && !valueLess(pivot, c) {
+			return true
+		}
+		if inWindow(c) && check(c) {
+			items = append(items, c)
+		}
+		return len(items) <= q.Limit
+	})
+	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
+	for i, c := range items {
+		if i == q.Limit {
+			last := items[i-1]
+			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id,
+				HasValuation: !math.IsNaN(last.valuation), Valuation: nanZero(last.valuation)}
+			break
+		}
+		m, ok := s.link(c, geo)
+		if !ok {
+			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+		}
+		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: s.expandPermit(c), Match: m})
+	}
+	return out, nil
+}
+
+func nanZero(f float64) float64 {
+	if math.IsNaN(f) {
+		return 0
+	}
+	return f
+}

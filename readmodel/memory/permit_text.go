@@ -1,0 +1,240 @@
+package memory
+
+import (
+	"strings"
+
+	"github.com/tidwall/btree"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Full text (q: readmodel.IsPermitNumber or readmodel.TextQuery). The
+// side keeps a map of folded permit numbers and an inverted index of the
+// english-analysed words of every permit's description:
+// per word, the ordered set of the permits holding it (over every geo),
+// and the sorted dictionary of words for prefixes. A q page reads from the
+// smallest candidate set: the postings of one of q's words, the union of
+// the postings of the words its prefix begins (when at most
+// maxPrefixTerms), or the geo's own or a filter's postings; the rest
+// (geo link, other words, filters) is checked on each candidate.
+
+// maxPrefixTerms bounds the words a prefix may expand to as a candidate
+// set; a shorter, commoner prefix is only checked on candidates.
+const maxPrefixTerms = 64
+
+// smallPosting is the size up to which a posting is a sorted slice.
+const smallPosting = 32
+
+type textIndex struct {
+	postings map[string]*posting
+	dict     *btree.BTreeG[string]
+	desc     map[uint32]descTerms // description text id -> its words
+	numbers  map[string]sliceSet  // FoldValue(permit number) -> permits
+}
+
+type descTerms struct {
+	src   string
+	terms []string
+}
+
+func newTextIndex() textIndex {
+	return textIndex{
+		postings: map[string]*posting{},
+		dict:     btree.NewBTreeGOptions(func(a, b string) bool { return a < b }, btree.Options{NoLocks: true}),
+		desc:     map[uint32]descTerms{},
+		numbers:  map[string]sliceSet{},
+	}
+}
+
+// posting is an ordered permit set: a slice while small, then a B-tree.
+type posting struct {
+	small sliceSet
+	tree  *treeSet
+}
+
+func (p *posting) add(c *cpermit) {
+	if p.tree != nil {
+		p.tree.set(c)
+		return
+	}
+	p.small = insertSorted(p.small, c)
+	if len(p.small) > smallPosting {
+		t := treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
+		for _, x := range p.small {
+			t.set(x)
+		}
+		p.tree, p.small = &t, nil
+	}
+}
+
+func (p *posting) del(c *cpermit) {
+	if p.tree != nil {
+		p.tree.delete(c)
+		return
+	}
+	p.small = removeSorted(p.small, c)
+}
+
+func (p *posting) size() int {
+	if p.tree != nil {
+		return p.tree.size()
+	}
+	return len(p.small)
+}
+
+func (p *posting) set() iterable {
+	if p.tree != nil {
+		return *p.tree
+	}
+	return p.small
+}
+
+// descWords returns the words of a description text (the side's writer
+// fills the cache; a live permit's text id is never reused).
+func (s *side) descWords(id uint32) []string {
+	src := s.pi.texts.str(id)
+	if d, ok := s.pf.text.desc[id]; ok && d.src == src {
+		return d.terms
+	}
+	terms := readmodel.EnglishTerms(src)
+	s.pf.text.desc[id] = descTerms{src: src, terms: terms}
+	return terms
+}
+
+// permitWords are the distinct words of c's description (the side's
+// writer).
+func (s *side) permitWords(c *cpermit) []string {
+	words := s.descWords(c.desc)
+	out := make([]string, 0, len(words))
+	for _, w := range words {
+		if !containsStr(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func containsStr(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *side) indexText(c *cpermit) {
+	for _, w := range s.permitWords(c) {
+		p, ok := s.pf.text.postings[w]
+		if !ok {
+			p = &posting{}
+			s.pf.text.postings[w] = p
+			s.pf.text.dict.Set(w)
+		}
+		p.add(c)
+	}
+	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
+		s.pf.text.numbers[n] = insertSorted(s.pf.text.numbers[n], c)
+	}
+}
+
+func (s *side) unindexText(c *cpermit) {
+	for _, w := range s.permitWords(c) {
+		if p, ok := s.pf.text.postings[w]; ok {
+			p.del(c)
+			if p.size() == 0 {
+				delete(s.pf.text.postings, w)
+				s.pf.text.dict.Delete(w)
+			}
+		}
+	}
+	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
+		if l := removeSorted(s.pf.text.numbers[n], c); len(l) > 0 {
+			s.pf.text.numbers[n] = l
+		} else {
+			delete(s.pf.text.numbers, n)
+		}
+	}
+}
+
+// textMatch checks q on one permit (a reader): its number, or its
+// description's words from the cache.
+func (s *side) textMatch(q string, tq *readmodel.TextQuery, c *cpermit) bool {
+	return tq.Match(s.pf.text.desc[c.desc].terms) || readmodel.IsPermitNumber(q, s.permitNumber(c))
+}
+
+// textCandidates returns the smallest candidate set q offers and its
+// size, or n = -1 when q offers no set smaller than limit: the permits
+// numbered q together with the description candidates (the postings of
+// one of q's words, or the union of the postings of the words its prefix
+// begins when there are at most maxPrefixTerms).
+func (s *side) textCandidates(q string, tq *readmodel.TextQuery, limit int) (set permitSet, n int) {
+	numbered := s.pf.text.numbers[readmodel.FoldValue(q)]
+	descSet, descN := s.descCandidates(tq, limit-len(numbered))
+	switch {
+	case descN < 0:
+		return nil, -1
+	case descN == 0:
+		return numbered, len(numbered)
+	case len(numbered) == 0:
+		return descSet, descN
+	}
+	if u, ok := descSet.(unionSet); ok {
+		return append(unionSet{numbered}, u...), descN + len(numbered)
+	}
+	return unionSet{descSet.(iterable), numbered}, descN + len(numbered)
+}
+
+// descCandidates: 0 when no description can match, -1 when none of q's
+// sets is smaller than limit.
+func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, int) {
+	if tq.Prefix == "" {
+		return nil, 0
+	}
+	var set permitSet
+	n := -1
+	for _, w := range tq.Words {
+		p := s.pf.text.postings[w]
+		if p == nil {
+			return nil, 0
+		}
+		if p.size() < limit {
+			set, n, limit = p.set(), p.size(), p.size()
+		}
+	}
+	var sets []iterable
+	total, terms := 0, 0
+	s.pf.text.dict.Ascend(tq.Prefix, func(w string) bool {
+		if !strings.HasPrefix(w, tq.Prefix) {
+			return false
+		}
+		terms++
+		if terms > maxPrefixTerms {
+			return false
+		}
+		p := s.pf.text.postings[w]
+		sets = append(sets, p.set())
+		total += p.size()
+		return true
+	})
+	if terms == 0 {
+		return nil, 0
+	}
+	if terms <= maxPrefixTerms && total < limit {
+		if len(sets) == 1 {
+			return sets[0], total
+		}
+		return unionSet(sets), total
+	}
+	return set, n
+}
+
+// linked reports whether c is linked to geo (a symbol).
+func (s *side) linked(c *cpermit, geo uint32) bool {
+	for _, l := range s.pi.links.get(c.links) {
+		if l.geo == geo {
+			return true
+		}
+	}
+	return false
+}
