@@ -104,6 +104,32 @@ func appendCursor(b []byte, next *string) []byte {
 	return jx.String(b, *next)
 }
 
+// appendPermitHead opens a permit record and writes the members every
+// permit record starts with, permit_id to source.
+func appendPermitHead(b []byte, p *readmodel.Permit) []byte {
+	b = append(b, `{"permit_id":`...)
+	b = jx.String(b, p.PermitID)
+	b = append(b, `,"permit_type":`...)
+	b = jx.NullString(b, p.PermitType)
+	b = append(b, `,"work_type":`...)
+	b = jx.NullString(b, p.WorkType)
+	b = append(b, `,"status":`...)
+	b = jx.NullString(b, p.Status)
+	b = append(b, `,"issue_date":`...)
+	b = jx.NullString(b, p.IssueDate)
+	b = append(b, `,"completion_date":`...)
+	b = jx.NullString(b, p.CompletionDate)
+	b = append(b, `,"contractor":`...)
+	b = jx.NullString(b, p.Contractor)
+	b = append(b, `,"valuation":`...)
+	b = jx.NullFloat(b, p.Valuation)
+	b = append(b, `,"raw_description":`...)
+	b = jx.NullString(b, p.RawDescription)
+	b = append(b, `,"source":`...)
+	b = jx.String(b, p.Source)
+	return b
+}
+
 func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *string) []byte {
 	b = append(b, `{"geo_id":`...)
 	b = jx.NullString(b, geoID) // null: a geometry without geo_id
@@ -115,26 +141,7 @@ func appendPermits(b []byte, geoID string, hits []readmodel.PermitHit, next *str
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"permit_id":`...)
-		b = jx.String(b, p.PermitID)
-		b = append(b, `,"permit_type":`...)
-		b = jx.NullString(b, p.PermitType)
-		b = append(b, `,"work_type":`...)
-		b = jx.NullString(b, p.WorkType)
-		b = append(b, `,"status":`...)
-		b = jx.NullString(b, p.Status)
-		b = append(b, `,"issue_date":`...)
-		b = jx.NullString(b, p.IssueDate)
-		b = append(b, `,"completion_date":`...)
-		b = jx.NullString(b, p.CompletionDate)
-		b = append(b, `,"contractor":`...)
-		b = jx.NullString(b, p.Contractor)
-		b = append(b, `,"valuation":`...)
-		b = jx.NullFloat(b, p.Valuation)
-		b = append(b, `,"raw_description":`...)
-		b = jx.NullString(b, p.RawDescription)
-		b = append(b, `,"source":`...)
-		b = jx.String(b, p.Source)
+		b = appendPermitHead(b, p)
 		b = append(b, `,"location":{"full_address":`...)
 		b = jx.NullString(b, p.Address.FullAddress)
 		b = append(b, `,"city":`...)
@@ -210,26 +217,7 @@ func appendPropertyPermits(b []byte, id string, permits []readmodel.Permit, next
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"permit_id":`...)
-		b = jx.String(b, p.PermitID)
-		b = append(b, `,"permit_type":`...)
-		b = jx.NullString(b, p.PermitType)
-		b = append(b, `,"work_type":`...)
-		b = jx.NullString(b, p.WorkType)
-		b = append(b, `,"status":`...)
-		b = jx.NullString(b, p.Status)
-		b = append(b, `,"issue_date":`...)
-		b = jx.NullString(b, p.IssueDate)
-		b = append(b, `,"completion_date":`...)
-		b = jx.NullString(b, p.CompletionDate)
-		b = append(b, `,"contractor":`...)
-		b = jx.NullString(b, p.Contractor)
-		b = append(b, `,"valuation":`...)
-		b = jx.NullFloat(b, p.Valuation)
-		b = append(b, `,"raw_description":`...)
-		b = jx.NullString(b, p.RawDescription)
-		b = append(b, `,"source":`...)
-		b = jx.String(b, p.Source)
+		b = appendPermitHead(b, p)
 		b = append(b, '}')
 	}
 	b = append(b, `],"next_cursor":`...)
