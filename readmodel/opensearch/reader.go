@@ -828,6 +828,12 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	}
 	var props []readmodel.Candidate
 	if psOK {
+		// A pool that may have been cut fails rather than answering
+		// without the property that should rank first (as
+		// SearchProperties does).
+		if err := propertyPoolComplete(rs[0]); err != nil {
+			return nil, err
+		}
 		docs, err := decodeHits[propertyDoc](rs[0])
 		if err != nil {
 			return nil, err
