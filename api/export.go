@@ -77,9 +77,18 @@ func (s *server) exportPermits(c *gin.Context) error {
 		rowCap = defaultExportCap
 	}
 	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: exportPage, Filter: pf}
+	// The stream is not bounded by the business request deadline (a large
+	// export takes longer than any one request should; the route is
+	// registered outside withDeadline); each read is, on its own (step).
+	// The client going away still cancels the request's context.
+	step := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(c.Request.Context(), s.RequestTimeout)
+	}
 	// The first page decides the status: a bad geo_id is still a 404, a
 	// backend unavailable past the request deadline a 503.
-	page, err := s.Reader.SearchPermits(c.Request.Context(), query)
+	first, cancel := step()
+	page, err := s.Reader.SearchPermits(first, query)
+	cancel()
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
 	}
@@ -90,13 +99,6 @@ func (s *server) exportPermits(c *gin.Context) error {
 		if !s.admit(c, monthlyOnly(p.(apikey.Principal))) {
 			return nil
 		}
-	}
-	// The stream is not bounded by the business request deadline (a large
-	// export takes longer than any one request should); each later read
-	// is, on its own (step). The client going away still cancels stream.
-	stream := streamContext(c)
-	step := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(stream, s.RequestTimeout)
 	}
 	h := c.Writer.Header()
 	h.Set("Trailer", trailerRows+", "+trailerTruncated)
@@ -157,8 +159,8 @@ scan:
 			}
 		}
 		c.Writer.Flush()
-		if page.Next == nil || stream.Err() != nil {
-			if stream.Err() != nil {
+		if page.Next == nil || c.Request.Context().Err() != nil {
+			if c.Request.Context().Err() != nil {
 				truncated = "error"
 			}
 			break

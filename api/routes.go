@@ -51,13 +51,16 @@ func (s *server) routes(r *gin.Engine) {
 		})
 	}
 
-	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(),
-		withDeadline(s.RequestTimeout), known)
+	v1 := r.Group("/v1", newAuthThrottle(s.log).middleware(), withAuth(s.Auth, s.log), s.withQuota(), known)
+	// The export streams for longer than one request may take: it bounds
+	// each of its reads by the request timeout itself (export.go). Every
+	// other business route is bounded as a whole.
+	get(v1, "/permits/export", s.handler(s.exportPermits))
+	v1 = v1.Group("", withDeadline(s.RequestTimeout))
 	get(v1, "/locations/resolve", s.handler(s.resolve))
 	get(v1, "/locations/:geo_id", s.handler(s.location))
 	get(v1, "/permits/search", s.handler(s.searchPermits))
 	get(v1, "/permits/stats/monthly", s.handler(s.permitMonthly))
-	get(v1, "/permits/export", s.handler(s.exportPermits))
 	get(v1, "/search/property", s.handler(s.searchProperty))
 	get(v1, "/property/:property_id/permits", s.handler(s.propertyPermits))
 	get(v1, "/signals/catalog", s.handler(s.catalog))

@@ -209,6 +209,11 @@ func binaries(t *testing.T) (permitd, brokers string) {
 		}
 	})
 	if skipReason != "" {
+		// CI has ../shared beside the repository: there the separate-
+		// process run must happen, not be skipped.
+		if os.Getenv("CI") != "" {
+			t.Fatal(skipReason)
+		}
 		t.Skip(skipReason)
 	}
 	require.NoError(t, buildErr)
