@@ -40,18 +40,23 @@ func NewMemory(now func() time.Time, metrics *Metrics) *Memory {
 
 // Allow implements Limiter; it never fails.
 func (m *Memory) Allow(_ context.Context, p apikey.Principal) (Decision, error) {
-	d := m.allow(p, m.now())
+	d, _ := m.allow(p, m.now)
 	m.metrics.decided(m.store, d)
 	return d, nil
 }
 
-func (m *Memory) allow(p apikey.Principal, now time.Time) Decision {
+// allow reads the clock under the lock: a time read before it could be
+// older than the state another caller has just written, which would make
+// RetryAfter longer than one emission interval. It returns the time it
+// decided at.
+func (m *Memory) allow(p apikey.Principal, clock func() time.Time) (Decision, time.Time) {
 	lim, limited := rateLimit(p.Plan)
 	if !limited && p.Plan.MonthlyQuota <= 0 {
-		return Decision{Allowed: true}
+		return Decision{Allowed: true}, clock()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := clock()
 	k := m.keys[p.KeyID]
 	if k == nil {
 		k = &memKey{}
@@ -61,7 +66,7 @@ func (m *Memory) allow(p apikey.Principal, now time.Time) Decision {
 	if limited {
 		k.tat, d = gcra(k.tat, now, lim)
 		if !d.Allowed {
-			return d
+			return d, now
 		}
 	}
 	if q := p.Plan.MonthlyQuota; q > 0 {
@@ -71,7 +76,7 @@ func (m *Memory) allow(p apikey.Principal, now time.Time) Decision {
 		k.used++
 		d = applyMonthly(d, q, k.used, now)
 	}
-	return d
+	return d, now
 }
 
 // observeMonthly records the shared count of a key's month, so that a

@@ -257,8 +257,7 @@ func (r *Redis) monthlyKey(keyID, month string) string {
 }
 
 func (r *Redis) allowFallback(p apikey.Principal) Decision {
-	now := r.p.Now()
-	d := r.mem.allow(p, now)
+	d, now := r.mem.allow(p, r.p.Now)
 	d.Fallback = true
 	r.p.Metrics.decided("fallback", d)
 	if d.Allowed && p.Plan.MonthlyQuota > 0 {
