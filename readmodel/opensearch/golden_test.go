@@ -46,6 +46,8 @@ func TestQueryGoldens(t *testing.T) {
 	zq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Bellevue, WA 98004", Limit: 5})
 	zpq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "981", State: "WA", Limit: 5})
 	aq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Pt Angeles", Limit: 5})
+	mq := readmodel.MonthlyQuery{GeoID: geo, FromDate: "2024-01-15", ToDate: "2025-12-31",
+		Filter: readmodel.PermitFilter{Statuses: []string{"issued"}, MinValuation: ptr(1000.0)}}
 	ps, ok := propmatch.Parse(readmodel.PropertyQuery{Address: "600 University St, Seattle, WA 98101", Limit: 5})
 	require.True(t, ok)
 
@@ -99,6 +101,11 @@ func TestQueryGoldens(t *testing.T) {
 		"stats_names.search.json":               spellingBody(readmodel.GeoCounty, []string{"king county", "pierce county"}),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
+		"monthly.search.json":                   monthlyBody("geo_ids", &mq),
+		"monthly_pit.search.json":               withPIT(monthlyBody("property_id", &readmodel.MonthlyQuery{GeoID: prop, FromDate: "2024-01-01", ToDate: "2024-12-31"}), "pit-id"),
+		"monthly_ranks.search.json":             monthRanksBody("geo_ids", &mq, "2024-01-15", "2024-01-31", guideRanges([]float64{9000, 12500, 12500, 15000.5})),
+		"monthly_select.search.json":            withPIT(monthSelectBody("geo_ids", &mq, "2024-02-01", "2024-02-29", valRange{}, true, 4711, 2), "pit-id"),
+		"monthly_select_range_desc.search.json": monthSelectBody("geo_ids", &mq, "2024-02-01", "2024-02-29", valRange{ptr(12500.0), ptr(15000.5)}, false, 812, 1),
 	} {
 		t.Run(name, func(t *testing.T) { osgolden.Compare(t, name, render(t, body)) })
 	}

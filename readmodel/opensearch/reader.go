@@ -174,8 +174,12 @@ func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResul
 	return out.Responses, nil
 }
 
-// msearchHeader is the header line of one search of an _msearch.
+// msearchHeader is the header line of one search of an _msearch; index
+// "" for a search of a point in time (its body names the indices).
 func msearchHeader(index string) obj {
+	if index == "" {
+		return obj{"allow_partial_search_results": false}
+	}
 	return obj{"index": index, "allow_partial_search_results": false}
 }
 

@@ -58,10 +58,8 @@ func TestOpenSearch(t *testing.T) {
 			})
 			return s
 		},
-		// The OpenSearch backend's capabilities list.
-		Lacks: map[conformance.Capability]string{
-			conformance.CapMonthly: "the monthly series (issue 14) has no OpenSearch aggregation yet",
-		},
+		// The OpenSearch backend's capabilities list: complete.
+		Lacks: map[conformance.Capability]string{},
 	})
 }
 

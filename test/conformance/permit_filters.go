@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -314,7 +315,8 @@ func cmpFloat(a, b float64) int {
 const CapMonthly Capability = "permit_monthly"
 
 func init() {
-	Scenarios = append(Scenarios, Scenario{"permits/monthly_agrees_with_search", permitMonthly})
+	Scenarios = append(Scenarios, Scenario{"permits/monthly_agrees_with_search", permitMonthly},
+		Scenario{"permits/monthly_edges", permitMonthlyEdges})
 }
 
 // permitMonthly: each month's count, total and median are those of the
@@ -338,6 +340,12 @@ func permitMonthly(t *testing.T, e *Env) {
 		{King, "2024-01-01", "2024-12-31", readmodel.PermitFilter{Text: "kitchen", MinValuation: ptrTo(2000.0)}},
 		{WA, "2024-02-01", "2024-05-31", readmodel.PermitFilter{Near: &center, RadiusM: 700}},
 		{PropUniv, "2020-01-01", "2026-12-31", readmodel.PermitFilter{}},
+		// Filters that split the months into odd and even known counts,
+		// with ties (valuations repeat every nine permits).
+		{Seattle, "2024-01-01", "2024-05-31", readmodel.PermitFilter{Contractor: "acmeroofinginc"}},
+		{WA, "2024-01-01", "2024-05-31", readmodel.PermitFilter{WorkTypes: []string{"alteration"}, PermitTypes: []string{"building", "demolition"}}},
+		{Zip98101, "2024-02-03", "2024-04-05", readmodel.PermitFilter{MaxValuation: ptrTo(12500.0), Text: "kitchen"}},
+		{WA, "2024-01-01", "2024-05-31", readmodel.PermitFilter{BBox: &readmodel.BBox{MinLon: -122.341, MinLat: 47.599, MaxLon: -122.333, MaxLat: 47.607}}},
 	} {
 		got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: tc.geo, Filter: tc.f, FromDate: tc.from, ToDate: tc.to})
 		e.Check(t, CapMonthly, err)
@@ -375,8 +383,62 @@ func permitMonthly(t *testing.T, e *Env) {
 			require.Equal(t, readmodel.Median(vals[b.Month]), b.MedianValuation)
 			total += b.Count
 		}
-		require.NotZero(t, total, "the fixture gives %s permits in %s..%s", tc.geo, tc.from, tc.to)
+		require.NotZero(t, total, "the fixture gives %s permits in %s..%s %+v", tc.geo, tc.from, tc.to, tc.f)
 	}
+}
+
+// permitMonthlyEdges: an unknown geography is ErrNotFound (for a
+// location and a property), a window without permits is all zeros, a
+// one-day window counts that day only, and a filter that keeps no
+// valuation gives counts with a zero total and no median.
+func permitMonthlyEdges(t *testing.T, e *Env) {
+	e.Require(t, CapMonthly)
+	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
+	mr, ok := e.B.(readmodel.PermitMonthlyReader)
+	if !ok {
+		e.Check(t, CapMonthly, readmodel.ErrUnsupported)
+		return
+	}
+	for _, geo := range []string{events.GeoID("city", "0000000000"), events.PropertyID("addr:1 NOWHERE ST|SEATTLE|WA")} {
+		_, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: geo, FromDate: "2024-01-01", ToDate: "2024-12-31"})
+		require.ErrorIs(t, err, readmodel.ErrNotFound, geo)
+	}
+	got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: Seattle, FromDate: "1990-11-15", ToDate: "1991-02-02"})
+	e.Check(t, CapMonthly, err)
+	require.Equal(t, []readmodel.MonthBucket{{Month: "1990-11"}, {Month: "1990-12"}, {Month: "1991-01"}, {Month: "1991-02"}}, got)
+
+	// One day: the varied permits of 2024-03-02 in Seattle.
+	var day []readmodel.Permit
+	for _, p := range permitsUnder(e, Seattle) {
+		if p.IssueDate == "2024-03-02" {
+			day = append(day, p)
+		}
+	}
+	require.NotEmpty(t, day, "the fixture has Seattle permits on 2024-03-02")
+	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: Seattle, FromDate: "2024-03-02", ToDate: "2024-03-02"})
+	e.Check(t, CapMonthly, err)
+	var vals []float64
+	cents := int64(0)
+	for _, p := range day {
+		if p.Valuation != nil {
+			vals = append(vals, *p.Valuation)
+			cents += int64(math.Round(*p.Valuation * 100))
+		}
+	}
+	require.Equal(t, []readmodel.MonthBucket{{Month: "2024-03", Count: int64(len(day)), TotalValuation: float64(cents) / 100,
+		MedianValuation: readmodel.Median(vals)}}, got)
+
+	// Unknown valuations only: permits G000, G005, ... have none.
+	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: WA, FromDate: "2024-01-01", ToDate: "2024-05-31",
+		Filter: readmodel.PermitFilter{Text: "G005"}})
+	e.Check(t, CapMonthly, err)
+	var sum int64
+	for _, b := range got {
+		require.Zero(t, b.TotalValuation, b.Month)
+		require.Nil(t, b.MedianValuation, b.Month)
+		sum += b.Count
+	}
+	require.Equal(t, int64(1), sum)
 }
 
 func ptrTo[T any](v T) *T { return &v }
