@@ -37,7 +37,8 @@ const (
 
 // exportPermits: GET /v1/permits/export. It streams every permit search
 // would page (issue date descending) as NDJSON (one permit record per
-// line) or CSV, reading the store one page at a time through the search
+// line) or CSV, one page at a time: from the backend's snapshot scan
+// when it has one (OpenSearch: a point in time), else through the search
 // cursor key, so no reader holds the store between pages. A client that
 // goes away stops the scan at the next page.
 func (s *server) exportPermits(c *gin.Context) error {
@@ -85,9 +86,16 @@ func (s *server) exportPermits(c *gin.Context) error {
 		return context.WithTimeout(c.Request.Context(), s.RequestTimeout)
 	}
 	// The first page decides the status: a bad geo_id is still a 404, a
-	// backend unavailable past the request deadline a 503.
+	// backend unavailable past the request deadline a 503. The scan
+	// (export_scan.go) is closed however the stream ends.
 	first, cancel := step()
-	page, err := s.Reader.SearchPermits(first, query)
+	scan, err := s.openPermitScan(first, query)
+	if err != nil {
+		cancel()
+		return asNotFound(err, "location "+geoID)
+	}
+	defer func() { _ = scan.Close() }()
+	page, err := scan.Next(first)
 	cancel()
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
@@ -165,9 +173,8 @@ scan:
 			}
 			break
 		}
-		query.After = page.Next
 		ctx, cancel := step()
-		page, err = s.Reader.SearchPermits(ctx, query)
+		page, err = scan.Next(ctx)
 		cancel()
 		if err != nil {
 			s.log.Error("export stopped", "request_id", requestID(c), "err", err)

@@ -102,12 +102,18 @@ func (s *Store) openPIT(ctx context.Context, k readmodel.Kind) string {
 	return out.PitID
 }
 
+// closePIT deletes a point in time, on a best-effort basis (the engine
+// frees it after its keep-alive anyway).
 func (s *Store) closePIT(ctx context.Context, pit string) {
 	if pit == "" {
 		return
 	}
+	_ = s.deletePIT(ctx, pit)
+}
+
+func (s *Store) deletePIT(ctx context.Context, pit string) error {
 	raw, _ := json.Marshal(map[string]any{"pit_id": []string{pit}})
-	_ = s.do(ctx, http.MethodDelete, "/_search/point_in_time", raw, "", nil)
+	return s.do(ctx, http.MethodDelete, "/_search/point_in_time", raw, "", nil)
 }
 
 // errNoIndex reports a missing alias with the fix.

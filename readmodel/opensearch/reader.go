@@ -306,6 +306,12 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	if err != nil {
 		return readmodel.PermitPage{}, err
 	}
+	return permitPage(&q, field, docs), nil
+}
+
+// permitPage is the page of q read as docs (at most q.Limit+1: one more
+// tells that a page follows).
+func permitPage(q *readmodel.PermitQuery, field string, docs []permitDoc) readmodel.PermitPage {
 	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(docs), q.Limit))}
 	for i, d := range docs {
 		if i == q.Limit {
@@ -314,7 +320,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 			if q.Sort == readmodel.SortValuationDesc && last.Valuation != nil {
 				out.Next.HasValuation, out.Next.Valuation = true, *last.Valuation
 			}
-			if d := distanceOf(&q, last.Lat, last.Lon); d != nil {
+			if d := distanceOf(q, last.Lat, last.Lon); d != nil {
 				out.Next.DistanceM = *d
 			}
 			break
@@ -328,13 +334,13 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 			}
 		}
 		hit := readmodel.PermitHit{Permit: p, Match: m}
-		if d := distanceOf(&q, p.Lat, p.Lon); d != nil {
+		if d := distanceOf(q, p.Lat, p.Lon); d != nil {
 			r := math.Round(*d*10) / 10
 			hit.DistanceM = &r
 		}
 		out.Permits = append(out.Permits, hit)
 	}
-	return out, nil
+	return out
 }
 
 // matchLink is the permit's link to the queried geography; for a property

@@ -442,3 +442,72 @@ func permitMonthlyEdges(t *testing.T, e *Env) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func init() {
+	Scenarios = append(Scenarios, Scenario{"permits/export_scan", permitExportScan})
+}
+
+// permitExportScan: the export's scan (the backend's own, a snapshot,
+// when it implements readmodel.PermitScanner; else pages of search)
+// yields exactly the permits search pages, in the same order, for
+// filters and both anchors; an unknown geography is ErrNotFound on the
+// first page; Close is idempotent.
+func permitExportScan(t *testing.T, e *Env) {
+	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
+	open := func(q readmodel.PermitQuery) readmodel.PermitScan {
+		if ps, ok := e.B.(readmodel.PermitScanner); ok {
+			s, err := ps.OpenPermitScan(e.Ctx(), q)
+			require.NoError(t, err)
+			return s
+		}
+		return readmodel.PagedPermitScan(e.B, q)
+	}
+	walk := func(s readmodel.PermitScan) ([]string, error) {
+		var ids []string
+		for pages := 0; pages < 200; pages++ {
+			p, err := s.Next(e.Ctx())
+			if err != nil {
+				return ids, err
+			}
+			for _, h := range p.Permits {
+				ids = append(ids, h.Permit.PermitID)
+			}
+			if p.Next == nil {
+				return ids, nil
+			}
+		}
+		t.Fatal("scan does not end")
+		return nil, nil
+	}
+	for _, q := range []readmodel.PermitQuery{
+		{GeoID: WA, Desc: true, Limit: 7},
+		{GeoID: Seattle, Desc: true, Limit: 5, FromDate: "2024-01-01", Filter: readmodel.PermitFilter{Statuses: []string{"issued", "expired"}}},
+		{GeoID: PropUniv, Desc: true, Limit: 2},
+	} {
+		var want []string
+		sq := q
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 200)
+			p, err := e.B.SearchPermits(e.Ctx(), sq)
+			require.NoError(t, err)
+			for _, h := range p.Permits {
+				want = append(want, h.Permit.PermitID)
+			}
+			if p.Next == nil {
+				break
+			}
+			sq.After = p.Next
+		}
+		require.NotEmpty(t, want, q.GeoID)
+		s := open(q)
+		got, err := walk(s)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%s %+v", q.GeoID, q.Filter)
+		require.NoError(t, s.Close())
+		require.NoError(t, s.Close())
+	}
+	s := open(readmodel.PermitQuery{GeoID: events.GeoID("city", "0000000000"), Desc: true, Limit: 10})
+	_, err := s.Next(e.Ctx())
+	require.ErrorIs(t, err, readmodel.ErrNotFound)
+	require.NoError(t, s.Close())
+}

@@ -1,0 +1,17 @@
+package api
+
+import (
+	"context"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// openPermitScan is the export's scan of q: the backend's own when it
+// has one (readmodel.PermitScanner: one snapshot, released by Close),
+// else pages of SearchPermits through the cursor key.
+func (s *server) openPermitScan(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitScan, error) {
+	if ps, ok := s.Reader.(readmodel.PermitScanner); ok {
+		return ps.OpenPermitScan(ctx, q)
+	}
+	return readmodel.PagedPermitScan(s.Reader, q), nil
+}
