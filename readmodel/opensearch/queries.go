@@ -397,7 +397,13 @@ func resolveBody(q resolve.Query) obj {
 	}
 	for _, r := range q.Readings {
 		if r.Compact && len(r.Tokens) == 1 {
-			should = append(should, term("compact", r.Tokens[0].Text))
+			// As the memory index reads a joined reading: a joined name,
+			// or a name that has the joined word ("De Kalb" reaches
+			// DeKalb County), exactly.
+			c := r.Tokens[0].Text
+			should = append(should, obj{"bool": obj{"minimum_should_match": 1, "should": []obj{
+				compactTerms(c), {"match": obj{"names_norm": obj{"query": c}}},
+			}}})
 			continue
 		}
 		var must []obj
@@ -409,7 +415,7 @@ func resolveBody(q resolve.Query) obj {
 				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": a}}})
 			}
 			if len(r.Tokens) == 1 {
-				alts = append(alts, term("compact", t.Text))
+				alts = append(alts, compactTerms(t.Text))
 			}
 			if !t.Exact {
 				alts = append(alts, obj{"match": obj{"names_norm": obj{"query": t.Text, "fuzziness": fuzziness, "max_expansions": 256}}})
@@ -462,6 +468,23 @@ func resolveBody(q resolve.Query) obj {
 		"query":            query,
 		"sort":             []any{obj{"_score": "desc"}, obj{"population": obj{"order": "desc", "missing": "_last"}}, obj{"geo_id": "asc"}},
 	}
+}
+
+// compactTerms matches a joined word against the locations' joined
+// names (the compact field: each name and alias in resolve.Normalize
+// form, its words joined). The memory index's joined names drop a
+// leading "City of", "Town of" or "Village of" (resolve's forms), which
+// compact keeps, so the same joined word is also looked up behind those
+// prefixes: "Sedrowoolley" reaches "City of Sedro-Woolley" and "dekalb"
+// "City of DeKalb" as in the memory backend, with the documents as they
+// are indexed (no reindex). The scorer (resolve.Score) then judges every
+// hit as the memory backend does.
+func compactTerms(c string) obj {
+	vs := []string{c}
+	for _, p := range resolve.CityOfPrefixes {
+		vs = append(vs, strings.ReplaceAll(p, " ", "")+c)
+	}
+	return terms("compact", vs)
 }
 
 // maxPropertyScan bounds the properties one lookup reads: the candidate

@@ -81,6 +81,11 @@ type Match struct {
 	Dropped bool
 }
 
+// CityOfPrefixes are the leading words a name's matching forms drop
+// ("City of Sedro-Woolley" matches as "Sedro-Woolley"), when a name
+// follows them.
+var CityOfPrefixes = []string{"city of", "town of", "village of"}
+
 // form is one indexed name of a location, in matching form.
 type form struct {
 	toks    []Token
@@ -100,7 +105,7 @@ func formsOf(loc *readmodel.Location) []form {
 	add := func(name string, alias bool) {
 		toks := tokenize(name)
 		f := form{alias: alias}
-		if len(toks) > 2 && toks[1].Text == "of" && (toks[0].Text == "city" || toks[0].Text == "town" || toks[0].Text == "village") {
+		if len(toks) > 2 && toks[1].Text == "of" && slices.Contains(CityOfPrefixes, toks[0].Text+" of") {
 			toks = toks[2:]
 			f.cityOf = true
 		}

@@ -6,6 +6,7 @@ package conformance
 // whose names exercise the rules.
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/resolve"
 )
 
 // Places of the issue 17 scenarios.
@@ -147,4 +149,92 @@ func resolveFocus(t *testing.T, e *Env) {
 	require.Equal(t, Seattle, far[0].Location.GeoID)
 	lake := resolveTop(t, e, readmodel.ResolveQuery{Text: "Lake Forest", Focus: &readmodel.Point{Lat: 47.75, Lon: -122.28}})
 	require.Equal(t, LakeForest, lake[0].Location.GeoID, "an exact name elsewhere beats a partial name at the focus")
+}
+
+// Places of the joined-name scenario (issue 13 item 6): names whose
+// joined reading ("De Kalb" -> "dekalb", "Sedrowoolley") must reach the
+// jurisdictions named "City of ..." and the counties that have the word,
+// as the memory backend's index does.
+var (
+	DeKalbCity       = events.GeoID("city", "1840007803")
+	DeKalbJur        = events.GeoID("jurisdiction", "1718823")
+	DeKalbCounty     = events.GeoID("county", "17037")
+	SedroWoolley     = events.GeoID("city", "1840021077")
+	SedroWoolleyJur  = events.GeoID("jurisdiction", "5363210")
+	TownOfDeKalbNY   = events.GeoID("jurisdiction", "3620214")
+	SedroWoolleyLake = events.GeoID("city", "1840099999")
+)
+
+// CompactEvents are the places of the joined-name scenario.
+func CompactEvents(t *testing.T) []events.Envelope {
+	loc := func(id string, l events.Location) events.Envelope {
+		if l.StateGeoID == "" && l.GeoType != "state" {
+			l.StateGeoID = events.GeoID("state", l.State)
+		}
+		return mustEnv(t, events.LocationUpserted, id, 1, l)
+	}
+	return []events.Envelope{
+		loc(DeKalbCity, events.Location{GeoType: "city", Name: "DeKalb", DisplayName: "DeKalb, IL", State: "IL", StateName: "Illinois",
+			City: "DeKalb", County: "DeKalb County", Lat: 41.93, Lon: -88.75, Population: 40000, Incorporated: true}),
+		loc(DeKalbJur, events.Location{GeoType: "jurisdiction", Name: "City of DeKalb", DisplayName: "City of DeKalb, IL", State: "IL",
+			StateName: "Illinois", City: "DeKalb", Jurisdiction: "City of DeKalb", Lat: 41.93, Lon: -88.75, Population: 40000, Incorporated: true}),
+		loc(DeKalbCounty, events.Location{GeoType: "county", Name: "DeKalb County", DisplayName: "DeKalb County, IL", State: "IL",
+			StateName: "Illinois", County: "DeKalb County", Lat: 41.89, Lon: -88.77, Population: 100000}),
+		loc(TownOfDeKalbNY, events.Location{GeoType: "jurisdiction", Name: "Town of De Kalb", DisplayName: "Town of De Kalb, NY", State: "NY",
+			StateName: "New York", Jurisdiction: "Town of De Kalb", Lat: 44.48, Lon: -75.38, Population: 2400, Incorporated: true}),
+		loc(SedroWoolley, events.Location{GeoType: "city", Name: "Sedro-Woolley", DisplayName: "Sedro-Woolley, WA", State: "WA", StateName: "Washington",
+			City: "Sedro-Woolley", County: "Skagit County", Lat: 48.50, Lon: -122.24, Population: 12000, Incorporated: true}),
+		loc(SedroWoolleyJur, events.Location{GeoType: "jurisdiction", Name: "City of Sedro-Woolley", DisplayName: "City of Sedro-Woolley, WA",
+			State: "WA", StateName: "Washington", City: "Sedro-Woolley", Jurisdiction: "City of Sedro-Woolley", Lat: 48.50, Lon: -122.24,
+			Population: 12000, Incorporated: true}),
+		loc(SedroWoolleyLake, events.Location{GeoType: "city", Name: "Sedro Woolley Lake", DisplayName: "Sedro Woolley Lake, WA", State: "WA",
+			StateName: "Washington", City: "Sedro Woolley Lake", Lat: 48.52, Lon: -122.20, Population: 300, Incorporated: true}),
+	}
+}
+
+// resolveCompact: for each joined or split spelling, a backend answers
+// the candidates the reference index (package resolve, the memory
+// backend's) answers over the same locations: the same places, scores,
+// methods and decisions, in the same order.
+func resolveCompact(t *testing.T, e *Env) {
+	e.Require(t, CapResolve)
+	e.Load(t, LocationEvents(t)...)
+	e.Load(t, CompactEvents(t)...)
+	ref := resolve.New()
+	for _, l := range e.Locations {
+		ref.Upsert(l)
+	}
+	for _, tc := range []struct {
+		q    readmodel.ResolveQuery
+		must []string // places the answer must hold (the case's point)
+	}{
+		{readmodel.ResolveQuery{Text: "De Kalb"}, []string{DeKalbCity, DeKalbJur}},
+		{readmodel.ResolveQuery{Text: "De Kalb, IL"}, []string{DeKalbCity, DeKalbJur}},
+		{readmodel.ResolveQuery{Text: "De Kalb", GeoType: readmodel.GeoJurisdiction}, []string{DeKalbJur}},
+		{readmodel.ResolveQuery{Text: "Dekalb"}, []string{DeKalbCity, DeKalbJur}},
+		{readmodel.ResolveQuery{Text: "Dekalb County"}, []string{DeKalbCounty}},
+		{readmodel.ResolveQuery{Text: "Sedrowoolley"}, []string{SedroWoolley, SedroWoolleyJur}},
+		{readmodel.ResolveQuery{Text: "Sedrowoolley", GeoType: readmodel.GeoJurisdiction}, []string{SedroWoolleyJur}},
+		{readmodel.ResolveQuery{Text: "Sedro Woolley, WA"}, []string{SedroWoolley}},
+		{readmodel.ResolveQuery{Text: "City of Sedro-Woolley"}, []string{SedroWoolleyJur}},
+		{readmodel.ResolveQuery{Text: "Sedro Wool"}, []string{SedroWoolley}},
+	} {
+		tc.q.Limit = 10
+		want := ref.Search(tc.q)
+		got := resolveTop(t, e, tc.q)
+		require.Equal(t, candidateKeys(want), candidateKeys(got), "resolve %q (%s)", tc.q.Text, tc.q.GeoType)
+		for _, id := range tc.must {
+			require.Contains(t, candidateKeys(got), id, "resolve %q (%s) answers %s", tc.q.Text, tc.q.GeoType, id)
+		}
+	}
+}
+
+// candidateKeys are the geo ids of cs, with score, method and decision
+// after each.
+func candidateKeys(cs []readmodel.Candidate) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Location.GeoID, fmt.Sprintf("%.6f %s %s", c.Score, c.MatchMethod, c.Decision))
+	}
+	return out
 }

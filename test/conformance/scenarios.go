@@ -34,6 +34,8 @@ var Scenarios = []Scenario{
 	{"resolve/filler_words", resolveFillerWords},
 	{"resolve/typing", resolveTyping},
 	{"resolve/focus_and_coordinates", resolveFocus},
+	// Issue 13 item 6 (resolve_words.go): joined names and "City of".
+	{"resolve/compact_city_of", resolveCompact},
 }
 
 func locationDetail(t *testing.T, e *Env) {
