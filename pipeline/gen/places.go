@@ -24,8 +24,8 @@ type place struct {
 
 // loadPlaces reads the simplemaps places with a population and at least
 // one ZIP that the GeoNames file (and so the gazetteer) knows, in file
-// order.
-func loadPlaces(open func(string) (io.ReadCloser, error)) ([]place, error) {
+// order; with states, only the places of those states.
+func loadPlaces(open func(string) (io.ReadCloser, error), states []string) ([]place, error) {
 	known, err := geonamesZips(open)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func loadPlaces(open func(string) (io.ReadCloser, error)) ([]place, error) {
 		}
 		city := address.NormalizeCity(rec[col["city_ascii"]])
 		state := rec[col["state_id"]]
-		if len(zips) == 0 || city == "" || len(state) != 2 {
+		if len(zips) == 0 || city == "" || len(state) != 2 || !inStates(state, states) {
 			continue
 		}
 		out = append(out, place{city: city, state: state, lat: lat, lon: lon, zips: zips, weight: pop})
@@ -89,6 +89,20 @@ func loadPlaces(open func(string) (io.ReadCloser, error)) ([]place, error) {
 		return nil, fmt.Errorf("gen: no usable places in %s", data.Cities)
 	}
 	return out, nil
+}
+
+// inStates reports whether state is one of states (any case), or states
+// is empty.
+func inStates(state string, states []string) bool {
+	if len(states) == 0 {
+		return true
+	}
+	for _, s := range states {
+		if strings.EqualFold(s, state) {
+			return true
+		}
+	}
+	return false
 }
 
 func geonamesZips(open func(string) (io.ReadCloser, error)) (map[string]bool, error) {
