@@ -17,10 +17,6 @@ import (
 	"github.com/permitd/permitd/indexer"
 )
 
-func init() {
-	register("index", "run the indexer only: Kafka topics into the configured backend", runIndex)
-}
-
 // indexConfig is the index command's configuration.
 //
 // The indexer-only process exists for durable backends (OpenSearch):
