@@ -22,12 +22,16 @@ import (
 // accepts input it can prove the stream decoder accepts and decodes to the
 // same value: one well-formed JSON value, every object key an exact
 // (byte-equal, unescaped, not repeated) field name of the target type, every
-// value of the kind its field takes, no string escapes. Whenever it is
-// unsure (case-folded, escaped or repeated keys, escaped strings, large
-// integers, unusual kinds) it gives up and the input goes through the
-// stream decoder as before, which also produces every error message: the
-// fast path never rejects anything itself, so it cannot change what is
-// accepted. TestFastDecodeAgrees holds the two to the same results.
+// value of the kind its field takes. String values may carry the escapes
+// encoding/json decodes the same way (\" \\ \/ \b \f \n \r \t and \uXXXX
+// outside the surrogate range; see unescape). Whenever it is unsure
+// (case-folded, escaped or repeated keys, a surrogate escape, an escaped
+// event type, a control character, large integers, unusual kinds) it gives
+// up and the input goes through the stream decoder as before, which also
+// produces every error message: the fast path never rejects anything
+// itself, so it cannot change what is accepted. TestFastDecodeAgrees,
+// FuzzFastDecodeAgrees and TestUnescapeAgrees hold the two to the same
+// results.
 
 // shape is what the fast path knows of a Go type.
 type shape struct {
