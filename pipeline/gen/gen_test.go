@@ -156,7 +156,7 @@ func TestStreetsAreNormalised(t *testing.T) {
 
 func TestParams(t *testing.T) {
 	_, err := Generate(context.Background(), Params{Permits: 0}, func(events.Envelope) error { return nil })
-	require.Error(t, err)
+	require.EqualError(t, err, "gen: Permits must be at least 1")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

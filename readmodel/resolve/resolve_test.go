@@ -596,17 +596,32 @@ func TestScoreAgreesWithIndex(t *testing.T) {
 	}
 }
 
+// Searches running beside upserts and deletes see a consistent index:
+// the fixture's Seattle stays the first answer and no answer exceeds its
+// limit (the race detector checks the rest). Mismatches are collected on
+// the searching goroutines and reported on the test's.
 func TestConcurrentSearchAndUpsert(t *testing.T) {
 	x := fixtureIndex()
+	q := readmodel.ResolveQuery{Text: "Seatle wa", Limit: 5}
+	before := x.Search(q)
+	if len(before) == 0 {
+		t.Fatalf("%q finds nothing", q.Text)
+	}
+	want := before[0].Location.GeoID
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad []string
 	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 200; i++ {
-				x.Search(readmodel.ResolveQuery{Text: "Seatle wa", Limit: 5})
+				cs := x.Search(q)
+				if len(cs) == 0 || len(cs) > q.Limit || cs[0].Location.GeoID != want {
+					mu.Lock()
+					bad = append(bad, describe(cs))
+					mu.Unlock()
+				}
 			}
-		}()
+		})
 	}
 	for i := 0; i < 200; i++ {
 		x.Upsert(readmodel.Location{GeoID: fmt.Sprintf("c-x%d", i%7), GeoType: readmodel.GeoCity, Name: fmt.Sprintf("Seattle Heights %d", i), State: "WA"})
@@ -615,4 +630,7 @@ func TestConcurrentSearchAndUpsert(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatalf("%d of 800 searches beside writes went wrong (want %s first, at most %d), the first:\n%s", len(bad), want, q.Limit, bad[0])
+	}
 }
