@@ -20,10 +20,10 @@ import (
 //
 // The indexer-only process exists for durable backends (OpenSearch):
 // several of them share a consumer group and the API replicas read the
-// backend. This build has only the memory backend, whose state lives in
-// the process; `index -backend memory` works (it replays every partition
-// and reports progress and metrics) but serves no reads: use
-// `serve -kafka-brokers ...` for API plus indexer in one process.
+// backend. The memory backend's state lives in the process: `index
+// -backend memory` works (it replays every partition and reports progress
+// and metrics) but serves no reads; use `serve -kafka-brokers ...` for API
+// plus indexer in one process.
 type indexConfig struct {
 	commonConfig
 	openSearchConfig
