@@ -159,8 +159,8 @@ type LeadFilter struct {
 	FreshSince string
 }
 
-// LeadKey is the search_after key of lead pages. Null values are encoded
-// as HasDate/HasConfidence false.
+// LeadKey is the search_after key of lead pages. A null event date is
+// the empty EventDate; a null confidence is HasConfidence false.
 type LeadKey struct {
 	EventDate     string
 	HasConfidence bool

@@ -73,14 +73,11 @@ func TestOpsConfigValidation(t *testing.T) {
 			}
 		})
 	}
-	for name, a := range map[string]awsConfig{
-		"service": {SigV4: true, Service: "s3"},
-	} {
-		if err := a.validate(""); err == nil {
-			t.Errorf("%s: want an error", name)
-		}
+	a := awsConfig{SigV4: true, Service: "s3"}
+	if err := a.validate(""); err == nil || err.Error() != `opensearch-aws-service "s3": want es or aoss` {
+		t.Errorf("service s3: err %v, want the service named", err)
 	}
-	if err := (&awsConfig{SigV4: true, Service: "es"}).validate("permitd"); err == nil {
-		t.Error("SigV4 with a username: want an error")
+	if err := (&awsConfig{SigV4: true, Service: "es"}).validate("permitd"); err == nil || err.Error() != "opensearch-aws-sigv4 and opensearch-username exclude each other" {
+		t.Errorf("SigV4 with a username: err %v, want the exclusion", err)
 	}
 }

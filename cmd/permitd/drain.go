@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -47,12 +46,7 @@ func (d *drain) Check(context.Context) api.Check {
 // serve runs srv on ln in g; once ctx (g's context) ends it drains as
 // above, letting requests in flight finish within timeout.
 func (d *drain) serve(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) {
-	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	serveOn(g, srv, ln)
 	g.Go(func() error {
 		<-ctx.Done()
 		d.since.Store(time.Now().UnixNano())

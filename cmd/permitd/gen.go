@@ -9,10 +9,6 @@ import (
 	"github.com/permitd/permitd/pipeline/gen"
 )
 
-func init() {
-	register("gen", "generate synthetic permits as NDJSON events: gen -permits N -seed S [-now DATE] [-out FILE]", runGen)
-}
-
 // genConfig is the gen command's configuration.
 type genConfig struct {
 	Permits int

@@ -13,10 +13,6 @@ import (
 	"github.com/permitd/permitd/pipeline/seattle"
 )
 
-func init() {
-	register("import", "import bundled real data as NDJSON events: import seattle|gazetteer [-out FILE]", runImport)
-}
-
 // importConfig is the import command's configuration.
 type importConfig struct {
 	Dataset string // seattle or gazetteer, the first argument

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,18 +16,14 @@ import (
 	"github.com/permitd/permitd/indexer"
 )
 
-func init() {
-	register("index", "run the indexer only: Kafka topics into the configured backend", runIndex)
-}
-
 // indexConfig is the index command's configuration.
 //
 // The indexer-only process exists for durable backends (OpenSearch):
 // several of them share a consumer group and the API replicas read the
-// backend. This build has only the memory backend, whose state lives in
-// the process; `index -backend memory` works (it replays every partition
-// and reports progress and metrics) but serves no reads: use
-// `serve -kafka-brokers ...` for API plus indexer in one process.
+// backend. The memory backend's state lives in the process: `index
+// -backend memory` works (it replays every partition and reports progress
+// and metrics) but serves no reads; use `serve -kafka-brokers ...` for API
+// plus indexer in one process.
 type indexConfig struct {
 	commonConfig
 	openSearchConfig
@@ -43,7 +38,7 @@ func (c *indexConfig) bind(fs *flagSet) {
 	c.openSearchConfig.bind(fs)
 	c.Kafka.bind(fs)
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
-	fs.StringVar(&c.Addr, "addr", "127.0.0.1:9464", "listen address of /metrics, /health/live and /health/ready; empty: none")
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:9464", "listen address of /metrics, /v1/health/live and /v1/health/ready (also at /health/live and /health/ready); empty: none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown may drain")
 }
 
@@ -109,22 +104,22 @@ func runIndex(ctx context.Context, e env, args []string) error {
 	return err
 }
 
-// indexMux serves /metrics, /health/live and /health/ready (503 until
-// check is OK) for the indexer-only process.
+// indexMux serves the indexer-only process's admin endpoints, with the
+// answers of serve's admin port (api.NewAdmin): /metrics, and
+// /v1/health/live and /v1/health/ready (503 until check is OK) in the API's
+// readiness shape. /health/live and /health/ready, the paths this process
+// served first (deploy/k8s probes them), give the same answers.
 func indexMux(reg *prometheus.Registry, check api.ReadinessCheck) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	admin := api.NewAdmin(api.Deps{Checks: []api.ReadinessCheck{check}}, api.AdminOptions{
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
-	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, r *http.Request) {
-		c := check(r.Context())
-		w.Header().Set("Content-Type", "application/json")
-		if !c.OK {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"ready": c.OK, c.Name: c.Detail})
+	mux := http.NewServeMux()
+	mux.Handle("/", admin)
+	mux.HandleFunc("GET /health/{probe}", func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.URL.Path = "/v1" + r.URL.Path
+		r.URL.RawPath = ""
+		admin.ServeHTTP(w, r)
 	})
 	return mux
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/permitd/permitd/api/apikey"
 )
 
-func init() {
-	register("keys", "issue (create --plan NAME), list and revoke API keys", runKeys)
-}
-
 // keysConfig is the keys command's configuration.
 type keysConfig struct {
 	quotaConfig

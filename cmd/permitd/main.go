@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 )
 
@@ -37,15 +36,21 @@ type env struct {
 
 // command is one subcommand.
 type command struct {
+	name    string
 	summary string
 	run     func(ctx context.Context, e env, args []string) error
 }
 
-// commands is filled by register calls in each subcommand's file.
-var commands = map[string]command{}
-
-func register(name, summary string, fn func(ctx context.Context, e env, args []string) error) {
-	commands[name] = command{summary: summary, run: fn}
+// commands are the subcommands, in the order usage lists them.
+var commands = []command{
+	{"gen", "generate synthetic permits as NDJSON events: gen -permits N -seed S [-now DATE] [-out FILE]", runGen},
+	{"import", "import bundled real data as NDJSON events: import seattle|gazetteer [-out FILE]", runImport},
+	{"index", "run the indexer only: Kafka topics into the configured backend", runIndex},
+	{"keys", "issue (create --plan NAME), list and revoke API keys", runKeys},
+	{"opensearch", "manage the OpenSearch read model: init (templates, indices, aliases) or reindex (rebuild and swap)", runOpenSearch},
+	{"publish", "publish NDJSON event envelopes to their Kafka topics: publish -brokers H:P -file FILE [-dry-run]", runPublish},
+	{"serve", "serve the API with the embedded indexer (bundled data by default)", runServe},
+	{"signals", "read location and permit events (NDJSON), write signal events (catalog, permit leads, geo signals)", runSignals},
 }
 
 var errUsage = errors.New("usage")
@@ -60,23 +65,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return nil
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		usage(stderr)
-		return fmt.Errorf("unknown command %q", args[0])
+	for _, cmd := range commands {
+		if cmd.name == args[0] {
+			return cmd.run(ctx, e, args[1:])
+		}
 	}
-	return cmd.run(ctx, e, args[1:])
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: permitd <command> [flags]")
 	fmt.Fprintln(w, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/permitd/permitd/readmodel/opensearch"
 )
 
-func init() {
-	register("opensearch", "manage the OpenSearch read model: init (templates, indices, aliases) or reindex (rebuild and swap)", runOpenSearch)
-}
-
 // openSearchAdminConfig configures `permitd opensearch init|reindex`.
 type openSearchAdminConfig struct {
 	commonConfig

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -29,7 +30,7 @@ func TestParseKinds(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := parseKinds(tc.in)
 			if !tc.ok {
-				require.Error(t, err)
+				require.EqualError(t, err, `kinds: "permit" is not one of locations, permits, properties, geo_signals, leads, catalog`)
 				return
 			}
 			require.NoError(t, err)
@@ -41,18 +42,21 @@ func TestParseKinds(t *testing.T) {
 func TestOpenSearchConfigValidate(t *testing.T) {
 	ok := openSearchConfig{URLs: "http://a:9200,https://b:9200", Shards: 1, Replicas: 1, Timeout: time.Second}
 	require.NoError(t, ok.validate())
-	for name, mut := range map[string]func(*openSearchConfig){
-		"no url":      func(c *openSearchConfig) { c.URLs = "" },
-		"not http":    func(c *openSearchConfig) { c.URLs = "a:9200" },
-		"no shards":   func(c *openSearchConfig) { c.Shards = 0 },
-		"no timeout":  func(c *openSearchConfig) { c.Timeout = 0 },
-		"bad prefix":  func(c *openSearchConfig) { c.Prefix = "Bad" },
-		"neg replica": func(c *openSearchConfig) { c.Replicas = -1 },
+	for name, tc := range map[string]struct {
+		mut  func(*openSearchConfig)
+		want string
+	}{
+		"no url":      {func(c *openSearchConfig) { c.URLs = "" }, "opensearch-urls: at least one URL"},
+		"not http":    {func(c *openSearchConfig) { c.URLs = "a:9200" }, `opensearch-urls: "a:9200" is not an http(s) URL`},
+		"no shards":   {func(c *openSearchConfig) { c.Shards = 0 }, "mappings: shards 0, want >= 1"},
+		"no timeout":  {func(c *openSearchConfig) { c.Timeout = 0 }, "opensearch-timeout must be positive"},
+		"bad prefix":  {func(c *openSearchConfig) { c.Prefix = "Bad" }, `mappings: prefix "Bad" must be a lower-case index name part`},
+		"neg replica": {func(c *openSearchConfig) { c.Replicas = -1 }, "mappings: replicas -1, want >= 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := ok
-			mut(&c)
-			require.Error(t, c.validate())
+			tc.mut(&c)
+			require.EqualError(t, c.validate(), tc.want)
 		})
 	}
 	require.Contains(t, ok.logValue(), "opensearch_password")
@@ -91,8 +95,15 @@ func TestParseKindShards(t *testing.T) {
 	got, err = parseKindShards("")
 	require.NoError(t, err)
 	require.Empty(t, got)
-	for _, bad := range []string{"leads", "leads=0", "lead=3", "all=3", "leads=x"} {
+	for bad, why := range map[string]string{
+		"leads":   "is not <index>=<shards>",
+		"leads=0": "shards must be a whole number >= 1",
+		"lead=3":  "is not <index>=<shards>",
+		"all=3":   "is not <index>=<shards>",
+		"leads=x": "shards must be a whole number >= 1",
+	} {
 		_, err := parseKindShards(bad)
-		require.Error(t, err, bad)
+		require.ErrorContains(t, err, fmt.Sprintf("kind-shards: %q", bad))
+		require.ErrorContains(t, err, why, bad)
 	}
 }

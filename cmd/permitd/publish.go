@@ -17,10 +17,6 @@ import (
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
 )
 
-func init() {
-	register("publish", "publish NDJSON event envelopes to their Kafka topics: publish -brokers H:P -file FILE [-dry-run]", runPublish)
-}
-
 // publishConfig is the publish command's configuration.
 type publishConfig struct {
 	commonConfig

@@ -18,13 +18,8 @@ import (
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 )
-
-func init() {
-	register("serve", "serve the API with the embedded indexer (bundled data by default)", runServe)
-}
 
 // serveConfig is the serve command's configuration: flags, with
 // PERMITD_<FLAG> variables as defaults.
@@ -133,166 +128,207 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd serve", cfg.logValue()...)
+	s := &serveProcess{cfg: &cfg, e: e, log: log}
+	defer s.close()
+	if err := s.build(ctx); err != nil {
+		return err
+	}
+	return s.run(ctx)
+}
+
+// serveProcess is the serve command's parts: build wires them, run serves
+// them in one errgroup, close releases them in reverse order.
+type serveProcess struct {
+	cfg *serveConfig
+	e   env
+	log *slog.Logger
+
+	reg       *prometheus.Registry
+	accessLog *api.BufferedWriter
+	maxConns  int
+	embedded  *embeddedIndexer
+	kafka     *kafkaIndexer // nil without -kafka-brokers
+	quota     quotaParts
+	drain     *drain
+	deps      api.Deps
+	handler   http.Handler
+	closers   []func()
+}
+
+// build wires the parts, in the order each needs the others: telemetry,
+// the read model, the indexers that feed it, the quota, then the API
+// over all of them.
+func (s *serveProcess) build(ctx context.Context) error {
+	cfg, log := s.cfg, s.log
 	// The access log is buffered (no write syscall per request), flushed
 	// every second and, once the server has drained, on the way out.
-	var stderr io.Writer = os.Stderr
-	if e.stderr != nil {
-		stderr = e.stderr
-	}
-	accessBuf := api.NewBufferedWriter(stderr, 0)
-	defer func() { _ = accessBuf.Flush() }()
-	maxConns := fitConns(cfg.MaxConns, raiseFileLimit(log), log)
+	s.accessLog = api.NewBufferedWriter(stderrOf(s.e), 0)
+	s.onClose(func() { _ = s.accessLog.Flush() })
+	s.maxConns = fitConns(cfg.MaxConns, raiseFileLimit(log), log)
+	keys := devKeys(cfg.APIKeys, s.e.stdout)
+	secret := cursorSecret(cfg.CursorSecret, log)
 
-	keys := splitCSV(cfg.APIKeys)
-	if len(keys) == 0 {
-		k := apikey.NewDevKey()
-		keys = []string{k}
-		fmt.Fprintf(e.stdout, "development API key: %s\n", k)
-	}
-	secret := []byte(cfg.CursorSecret)
-	if len(secret) == 0 {
-		secret = make([]byte, 32)
-		_, _ = rand.Read(secret)
-		log.Warn("no cursor secret configured: cursors will not survive a restart nor work across replicas")
-	}
-
-	reg := newRegistry()
-	sm := newServeMetrics(reg)
-	tel, stopTracing, err := newTelemetry(ctx, e.getenv, sm.backend, log)
+	s.reg = newRegistry()
+	sm := newServeMetrics(s.reg)
+	tel, stopTracing, err := newTelemetry(ctx, s.e.getenv, sm.backend, log)
 	if err != nil {
 		return err
 	}
-	defer stopTracing()
+	s.onClose(stopTracing)
 	cfg.openSearchConfig.wrap, cfg.quotaConfig.instrument = tel.openSearchTransport, tel.instrumentRedis
 	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(newReadModelSize(rm))
-	metrics := sm.indexer
-	ix, err := indexer.New(indexer.Params{
-		Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter, Logger: log, Metrics: metrics,
-	})
-	if err != nil {
+	s.reg.MustRegister(newReadModelSize(rm))
+
+	clock, clockSource := serviceClock(cfg.now)
+	if s.embedded, err = newEmbeddedIndexer(rm, cfg.Data, clock(), cfg.kafkaConfig.enabled(), log, sm.indexer); err != nil {
 		return err
 	}
-	feed := indexer.NewFeed(ix, 4096)
-	feedCheck := "indexer"
-	var kix *kafkaIndexer
 	if cfg.kafkaConfig.enabled() {
-		feedCheck = "bundled_feed"
-		if kix, err = newKafkaIndexer(cfg.kafkaConfig, cfg.Backend, rm, rm, log, metrics); err != nil {
+		if s.kafka, err = newKafkaIndexer(cfg.kafkaConfig, cfg.Backend, rm, rm, log, sm.indexer); err != nil {
 			return err
 		}
 	}
-
-	q, err := buildQuota(ctx, cfg.quotaConfig, keys, log, reg)
-	if err != nil {
+	if s.quota, err = buildQuota(ctx, cfg.quotaConfig, keys, log, s.reg); err != nil {
 		return err
 	}
-	defer q.Close()
+	s.onClose(func() { _ = s.quota.Close() })
+	s.drain = &drain{Delay: cfg.DrainDelay}
 
-	clock, source := time.Now, "system"
-	if !cfg.now.IsZero() {
-		fixed := cfg.now
-		clock, source = func() time.Time { return fixed }, "PERMITD_NOW"
-	}
 	oas, err := openAPIDocument()
 	if err != nil {
 		return err
 	}
-	embeddedFeed := cfg.Data != "none"
-	var producers []indexer.Producer
-	var signalsCheck api.ReadinessCheck
-	if embeddedFeed {
-		if producers, signalsCheck, err = withSignals(bundledSignalData(clock(), cfg.Data), bundledProducers(cfg.Data)); err != nil {
-			return err
-		}
-	}
-	// Readiness: the read model answers, and whatever indexes into it in
-	// this process has caught up. An API-only replica (no bundled data, no
-	// Kafka: a separate `permitd index` feeds a durable backend) is ready
-	// once the read model holds documents, i.e. an indexer applied a batch.
-	dr := &drain{Delay: cfg.DrainDelay}
-	checks := []api.ReadinessCheck{dr.Check, readModelCheck(rm, !embeddedFeed && kix == nil), q.Check}
-	if embeddedFeed {
-		checks = append(checks, signalsCheck, func(context.Context) api.Check {
-			p := ix.Progress()
-			return api.Check{Name: feedCheck, OK: feed.CaughtUp() && p.Batches > 0, Detail: map[string]any{
-				"source": "embedded:" + cfg.Data, "caught_up": feed.CaughtUp(), "lag": feed.Lag(),
-				"batches_applied": p.Batches, "events_applied": p.Applied, "dead_letters": p.DeadLetters,
-			}}
-		})
-	}
-	if kix != nil {
-		checks = append(checks, kix.Check())
-	}
-	deps := api.Deps{
+	s.deps = api.Deps{
 		Reader:             rm,
-		Auth:               q.Auth,
-		Limiter:            q.Limiter,
+		Auth:               s.quota.Auth,
+		Limiter:            s.quota.Limiter,
 		Logger:             log,
-		AccessLog:          cfg.logger(accessBuf),
+		AccessLog:          cfg.logger(s.accessLog),
 		Now:                clock,
-		ClockSource:        source,
+		ClockSource:        clockSource,
 		CursorSecret:       secret,
 		OpenAPI:            oas,
 		HTTPMetrics:        sm.http,
 		Tracing:            tel.apiTracing(),
 		CORS:               cfg.cors(),
-		Checks:             checks,
+		Checks:             s.readiness(rm),
 		RequestTimeout:     cfg.RequestTimeout,
 		ResponseCacheBytes: cacheBytes(cfg.ResponseCacheMB),
 	}
-	handler, err := api.NewServer(deps)
-	if err != nil {
-		return err
-	}
+	s.handler, err = api.NewServer(s.deps)
+	return err
+}
 
+// readiness lists the checks of /v1/health/ready: not draining, the read
+// model answers, the quota store (always OK), and whatever indexes into
+// the read model in this process has caught up. An API-only replica (no
+// bundled data, no Kafka: a separate `permitd index` feeds a durable
+// backend) is ready once the read model holds documents, i.e. an indexer
+// applied a batch.
+func (s *serveProcess) readiness(rm readmodel.Reader) []api.ReadinessCheck {
+	apiOnly := !s.embedded.hasData() && s.kafka == nil
+	checks := []api.ReadinessCheck{s.drain.Check, readModelCheck(rm, apiOnly), s.quota.Check}
+	checks = append(checks, s.embedded.checks()...)
+	if s.kafka != nil {
+		checks = append(checks, s.kafka.Check())
+	}
+	return checks
+}
+
+// run listens on the API and admin addresses and runs every part until
+// ctx ends (SIGTERM) and the drain completes, or one part fails.
+func (s *serveProcess) run(ctx context.Context) error {
+	cfg, log := s.cfg, s.log
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "serving on http://%s\n", ln.Addr())
-	serveAdmin, err := listenAdmin(cfg.opsConfig, deps, reg, e, log)
+	fmt.Fprintf(s.e.stdout, "serving on http://%s\n", ln.Addr())
+	serveAdmin, err := listenAdmin(cfg.opsConfig, s.deps, s.reg, s.e, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	cl := newConnLimit(ln, maxConns, nearCapIdle, reg, log)
-	srv := newHTTPServer(handler, log)
+	cl := newConnLimit(ln, s.maxConns, nearCapIdle, s.reg, log)
+	srv := newHTTPServer(s.handler, log)
 	cl.attach(srv)
 
 	g, gctx := errgroup.WithContext(ctx)
-	dr.serve(gctx, g, srv, cl, cfg.ShutdownTimeout, log)
-	// The admin port (probes, metrics) stays up through the drain delay,
-	// so probes read the 503 readiness rather than a refused connection.
-	actx, acancel := context.WithCancel(context.WithoutCancel(gctx))
-	g.Go(func() error {
-		defer acancel()
-		<-gctx.Done()
-		time.Sleep(cfg.DrainDelay)
-		return nil
-	})
-	serveAdmin(actx, g, cfg.ShutdownTimeout)
-	g.Go(func() error { return q.Run(gctx) })
-	g.Go(func() error { return accessBuf.Run(gctx, time.Second) })
-	if kix != nil {
-		g.Go(func() error { return kix.Run(gctx) })
+	s.drain.serve(gctx, g, srv, cl, cfg.ShutdownTimeout, log)
+	serveAdmin(afterDrainDelay(gctx, g, cfg.DrainDelay), g, cfg.ShutdownTimeout)
+	g.Go(func() error { return s.quota.Run(gctx) })
+	g.Go(func() error { return s.accessLog.Run(gctx, time.Second) })
+	if s.kafka != nil {
+		g.Go(func() error { return s.kafka.Run(gctx) })
 	}
+	g.Go(func() error { return s.embedded.Run(gctx) })
+	return g.Wait()
+}
+
+func (s *serveProcess) onClose(f func()) { s.closers = append(s.closers, f) }
+
+// close releases what build acquired, last first.
+func (s *serveProcess) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// afterDrainDelay is a context that ends DrainDelay after ctx, run in g:
+// the admin port (probes, metrics) stays up through the drain delay, so
+// probes read the 503 readiness rather than a refused connection.
+func afterDrainDelay(ctx context.Context, g *errgroup.Group, delay time.Duration) context.Context {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	g.Go(func() error {
-		start := time.Now()
-		if err := feed.Run(gctx, producers...); err != nil {
-			if gctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("embedded indexer: %w", err)
-		}
-		p := ix.Progress()
-		log.Info("embedded indexer caught up", "events_applied", p.Applied, "dead_letters", p.DeadLetters, "took", time.Since(start).Round(time.Millisecond))
+		defer cancel()
+		<-ctx.Done()
+		time.Sleep(delay)
 		return nil
 	})
-	return g.Wait()
+	return actx
+}
+
+// stderrOf is e's stderr, the process's when e has none.
+func stderrOf(e env) io.Writer {
+	if e.stderr != nil {
+		return e.stderr
+	}
+	return os.Stderr
+}
+
+// devKeys are the -api-keys; with none, one is generated and printed.
+func devKeys(list string, stdout io.Writer) []string {
+	keys := splitCSV(list)
+	if len(keys) == 0 {
+		k := apikey.NewDevKey()
+		keys = []string{k}
+		fmt.Fprintf(stdout, "development API key: %s\n", k)
+	}
+	return keys
+}
+
+// cursorSecret is the -cursor-secret, or a random one (with a warning)
+// when it is empty.
+func cursorSecret(configured string, log *slog.Logger) []byte {
+	if configured != "" {
+		return []byte(configured)
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	log.Warn("no cursor secret configured: cursors will not survive a restart nor work across replicas")
+	return secret
+}
+
+// serviceClock is the service clock: fixed at now when -now is set, else
+// the system clock; the source names which for readiness.
+func serviceClock(now time.Time) (clock func() time.Time, source string) {
+	if now.IsZero() {
+		return time.Now, "system"
+	}
+	return func() time.Time { return now }, "PERMITD_NOW"
 }
 
 // newHTTPServer bounds every phase of a request and the header size.
@@ -319,18 +355,23 @@ func newRegistry() *prometheus.Registry {
 // serveHTTP runs srv on ln in g; once ctx (g's context) ends it shuts srv
 // down, letting requests in flight finish within timeout.
 func serveHTTP(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) {
-	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	serveOn(g, srv, ln)
 	g.Go(func() error {
 		<-ctx.Done()
 		log.Info("shutting down", "addr", ln.Addr().String())
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		return srv.Shutdown(sctx)
+	})
+}
+
+// serveOn runs srv on ln in g until it is shut down.
+func serveOn(g *errgroup.Group, srv *http.Server, ln net.Listener) {
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
 	})
 }
 
@@ -353,12 +394,4 @@ func readModelCheck(r readmodel.Reader, needDocs bool) api.ReadinessCheck {
 		}
 		return api.Check{Name: "read_model", OK: !needDocs || total > 0, Detail: map[string]any{"backend": h.Backend, "documents": counts}}
 	}
-}
-
-// feedDeadLetter is the embedded feed's dead-letter sink. There is no
-// dead-letter topic in process, and the bundled data is built and tested
-// to have no poison event, so one is a defect of the build: rather than log
-// and skip it, the feed fails and serve stops, naming the event and why.
-func feedDeadLetter(_ context.Context, m indexer.Message, reason error) error {
-	return fmt.Errorf("bundled event %d (%s, key %q) can never be projected: %w", m.Offset, m.Topic, m.Key, reason)
 }

@@ -124,17 +124,20 @@ func TestServeLifecycle(t *testing.T) {
 }
 
 func TestServeConfigIsValidated(t *testing.T) {
-	for name, args := range map[string][]string{
-		"bad addr":     {"serve", "-addr", "nope"},
-		"bad backend":  {"serve", "-backend", "sqlite"},
-		"bad now":      {"serve", "-now", "yesterday"},
-		"short secret": {"serve", "-cursor-secret", "short"},
-		"extra args":   {"serve", "extra"},
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"bad addr":     {[]string{"serve", "-addr", "nope"}, `config: addr "nope": address nope: missing port in address`},
+		"bad backend":  {[]string{"serve", "-backend", "sqlite"}, `config: backend "sqlite": want one of [memory opensearch]`},
+		"bad now":      {[]string{"serve", "-now", "yesterday"}, `config: now: want RFC 3339 or YYYY-MM-DD, got "yesterday"`},
+		"short secret": {[]string{"serve", "-cursor-secret", "short"}, "config: cursor-secret must be at least 16 bytes"},
+		"extra args":   {[]string{"serve", "extra"}, "unexpected arguments: [extra]"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
-			if err == nil {
-				t.Fatal("want an error")
+			err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -13,10 +13,6 @@ import (
 	"github.com/permitd/permitd/pipeline/signals"
 )
 
-func init() {
-	register("signals", "read location and permit events (NDJSON), write signal events (catalog, permit leads, geo signals)", runSignals)
-}
-
 // signalsConfig is the signals command's configuration.
 type signalsConfig struct {
 	commonConfig

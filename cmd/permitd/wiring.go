@@ -8,11 +8,7 @@ import (
 	"github.com/permitd/permitd/readmodel"
 
 	"github.com/permitd/permitd/api/openapi"
-	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
-	pdata "github.com/permitd/permitd/pipeline/data"
-	"github.com/permitd/permitd/pipeline/gazetteer"
-	"github.com/permitd/permitd/pipeline/seattle"
 	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
@@ -48,40 +44,6 @@ func openReadModel(ctx context.Context, backend string, os openSearchConfig, log
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
 	return memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
-}
-
-// bundledProducers yields the bundled real data as events, in dependency
-// order: locations first (permits look up their ZIP's location).
-func bundledProducers(data string) []indexer.Producer {
-	if data == "none" {
-		return nil
-	}
-	return []indexer.Producer{
-		func(ctx context.Context, emit indexer.Emit) error {
-			_, err := gazetteer.Import(ctx, pdata.Open, envelopeEmitter(emit))
-			return err
-		},
-		func(ctx context.Context, emit indexer.Emit) error {
-			_, err := seattle.Import(ctx, pdata.Open, envelopeEmitter(emit))
-			return err
-		},
-	}
-}
-
-// envelopeEmitter serialises envelopes onto their family's topic, as a
-// publisher to Kafka would.
-func envelopeEmitter(emit indexer.Emit) func(events.Envelope) error {
-	return func(env events.Envelope) error {
-		topic, err := events.TopicFor(env.Type)
-		if err != nil {
-			return err
-		}
-		raw, err := env.AppendJSON(nil)
-		if err != nil {
-			return err
-		}
-		return emit(topic, []byte(env.EntityID), raw)
-	}
 }
 
 // openAPIDocument is served at /v1/openapi.json.

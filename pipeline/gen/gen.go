@@ -64,6 +64,9 @@ type Params struct {
 	// Open reads the gazetteer sources; nil means the bundled data
 	// (data.Open).
 	Open func(name string) (io.ReadCloser, error)
+	// States limits the places permits are spread over to these states
+	// (USPS codes, any case); empty means every state.
+	States []string
 }
 
 // Report says what was generated.
@@ -115,7 +118,7 @@ func Generate(ctx context.Context, p Params, emit func(events.Envelope) error) (
 	if open == nil {
 		open = data.Open
 	}
-	places, err := loadPlaces(open)
+	places, err := loadPlaces(open, p.States)
 	if err != nil {
 		return rep, err
 	}

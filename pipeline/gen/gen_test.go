@@ -156,7 +156,7 @@ func TestStreetsAreNormalised(t *testing.T) {
 
 func TestParams(t *testing.T) {
 	_, err := Generate(context.Background(), Params{Permits: 0}, func(events.Envelope) error { return nil })
-	require.Error(t, err)
+	require.EqualError(t, err, "gen: Permits must be at least 1")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -184,7 +184,7 @@ func BenchmarkGenerate(b *testing.B) {
 // TestPlacesRoundTrip: the canonical address of every place parses back
 // to its city and state, so the read side finds generated properties.
 func TestPlacesRoundTrip(t *testing.T) {
-	places, err := loadPlaces(data.Open)
+	places, err := loadPlaces(data.Open, nil)
 	require.NoError(t, err)
 	require.Greater(t, len(places), 29000)
 	bad := 0
@@ -237,4 +237,35 @@ func TestJSONMatchesEncodingJSON(t *testing.T) {
 	want, err = json.Marshal(&prop)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(appendProperty(nil, &prop)))
+}
+
+// TestStates: with States, every permit and property is in those states
+// (any case), spread over all of their places and only theirs.
+func TestStates(t *testing.T) {
+	all, err := loadPlaces(data.Open, nil)
+	require.NoError(t, err)
+	wa := 0
+	for _, pl := range all {
+		if pl.state == "WA" {
+			wa++
+		}
+	}
+	require.Positive(t, wa)
+	states := map[string]int{}
+	rep, err := Generate(context.Background(), Params{Permits: 500, Seed: 1, Now: testNow, States: []string{"wa"}}, func(env events.Envelope) error {
+		switch env.Type {
+		case events.PermitUpserted:
+			var p events.Permit
+			require.NoError(t, events.DecodeData(env, &p))
+			states[p.Address.State]++
+		case events.PropertyUpserted:
+			var p events.Property
+			require.NoError(t, events.DecodeData(env, &p))
+			states[p.State]++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, wa, rep.Places)
+	require.Equal(t, map[string]int{"WA": rep.Permits + rep.Properties}, states)
 }

@@ -46,12 +46,7 @@ func Events(ctx context.Context, p Params, emit func(events.Envelope) error) err
 	if err != nil {
 		return err
 	}
-	both := func(env events.Envelope) error {
-		if err := emit(env); err != nil {
-			return err
-		}
-		return sig.Add(env)
-	}
+	both := sig.Tee(emit)
 	if _, err := seattle.Import(ctx, data.Open, both); err != nil {
 		return err
 	}

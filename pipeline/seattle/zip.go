@@ -2,8 +2,6 @@ package seattle
 
 import (
 	"bufio"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -77,42 +75,17 @@ func loadZipIndex(open func(string) (io.ReadCloser, error), state string) (*zipI
 
 // placeZips is the set of ZIPs that the simplemaps places of state list.
 func placeZips(open func(string) (io.ReadCloser, error), state string) (map[string]bool, error) {
-	rc, err := open(data.Cities)
-	if err != nil {
-		return nil, fmt.Errorf("seattle: open %s: %w", data.Cities, err)
-	}
-	defer rc.Close()
-	cr := csv.NewReader(rc)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("seattle: read %s: %w", data.Cities, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[h] = i
-	}
-	si, ok1 := col["state_id"]
-	zi, ok2 := col["zips"]
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("seattle: %s: no state_id or zips column", data.Cities)
-	}
 	out := map[string]bool{}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
+	err := data.EachCSV(open, data.Cities, []string{"state_id", "zips"}, func(f []string) error {
+		if f[0] == state {
+			for _, z := range strings.Fields(f[1]) {
+				out[z] = true
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("seattle: read %s: %w", data.Cities, err)
-		}
-		if len(rec) <= max(si, zi) || rec[si] != state {
-			continue
-		}
-		for _, z := range strings.Fields(rec[zi]) {
-			out[z] = true
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("seattle: %w", err)
 	}
 	return out, nil
 }

@@ -229,13 +229,7 @@ func sampleConfidence(n int, k float64) float64 { return float64(n) / (float64(n
 // days of the year before.
 func velocity(c *geoCounts) computed {
 	base := float64(c.baseline) / 4
-	ratio := 0.0
-	switch {
-	case base > 0:
-		ratio = float64(c.recent) / base
-	case c.recent > 0:
-		ratio = 2 // new activity without a baseline counts as doubling
-	}
+	ratio := growth(float64(c.recent), base)
 	r := computed{
 		value: map[string]any{
 			"recent_90d": c.recent, "baseline_90d_avg": round4(base), "ratio": round4(ratio), "window_days": velocityRecentDays,
@@ -244,16 +238,7 @@ func velocity(c *geoCounts) computed {
 		confidence: sampleConfidence(c.recent+c.baseline, 12),
 		decision:   events.DecisionNeutral,
 	}
-	switch {
-	case ratio >= 1.25:
-		r.reasons = append(r.reasons, ReasonVelocityAbove)
-		r.decision = events.DecisionPositive
-	case ratio <= 0.8:
-		r.reasons = append(r.reasons, ReasonVelocityBelow)
-		r.decision = events.DecisionNegative
-	default:
-		r.reasons = append(r.reasons, ReasonVelocityAt)
-	}
+	r.judge(ratio, 1.25, 0.8, ReasonVelocityAbove, ReasonVelocityBelow, ReasonVelocityAt)
 	if c.baseline == 0 {
 		r.reasons = append(r.reasons, ReasonNoBaseline)
 	}
@@ -309,13 +294,7 @@ func hotspot(c *geoCounts, peers []int) computed {
 // momentum compares declared valuation of the last 180 days with the 180
 // before.
 func momentum(c *geoCounts) computed {
-	ratio := 0.0
-	switch {
-	case c.valPrev > 0:
-		ratio = c.valRecent / c.valPrev
-	case c.valRecent > 0:
-		ratio = 2
-	}
+	ratio := growth(c.valRecent, c.valPrev)
 	r := computed{
 		value: map[string]any{
 			"valuation_recent_180d": math.Round(c.valRecent), "valuation_prior_180d": math.Round(c.valPrev),
@@ -325,17 +304,37 @@ func momentum(c *geoCounts) computed {
 		confidence: sampleConfidence(c.valued, 10),
 		decision:   events.DecisionNeutral,
 	}
-	switch {
-	case c.valued < 3:
+	if c.valued < 3 {
 		r.reasons = append(r.reasons, ReasonValuationSparse)
-	case ratio >= 1.2:
-		r.reasons = append(r.reasons, ReasonValuationUp)
-		r.decision = events.DecisionPositive
-	case ratio <= 0.8:
-		r.reasons = append(r.reasons, ReasonValuationDown)
-		r.decision = events.DecisionNegative
-	default:
-		r.reasons = append(r.reasons, ReasonValuationFlat)
+	} else {
+		r.judge(ratio, 1.2, 0.8, ReasonValuationUp, ReasonValuationDown, ReasonValuationFlat)
 	}
 	return r
+}
+
+// growth is recent against prior: their ratio, or 2 when only recent is
+// non-zero (new activity without a baseline counts as doubling), or 0.
+func growth(recent, prior float64) float64 {
+	switch {
+	case prior > 0:
+		return recent / prior
+	case recent > 0:
+		return 2
+	}
+	return 0
+}
+
+// judge gives r the reason and decision of ratio's band: positive at or
+// above up, negative at or below down, neutral between.
+func (r *computed) judge(ratio, up, down float64, above, below, between string) {
+	switch {
+	case ratio >= up:
+		r.reasons = append(r.reasons, above)
+		r.decision = events.DecisionPositive
+	case ratio <= down:
+		r.reasons = append(r.reasons, below)
+		r.decision = events.DecisionNegative
+	default:
+		r.reasons = append(r.reasons, between)
+	}
 }

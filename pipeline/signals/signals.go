@@ -60,12 +60,20 @@ type Report struct {
 	Ignored        int            `json:"ignored"` // events of other types
 }
 
+// Emit receives one event; an error stops the run.
+type Emit = func(events.Envelope) error
+
 // Pipeline consumes events with Add and emits the geo signals and catalog
 // with Finish. Leads are emitted as their permits arrive. Not safe for
 // concurrent use.
+//
+// Where its output goes is the emit of each call: Add and Finish write to
+// the emit given to New; Tee and FinishTo name theirs. A pipeline that
+// reads several streams, each with its own destination (the embedded
+// feed's producers), uses the latter.
 type Pipeline struct {
 	p    Params
-	emit func(events.Envelope) error
+	emit Emit
 	rep  Report
 
 	// emitted remembers, per permit, the version and keys of the leads
@@ -81,13 +89,19 @@ type permitLeads struct {
 	keys    uint8 // bit i: PermitSignalKeys[i]
 }
 
-// New returns a Pipeline writing to emit.
-func New(p Params, emit func(events.Envelope) error) (*Pipeline, error) {
+// errNoEmit is what Add and Finish return on a Pipeline made without an
+// emit.
+var errNoEmit = errors.New("signals: no emit given to New: use Tee and FinishTo")
+
+// New returns a Pipeline whose Add and Finish write to emit. emit may be
+// nil for a pipeline read only through Tee and finished with FinishTo;
+// Add and Finish then fail.
+func New(p Params, emit Emit) (*Pipeline, error) {
 	if p.AsOf.IsZero() {
 		return nil, errors.New("signals: AsOf is required")
 	}
 	if emit == nil {
-		return nil, errors.New("signals: emit is required")
+		emit = func(events.Envelope) error { return errNoEmit }
 	}
 	p.AsOf = p.AsOf.UTC()
 	pl := &Pipeline{
@@ -116,7 +130,22 @@ func keyBit(key string) uint8 {
 // Add consumes one event: location.upserted feeds the geography
 // hierarchy, permit.upserted and permit.deleted derive leads; other types
 // are ignored. An error from emit stops the run.
-func (pl *Pipeline) Add(env events.Envelope) error {
+func (pl *Pipeline) Add(env events.Envelope) error { return pl.add(env, pl.emit) }
+
+// Tee returns the emit of a stream the pipeline reads on its way to next:
+// each envelope goes to next, then to the pipeline as with Add, and the
+// leads it derives go to next right after it. The pipeline reads the
+// envelope as it is, never a re-decoded copy of what next wrote.
+func (pl *Pipeline) Tee(next Emit) Emit {
+	return func(env events.Envelope) error {
+		if err := next(env); err != nil {
+			return err
+		}
+		return pl.add(env, next)
+	}
+}
+
+func (pl *Pipeline) add(env events.Envelope, emit Emit) error {
 	switch env.Type {
 	case events.LocationUpserted:
 		var l events.Location
@@ -132,10 +161,10 @@ func (pl *Pipeline) Add(env events.Envelope) error {
 			return err
 		}
 		pl.rep.PermitsRead++
-		return pl.permit(env, p)
+		return pl.permit(env, p, emit)
 	case events.PermitDeleted:
 		pl.geo.remove(env.EntityID)
-		return pl.retract(env.EntityID, env.EntityVersion, 0, env.OccurredAt)
+		return pl.retract(env.EntityID, env.EntityVersion, 0, env.OccurredAt, emit)
 	}
 	pl.rep.Ignored++
 	return nil
@@ -143,7 +172,7 @@ func (pl *Pipeline) Add(env events.Envelope) error {
 
 func leadVersion(permitVersion int64) int64 { return permitVersion*1000 + Revision }
 
-func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
+func (pl *Pipeline) permit(env events.Envelope, p events.Permit, emit Emit) error {
 	prev, seen := pl.emitted[env.EntityID]
 	if seen && env.EntityVersion <= prev.version {
 		return nil // an older or repeated snapshot
@@ -162,7 +191,7 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
 		if err != nil {
 			return fmt.Errorf("signals: lead of %s: %w", f.id, err)
 		}
-		if err := pl.emit(env); err != nil {
+		if err := emit(env); err != nil {
 			return err
 		}
 		keys |= keyBit(l.SignalKey)
@@ -170,7 +199,7 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
 		pl.rep.LeadsByKey[l.SignalKey]++
 	}
 	if seen {
-		if err := pl.retract(f.id, f.version, keys, f.occurred); err != nil {
+		if err := pl.retract(f.id, f.version, keys, f.occurred, emit); err != nil {
 			return err
 		}
 	}
@@ -181,7 +210,7 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit) error {
 // retract deletes the leads of permitID written earlier in this run that
 // are not in keep. For a permit deleted without earlier leads in this run
 // it deletes all six (deletes are idempotent tombstones).
-func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred time.Time) error {
+func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred time.Time, emit Emit) error {
 	prev, seen := pl.emitted[permitID]
 	had := prev.keys
 	if !seen {
@@ -196,7 +225,7 @@ func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred
 		if err != nil {
 			return err
 		}
-		if err := pl.emit(env); err != nil {
+		if err := emit(env); err != nil {
 			return err
 		}
 		pl.rep.LeadDeletes++
@@ -209,14 +238,17 @@ func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred
 
 // Finish emits the catalog of every state seen (and WA), then the geo
 // signal rows, and returns the report.
-func (pl *Pipeline) Finish(ctx context.Context) (Report, error) {
+func (pl *Pipeline) Finish(ctx context.Context) (Report, error) { return pl.FinishTo(ctx, pl.emit) }
+
+// FinishTo is Finish writing to emit.
+func (pl *Pipeline) FinishTo(ctx context.Context, emit Emit) (Report, error) {
 	for _, st := range slices.Sorted(maps.Keys(pl.states)) {
 		for _, e := range Catalog(st) {
 			env, err := events.New(events.CatalogUpserted, events.CatalogID(e.State, e.SignalKey), Revision, pl.p.AsOf, Source, &e)
 			if err != nil {
 				return pl.rep, err
 			}
-			if err := pl.emit(env); err != nil {
+			if err := emit(env); err != nil {
 				return pl.rep, err
 			}
 			pl.rep.CatalogEntries++
@@ -233,7 +265,7 @@ func (pl *Pipeline) Finish(ctx context.Context) (Report, error) {
 		if err != nil {
 			return pl.rep, err
 		}
-		if err := pl.emit(env); err != nil {
+		if err := emit(env); err != nil {
 			return pl.rep, err
 		}
 		pl.rep.GeoSignals++

@@ -137,3 +137,46 @@ func TestCatalogAndGeo(t *testing.T) {
 		}
 	}
 }
+
+// Tee and FinishTo write what Add and Finish write, each event to the emit
+// of the call that produced it: a permit's leads follow it into its own
+// stream, the catalog and geo rows go to FinishTo's.
+func TestTeeWritesEachStreamItsOwn(t *testing.T) {
+	p := events.Permit{WorkType: "New Construction", IssueDate: "2025-01-02"}
+	cancelled := p
+	cancelled.Status = "Cancelled"
+	envs := []events.Envelope{permitEnv(t, "1", 1, p), permitEnv(t, "2", 1, p), permitEnv(t, "1", 2, cancelled)}
+	want, wantRep := run(t, envs...)
+
+	pl, err := New(Params{AsOf: asOf}, nil)
+	require.NoError(t, err)
+	var first, second, last []events.Envelope
+	teeFirst := pl.Tee(func(e events.Envelope) error { first = append(first, e); return nil })
+	teeSecond := pl.Tee(func(e events.Envelope) error { second = append(second, e); return nil })
+	require.NoError(t, teeFirst(envs[0]))
+	require.NoError(t, teeSecond(envs[1]))
+	require.NoError(t, teeSecond(envs[2]))
+	rep, err := pl.FinishTo(context.Background(), func(e events.Envelope) error { last = append(last, e); return nil })
+	require.NoError(t, err)
+	require.Equal(t, wantRep, rep)
+
+	require.Equal(t, envs[0], first[0], "the permit itself, then its leads")
+	require.Equal(t, envs[1], second[0])
+	var got []events.Envelope
+	for _, s := range [][]events.Envelope{first, second, last} {
+		for _, e := range s {
+			if e.Source == Source {
+				got = append(got, e)
+			}
+		}
+	}
+	require.Equal(t, want, got, "the same events as Add and Finish, in the same order")
+	for _, e := range last {
+		require.Contains(t, []events.Type{events.CatalogUpserted, events.GeoSignalUpserted}, e.Type)
+	}
+
+	// Without an emit of its own, Add and Finish fail rather than drop.
+	require.ErrorIs(t, pl.Add(permitEnv(t, "3", 1, p)), errNoEmit)
+	_, err = pl.Finish(context.Background())
+	require.ErrorIs(t, err, errNoEmit)
+}

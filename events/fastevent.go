@@ -1,0 +1,111 @@
+package events
+
+import (
+	"reflect"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// fastEvent is DecodeEvent's single pass: the envelope as fastDecode
+// decodes it, and an upsert's data straight into its payload type (once
+// the type is known: data before type is decoded after the object), with
+// Data aliasing raw. It gives up, returning false, wherever fastDecode of
+// the envelope or of Data would, and on data that is missing, null or on
+// a type without a payload, so Decode and DecodeData produce the errors.
+func fastEvent(raw []byte) (Envelope, bool) {
+	if !utf8.Valid(raw) {
+		return Envelope{}, false
+	}
+	strs := strCaches.Get().(*strCache)
+	env, ok := strs.event(raw)
+	strs.env = Envelope{}
+	strCaches.Put(strs)
+	return env, ok
+}
+
+func (strs *strCache) event(raw []byte) (Envelope, bool) {
+	env := &strs.env
+	s, dataField := envelopeShape(), envelopeData()
+	d := decoder{b: raw, strs: strs}
+	d.ws()
+	if d.peek() != '{' {
+		return Envelope{}, false
+	}
+	d.i++
+	d.ws()
+	dataStart, dataEnd := -1, -1
+	var payload any
+	var seen uint64
+	f := -1
+	for d.peek() != '}' {
+		f = d.member(s, f+1)
+		if f < 0 || seen&(1<<f) != 0 {
+			return Envelope{}, false
+		}
+		seen |= 1 << f
+		if f == dataField {
+			if d.peek() != '{' {
+				return Envelope{}, false // null, or not an object: Decode says why
+			}
+			dataStart = d.i
+			if payload = newPayload(env.Type); payload != nil {
+				if !decodePayload(&d, payload) {
+					return Envelope{}, false
+				}
+			} else if !d.skip(0) { // the type comes later (or has no payload)
+				return Envelope{}, false
+			}
+			dataEnd = d.i
+		} else {
+			fs := &s.fields[f]
+			if !d.value(fs.shape, unsafe.Add(unsafe.Pointer(env), fs.offset), 1) {
+				return Envelope{}, false
+			}
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.ws()
+			if d.peek() == '}' {
+				return Envelope{}, false // a trailing comma
+			}
+		case '}':
+		default:
+			return Envelope{}, false
+		}
+	}
+	d.i++
+	d.ws()
+	if d.i != len(d.b) {
+		return Envelope{}, false
+	}
+	if dataStart < 0 {
+		return *env, env.Type.IsDelete() // an upsert without data: Decode says why
+	}
+	if payload == nil {
+		if payload = newPayload(env.Type); payload == nil {
+			return Envelope{}, false
+		}
+		pd := decoder{b: raw[:dataEnd], i: dataStart, strs: strs}
+		if !decodePayload(&pd, payload) || pd.i != dataEnd {
+			return Envelope{}, false
+		}
+	}
+	env.Data = raw[dataStart:dataEnd:dataEnd]
+	env.payload = payload
+	return *env, true
+}
+
+var (
+	envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
+	envelopeData  = sync.OnceValue(func() int { return envelopeShape().field([]byte("data"), 0) }) // the field index of Data
+)
+
+// decodePayload decodes the object at d into payload, a pointer to a zero
+// payload struct, as fastDecode would.
+func decodePayload(d *decoder, payload any) bool {
+	v := reflect.ValueOf(payload)
+	return d.value(shapeOf(v.Type().Elem()), v.UnsafePointer(), 0)
+}

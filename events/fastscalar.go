@@ -1,0 +1,304 @@
+package events
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The fast decoder's scalars (see fastdecode.go): strings (plain, cached
+// and escaped), numbers, event types and timestamps.
+
+// strCache hands out the strings it decoded recently instead of
+// allocating them again: an event's short strings (states, types,
+// statuses, sources, cities) mostly repeat from one event to the next. It
+// is direct-mapped by hash and used by one goroutine at a time (fastEvent
+// takes one from strCaches).
+type strCache struct {
+	slots [1 << 9]string
+	// env is fastEvent's envelope while it decodes: decoding through
+	// unsafe pointers would move a local one to the heap.
+	env Envelope
+}
+
+// maxCached is the longest string strCache keeps; longer ones are mostly
+// unique (ids, names, descriptions).
+const maxCached = 24
+
+var strCaches = sync.Pool{New: func() any { return new(strCache) }}
+
+// shortHash mixes the length and the first and last eight bytes of b
+// (all of it when shorter): cheap, and good enough to spread a cache's
+// strings; a collision only costs a miss.
+func shortHash(b []byte) uint64 {
+	var h uint64
+	if len(b) >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(b[len(b)-8:]), 29)
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	return (h ^ uint64(len(b))) * 0x9e3779b97f4a7c15
+}
+
+// str returns b as a string, from the cache when it holds it.
+func (c *strCache) str(b []byte) string {
+	if c == nil || len(b) > maxCached {
+		return string(b)
+	}
+	slot := &c.slots[shortHash(b)>>(64-9)]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
+}
+
+// str passes over a string without escapes or control characters and
+// returns its contents (an escaped string gives up: ok is false).
+func (d *decoder) str() (s []byte, ok bool) {
+	if d.peek() != '"' {
+		return nil, false
+	}
+	d.i++
+	start := d.i
+	// Eight bytes at a time while none is a quote, a backslash or a
+	// control character.
+	for d.i+8 <= len(d.b) {
+		x := binary.LittleEndian.Uint64(d.b[d.i:])
+		if hasZeroByte(x^(lsb*'"'))|hasZeroByte(x^(lsb*'\\'))|((x-lsb*0x20)&^x&msb) != 0 {
+			break
+		}
+		d.i += 8
+	}
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		if c == '"' {
+			d.i++
+			return d.b[start : d.i-1], true
+		}
+		if c < 0x20 || c == '\\' {
+			return nil, false
+		}
+		d.i++
+	}
+	return nil, false
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZeroByte is non-zero when one of x's bytes is zero.
+func hasZeroByte(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// number passes over a JSON number; digits counts the integer part,
+// integer is false when it has a fraction or exponent.
+func (d *decoder) number() (digits int, integer, ok bool) {
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+		digits = 1
+	case c >= '1' && c <= '9':
+		digits = d.digits()
+	default:
+		return 0, false, false
+	}
+	integer = true
+	if d.peek() == '.' {
+		integer = false
+		d.i++
+		if d.digits() == 0 {
+			return 0, false, false
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		integer = false
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if d.digits() == 0 {
+			return 0, false, false
+		}
+	}
+	// A number ends at a delimiter: "1x" is not a number.
+	if d.i == len(d.b) {
+		return digits, integer, true
+	}
+	switch d.b[d.i] {
+	case ' ', '\t', '\n', '\r', ',', ']', '}':
+		return digits, integer, true
+	}
+	return 0, false, false
+}
+
+// digits passes over a run of decimal digits and returns its length.
+func (d *decoder) digits() int {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i - start
+}
+
+// internType returns the constant for a known event type, saving an
+// allocation per event.
+func internType(b []byte) Type {
+	for _, t := range Types {
+		if string(t) == string(b) {
+			return t
+		}
+	}
+	return Type(b)
+}
+
+// decodeTime decodes a JSON time like time.Time's UnmarshalJSON, which it
+// leaves every form but the common one to: "YYYY-MM-DDTHH:MM:SSZ" with
+// every part in range.
+func decodeTime(b []byte, t *time.Time) bool {
+	if len(b) != 22 || b[0] != '"' || b[5] != '-' || b[8] != '-' || b[11] != 'T' ||
+		b[14] != ':' || b[17] != ':' || b[20] != 'Z' || b[21] != '"' {
+		return t.UnmarshalJSON(b) == nil
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(b[1:5]), num(b[6:8]), num(b[9:11])
+	hour, minute, sec := num(b[12:14]), num(b[15:17]), num(b[18:20])
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return t.UnmarshalJSON(b) == nil
+	}
+	v := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	if v.Day() != day { // the 31st of a 30-day month, say: normalised, so not this form
+		return t.UnmarshalJSON(b) == nil
+	}
+	*t = v
+	return true
+}
+
+// exactFloat converts a plain decimal (no exponent) of at most 15
+// significant digits and 22 fraction digits, a JSON number already
+// checked: its digits and its power of ten are exact float64s, so one
+// IEEE division rounds it correctly, as strconv.ParseFloat does (which
+// takes the same path after more parsing). ok is false for anything else.
+func exactFloat(b []byte) (f float64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var mant uint64
+	digits, frac, point := 0, 0, false
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			if mant != 0 || c != '0' {
+				digits++
+			}
+			mant = mant*10 + uint64(c-'0')
+			if point {
+				frac++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return 0, false // an exponent
+		}
+	}
+	if digits > 15 || frac > 22 {
+		return 0, false
+	}
+	f = float64(mant) / pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// unescape reads a string value with escapes as encoding/json does, for
+// the escapes it can reproduce exactly: \" \\ \/ \b \f \n \r \t and
+// \uXXXX outside the surrogate range (a surrogate, paired or not, gives
+// up: encoding/json pairs or replaces them). A control character gives up
+// too. The input is valid UTF-8 (fastEvent and fastDecode check).
+func (d *decoder) unescape() (string, bool) {
+	if d.peek() != '"' {
+		return "", false
+	}
+	d.i++
+	var out []byte
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			return "", false
+		}
+		e := d.b[d.i+1]
+		d.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if d.i+4 > len(d.b) {
+				return "", false
+			}
+			var r rune
+			for _, h := range d.b[d.i : d.i+4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return "", false
+			}
+			d.i += 4
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
