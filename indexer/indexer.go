@@ -180,9 +180,12 @@ func (ix *Indexer) Progress() Progress {
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	errs, parts := ix.decodeAll(ctx, msgs)
-	defer ix.release(&parts[0])
-	batch := merge(parts)
-	if err := ix.awaitLate(ctx, msgs, errs, &batch); err != nil {
+	// The whole batch is built in parts[0], so release clears and pools
+	// every document written into its slices.
+	batch := &parts[0]
+	defer ix.release(batch)
+	merge(parts)
+	if err := ix.awaitLate(ctx, msgs, errs, batch); err != nil {
 		return err
 	}
 	if err := ix.deadLetters(ctx, msgs, errs); err != nil {
@@ -191,7 +194,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	// The batch's locations go into the table first; the messages that
 	// waited for them are projected now, into the same write.
 	relinked := ix.loc.apply(batch.Locations, batch.Deletes)
-	rmsgs, rerrs, err := ix.project(ctx, relinked, &batch, missPark)
+	rmsgs, rerrs, err := ix.project(ctx, relinked, batch, missPark)
 	if err != nil {
 		return err
 	}
@@ -199,7 +202,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 		msgs = append(slices.Clip(msgs), rmsgs...)
 		errs = append(slices.Clip(errs), rerrs...)
 	}
-	if err := ix.write(ctx, batch, msgs, errs); err != nil {
+	if err := ix.write(ctx, *batch, msgs, errs); err != nil {
 		return err
 	}
 	ix.loc.done(relinked)
@@ -331,14 +334,12 @@ func (ix *Indexer) Preload(b readmodel.Batch) {
 // Settled reports whether Settle was called.
 func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 
-// merge concatenates parts in order into parts[0], which decodeAll sized
-// for the whole batch.
-func merge(parts []readmodel.Batch) readmodel.Batch {
-	n := parts[0]
+// merge appends parts[1:] in order to parts[0] (which decodeAll sized
+// for the whole batch), in place: parts[0] is then the batch.
+func merge(parts []readmodel.Batch) {
 	for _, p := range parts[1:] {
-		n.Append(p)
+		parts[0].Append(p)
 	}
-	return n
 }
 
 // release clears b's documents (dropping their references) and pools its
