@@ -67,6 +67,7 @@ type Indexer struct {
 	deadLetter atomic.Int64
 	retries    atomic.Int64
 	relinked   atomic.Int64
+	awaited    atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
 
 	// batches' documents are reused: Writer.Apply keeps none of a
@@ -76,7 +77,44 @@ type Indexer struct {
 
 	loc            *locations
 	parking, final *resolver // the table's Lookup, parking misses or not
+
+	// await is the source's AwaitLocations (SetLocationSource); nil:
+	// once settled, a miss is final at once.
+	await func(ctx context.Context) error
 }
+
+// missMode says what decode does when a location is not in the table.
+type missMode int
+
+const (
+	// missFinal links what is known without it (the fallback Lookup,
+	// then the projection's own fallback, such as a permit's state).
+	missFinal missMode = iota
+	// missPark parks the message while the table is not settled; once
+	// settled, as missFinal.
+	missPark
+	// missAwait parks the message while the table is not settled; once
+	// settled and with a location source set, reports errLate: the batch
+	// waits for the source (see SetLocationSource) and projects it again.
+	missAwait
+)
+
+// errLate is decode's answer for a message whose location is not in the
+// settled table while the location source may still bring it.
+var errLate = errors.New("indexer: location not in the table yet")
+
+// SetLocationSource gives the indexer its source's wait for locations:
+// await returns once every location published before the call has been
+// handled (in this indexer's table, or durable in the read model for a
+// location another member of a consumer group handles), or returns the
+// context's error. Once settled, a batch with a message whose location
+// is not in the table calls await once and projects that message again;
+// only a location still unknown then is missing for good (see
+// locations.go). Without it a miss after settling is final at once,
+// which is right for a source that settles only when it has no more
+// locations (the embedded feed). Call it before the first batch.
+// kafka.(*Consumer).AwaitLocations is such a wait.
+func (ix *Indexer) SetLocationSource(await func(ctx context.Context) error) { ix.await = await }
 
 // New returns an Indexer.
 func New(p Params) (*Indexer, error) {
@@ -111,6 +149,7 @@ type Progress struct {
 	Retries     int64
 	Parked      int64     // messages waiting for a location now (see Settle)
 	Relinked    int64     // messages projected after waiting for a location
+	Awaited     int64     // messages projected again after waiting for the location source (SetLocationSource)
 	LastApply   time.Time // zero before the first batch
 }
 
@@ -124,6 +163,7 @@ func (ix *Indexer) Progress() Progress {
 		Retries:     ix.retries.Load(),
 		Parked:      int64(ix.loc.parkedCount()),
 		Relinked:    ix.relinked.Load(),
+		Awaited:     ix.awaited.Load(),
 	}
 	if n := ix.lastApply.Load(); n != 0 {
 		p.LastApply = time.Unix(0, n)
@@ -140,15 +180,21 @@ func (ix *Indexer) Progress() Progress {
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	start := time.Now()
 	errs, parts := ix.decodeAll(ctx, msgs)
-	defer ix.release(&parts[0])
+	// The whole batch is built in parts[0], so release clears and pools
+	// every document written into its slices.
+	batch := &parts[0]
+	defer ix.release(batch)
+	merge(parts)
+	if err := ix.awaitLate(ctx, msgs, errs, batch); err != nil {
+		return err
+	}
 	if err := ix.deadLetters(ctx, msgs, errs); err != nil {
 		return err
 	}
-	batch := merge(parts)
 	// The batch's locations go into the table first; the messages that
 	// waited for them are projected now, into the same write.
 	relinked := ix.loc.apply(batch.Locations, batch.Deletes)
-	rmsgs, rerrs, err := ix.project(ctx, relinked, &batch, true)
+	rmsgs, rerrs, err := ix.project(ctx, relinked, batch, missPark)
 	if err != nil {
 		return err
 	}
@@ -156,7 +202,7 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 		msgs = append(slices.Clip(msgs), rmsgs...)
 		errs = append(slices.Clip(errs), rerrs...)
 	}
-	if err := ix.write(ctx, batch, msgs, errs); err != nil {
+	if err := ix.write(ctx, *batch, msgs, errs); err != nil {
 		return err
 	}
 	ix.loc.done(relinked)
@@ -164,6 +210,29 @@ func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
 	ix.batches.Add(1)
 	ix.lastApply.Store(time.Now().UnixNano())
 	ix.p.Metrics.batchDone(time.Since(start))
+	return nil
+}
+
+// awaitLate handles the messages decode answered errLate for: it waits
+// once for the location source, then projects them again into b, with
+// what is known by then (errs[i] becomes that projection's error). A
+// batch of the locations topic never has any (a location needs no
+// lookup), so the wait never waits on its own partition.
+func (ix *Indexer) awaitLate(ctx context.Context, msgs []Message, errs []error, b *readmodel.Batch) error {
+	waited := false
+	for i, err := range errs {
+		if err != errLate {
+			continue
+		}
+		if !waited {
+			if err := ix.await(ctx); err != nil {
+				return fmt.Errorf("indexer: wait for the location source: %w", err)
+			}
+			waited = true
+		}
+		errs[i] = ix.decode(ctx, msgs[i], b, missFinal)
+		ix.awaited.Add(1)
+	}
 	return nil
 }
 
@@ -194,9 +263,9 @@ func (ix *Indexer) deadLetters(ctx context.Context, msgs []Message, errs []error
 	return nil
 }
 
-// project projects parked messages into b (park: whether they may park
+// project projects parked messages into b (mode: whether they may park
 // again, on another geography) and dead-letters the invalid ones.
-func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, park bool) ([]Message, []error, error) {
+func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, mode missMode) ([]Message, []error, error) {
 	if len(ps) == 0 {
 		return nil, nil, nil
 	}
@@ -204,7 +273,7 @@ func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch,
 	errs := make([]error, len(ps))
 	for i, p := range ps {
 		msgs[i] = p.msg
-		errs[i] = ix.decode(ctx, p.msg, b, park)
+		errs[i] = ix.decode(ctx, p.msg, b, mode)
 	}
 	return msgs, errs, ix.deadLetters(ctx, msgs, errs)
 }
@@ -240,7 +309,7 @@ func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch, msgs []Mess
 func (ix *Indexer) Settle(ctx context.Context) error {
 	ps := ix.loc.settle()
 	var b readmodel.Batch
-	msgs, errs, err := ix.project(ctx, ps, &b, false)
+	msgs, errs, err := ix.project(ctx, ps, &b, missFinal)
 	if err != nil {
 		return err
 	}
@@ -265,14 +334,12 @@ func (ix *Indexer) Preload(b readmodel.Batch) {
 // Settled reports whether Settle was called.
 func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 
-// merge concatenates parts in order into parts[0], which decodeAll sized
-// for the whole batch.
-func merge(parts []readmodel.Batch) readmodel.Batch {
-	n := parts[0]
+// merge appends parts[1:] in order to parts[0] (which decodeAll sized
+// for the whole batch), in place: parts[0] is then the batch.
+func merge(parts []readmodel.Batch) {
 	for _, p := range parts[1:] {
-		n.Append(p)
+		parts[0].Append(p)
 	}
-	return n
 }
 
 // release clears b's documents (dropping their references) and pools its
@@ -336,7 +403,7 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 			room = len(msgs) // merge appends the other parts to part 0
 		}
 		for i := lo; i < hi; i++ {
-			errs[i] = ix.decode(ctx, msgs[i], &parts[k], true)
+			errs[i] = ix.decode(ctx, msgs[i], &parts[k], missAwait)
 			if room > 0 && parts[k].Len() > 0 {
 				// A batch is one partition of one topic, and a topic holds
 				// one entity family: the first document's kind is the kind
@@ -361,9 +428,10 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 
 // decode projects one message, appending its documents to b, or parks
 // it (appending nothing) until a location it needs is known, or returns
-// a permanent error (wrapping events.ErrInvalid) or a transient one
-// (anything else) and appends nothing. park false never parks.
-func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, park bool) error {
+// errLate (missAwait, see awaitLate), a permanent error (wrapping
+// events.ErrInvalid) or a transient one (anything else) and appends
+// nothing. mode says what a miss does.
+func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mode missMode) error {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
@@ -379,7 +447,7 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, pa
 		ix.loc.unpark(entityKey(env), env.EntityVersion)
 	}
 	r := ix.final
-	if park {
+	if mode != missFinal {
 		r = ix.parking
 	}
 	err = projectInto(ctx, env, r, b)
@@ -390,7 +458,10 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, pa
 	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
 		return nil
 	}
-	// Settled, or the location arrived meanwhile: project now.
+	// Settled, or the location arrived meanwhile.
+	if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
+		return errLate
+	}
 	return projectInto(ctx, env, ix.final, b)
 }
 
@@ -448,7 +519,7 @@ func (ix *Indexer) deadLetterRefused(ctx context.Context, msgs []Message, errs [
 			continue // already dead-lettered, or nothing left to find
 		}
 		var b readmodel.Batch
-		if err := ix.decode(ctx, m, &b, false); err != nil {
+		if err := ix.decode(ctx, m, &b, missFinal); err != nil {
 			return fmt.Errorf("indexer: project %s/%d@%d again: %w", m.Topic, m.Partition, m.Offset, err)
 		}
 		var reasons []error

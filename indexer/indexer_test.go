@@ -3,8 +3,12 @@ package indexer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
@@ -158,5 +162,39 @@ func TestHandleBatchDeadLettersRefusedDocuments(t *testing.T) {
 	}
 	if p := ix.Progress(); p.DeadLetters != 1 || p.Applied != 2 || p.Batches != 1 {
 		t.Fatalf("progress %+v", p)
+	}
+}
+
+// keepingWriter keeps the last batch it was given (its slices, not
+// copies), so a test can see what the indexer does to them afterwards.
+type keepingWriter struct{ last readmodel.Batch }
+
+func (w *keepingWriter) Apply(_ context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	w.last = b
+	return readmodel.ApplyResult{Applied: b.Len()}, nil
+}
+
+// A batch's slices go back to the pool with every document cleared,
+// including the documents merged into it from the parallel decoders'
+// parts: the pool must not keep a finished batch's documents alive.
+func TestHandleBatchReleasesEveryDocument(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // decoding fans out: the batch is merged from parts
+	w := &keepingWriter{}
+	ix, err := indexer.New(indexer.Params{Writer: w, DeadLetter: func(context.Context, indexer.Message, error) error {
+		t.Fatal("unexpected dead letter")
+		return nil
+	}})
+	require.NoError(t, err)
+	msgs := make([]indexer.Message, 300)
+	for i := range msgs {
+		id := events.GeoID("city", fmt.Sprintf("C%03d", i))
+		msgs[i] = msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, id, 1, events.Location{
+			GeoType: "city", Name: "City", DisplayName: "City, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		}))
+	}
+	require.NoError(t, ix.HandleBatch(context.Background(), msgs))
+	require.Len(t, w.last.Locations, len(msgs), "one write of the whole batch")
+	for i, l := range w.last.Locations {
+		require.Empty(t, l.GeoID, "document %d of the released batch still held", i)
 	}
 }

@@ -29,14 +29,28 @@ import (
 // the locations topic up to its start watermark; the embedded feed: its
 // producers exhausted). Settling releases what still waits, linked to
 // what can be known without the missing geography (a permit to its state
-// and property), and from then on a miss is final for that message: a
-// location published later does not re-link documents already written
-// (the read model keeps one document per entity version; re-publish them).
+// and property).
+//
+// After settling, locations keep coming when they are published while
+// the source runs. A miss then makes the batch wait for the source
+// (Indexer.SetLocationSource; the Kafka consumer's AwaitLocations): once
+// every location published before the wait began has been handled, the
+// message is projected again. A location published before the permit
+// that names it is therefore always linked, whichever partition the
+// consumer happens to read first; the batch is made durable (and its
+// offset committed) only after that, so nothing waits outside the source
+// and a crash loses nothing. Only a location still unknown after the
+// wait is missing for good: the message links what it can without it,
+// and a location published later does not re-link documents already
+// written (the read model keeps one document per entity version;
+// re-publish them). A source without such a wait (the embedded feed,
+// which settles once it has no more locations) takes the miss at once.
 //
 // Once settled, a miss falls back to Params.Lookup (the read model), once
 // per geography found, and the answer is kept in the table: with a
 // durable backend shared by a consumer group, other members own the
-// location partitions; in serve, the embedded feed may have written
+// location partitions (the wait covers them through the group's
+// committed offsets); in serve, the embedded feed may have written
 // locations this indexer never saw. Before it is settled a miss reads
 // nothing: the message waits.
 

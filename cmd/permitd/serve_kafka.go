@@ -215,6 +215,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		dlq.Close()
 		return nil, err
 	}
+	ix.SetLocationSource(c.AwaitLocations) // a location published while running is waited for, not missed
 	k := &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode, w: w, log: log,
 		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval}
 	if cfg.SnapshotFile != "" {

@@ -145,6 +145,8 @@ type Consumer struct {
 	settleMu     sync.Mutex               // serialises Params.Settle
 	settled      atomic.Bool              // Params.Settle returned nil
 	caughtUp     atomic.Bool              // latched once every owned partition reached its start watermark
+	stopping     chan struct{}            // closed once Run's context ends (AwaitLocations gives up)
+	stopOnce     sync.Once
 	batches      atomic.Int64
 	commits      atomic.Int64
 }
@@ -241,6 +243,7 @@ func New(p Params) (*Consumer, error) {
 		transport: tr,
 		dialer:    dialer,
 		parts:     map[topicPartition]*partition{},
+		stopping:  make(chan struct{}),
 	}, nil
 }
 
@@ -250,6 +253,9 @@ func New(p Params) (*Consumer, error) {
 // nil after a clean shutdown; failures while running are retried, not
 // returned.
 func (c *Consumer) Run(ctx context.Context) error {
+	stopped := func() { c.stopOnce.Do(func() { close(c.stopping) }) }
+	defer stopped()
+	defer context.AfterFunc(ctx, stopped)()
 	// drain outlives ctx by DrainTimeout: the batch in hand and its commit
 	// run under it.
 	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))

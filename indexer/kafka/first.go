@@ -236,3 +236,83 @@ func countParts(m map[string][]int) int {
 	}
 	return n
 }
+
+// awaitPollInterval is how often AwaitLocations looks at this consumer's
+// positions (group mode: the group's committed offsets, every
+// firstPollInterval).
+const awaitPollInterval = 10 * time.Millisecond
+
+// AwaitLocations returns once every message of the First topics published
+// before the call has been handled: it lists their partitions' high
+// watermarks now, then waits until each is reached, by this consumer's
+// position for a partition it owns, and in group mode by the group's
+// committed offset for the others (in replay mode it owns them all: one
+// not yet owned, created since the last discovery, is waited for until
+// it is found and read). A First topic that does not exist has nothing
+// to wait for. It returns ctx's error when ctx ends, and an error once
+// Run's context has ended (the consumer stops reading the First topics
+// then). The indexer calls it for a message whose location it does not
+// know (indexer.(*Indexer).SetLocationSource); a batch of a First topic
+// must never call it, as it would wait for itself.
+func (c *Consumer) AwaitLocations(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var hwm map[topicPartition]int64
+	delay := c.p.BackoffMin
+	for {
+		var err error
+		if hwm == nil {
+			hwm, err = c.firstWatermarks(ctx)
+		}
+		behind := 0
+		if err == nil {
+			behind, err = c.firstPending(ctx, hwm)
+		}
+		wait := awaitPollInterval
+		switch {
+		case err == nil && behind == 0:
+			return nil
+		case err != nil:
+			if ctx.Err() != nil {
+				break
+			}
+			c.retried()
+			c.log.Warn("waiting for the locations topic: listing offsets failed; retrying", "err", err, "backoff", delay)
+			wait, delay = delay, c.backoff(delay)
+		case c.p.Group != "" && behind > 0:
+			wait = firstPollInterval
+		}
+		if !sleep(ctx, wait) {
+			select {
+			case <-c.stopping:
+				return errors.New("kafka: consumer stopping")
+			default:
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// firstPending counts the partitions of hwm not yet handled up to their
+// watermark (see AwaitLocations).
+func (c *Consumer) firstPending(ctx context.Context, hwm map[topicPartition]int64) (int, error) {
+	if c.p.Group != "" {
+		return c.firstBehind(ctx, hwm)
+	}
+	behind := 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for tp, h := range hwm {
+		if p := c.parts[tp]; p == nil || p.pos.Load() < h {
+			behind++
+		}
+	}
+	return behind, nil
+}

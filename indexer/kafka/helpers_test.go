@@ -266,10 +266,13 @@ type running struct {
 	done   chan error
 }
 
-func start(t testing.TB, p kafka.Params) *running {
+func start(t testing.TB, p kafka.Params, setup ...func(*kafka.Consumer)) *running {
 	t.Helper()
 	c, err := kafka.New(p)
 	require.NoError(t, err)
+	for _, f := range setup {
+		f(c)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Consumer: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- c.Run(ctx) }()

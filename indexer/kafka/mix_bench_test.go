@@ -172,6 +172,7 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store) (time.Duratio
 	require.NoError(tb, err)
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
 	require.NoError(tb, err)
+	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	start := time.Now()

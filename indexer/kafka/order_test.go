@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -62,4 +64,63 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Permits, 1, "the permit is linked to the ZIP that arrived after it")
 	require.Equal(t, zip, page.Permits[0].Match.GeoID)
+}
+
+// TestLocationsPublishedWhileRunning: locations and permits published
+// while the consumer runs, after it has settled (the locations topic was
+// empty at start). The permit is published after its ZIP but read first
+// (the locations partitions are slow here); it still ends linked to the
+// ZIP, because the batch waits for the locations published before it
+// (AwaitLocations). A permit whose ZIP no location names is linked to
+// its state (it is written, under no ZIP). Replay and group mode.
+func TestLocationsPublishedWhileRunning(t *testing.T) {
+	for _, group := range []string{"", "late-locations"} {
+		name := "replay"
+		if group != "" {
+			name = "group"
+		}
+		t.Run(name, func(t *testing.T) {
+			b := newBroker(t, 2)
+			store := memory.New(memory.Options{})
+			ix := newIndexer(t, store, nil)
+			p := fastParams(b, group, func(ctx context.Context, msgs []indexer.Message) error {
+				if msgs[0].Topic == locTopic {
+					time.Sleep(20 * time.Millisecond) // the permit overtakes its ZIP
+				}
+				return ix.HandleBatch(ctx, msgs)
+			})
+			p.Settle = ix.Settle
+			c := start(t, p, func(c *kafka.Consumer) { ix.SetLocationSource(c.AwaitLocations) })
+			eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			zip := events.GeoID("zip", "98101")
+			zipLoc, err := events.New(events.LocationUpserted, zip, 1, at, "test", events.Location{
+				GeoType: "zip", Name: "98101", DisplayName: "98101 (Seattle, WA)", State: "WA", StateName: "Washington",
+				City: "Seattle", Zipcode: "98101", StateGeoID: events.GeoID("state", "WA"), Lat: 47.61, Lon: -122.33,
+			})
+			require.NoError(t, err)
+			b.publish(append(locations(t, "filler", 2000, 1), zipLoc)...)
+			orphan, err := events.New(events.PermitUpserted, events.PermitDocID("test", "P2"), 1, at, "test", events.Permit{
+				PermitNumber: "P2", PermitType: "Building", IssueDate: "2025-01-02", Source: "test",
+				Address: events.PermitAddress{Line: "1 MAIN ST", City: "NOWHERE", State: "WA", Zipcode: "99999", ZipSource: "source"},
+			})
+			require.NoError(t, err)
+			b.publish(permit(t, "P1", 1), orphan)
+
+			ctx := context.Background()
+			eventually(t, 30*time.Second, "both permits and every location written", func() bool {
+				counts, err := store.Counts(ctx)
+				require.NoError(t, err)
+				return counts[readmodel.KindPermit] == 2 && counts[readmodel.KindLocation] == 2001
+			})
+			page, err := store.SearchPermits(ctx, readmodel.PermitQuery{GeoID: zip, Desc: true, Limit: 5})
+			require.NoError(t, err)
+			require.Len(t, page.Permits, 1, "the permit is linked to the ZIP published before it")
+			require.Equal(t, zip, page.Permits[0].Match.GeoID)
+			require.True(t, ix.Settled())
+			require.Positive(t, ix.Progress().Awaited, "the permits waited for the locations topic")
+			require.Zero(t, ix.Progress().Parked)
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -370,4 +371,85 @@ func ready(base string) bool {
 	}
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
+}
+
+// TestLivePublishLinksLocations is the quick start run against a server
+// that is already up: `permitd serve --data none` settles on a permits
+// topic while no locations topic exists, then the gazetteer is published
+// and, right after it, the Seattle permits. The server reads them concurrently (the permits may
+// be read before the locations they name); each permit batch whose ZIP
+// or city is not known yet waits for the locations published before it.
+// The live counts of Washington, Seattle and ZIP 98101 then equal a
+// clean replay's (a second server reading everything from the start).
+func TestLivePublishLinksLocations(t *testing.T) {
+	permitd, brokers := binaries(t)
+	dir := t.TempDir()
+	gaz, sea := filepath.Join(dir, "gazetteer.ndjson"), filepath.Join(dir, "seattle.ndjson")
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	for _, f := range []struct{ dataset, out string }{{"gazetteer", gaz}, {"seattle", sea}} {
+		out, err := exec.CommandContext(ctx, permitd, "import", f.dataset, "-out", f.out).CombinedOutput()
+		require.NoError(t, err, "import %s: %s", f.dataset, out)
+	}
+	serve := func() (*process, string) {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p := startProcess(t, permitd, "serve", "--data", "none", "--kafka-brokers", brokers, "--addr", addr,
+			"--admin-addr", "127.0.0.1:0", "--api-keys", "e2e-test-key-0123456789", "--log-level", "info")
+		return p, "http://" + addr
+	}
+	live, liveBase := serve()
+	// One permit (in a ZIP no location names) creates the permits topic;
+	// the server settles on it while the locations topic does not exist.
+	first, _, _, _ := writeEvents(t)
+	raw, err := os.ReadFile(first)
+	require.NoError(t, err)
+	orphan := filepath.Join(dir, "orphan.ndjson")
+	i := bytes.Index(raw, []byte(`"99999"`))
+	require.Positive(t, i)
+	start, end := bytes.LastIndexByte(raw[:i], '\n')+1, i+bytes.IndexByte(raw[i:], '\n')+1
+	require.NoError(t, os.WriteFile(orphan, raw[start:end], 0o600))
+	out, err := exec.CommandContext(ctx, permitd, "publish", "--brokers", brokers, "--file", orphan, "--log-level", "error").CombinedOutput()
+	require.NoError(t, err, "publish: %s", out)
+	for !strings.Contains(live.output(), "kafka consumer caught up") {
+		require.NoError(t, ctx.Err(), "the server did not settle:\n%s", live.output())
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, f := range []string{gaz, sea} {
+		out, err := exec.CommandContext(ctx, permitd, "publish", "--brokers", brokers, "--file", f, "--log-level", "error").CombinedOutput()
+		require.NoError(t, err, "publish %s: %s", f, out)
+	}
+
+	geos := []string{events.GeoID("state", "WA"), events.GeoID("city", "1840021117"), events.GeoID("zip", "98101")}
+	counts := func(base string) []int64 {
+		out := make([]int64, len(geos))
+		for i, g := range geos {
+			out[i] = permitCount(t, base, g)
+		}
+		return out
+	}
+	// The clean replay: a second server started after everything is
+	// published reads the locations before it settles.
+	_, replayBase := serve()
+	var want []int64
+	for prev := []int64(nil); ; prev = want {
+		want = counts(replayBase)
+		if ready(replayBase) && slices.Equal(want, prev) && want[2] > 0 {
+			break
+		}
+		require.NoError(t, ctx.Err(), "the replaying server was not ready with stable counts: %v", want)
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("clean replay: Washington, Seattle, ZIP 98101 permit counts %v", want)
+	// The live server had everything before the replay was ready.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := counts(liveBase)
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live server: Washington, Seattle, ZIP 98101 permit counts %v, a clean replay's %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
