@@ -267,7 +267,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 	}
 
 	// Round 1.
-	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{target(), withPIT(monthlyBody(field, &q), pit)})
+	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{index: target(), body: withPIT(monthlyBody(field, &q), pit)})
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 		}
 		ranges := guideRanges(sel.guide)
 		deep, deepRanges = append(deep, sel), append(deepRanges, ranges)
-		reqs = append(reqs, msearchReq{target(), withPIT(monthRanksBody(field, &q, sel.from, sel.to, ranges), pit)})
+		reqs = append(reqs, msearchReq{index: target(), body: withPIT(monthRanksBody(field, &q, sel.from, sel.to, ranges), pit)})
 	}
 	if len(reqs) > 0 {
 		rs, err := s.msearch(ctx, reqs...)
@@ -390,7 +390,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 			return nil, err
 		}
 		asc[k] = up
-		reqs = append(reqs, msearchReq{target(), b})
+		reqs = append(reqs, msearchReq{index: target(), body: b})
 	}
 	if len(reqs) > 0 {
 		rs, err := s.msearch(ctx, reqs...)
