@@ -16,7 +16,7 @@ import (
 func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
 	reqs := make([]msearchReq, 0, 2*len(readmodel.Kinds))
 	for _, k := range readmodel.Kinds {
-		reqs = append(reqs, msearchReq{s.read(k), countBody()}, msearchReq{s.read(k), countDeletedBody()})
+		reqs = append(reqs, msearchReq{index: s.read(k), body: countBody()}, msearchReq{index: s.read(k), body: countDeletedBody()})
 	}
 	rs, err := s.msearch(ctx, reqs...)
 	if err != nil {

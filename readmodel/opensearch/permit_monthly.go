@@ -43,6 +43,8 @@ import (
 // per month that has known valuations (round 3, a sorted top-k of at most
 // 10,000 per shard), and one for each month past 20,000 known valuations.
 
+var _ readmodel.PermitMonthlyReader = (*Store)(nil)
+
 // selectWindow is index.max_result_window's default: a sorted read's
 // from+size may not pass it.
 const selectWindow = 10_000
@@ -246,7 +248,11 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 		field = "property_id"
 	}
 	pit := s.openPIT(ctx, readmodel.KindPermit)
-	defer func() { s.closePIT(context.WithoutCancel(ctx), pit) }()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closePITTimeout)
+		defer cancel()
+		s.closePIT(cctx, pit)
+	}()
 	permits := s.read(readmodel.KindPermit)
 	target := func() string {
 		if pit != "" {
@@ -261,7 +267,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 	}
 
 	// Round 1.
-	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{target(), withPIT(monthlyBody(field, &q), pit)})
+	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{index: target(), body: withPIT(monthlyBody(field, &q), pit)})
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +336,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 		}
 		ranges := guideRanges(sel.guide)
 		deep, deepRanges = append(deep, sel), append(deepRanges, ranges)
-		reqs = append(reqs, msearchReq{target(), withPIT(monthRanksBody(field, &q, sel.from, sel.to, ranges), pit)})
+		reqs = append(reqs, msearchReq{index: target(), body: withPIT(monthRanksBody(field, &q, sel.from, sel.to, ranges), pit)})
 	}
 	if len(reqs) > 0 {
 		rs, err := s.msearch(ctx, reqs...)
@@ -384,7 +390,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 			return nil, err
 		}
 		asc[k] = up
-		reqs = append(reqs, msearchReq{target(), b})
+		reqs = append(reqs, msearchReq{index: target(), body: b})
 	}
 	if len(reqs) > 0 {
 		rs, err := s.msearch(ctx, reqs...)

@@ -98,7 +98,7 @@ func (p *permitScan) Next(ctx context.Context) (readmodel.PermitPage, error) {
 		body := scanPageBody(p.field, &p.q, p.pit)
 		if !p.started && p.q.GeoID != "" {
 			var rs []*searchResult
-			rs, err = p.s.msearch(ctx, p.s.exists(p.q.GeoID), msearchReq{"", body})
+			rs, err = p.s.msearch(ctx, p.s.exists(p.q.GeoID), msearchReq{index: "", body: body})
 			if err == nil && !found(rs[0]) {
 				return readmodel.PermitPage{}, readmodel.ErrNotFound
 			}

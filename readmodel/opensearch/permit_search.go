@@ -130,7 +130,7 @@ func (s *Store) permitSearchDocs(ctx context.Context, field string, q *readmodel
 		}
 		return decodeHits[permitDoc](r)
 	}
-	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{s.read(readmodel.KindPermit), body})
+	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{index: s.read(readmodel.KindPermit), body: body})
 	if err != nil {
 		return nil, err
 	}

@@ -354,6 +354,11 @@ func spellingBody(t readmodel.GeoType, keys []string) obj {
 }
 
 // resolvePool is how many OpenSearch hits the resolver's scorer re-ranks.
+// The pool is the best by relevance (scored with the index's term
+// statistics: dfs_query_then_fetch), then population: a name that
+// matches whole (a short field, every word) outranks the longer names
+// that share a word with it, however many they are and however populous
+// (conformance resolve/large_pool).
 const resolvePool = 200
 
 // focusPivot and focusRelevance shape the focus point's share of the

@@ -129,6 +129,11 @@ func (s *Store) searchPath(ctx context.Context, path string, body obj) (*searchR
 type msearchReq struct {
 	index string
 	body  obj
+	// dfs: score with the index's term statistics (search_type
+	// dfs_query_then_fetch), not each shard's, where relevance picks a
+	// pool (resolve). The engine skips the extra phase on a one-shard
+	// index.
+	dfs bool
 }
 
 // msearch sends the searches in one _msearch request, each failing closed
@@ -138,7 +143,11 @@ type msearchReq struct {
 func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResult, error) {
 	var buf bytes.Buffer
 	for _, r := range reqs {
-		for _, v := range []any{msearchHeader(r.index), guarded(r.body)} {
+		head := msearchHeader(r.index)
+		if r.dfs {
+			head["search_type"] = "dfs_query_then_fetch"
+		}
+		for _, v := range []any{head, guarded(r.body)} {
 			line, err := json.Marshal(v)
 			if err != nil {
 				return nil, err
@@ -201,9 +210,9 @@ func maxDate(r *searchResult, name string) string {
 func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
 	if readmodel.IsPropertyID(geoID) {
 		rs, err := s.msearch(ctx,
-			msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)},
-			msearchReq{s.read(readmodel.KindPermit), permitCountBody("property_id", geoID)},
-			msearchReq{s.read(readmodel.KindLocation), hierarchyBody(s.read(readmodel.KindProperty), geoID)},
+			msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)},
+			msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("property_id", geoID)},
+			msearchReq{index: s.read(readmodel.KindLocation), body: hierarchyBody(s.read(readmodel.KindProperty), geoID)},
 		)
 		if err != nil {
 			return readmodel.Location{}, err
@@ -219,8 +228,8 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), rs[1].total(), maxDate(rs[1], "latest")), nil
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
-		msearchReq{s.read(readmodel.KindPermit), permitCountBody("geo_ids", geoID)},
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
+		msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("geo_ids", geoID)},
 	)
 	if err != nil {
 		return readmodel.Location{}, err
@@ -258,9 +267,9 @@ func locationLookup(locs []locationDoc) func(geoID string) (readmodel.Location, 
 // a property_id the property.
 func (s *Store) exists(geoID string) msearchReq {
 	if readmodel.IsPropertyID(geoID) {
-		return msearchReq{s.read(readmodel.KindProperty), byIDBody(geoID)}
+		return msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)}
 	}
-	return msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)}
+	return msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)}
 }
 
 func found(r *searchResult) bool { return len(r.Hits.Hits) > 0 }
@@ -365,7 +374,7 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
 	}
 	rs, err := s.msearch(ctx, s.exists(q.PropertyID),
-		msearchReq{s.read(readmodel.KindPermit), permitPageBody("property_id", q.PropertyID, true, "", "", q.Limit, q.After, true)})
+		msearchReq{index: s.read(readmodel.KindPermit), body: permitPageBody("property_id", q.PropertyID, true, "", "", q.Limit, q.After, true)})
 	if err != nil {
 		return readmodel.PropertyPermitPage{}, err
 	}
@@ -396,9 +405,9 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 // read rather than answer a partial set.
 func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
 	rs, err := s.msearch(ctx,
-		msearchReq{s.read(readmodel.KindLocation), byIDBody(geoID)},
-		msearchReq{s.read(readmodel.KindCatalog), activeCatalogBody("", keys, maxActiveEntries)},
-		msearchReq{s.read(readmodel.KindGeoSignal), geoSignalsOfBody(geoID, keys)})
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
+		msearchReq{index: s.read(readmodel.KindCatalog), body: activeCatalogBody("", keys, maxActiveEntries)},
+		msearchReq{index: s.read(readmodel.KindGeoSignal), body: geoSignalsOfBody(geoID, keys)})
 	if err != nil {
 		return readmodel.LocationSignals{}, err
 	}
@@ -561,8 +570,8 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 		return readmodel.LeadPage{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{s.read(readmodel.KindLocation), byIDBody(q.Filter.GeoID)},
-		msearchReq{s.read(readmodel.KindLead), body})
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.LeadPage{}, err
 	}
@@ -597,8 +606,8 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 		return readmodel.PermitStats{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{s.read(readmodel.KindLocation), byIDBody(q.Filter.GeoID)},
-		msearchReq{s.read(readmodel.KindLead), body})
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
@@ -648,7 +657,7 @@ func (s *Store) spellTops(ctx context.Context, counties, cities []readmodel.Valu
 		for i, v := range l.list {
 			keys[i] = v.Value
 		}
-		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), spellingBody(l.t, keys)})
+		reqs = append(reqs, msearchReq{index: s.read(readmodel.KindLocation), body: spellingBody(l.t, keys)})
 		types = append(types, l.t)
 	}
 	if len(reqs) == 0 {
@@ -804,14 +813,14 @@ func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery)
 	withLocs := q.GeoType != readmodel.GeoProperty
 	var reqs []msearchReq
 	if withLocs {
-		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), resolveBody(pq)})
+		reqs = append(reqs, msearchReq{index: s.read(readmodel.KindLocation), body: resolveBody(pq), dfs: true})
 	}
 	var propQ propmatch.Query
 	var psOK bool
 	if withProps {
 		propQ, psOK = propmatch.Parse(readmodel.PropertyQuery{Address: q.Text, State: q.State, Limit: q.Limit})
 		if psOK {
-			reqs = append(reqs, msearchReq{s.read(readmodel.KindProperty), propertyBody(&propQ)})
+			reqs = append(reqs, msearchReq{index: s.read(readmodel.KindProperty), body: propertyBody(&propQ)})
 		}
 	}
 	if len(reqs) == 0 {
@@ -881,9 +890,9 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 	}
 	slices.Sort(geoIDs) // matches of one street share their city, county and state
 	geoIDs = slices.Compact(geoIDs)
-	reqs := []msearchReq{{s.read(readmodel.KindPermit), propertyPermitStatsBody(propIDs)}}
+	reqs := []msearchReq{{index: s.read(readmodel.KindPermit), body: propertyPermitStatsBody(propIDs)}}
 	if len(geoIDs) > 0 {
-		reqs = append(reqs, msearchReq{s.read(readmodel.KindLocation), locationsByIDBody(geoIDs)})
+		reqs = append(reqs, msearchReq{index: s.read(readmodel.KindLocation), body: locationsByIDBody(geoIDs)})
 	}
 	rs, err := s.msearch(ctx, reqs...)
 	if err != nil {

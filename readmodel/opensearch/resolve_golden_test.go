@@ -1,6 +1,9 @@
 package opensearch
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +128,26 @@ func TestJoinedReadingReachesCityOf(t *testing.T) {
 				require.True(t, exactHit(should, locationDocOf(l)), "%q reaches %s (%s) exactly", text, l.Name, l.GeoID)
 			}
 		}
+	}
+}
+
+// TestResolvePoolGlobalStatistics: the resolve pool is picked by
+// relevance, so its search scores with the index's term statistics
+// (dfs_query_then_fetch): on a many-shard locations index each shard's
+// own statistics would order the pool differently from shard to shard.
+// Other searches keep the default.
+func TestResolvePoolGlobalStatistics(t *testing.T) {
+	s, seen := partialCluster(t, http.StatusOK, goodAnswer)
+	_, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
+	require.NoError(t, err)
+	_, err = s.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 5})
+	require.NoError(t, err)
+	reqs := seen()
+	require.Len(t, reqs, 2)
+	for i, want := range []any{"dfs_query_then_fetch", nil} {
+		_, body, _ := strings.Cut(reqs[i], "\n")
+		var head map[string]any
+		require.NoError(t, json.Unmarshal([]byte(strings.SplitN(body, "\n", 2)[0]), &head))
+		require.Equal(t, want, head["search_type"], reqs[i])
 	}
 }

@@ -26,6 +26,7 @@ var Scenarios = []Scenario{
 	{"permits/paging_exact", permitsPaging},
 	{"properties/search_and_permits", properties},
 	{"properties/large_city_pool", largeCityPool},
+	{"resolve/large_pool", largeResolvePool},
 	{"leads/stats_agree", leadsStats},
 	{"geo_signals/ordering", geoSignalsOrdering},
 	{"catalog", catalog},
