@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 )
 
@@ -52,3 +53,30 @@ func (n *NDJSONWriter) Write(env Envelope) error {
 
 // Flush writes what is buffered.
 func (n *NDJSONWriter) Flush() error { return n.w.Flush() }
+
+// maxNDJSONLine is the longest line EachNDJSONLine reads: well above the
+// indexer's 1 MiB message limit, so an oversized event is read and
+// reported rather than stopping the file.
+const maxNDJSONLine = 16 << 20
+
+// EachNDJSONLine calls fn with every non-empty line of r and its number
+// (from 1); raw is valid only during the call. An error of fn stops the
+// read and is returned as it is; a read error (a line over 16 MiB, say)
+// is returned as "line N: ...".
+func EachNDJSONLine(r io.Reader, fn func(line int, raw []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), maxNDJSONLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		if raw := sc.Bytes(); len(raw) > 0 {
+			if err := fn(line, raw); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return nil
+}

@@ -1,11 +1,16 @@
 package events
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestAppendJSON: AppendJSON writes what json.Marshal writes, for every
@@ -52,4 +57,26 @@ func TestAppendJSON(t *testing.T) {
 	if out.String() != want.String() {
 		t.Fatalf("NDJSON:\n got %s\nwant %s", out.String(), want.String())
 	}
+}
+
+// EachNDJSONLine numbers lines as a file does (empty ones count, and are
+// not handed over), stops at fn's error, and names the line it could not
+// read.
+func TestEachNDJSONLine(t *testing.T) {
+	var got []string
+	err := EachNDJSONLine(strings.NewReader("a\n\nb\nc"), func(line int, raw []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s", line, raw))
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"1:a", "3:b", "4:c"}, got)
+
+	stop := errors.New("stop")
+	err = EachNDJSONLine(strings.NewReader("a\nb\n"), func(int, []byte) error { return stop })
+	require.Same(t, stop, err)
+
+	long := "x\n" + strings.Repeat("y", 16<<20+1) + "\n"
+	err = EachNDJSONLine(strings.NewReader(long), func(int, []byte) error { return nil })
+	require.ErrorIs(t, err, bufio.ErrTooLong)
+	require.ErrorContains(t, err, "line 2: ")
 }

@@ -45,7 +45,7 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 }
 
 // exportedMetrics names every series family permitd serve (and index,
-// whose metrics are a subset) exports: registered the way runServe
+// whose metrics are a subset) exports: registered the way serve's build
 // registers them, plus what Prometheus adds to every target.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()

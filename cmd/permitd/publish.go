@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -163,12 +162,9 @@ type publishResult struct {
 // the run and is returned.
 func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int, prog *progress) (publishResult, error) {
 	res := publishResult{perTopic: map[string]int{}}
-	sc := bufio.NewScanner(prog.count(in))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var (
 		batch []kafkasrc.Record
 		lines []int // line number of each record of batch
-		line  int
 	)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -198,12 +194,7 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		prog.tick(res.published)
 		return nil
 	}
-	for sc.Scan() {
-		line++
-		raw := sc.Bytes()
-		if len(raw) == 0 {
-			continue
-		}
+	err := events.EachNDJSONLine(prog.count(in), func(line int, raw []byte) error {
 		env, err := events.Decode(raw)
 		var topic string
 		if err == nil {
@@ -211,18 +202,17 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		}
 		if err != nil {
 			res.errs.add("invalid event", line, err)
-			continue
+			return nil
 		}
 		batch = append(batch, kafkasrc.Record{Topic: topic, Key: []byte(env.EntityID), Value: append([]byte(nil), raw...)})
 		lines = append(lines, line)
 		if len(batch) >= batchSize {
-			if err := flush(); err != nil {
-				return res, err
-			}
+			return flush()
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	return res, flush()
 }
@@ -245,15 +235,8 @@ func brokerErrorKind(err error) string {
 // error (exit status 1) when any line is bad.
 func dryRun(in io.Reader, out io.Writer, prog *progress) error {
 	var v events.Validator
-	sc := bufio.NewScanner(prog.count(in))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var line, valid, bad int
-	for sc.Scan() {
-		line++
-		raw := sc.Bytes()
-		if len(raw) == 0 {
-			continue
-		}
+	var valid, bad int
+	err := events.EachNDJSONLine(prog.count(in), func(line int, raw []byte) error {
 		if err := v.Validate(raw); err != nil {
 			bad++
 			fmt.Fprintf(out, "line %d: %v\n", line, err)
@@ -261,9 +244,10 @@ func dryRun(in io.Reader, out io.Writer, prog *progress) error {
 			valid++
 		}
 		prog.tick(valid + bad)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("dry run: line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dry run: %w", err)
 	}
 	prog.done(valid + bad)
 	fmt.Fprintf(out, "dry run: %d events valid, %d invalid; nothing published\n", valid, bad)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -103,29 +102,22 @@ func writeSignals(ctx context.Context, in io.Reader, out io.Writer, p signals.Pa
 	if err != nil {
 		return signals.Report{}, err
 	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
+	err = events.EachNDJSONLine(in, func(line int, raw []byte) error {
 		if line%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return signals.Report{}, err
+				return err
 			}
 		}
-		raw := sc.Bytes()
-		if len(raw) == 0 {
-			continue
-		}
 		env, err := events.Decode(raw)
+		if err == nil {
+			err = pl.Add(env)
+		}
 		if err != nil {
-			return signals.Report{}, fmt.Errorf("line %d: %w", line, err)
+			return fmt.Errorf("line %d: %w", line, err)
 		}
-		if err := pl.Add(env); err != nil {
-			return signals.Report{}, fmt.Errorf("line %d: %w", line, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return signals.Report{}, err
 	}
 	rep, err := pl.Finish(ctx)

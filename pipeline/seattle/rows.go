@@ -144,33 +144,60 @@ func readFile(ctx context.Context, open func(string) (io.ReadCloser, error), spe
 	return rep, out, nil
 }
 
+// commonColumns names, in one export, the columns of the fields both
+// exports carry.
+type commonColumns struct {
+	number     string
+	dateLayout string
+	// dates: application, issue, completion, expiration.
+	dates            [4]string
+	completionReason string // the skip reason of a bad completion date
+	value            string
+}
+
+var (
+	commercialColumns = commonColumns{
+		number: "Application/Permit Number", dateLayout: "1/2/06",
+		dates:            [4]string{"Application Date", "Issue Date", "Final Date", "Expiration Date"},
+		completionReason: "bad_final_date", value: "Value",
+	}
+	multifamilyColumns = commonColumns{
+		number: "PermitNum", dateLayout: time.DateOnly,
+		dates:            [4]string{"AppliedDate", "IssuedDate", "CompletedDate", "ExpiresDate"},
+		completionReason: "bad_completed_date", value: "EstProjectCost",
+	}
+)
+
+// read fills the fields both exports carry: the permit number, the four
+// dates, the valuation (and its note) and the coordinates. reason is the
+// skip reason of the first bad one, "" when all are good.
+func (c *commonColumns) read(r record, pm *events.Permit) (note, reason string) {
+	if pm.PermitNumber = r.get(c.number); pm.PermitNumber == "" {
+		return "", "missing_permit_number"
+	}
+	dsts := [4]*string{&pm.ApplicationDate, &pm.IssueDate, &pm.CompletionDate, &pm.ExpirationDate}
+	reasons := [4]string{"bad_application_date", "bad_issue_date", c.completionReason, "bad_expiration_date"}
+	var ok bool
+	for i, col := range c.dates {
+		if *dsts[i], ok = parseDate(r.get(col), c.dateLayout); !ok {
+			return "", reasons[i]
+		}
+	}
+	if pm.Valuation, note, ok = parseValuation(r.get(c.value)); !ok {
+		return "", "bad_value"
+	}
+	if pm.Lat, pm.Lon, ok = parseCoordinates(r.get("Latitude"), r.get("Longitude")); !ok {
+		return "", "bad_coordinates"
+	}
+	return note, ""
+}
+
 func commercialRow(p *parser, r record) (permitRow, string) {
 	var row permitRow
 	pm := &row.permit
-	if pm.PermitNumber = r.get("Application/Permit Number"); pm.PermitNumber == "" {
-		return row, "missing_permit_number"
-	}
-	var ok bool
-	dates := []struct {
-		col, reason string
-		dst         *string
-	}{
-		{"Application Date", "bad_application_date", &pm.ApplicationDate},
-		{"Issue Date", "bad_issue_date", &pm.IssueDate},
-		{"Final Date", "bad_final_date", &pm.CompletionDate},
-		{"Expiration Date", "bad_expiration_date", &pm.ExpirationDate},
-	}
-	for _, d := range dates {
-		if *d.dst, ok = parseDate(r.get(d.col), "1/2/06"); !ok {
-			return row, d.reason
-		}
-	}
-	var note string
-	if pm.Valuation, note, ok = parseValuation(r.get("Value")); !ok {
-		return row, "bad_value"
-	}
-	if pm.Lat, pm.Lon, ok = parseCoordinates(r.get("Latitude"), r.get("Longitude")); !ok {
-		return row, "bad_coordinates"
+	note, reason := commercialColumns.read(r, pm)
+	if reason != "" {
+		return row, reason
 	}
 	pm.PermitType = r.get("Permit Type")
 	pm.ActionType = r.get("Action Type")
@@ -185,30 +212,9 @@ func commercialRow(p *parser, r record) (permitRow, string) {
 func multifamilyRow(p *parser, r record) (permitRow, string) {
 	var row permitRow
 	pm := &row.permit
-	if pm.PermitNumber = r.get("PermitNum"); pm.PermitNumber == "" {
-		return row, "missing_permit_number"
-	}
-	var ok bool
-	dates := []struct {
-		col, reason string
-		dst         *string
-	}{
-		{"AppliedDate", "bad_application_date", &pm.ApplicationDate},
-		{"IssuedDate", "bad_issue_date", &pm.IssueDate},
-		{"CompletedDate", "bad_completed_date", &pm.CompletionDate},
-		{"ExpiresDate", "bad_expiration_date", &pm.ExpirationDate},
-	}
-	for _, d := range dates {
-		if *d.dst, ok = parseDate(r.get(d.col), time.DateOnly); !ok {
-			return row, d.reason
-		}
-	}
-	var note string
-	if pm.Valuation, note, ok = parseValuation(r.get("EstProjectCost")); !ok {
-		return row, "bad_value"
-	}
-	if pm.Lat, pm.Lon, ok = parseCoordinates(r.get("Latitude"), r.get("Longitude")); !ok {
-		return row, "bad_coordinates"
+	note, reason := multifamilyColumns.read(r, pm)
+	if reason != "" {
+		return row, reason
 	}
 	if units := r.get("HousingUnits"); units != "" {
 		n, err := strconv.Atoi(units)
