@@ -90,10 +90,11 @@ func normStats(st readmodel.PermitStats) readmodel.PermitStats {
 // TestStatsMatchBruteForce: for random filters (date bounds of any span,
 // freshness windows, confidence floors on and off bucket edges, signal
 // keys), PermitStats equals the brute force over the leads, with roll-ups
-// in use (a low threshold) and without, after upserts, rewrites and
-// deletes.
+// in use (every one, or from a low threshold) and without, after upserts,
+// rewrites and deletes. A third of the windows start or end on a month's
+// or year's edge, or the day next to one, or lie inside one month.
 func TestStatsMatchBruteForce(t *testing.T) {
-	for _, min := range []int64{4, 1 << 40} {
+	for _, min := range []int64{1, 4, 1 << 40} {
 		t.Run(fmt.Sprintf("rollMin=%d", min), func(t *testing.T) {
 			defer memory.SetRollMin(min)()
 			ctx := context.Background()
@@ -135,6 +136,9 @@ func TestStatsMatchBruteForce(t *testing.T) {
 				f := randomFilter(r)
 				if i%5 == 0 {
 					f.FromDate, f.ToDate, f.FreshSince = "", "", "" // all time
+				} else if i%3 == 1 {
+					f.FromDate, f.ToDate = monthEdgeWindow(r)
+					f.FreshSince = ""
 				}
 				if f.MinConfidence != nil && i%3 == 0 {
 					e := float64(r.IntN(65)) / 64 // a bucket edge
@@ -148,4 +152,33 @@ func TestStatsMatchBruteForce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// monthEdgeWindow is a window whose bounds sit on or next to month and
+// year edges (either may be open), or inside one month.
+func monthEdgeWindow(r *rand.Rand) (from, to string) {
+	edge := func() time.Time {
+		t := time.Date(2011+r.IntN(16), time.Month(1+r.IntN(12)), 1, 0, 0, 0, 0, time.UTC)
+		if r.IntN(3) == 0 {
+			t = time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		return t.AddDate(0, 0, r.IntN(3)-1) // the first, the day before, the second
+	}
+	lo := edge()
+	var hi time.Time
+	switch r.IntN(4) {
+	case 0: // inside one month
+		lo = lo.AddDate(0, 0, r.IntN(10))
+		hi = lo.AddDate(0, 0, r.IntN(18))
+	case 1:
+		return lo.Format(time.DateOnly), ""
+	case 2:
+		return "", edge().Format(time.DateOnly)
+	default:
+		hi = edge()
+		if hi.Before(lo) {
+			lo, hi = hi, lo
+		}
+	}
+	return lo.Format(time.DateOnly), hi.Format(time.DateOnly)
 }

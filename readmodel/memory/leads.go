@@ -527,9 +527,10 @@ type leadDayAggs struct {
 	cells []*leadDayCell
 	null  leadDayCell // leads without a date
 	all   leadDayCell // every lead, dated or not
-	// Roll-ups (rollup.go): every lead, and each year's.
+	// Roll-ups (rollup.go): every lead, each year's and each month's.
 	allRoll rollup
 	years   []*rollup // ascending
+	months  []*rollup // ascending
 }
 
 type leadDayCell struct {
@@ -572,6 +573,7 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 	d.roll(&d.allRoll, r, delta)
 	if r.date != noDate {
 		d.roll(d.year(r.date), r, delta)
+		d.roll(d.month(r.date), r, delta)
 	}
 }
 

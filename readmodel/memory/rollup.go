@@ -9,7 +9,7 @@ import (
 // Roll-ups: stats whose cost does not grow with the days of the window.
 //
 // Each (anchor, key) keeps, besides its day cells, a roll-up over all its
-// leads and one per calendar year. A roll-up holds its lead count and,
+// leads, one per calendar year and one per calendar month. A roll-up holds its lead count and,
 // once it holds rollMin leads (smaller ones are cheaper to read day by
 // day), a confFen: counts and city/zip/county counts by confidence bucket
 // (64 buckets of 1/64, so 0.5 and 0.75 are bucket edges), in a Fenwick
@@ -20,20 +20,21 @@ import (
 // bucket, found by walking both sides in step).
 //
 // A window is a signed sum of roll-ups and day cells: the whole years it
-// covers plus its edge days, or everything minus the null dates minus the
-// years and days outside it, whichever is cheaper. Freshness buckets only
+// covers, then the whole months, plus its edge days (at most about two
+// months of them), or everything minus the null dates minus the years,
+// months and days outside it, whichever is cheaper. Freshness buckets only
 // split the last 30 days (and any future ones): roll-ups count as 31+ and
 // the day cells from today-30 on move their leads to the right bucket.
 //
-// There are no month roll-ups: the edge days of a window are read from
-// their cells, at most about two years of them (a window from mid-January
-// to mid-December of the next year), whose cost the plan weighs against
-// the complement.
+// So a window's cost does not grow with its days: at most 2 x 11 month
+// roll-ups, its whole years and about 60 edge day cells per key (a month
+// roll-up without a tree, under rollMin leads, is read as its at most
+// rollMin leads' cells).
 //
 // Memory: a confFen holds 64 nodes of sparse counts over the anchor's
 // distinct cities, zips and counties (a lead counts in at most 7 nodes);
 // only large anchors (state, counties, large cities) reach rollMin per
-// year.
+// year or month.
 
 const confBuckets = 64
 
@@ -145,9 +146,18 @@ func yearBounds(day int32) (lo, hi int32) {
 	return lo, hi
 }
 
-// year returns the roll-up of day's year, creating it.
-func (d *leadDayAggs) year(day int32) *rollup {
-	i, ok := slices.BinarySearchFunc(d.years, day, func(r *rollup, day int32) int {
+// monthBounds are the first and last day of the calendar month of day.
+func monthBounds(day int32) (lo, hi int32) {
+	t := time.Unix(int64(day)*86400, 0).UTC()
+	lo = int32(time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+	hi = int32(time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC).Unix()/86400) - 1
+	return lo, hi
+}
+
+// period returns the roll-up of rolls (ascending, disjoint) that holds
+// day, creating it with bounds.
+func period(rolls *[]*rollup, day int32, bounds func(int32) (int32, int32)) *rollup {
+	i, ok := slices.BinarySearchFunc(*rolls, day, func(r *rollup, day int32) int {
 		switch {
 		case r.hi < day:
 			return -1
@@ -157,13 +167,19 @@ func (d *leadDayAggs) year(day int32) *rollup {
 		return 0
 	})
 	if ok {
-		return d.years[i]
+		return (*rolls)[i]
 	}
-	lo, hi := yearBounds(day)
+	lo, hi := bounds(day)
 	r := &rollup{lo: lo, hi: hi}
-	d.years = slices.Insert(d.years, i, r)
+	*rolls = slices.Insert(*rolls, i, r)
 	return r
 }
+
+// year returns the roll-up of day's year, creating it.
+func (d *leadDayAggs) year(day int32) *rollup { return period(&d.years, day, yearBounds) }
+
+// month returns the roll-up of day's month, creating it.
+func (d *leadDayAggs) month(day int32) *rollup { return period(&d.months, day, monthBounds) }
 
 // roll keeps a roll-up in step with one lead added or removed (the day
 // cells already are).
@@ -270,25 +286,39 @@ func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
 }
 
 // sumDays adds the day cells [i0, i1) to p with sign, replacing the days
-// of a year by its roll-up when the roll-up has a tree and use accepts it.
+// of a year, else of a month, by its roll-up when the roll-up has a tree
+// and use accepts it. The roll-ups it adds are disjoint and ascending.
 func (d *leadDayAggs) sumDays(p *statsPlan, i0, i1 int, sign int64, use func(*rollup) bool) {
-	y := 0
+	y, m := 0, 0
 	for i := i0; i < i1; {
 		day := d.days[i]
-		for y < len(d.years) && d.years[y].hi < day {
-			y++
+		ru := nextRoll(d.years, &y, day, use)
+		if ru == nil {
+			ru = nextRoll(d.months, &m, day, use)
 		}
-		if y < len(d.years) {
-			ru := d.years[y]
-			if ru.fen != nil && use(ru) && ru.contains(day) {
-				p.addRoll(ru, sign)
-				for i < i1 && d.days[i] <= ru.hi {
-					i++
-				}
-				continue
+		if ru != nil {
+			p.addRoll(ru, sign)
+			for i < i1 && d.days[i] <= ru.hi {
+				i++
 			}
+			continue
 		}
 		p.addCell(d.cells[i], day, sign)
 		i++
 	}
+}
+
+// nextRoll moves *at along rolls (ascending) to the first one not before
+// day and returns it when it holds day, has a tree and use accepts it.
+func nextRoll(rolls []*rollup, at *int, day int32, use func(*rollup) bool) *rollup {
+	for *at < len(rolls) && rolls[*at].hi < day {
+		*at++
+	}
+	if *at == len(rolls) {
+		return nil
+	}
+	if ru := rolls[*at]; ru.fen != nil && ru.contains(day) && use(ru) {
+		return ru
+	}
+	return nil
 }
