@@ -57,8 +57,8 @@ func (w *reusableWriter) reset()                      { clear(w.h); w.code, w.n 
 // the read model's heap sooner. Variants: a path without a query, a query
 // already in canonical order, the same query in another order, a client
 // that accepts gzip (the body is under the gzip threshold), a revalidation
-// answered 304, and tracing on (every span dropped by the exporter; and
-// the always_off sampler).
+// answered 304, and tracing on (every span dropped by the exporter; the
+// always_off sampler; and that sampler declared, so no span is started).
 func BenchmarkCacheHit(b *testing.B) {
 	env := seattle()
 	sampled := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
@@ -74,6 +74,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	plain := newHarness(nil)
 	traced := newHarness(&api.Tracing{Provider: sampled})
 	tracedOff := newHarness(&api.Tracing{Provider: unsampled})
+	tracedRootsOff := newHarness(&api.Tracing{Provider: unsampled, RootsUnsampled: true})
 	location := "/v1/locations/" + env.EntityID
 	for _, c := range []struct {
 		name   string
@@ -89,6 +90,7 @@ func BenchmarkCacheHit(b *testing.B) {
 		{"revalidated_304", plain, location, nil, http.StatusNotModified},
 		{"traced_discard", traced, location, nil, http.StatusOK},
 		{"traced_sampler_off", tracedOff, location, nil, http.StatusOK},
+		{"traced_roots_unsampled", tracedRootsOff, location, nil, http.StatusOK},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, c.path, nil)

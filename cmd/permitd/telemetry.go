@@ -221,6 +221,9 @@ type telemetry struct {
 	// tracer is nil when tracing is off.
 	tracer trace.TracerProvider
 	prop   propagation.TextMapPropagator
+	// rootsUnsampled: OTEL_TRACES_SAMPLER drops every span without a
+	// sampled parent (api.Tracing.RootsUnsampled).
+	rootsUnsampled bool
 }
 
 // openSearchTransport wraps the OpenSearch client's transport: metrics
@@ -253,7 +256,7 @@ func (t telemetry) apiTracing() *api.Tracing {
 	if t.tracer == nil {
 		return nil
 	}
-	return &api.Tracing{Provider: t.tracer, Propagator: t.prop}
+	return &api.Tracing{Provider: t.tracer, Propagator: t.prop, RootsUnsampled: t.rootsUnsampled}
 }
 
 // newTracerProvider configures tracing from the standard OpenTelemetry
@@ -355,6 +358,11 @@ func newTelemetry(ctx context.Context, getenv func(string) string, m *backendMet
 	}
 	log.Info("tracing on", "exporter", cmp.Or(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")), "otlp"))
 	t.tracer = tp
+	// The SDK reads the sampler from the same variable.
+	switch strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")) {
+	case "always_off", "parentbased_always_off":
+		t.rootsUnsampled = true
+	}
 	return t, func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
