@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,13 +22,15 @@ const (
 	authFailureRate    = rate.Limit(1)
 	authFailureBurst   = 100
 	authFailureClients = 16384
-	ctxLogSampledOut   = "permitd.log_sampled_out"
 )
 
 // authThrottle counts failed authentications (403) per client address.
 type authThrottle struct {
 	clients *lru.Cache[string, *rate.Limiter]
 	logs    *logSampler
+	// failed is set at the first failure: until then no address has a
+	// limiter, so a request skips reading its address and the lookup.
+	failed atomic.Bool
 }
 
 func newAuthThrottle(log *slog.Logger) *authThrottle {
@@ -39,6 +42,14 @@ func newAuthThrottle(log *slog.Logger) *authThrottle {
 // ClientIP (the peer, or X-Forwarded-For from a trusted proxy).
 func (t *authThrottle) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if !t.failed.Load() {
+			c.Next()
+			if c.Writer.Status() == http.StatusForbidden {
+				t.failed.Store(true)
+				t.failure(c)
+			}
+			return
+		}
 		ip := c.ClientIP()
 		if lim, ok := t.clients.Get(ip); ok && lim.Tokens() < 1 {
 			wait := lim.Reserve()
@@ -55,14 +66,20 @@ func (t *authThrottle) middleware() gin.HandlerFunc {
 		}
 		c.Next()
 		if c.Writer.Status() == http.StatusForbidden {
-			lim := rate.NewLimiter(authFailureRate, authFailureBurst)
-			if prev, ok, _ := t.clients.PeekOrAdd(ip, lim); ok {
-				lim = prev
-			}
-			lim.Allow()
-			t.logs.sample(c, slog.LevelInfo, "authentication failed", "client", ip)
+			t.failure(c)
 		}
 	}
+}
+
+// failure counts a failed authentication against the client's address.
+func (t *authThrottle) failure(c *gin.Context) {
+	ip := c.ClientIP()
+	lim := rate.NewLimiter(authFailureRate, authFailureBurst)
+	if prev, ok, _ := t.clients.PeekOrAdd(ip, lim); ok {
+		lim = prev
+	}
+	lim.Allow()
+	t.logs.sample(c, slog.LevelInfo, "authentication failed", "client", ip)
 }
 
 // logSampler logs the first n events of each interval and counts the
@@ -105,7 +122,7 @@ func (s *logSampler) sample(c *gin.Context, level slog.Level, msg string, args .
 	}
 	s.mu.Unlock()
 	if !ok {
-		c.Set(ctxLogSampledOut, true)
+		state(c).logSampledOut = true
 		return
 	}
 	s.log.Log(c.Request.Context(), level, msg, append([]any{"request_id", requestID(c)}, args...)...)

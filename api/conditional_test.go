@@ -375,3 +375,65 @@ func TestResponseCachePerVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheHitAnswersAsTheMiss: an answer from the response cache carries
+// the headers and bytes of the answer that filled it (minus the request
+// id), for a client that accepts only identity (served without gzhttp's
+// writer) and for one that accepts gzip; and a query written in another
+// order or with other escapes is the same query (same ETag, a cache hit).
+func TestCacheHitAnswersAsTheMiss(t *testing.T) {
+	vr := &versionedReader{}
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: vr}})
+	vr.Reader = h.Store
+	h.Publish(bigSeattle())
+	path := "/v1/locations/" + bigSeattle().EntityID
+	for _, enc := range []string{"", "identity", "gzip"} {
+		t.Run("accept-encoding "+enc, func(t *testing.T) {
+			hdr := http.Header{"X-Api-Key": {apitest.Key}}
+			if enc != "" {
+				hdr.Set("Accept-Encoding", enc)
+			}
+			do := h.Do
+			if enc == "gzip" { // the OpenAPI validator reads identity bodies
+				do = func(path string, hdr http.Header) apitest.Response {
+					rec := serveRaw(h, path, hdr)
+					return apitest.Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+				}
+			}
+			reads := vr.reads.Load()
+			first := do(path, hdr)
+			second := do(path, hdr)
+			require.Equal(t, http.StatusOK, second.Status)
+			require.LessOrEqual(t, vr.reads.Load()-reads, int64(1), "the second answer is the cache's")
+			require.Equal(t, first.Body, second.Body)
+			first.Header.Del("X-Request-Id")
+			second.Header.Del("X-Request-Id")
+			require.Equal(t, first.Header, second.Header)
+			require.Equal(t, []string{"Accept-Encoding", "X-API-Key"}, second.Header.Values("Vary"))
+			if enc == "gzip" {
+				require.Equal(t, "gzip", second.Header.Get("Content-Encoding"))
+				require.True(t, strings.HasSuffix(second.Header.Get("ETag"), `-gzip"`))
+			} else {
+				require.Empty(t, second.Header.Get("Content-Encoding"))
+			}
+		})
+	}
+
+	h.Publish(gazetteer()...)
+	reads := vr.reads.Load()
+	var tags []string
+	for _, q := range []string{
+		"/v1/signals/geo/search?state=WA&limit=25&geo_type=city",
+		"/v1/signals/geo/search?geo_type=city&limit=25&state=WA",
+		"/v1/signals/geo/search?geo_type=c%69ty&limit=%325&state=W%41",
+		"/v1/signals/geo/search?geo%5Ftype=city&limit=25&state=WA",
+	} {
+		res := h.Get(q)
+		require.Equal(t, http.StatusOK, res.Status, "%s: %s", q, res.Body)
+		tags = append(tags, res.Header.Get("ETag"))
+	}
+	require.Equal(t, []string{tags[0], tags[0], tags[0], tags[0]}, tags, "one query, however written: one ETag")
+	require.Equal(t, reads, vr.reads.Load(), "no location read")
+	other := h.Get("/v1/signals/geo/search?state=WA&limit=24&geo_type=city")
+	require.NotEqual(t, tags[0], other.Header.Get("ETag"))
+}

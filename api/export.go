@@ -8,7 +8,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/permitd/permitd/api/apikey"
 	jx "github.com/permitd/permitd/api/jsonenc"
 	"github.com/permitd/permitd/readmodel"
 )
@@ -71,8 +70,8 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if err := dateRange(from, to); err != nil {
 		return err
 	}
-	p, _ := c.Get(ctxPrincipal)
-	principal, _ := p.(apikey.Principal)
+	st := state(c)
+	principal := st.principal
 	rowCap, ok := exportCaps[principal.Plan.Name]
 	if !ok {
 		rowCap = defaultExportCap
@@ -103,8 +102,8 @@ func (s *server) exportPermits(c *gin.Context) error {
 	// A conditional request on a backend that is not Versioned had only
 	// its rate charged by withQuota (the monthly quota waits for a 200 in
 	// send, which an export never calls): charge it here, before the 200.
-	if p, ok := c.Get(ctxDeferred); ok {
-		if !s.admit(c, monthlyOnly(p.(apikey.Principal))) {
+	if st.deferred {
+		if !s.admit(c, monthlyOnly(principal)) {
 			return nil
 		}
 	}

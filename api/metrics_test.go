@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/apitest"
 )
 
@@ -160,4 +163,81 @@ func TestTraceIDInAccessLog(t *testing.T) {
 	if strings.Contains(logs.String(), "trace_id") {
 		t.Fatalf("trace_id with tracing off: %s", logs.String())
 	}
+}
+
+// TestServerSpanAttributes: the server span is a SERVER span with the HTTP
+// semantic-convention attributes, child of the caller's span; a 404 of
+// an unknown route is named "GET unmatched".
+func TestServerSpanAttributes(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{Tracing: &api.Tracing{Provider: tp}}})
+	h.Publish(seattle())
+	h.Do("/v1/locations/"+seattle().EntityID, http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
+	h.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/nowhere", nil))
+	ended := spans.Ended()
+	if len(ended) != 2 {
+		t.Fatalf("spans %v", ended)
+	}
+	s := ended[0]
+	if s.SpanKind() != oteltrace.SpanKindServer || s.Parent().SpanID().String() != "00f067aa0ba902b7" || !s.Parent().IsRemote() {
+		t.Fatalf("span kind %v parent %v", s.SpanKind(), s.Parent())
+	}
+	got := map[string]string{}
+	for _, a := range s.Attributes() {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	for k, v := range map[string]string{
+		"http.request.method": "GET", "http.route": "/v1/locations/:geo_id", "url.path": "/v1/locations/" + seattle().EntityID,
+		"url.scheme": "http", "http.response.status_code": "200", "client.address": "192.0.2.1",
+	} {
+		if got[k] != v {
+			t.Errorf("attribute %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if got["http.response.body.size"] == "" || got["http.response.body.size"] == "0" {
+		t.Errorf("http.response.body.size = %q", got["http.response.body.size"])
+	}
+	if ended[1].Name() != "GET unmatched" {
+		t.Errorf("unmatched route span %q", ended[1].Name())
+	}
+}
+
+// TestRootsUnsampledStartNoSpan: with a sampler that drops every root,
+// a request without a caller's trace gets no span and no trace id; a
+// caller's sampled trace is still continued, and a caller's unsampled
+// context still reaches the handlers (and so the backends).
+func TestRootsUnsampledStartNoSpan(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans), trace.WithSampler(trace.ParentBased(trace.NeverSample())))
+	var logs bytes.Buffer
+	var seen []oteltrace.SpanContext
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+		AccessLog: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tracing:   &api.Tracing{Provider: tp, RootsUnsampled: true},
+		Auth: authFunc(func(ctx context.Context, key string) (apikey.Principal, error) {
+			seen = append(seen, oteltrace.SpanContextFromContext(ctx))
+			return apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan).Authenticate(ctx, key)
+		}),
+	}})
+	h.Get("/v1/locations/gabc")
+	if len(spans.Ended()) != 0 || strings.Contains(logs.String(), "trace_id") || seen[0].IsValid() {
+		t.Fatalf("a root the sampler drops: spans %v, log %s, context %v", spans.Ended(), logs.String(), seen[0])
+	}
+	h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-00"}})
+	if len(spans.Ended()) != 0 || seen[1].TraceID().String() != traceID {
+		t.Fatalf("an unsampled caller: spans %v, context %v", spans.Ended(), seen[1])
+	}
+	h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
+	if len(spans.Ended()) != 1 || spans.Ended()[0].SpanContext().TraceID().String() != traceID {
+		t.Fatalf("a sampled caller: spans %v", spans.Ended())
+	}
+}
+
+type authFunc func(ctx context.Context, key string) (apikey.Principal, error)
+
+func (f authFunc) Authenticate(ctx context.Context, key string) (apikey.Principal, error) {
+	return f(ctx, key)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -22,29 +21,46 @@ import (
 const (
 	headerRequestID = "X-Request-ID"
 	headerAPIKey    = "X-API-Key"
-	ctxRequestID    = "permitd.request_id"
-	ctxPrincipal    = "permitd.principal"
 )
-
-var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // withRequestID echoes a caller's safe X-Request-ID or generates one, and
 // sets it on the response before anything else can write.
 func withRequestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id := c.GetHeader(headerRequestID)
-		if id == "" || !safeRequestID.MatchString(id) {
-			id = newRequestID()
-		}
-		c.Set(ctxRequestID, id)
+		st := state(c)
 		h := c.Writer.Header()
-		h.Set(headerRequestID, id)
+		// Header maps indexed by the canonical key: h.Set would make a
+		// new slice for a value the request already holds.
+		const key = "X-Request-Id" // http.CanonicalHeaderKey(headerRequestID)
+		if v := c.Request.Header[key]; len(v) > 0 && v[0] != "" && safeID(v[0]) {
+			st.requestID = v[0]
+			h[key] = v[:1:1]
+		} else {
+			st.requestID = newRequestID()
+			h[key] = []string{st.requestID}
+		}
 		h["Cache-Control"] = hdrNoStore // send and the static routes override it
 		c.Next()
 	}
 }
 
-func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+// safeID reports whether a non-empty caller request id matches
+// ^[A-Za-z0-9._:-]{1,64}$, without the regexp engine.
+func safeID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func requestID(c *gin.Context) string { return state(c).requestID }
 
 // Generated request ids are a random per-process prefix and a counter:
 // unique, 24 hex characters as before, and no getrandom syscall per
@@ -96,25 +112,32 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		}
 		start := time.Now()
 		c.Next()
-		if c.GetBool(ctxLogSampledOut) {
+		st := state(c)
+		if st.logSampledOut {
 			return // counted by a logSampler instead
 		}
-		attrs := []slog.Attr{
-			slog.String("request_id", requestID(c)),
+		// The record is built here rather than with LogAttrs, whose
+		// attribute slice escapes; the record keeps five attributes in
+		// place and allocates once for the rest.
+		var arr [9]slog.Attr
+		attrs := append(arr[:0],
+			slog.String("request_id", st.requestID),
 			slog.String("method", c.Request.Method),
 			slog.String("route", c.FullPath()),
 			slog.String("path", c.Request.URL.Path),
 			slog.Int("status", c.Writer.Status()),
 			slog.Int("bytes", c.Writer.Size()),
 			slog.Duration("duration", time.Since(start)),
-		}
-		if p, ok := c.Get(ctxPrincipal); ok {
-			attrs = append(attrs, slog.String("key_id", p.(apikey.Principal).KeyID))
+		)
+		if st.authed {
+			attrs = append(attrs, slog.String("key_id", st.principal.KeyID))
 		}
 		if id := TraceID(c); id != "" {
 			attrs = append(attrs, slog.String("trace_id", id))
 		}
-		log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+		r.AddAttrs(attrs...)
+		_ = log.Handler().Handle(c.Request.Context(), r)
 	}
 }
 
@@ -124,8 +147,16 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 	storeDown := newLogSampler(log, "key store unavailable", 10, time.Second)
 	return func(c *gin.Context) {
-		c.Writer.Header().Add("Vary", hdrVaryKey)
-		key := c.GetHeader(headerAPIKey)
+		h := c.Writer.Header()
+		if v := h["Vary"]; len(v) == 1 && &v[0] == &hdrVaryEncoding[0] {
+			h["Vary"] = hdrVaryEncodingKey
+		} else {
+			h.Add("Vary", hdrVaryKey)
+		}
+		var key string
+		if v := c.Request.Header["X-Api-Key"]; len(v) > 0 { // headerAPIKey, canonical
+			key = v[0]
+		}
 		if key == "" {
 			writeGateway(c, http.StatusForbidden, "missing API key: send it in the X-API-Key header")
 			return
@@ -148,7 +179,8 @@ func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, fmt.Errorf("key check: %w", err))
 			return
 		}
-		c.Set(ctxPrincipal, p)
+		st := state(c)
+		st.principal, st.authed = p, true
 		c.Next()
 	}
 }
@@ -165,18 +197,17 @@ func withAuth(auth apikey.Authenticator, log *slog.Logger) gin.HandlerFunc {
 // quota by send, once it knows the answer is a 200.
 func (s *server) withQuota() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		p, _ := c.Get(ctxPrincipal)
-		principal, _ := p.(apikey.Principal)
+		st := state(c)
+		principal := st.principal
 		inm := c.Request.Header.Get("If-None-Match")
-		tag, seq, versioned := s.versionETag(c)
+		key, seq, versioned := s.versionETag(c)
 		if versioned {
-			c.Set(ctxETag, tag)
-			c.Set(ctxSeq, seq)
+			st.tagged, st.key, st.tag, st.seq = true, key, etagOfHash(key), seq
 		}
 		switch {
 		case inm == "":
 		case versioned:
-			if sent, ok := matchETag(inm, tag, false); ok {
+			if sent, ok := matchETag(inm, &st.tag, false); ok {
 				if s.admit(c, rateOnly(principal)) {
 					s.notModified(c, sent)
 				}
@@ -186,7 +217,7 @@ func (s *server) withQuota() gin.HandlerFunc {
 			if !s.admit(c, rateOnly(principal)) {
 				return
 			}
-			c.Set(ctxDeferred, principal)
+			st.deferred = true
 			c.Next()
 			return
 		}
@@ -196,8 +227,8 @@ func (s *server) withQuota() gin.HandlerFunc {
 		if versioned && s.cache != nil {
 			// The same read at the same version was answered before:
 			// its bytes are the answer (respcache.go).
-			if body, ok := s.cache.get(tag); ok {
-				writeOK(c, tag, body)
+			if e, ok := s.cache.get(key); ok {
+				writeCached(c, e)
 				c.Abort()
 				return
 			}
@@ -216,9 +247,11 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 	}
 	if d.Limit > 0 && !(d.Allowed && nearerSet(c, d)) {
 		h := c.Writer.Header()
-		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-		h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
-		h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
+		// Canonical keys, and shared values for small numbers: no
+		// allocation per request.
+		h["Ratelimit-Limit"] = headerInt(d.Limit)
+		h["Ratelimit-Remaining"] = headerInt(max(d.Remaining, 0))
+		h["Ratelimit-Reset"] = headerInt(ceilSeconds(d.Reset))
 	}
 	if !d.Allowed {
 		c.Header("Retry-After", strconv.Itoa(max(ceilSeconds(d.RetryAfter), 1)))
@@ -236,12 +269,30 @@ func (s *server) admit(c *gin.Context, p apikey.Principal) bool {
 // rate half of a split one) already set RateLimit headers for a policy
 // nearer to denying than d: those stay, as the RateLimit convention asks.
 func nearerSet(c *gin.Context, d quota.Decision) bool {
-	prev := c.Writer.Header().Get("RateLimit-Remaining")
-	if prev == "" {
+	v := c.Writer.Header()["Ratelimit-Remaining"]
+	if len(v) == 0 || v[0] == "" {
 		return false
 	}
-	n, err := strconv.Atoi(prev)
+	n, err := strconv.Atoi(v[0])
 	return err == nil && n <= max(d.Remaining, 0)
+}
+
+// smallInts are header values for 0 to len-1, made once and never
+// modified (a header map may share them).
+var smallInts = func() [][]string {
+	out := make([][]string, 4096)
+	for i := range out {
+		out[i] = []string{strconv.Itoa(i)}
+	}
+	return out
+}()
+
+// headerInt is n as a header value.
+func headerInt(n int) []string {
+	if n >= 0 && n < len(smallInts) {
+		return smallInts[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 func ceilSeconds(d time.Duration) int {

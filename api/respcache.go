@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -17,14 +18,15 @@ import (
 // When a body of a newer version is stored, every older entry is dropped
 // at once (they can no longer be hit: their keys name older versions). The
 // total size is bounded by max; past it nothing more is stored until the
-// version changes. Bodies are immutable once stored.
+// version changes. Entries are immutable once stored; they carry the
+// header values a hit sends, made once.
 type respCache struct {
 	max int64 // bytes of bodies at most
 
 	mu    sync.RWMutex
 	seq   uint64 // the version the entries belong to
 	size  int64
-	items map[string][]byte
+	items map[uint64]*cachedBody
 
 	hits, misses atomic.Int64
 }
@@ -38,40 +40,54 @@ func newRespCache(maxBytes int64) *respCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &respCache{max: maxBytes, items: map[string][]byte{}}
+	return &respCache{max: maxBytes, items: map[uint64]*cachedBody{}}
 }
 
-// get returns the body stored under etag.
-func (r *respCache) get(etag string) ([]byte, bool) {
+// cachedBody is a stored 200: its body and the ETag and Content-Length
+// header values that go with it.
+type cachedBody struct {
+	body   []byte
+	etag   []string
+	length []string
+}
+
+// get returns the entry stored under key (the hash its ETag shows).
+func (r *respCache) get(key uint64) (*cachedBody, bool) {
 	r.mu.RLock()
-	b, ok := r.items[etag]
+	e, ok := r.items[key]
 	r.mu.RUnlock()
 	if ok {
 		r.hits.Add(1)
 	} else {
 		r.misses.Add(1)
 	}
-	return b, ok
+	return e, ok
 }
 
-// put stores a copy of body under etag, taken at version seq. A body of an
-// older version than the entries held is not stored.
-func (r *respCache) put(etag string, seq uint64, body []byte) {
+// put stores a copy of body under key, with its ETag tag, taken at
+// version seq, and returns the entry; nil when it is not stored (a body
+// of an older version than the entries held, too large, or past max).
+func (r *respCache) put(key, seq uint64, tag *etag, body []byte) *cachedBody {
 	if len(body) > maxCachedBody {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case seq < r.seq:
-		return
+		return nil
 	case seq > r.seq:
 		r.seq, r.size = seq, 0
 		clear(r.items)
 	}
-	if _, ok := r.items[etag]; ok || r.size+int64(len(body)) > r.max {
-		return
+	if e, ok := r.items[key]; ok {
+		return e
 	}
-	r.items[etag] = append([]byte(nil), body...)
+	if r.size+int64(len(body)) > r.max {
+		return nil
+	}
+	e := &cachedBody{body: append([]byte(nil), body...), etag: []string{tag.String()}, length: []string{strconv.Itoa(len(body))}}
+	r.items[key] = e
 	r.size += int64(len(body))
+	return e
 }

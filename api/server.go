@@ -127,7 +127,28 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gz(r), nil
+	plain := withState(r)
+	compressed := gz(plain)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if acceptsOnlyIdentity(req) {
+			// What gzhttp would do for this client, without its
+			// per-request writer: the answer varies by Accept-Encoding,
+			// and is never compressed.
+			w.Header()["Vary"] = hdrVaryEncoding
+			plain.ServeHTTP(w, req)
+			return
+		}
+		compressed.ServeHTTP(w, req)
+	}), nil
+}
+
+// acceptsOnlyIdentity reports whether the client asks for no content
+// coding: no Accept-Encoding, or exactly "identity". gzhttp would answer
+// it uncompressed; anything else goes through gzhttp, which parses the
+// header.
+func acceptsOnlyIdentity(r *http.Request) bool {
+	v := r.Header["Accept-Encoding"]
+	return len(v) == 0 || len(v) == 1 && (v[0] == "" || v[0] == "identity")
 }
 
 // gzipMinSize: bodies from this size on are gzipped for clients that

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -220,6 +221,9 @@ type telemetry struct {
 	// tracer is nil when tracing is off.
 	tracer trace.TracerProvider
 	prop   propagation.TextMapPropagator
+	// rootsUnsampled: OTEL_TRACES_SAMPLER drops every span without a
+	// sampled parent (api.Tracing.RootsUnsampled).
+	rootsUnsampled bool
 }
 
 // openSearchTransport wraps the OpenSearch client's transport: metrics
@@ -252,7 +256,7 @@ func (t telemetry) apiTracing() *api.Tracing {
 	if t.tracer == nil {
 		return nil
 	}
-	return &api.Tracing{Provider: t.tracer, Propagator: t.prop}
+	return &api.Tracing{Provider: t.tracer, Propagator: t.prop, RootsUnsampled: t.rootsUnsampled}
 }
 
 // newTracerProvider configures tracing from the standard OpenTelemetry
@@ -262,6 +266,10 @@ func (t telemetry) apiTracing() *api.Tracing {
 //	OTEL_SDK_DISABLED=true                      off
 //	OTEL_TRACES_EXPORTER=none                   off
 //	OTEL_TRACES_EXPORTER=otlp                   OTLP over HTTP/protobuf
+//	OTEL_TRACES_EXPORTER=discard                spans are made and dropped (permitd's
+//	                                            own value: trace ids in the access log and
+//	                                            traceparent to the backends, and a way to
+//	                                            measure tracing's cost without a collector)
 //	OTEL_TRACES_EXPORTER unset                  otlp when OTEL_EXPORTER_OTLP_ENDPOINT
 //	                                            or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 //	                                            is set, else off
@@ -283,8 +291,14 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 	case "", "none":
 		return nil, nil
 	case "otlp":
+	case "discard":
+		res, err := traceResource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithResource(res)), nil
 	default:
-		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: want otlp or none", exp)
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: want otlp, discard or none", exp)
 	}
 	proto := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if proto == "" {
@@ -305,6 +319,16 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}
+	res, err := traceResource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
+}
+
+// traceResource is service.name permitd and the build's version, which
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override.
+func traceResource(ctx context.Context) (*resource.Resource, error) {
 	ver, _, _ := buildInfo()
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "permitd"), attribute.String("service.version", ver)),
@@ -312,8 +336,14 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 	if err != nil {
 		return nil, fmt.Errorf("trace resource: %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
+	return res, nil
 }
+
+// discardExporter drops every span (OTEL_TRACES_EXPORTER=discard).
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // newTelemetry builds serve's telemetry; stop flushes the spans still
 // buffered (call it once the servers have shut down).
@@ -326,8 +356,13 @@ func newTelemetry(ctx context.Context, getenv func(string) string, m *backendMet
 	if tp == nil {
 		return t, func() {}, nil
 	}
-	log.Info("tracing on: OTLP over HTTP")
+	log.Info("tracing on", "exporter", cmp.Or(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")), "otlp"))
 	t.tracer = tp
+	// The SDK reads the sampler from the same variable.
+	switch strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")) {
+	case "always_off", "parentbased_always_off":
+		t.rootsUnsampled = true
+	}
 	return t, func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

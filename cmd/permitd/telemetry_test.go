@@ -144,6 +144,7 @@ func TestTracingIsOffUnlessAnExporterIsSet(t *testing.T) {
 		"disabled":         {env: map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}},
 		"endpoint":         {env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, on: true},
 		"otlp":             {env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, on: true},
+		"discard":          {env: map[string]string{"OTEL_TRACES_EXPORTER": "discard"}, on: true},
 		"unknown exporter": {env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, wantErr: "zipkin"},
 		"grpc":             {env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantErr: "http/protobuf"},
 	} {

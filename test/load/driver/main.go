@@ -11,7 +11,13 @@
 // over the resolve quality set's queries. Loopback only; every attack is
 // bounded in time.
 //
+// The measured time is split into rounds in which the servers take turns
+// (-rounds), so the machine's drift hits each alike. -tracing adds a second
+// permitd with tracing on and prints its ratio beside the first's (metrics
+// only); -pprof writes CPU and allocation profiles of each endpoint's load.
+//
 //	driver -permitd bin/permitd -floor bin/floor [-duration 5s] [-workers 32] [-procs 1]
+//	       [-rounds 5] [-tracing discard|otlp-sink|off-sampler] [-pprof dir]
 package main
 
 import (
@@ -21,11 +27,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,6 +64,8 @@ type config struct {
 	workers, procs, keys         int
 	only, logLevel               string
 	cacheMB                      int
+	rounds                       int
+	pprofDir, tracing            string
 }
 
 func main() {
@@ -72,6 +82,9 @@ func main() {
 	flag.StringVar(&c.logLevel, "log-level", "info", "permitd's log level: info logs every request (the buffered access log), as in production")
 	flag.IntVar(&c.cacheMB, "response-cache-mb", 64, "permitd's -response-cache-mb (0: no response cache, every request reads the read model)")
 	flag.StringVar(&c.only, "only", "", "run only the endpoints whose name contains this")
+	flag.IntVar(&c.rounds, "rounds", 5, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike")
+	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there")
+	flag.StringVar(&c.tracing, "tracing", "", "also run a second permitd with tracing on and compare it to the first (metrics only) in the same run: discard (every span sampled and dropped by an in-process exporter), otlp-sink (every span exported over OTLP/HTTP to a sink here that drops it), off-sampler (OTEL_TRACES_SAMPLER=always_off)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -81,12 +94,14 @@ func main() {
 
 // proc is a started server process.
 type proc struct {
-	cmd  *exec.Cmd
-	base string
+	cmd   *exec.Cmd
+	base  string
+	admin string // permitd's admin listener, when it printed one
 }
 
-// start runs bin with args and env, waits for its "serving on" line.
-func start(bin string, args, env []string, errFile string) (*proc, error) {
+// start runs bin with args and env, waits for its "serving on" line (and,
+// with wantAdmin, its "admin on" line).
+func start(bin string, args, env []string, errFile string, wantAdmin bool) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
@@ -106,11 +121,16 @@ func start(bin string, args, env []string, errFile string) (*proc, error) {
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
 			p.base = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
+			p.admin = v
+		}
+		if p.base != "" && (!wantAdmin || p.admin != "") {
 			break
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if p.base == "" {
+	if p.base == "" || wantAdmin && p.admin == "" {
 		p.stop()
 		return nil, fmt.Errorf("%s printed no address (see %s)", bin, errFile)
 	}
@@ -141,15 +161,37 @@ func run(c config) error {
 	}
 	procs := fmt.Sprintf("GOMAXPROCS=%d", c.procs)
 
-	srv, err := start(c.permitd, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-response-cache-mb", strconv.Itoa(c.cacheMB)}, []string{
-		procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel,
-	}, filepath.Join(tmp, "permitd.err"))
+	permitdArgs := []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-response-cache-mb", strconv.Itoa(c.cacheMB)}
+	if c.pprofDir != "" {
+		if err := os.MkdirAll(c.pprofDir, 0o755); err != nil {
+			return err
+		}
+		permitdArgs = append(permitdArgs, "-pprof")
+	}
+	permitdEnv := []string{procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel}
+	srv, err := start(c.permitd, permitdArgs, permitdEnv, filepath.Join(tmp, "permitd.err"), c.pprofDir != "")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 	if err := waitReady(srv.base, 5*time.Minute); err != nil {
 		return err
+	}
+	// The traced permitd: the same, with tracing on (see tracingEnv).
+	var traced *proc
+	if c.tracing != "" {
+		tenv, stopSink, err := tracingEnv(c.tracing)
+		if err != nil {
+			return err
+		}
+		defer stopSink()
+		if traced, err = start(c.permitd, permitdArgs[:len(permitdArgs):len(permitdArgs)], append(permitdEnv, tenv...), filepath.Join(tmp, "permitd-traced.err"), false); err != nil {
+			return err
+		}
+		defer traced.stop()
+		if err := waitReady(traced.base, 5*time.Minute); err != nil {
+			return err
+		}
 	}
 
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -233,35 +275,53 @@ func run(c config) error {
 	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
 		return err
 	}
-	floor, err := start(c.floor, []string{"-addr", "127.0.0.1:0", "-recordings", recFile}, []string{procs}, filepath.Join(tmp, "floor.err"))
+	floor, err := start(c.floor, []string{"-addr", "127.0.0.1:0", "-recordings", recFile}, []string{procs}, filepath.Join(tmp, "floor.err"), false)
 	if err != nil {
 		return err
 	}
 	defer floor.stop()
 
-	fmt.Printf("load: %d workers, %s per endpoint and server (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
-		c.workers, c.duration, c.warmup, c.procs, len(keys), len(eps[0].urls))
-	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB\n", c.logLevel, c.cacheMB)
+	fmt.Printf("load: %d workers, %s per endpoint and server in %d alternating rounds (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
+		c.workers, c.duration, c.rounds, c.warmup, c.procs, len(keys), len(eps[0].urls))
+	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB, metrics on\n", c.logLevel, c.cacheMB)
+	servers := []*proc{srv, floor}
+	head := "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t"
+	if traced != nil {
+		servers = append(servers, traced)
+		head += "traced req/s\ttraced p99 ms\ttraced ratio\tdifference\t"
+		fmt.Printf("load: the traced permitd runs with tracing %s; difference is its ratio minus the ratio with metrics only\n", c.tracing)
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t")
+	fmt.Fprintln(tw, head)
 	for i, ep := range eps {
 		if c.only != "" && !strings.Contains(ep.name, c.only) {
 			continue
 		}
-		var s, f stats
-		// alternate which goes first, so that drift favours neither
-		if i%2 == 0 {
-			s = attack(srv.base, ep, keys, c)
-			f = attack(floor.base, ep, keys, c)
-		} else {
-			f = attack(floor.base, ep, keys, c)
-			s = attack(srv.base, ep, keys, c)
+		// Alternate which goes first, so that drift favours neither.
+		order := servers
+		if i%2 == 1 {
+			order = slices.Clone(servers)
+			slices.Reverse(order)
 		}
+		var prof func() error
+		if c.pprofDir != "" {
+			prof = profile(srv.admin, c.pprofDir, ep.name, c.duration)
+		}
+		res := attackRounds(order, ep, keys, c, srv, prof)
+		s, f := res[srv], res[floor]
 		non2xx := fmt.Sprint(s.non2xx)
 		if f.non2xx > 0 {
 			non2xx += fmt.Sprintf(" (floor %d)", f.non2xx)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t\n", ep.name, s.rps, ms(s.p50), ms(s.p99), f.rps, s.rps/f.rps, non2xx)
+		line := fmt.Sprintf("%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t", ep.name, s.rps, ms(s.p50), ms(s.p99), f.rps, s.rps/f.rps, non2xx)
+		if traced != nil {
+			t := res[traced]
+			line += fmt.Sprintf("%.0f\t%.2f\t%.2f\t%+.2f\t", t.rps, ms(t.p99), t.rps/f.rps, t.rps/f.rps-s.rps/f.rps)
+			if t.non2xx > 0 {
+				line += fmt.Sprintf(" (traced non-2xx %d)", t.non2xx)
+			}
+		}
+		fmt.Fprintln(tw, line)
 		fmt.Fprintf(os.Stderr, "load: %s done (%.2f)\n", ep.name, s.rps/f.rps)
 	}
 	_ = tw.Flush()
@@ -280,8 +340,66 @@ type stats struct {
 	non2xx   uint64
 }
 
-// attack drives ep at saturation: a warm-up, then the measured run.
-func attack(base string, ep endpoint, keys []string, c config) stats {
+// attackRounds drives ep at saturation against each server: a warm-up
+// each, then c.rounds measured rounds of c.duration/c.rounds in which the
+// servers take turns. prof, when set, runs during one more attack of
+// c.duration against profiled, after the measured rounds (not counted).
+func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profiled *proc, prof func() error) map[*proc]stats {
+	type acc struct {
+		m        vegeta.Metrics
+		took     time.Duration
+		requests uint64
+		bad      uint64
+	}
+	accs := map[*proc]*acc{}
+	clients := map[*proc]*http.Client{}
+	for _, p := range servers {
+		// One client per server for the warm-up and every round, so each
+		// round starts on warm connections.
+		clients[p] = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			MaxIdleConns: c.workers, MaxIdleConnsPerHost: c.workers, MaxConnsPerHost: c.workers,
+			DisableCompression: true, IdleConnTimeout: time.Minute,
+		}}
+		defer clients[p].CloseIdleConnections()
+		accs[p] = &acc{}
+		if c.warmup > 0 {
+			attack(p.base, ep, keys, c, clients[p], c.warmup, func(*vegeta.Result) {})
+		}
+	}
+	rounds := max(c.rounds, 1)
+	per := c.duration / time.Duration(rounds)
+	for range rounds {
+		for _, p := range servers {
+			a := accs[p]
+			t0 := time.Now()
+			attack(p.base, ep, keys, c, clients[p], per, func(res *vegeta.Result) {
+				if res.Code < 200 || res.Code > 299 {
+					a.bad++
+				}
+				a.requests++
+				a.m.Add(res)
+			})
+			a.took += time.Since(t0)
+		}
+	}
+	if prof != nil {
+		done := make(chan error, 1)
+		go func() { done <- prof() }()
+		attack(profiled.base, ep, keys, c, clients[profiled], c.duration, func(*vegeta.Result) {})
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "load: profile:", err)
+		}
+	}
+	out := map[*proc]stats{}
+	for p, a := range accs {
+		a.m.Close()
+		out[p] = stats{rps: float64(a.requests) / a.took.Seconds(), p50: a.m.Latencies.P50, p99: a.m.Latencies.P99, non2xx: a.bad}
+	}
+	return out
+}
+
+// attack drives ep at saturation for d, handing each result to each.
+func attack(base string, ep endpoint, keys []string, c config, client *http.Client, d time.Duration, each func(*vegeta.Result)) {
 	var n atomic.Uint64
 	tr := func(t *vegeta.Target) error {
 		i := n.Add(1)
@@ -290,32 +408,69 @@ func attack(base string, ep endpoint, keys []string, c config) stats {
 		t.Header = http.Header{"X-Api-Key": {keys[i%uint64(len(keys))]}, "Accept-Encoding": {"identity"}}
 		return nil
 	}
-	// One client for the warm-up and the measured run (an attacker cannot
-	// be reused once its attack ends), so the measured run starts warm.
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: c.workers, MaxIdleConnsPerHost: c.workers, MaxConnsPerHost: c.workers,
-		DisableCompression: true, IdleConnTimeout: time.Minute,
-	}}
-	defer client.CloseIdleConnections()
 	w := uint64(c.workers)
-	newAttacker := func() *vegeta.Attacker {
-		return vegeta.NewAttacker(vegeta.Workers(w), vegeta.MaxWorkers(w), vegeta.MaxBody(0), vegeta.Client(client))
+	atk := vegeta.NewAttacker(vegeta.Workers(w), vegeta.MaxWorkers(w), vegeta.MaxBody(0), vegeta.Client(client))
+	for res := range atk.Attack(tr, vegeta.ConstantPacer{}, d, ep.name) {
+		each(res)
 	}
-	if c.warmup > 0 {
-		for range newAttacker().Attack(tr, vegeta.ConstantPacer{}, c.warmup, ep.name) {
+}
+
+// profile returns what takes a CPU profile and an allocation profile
+// (the allocations of that interval) of permitd over most of the measured
+// time, into dir.
+func profile(admin, dir, name string, d time.Duration) func() error {
+	secs := max(int(d.Seconds())-1, 1)
+	base := strings.NewReplacer(" ", "_", "(", "", ")", "", ",", "").Replace(name)
+	fetch := func(path, file string) error {
+		res, err := http.Get(admin + path)
+		if err != nil {
+			return err
 		}
-	}
-	atk := newAttacker()
-	var m vegeta.Metrics
-	var bad uint64
-	for res := range atk.Attack(tr, vegeta.ConstantPacer{}, c.duration, ep.name) {
-		if res.Code < 200 || res.Code > 299 {
-			bad++
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", path, res.Status)
 		}
-		m.Add(res)
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, res.Body); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
-	m.Close()
-	return stats{rps: float64(m.Requests) / m.Duration.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, non2xx: bad}
+	return func() error {
+		errc := make(chan error, 1)
+		go func() { errc <- fetch(fmt.Sprintf("/debug/pprof/allocs?seconds=%d", secs), base+".allocs.pprof") }()
+		return errors.Join(fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), base+".cpu.pprof"), <-errc)
+	}
+}
+
+// tracingEnv is the traced permitd's environment for mode, and what stops
+// the OTLP sink (otlp-sink) when the run ends.
+func tracingEnv(mode string) ([]string, func(), error) {
+	switch mode {
+	case "discard":
+		return []string{"OTEL_TRACES_EXPORTER=discard"}, func() {}, nil
+	case "off-sampler":
+		return []string{"OTEL_TRACES_EXPORTER=discard", "OTEL_TRACES_SAMPLER=always_off"}, func() {}, nil
+	case "otlp-sink":
+		// A collector that accepts every export and drops it: an empty
+		// ExportTraceServiceResponse is a valid answer.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.WriteHeader(http.StatusOK)
+		})}
+		go func() { _ = srv.Serve(ln) }()
+		return []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://" + ln.Addr().String() + "/v1/traces"}, func() { _ = srv.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("tracing %q: want discard, otlp-sink or off-sampler", mode)
 }
 
 func waitReady(base string, within time.Duration) error {
