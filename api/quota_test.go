@@ -255,7 +255,12 @@ func TestTwoInstancesShareOneRedis(t *testing.T) {
 	want := float64(plan.Burst) + plan.RatePerSecond*elapsed.Seconds()
 	t.Logf("admitted %d (%d + %d), denied %d in %s; plan allows %.0f", total, admitted[0].Load(), admitted[1].Load(), denied.Load(), elapsed, want)
 	require.Positive(t, denied.Load(), "the callers must push past the limit for the test to mean anything")
-	assert.InEpsilon(t, want, float64(total), 0.10)
+	// The two instances share one bucket: together they never admit more
+	// than the plan allows over the run (two separate buckets would admit
+	// about twice that). The lower bound is loose because a loaded
+	// machine can leave the callers short of draining the bucket.
+	assert.LessOrEqual(t, float64(total), want+1, "the instances share one bucket")
+	assert.Greater(t, float64(total), want/2, "the callers kept the bucket busy")
 	assert.Positive(t, admitted[0].Load())
 	assert.Positive(t, admitted[1].Load())
 }
