@@ -118,7 +118,7 @@ func (s *side) indexFilters(c *cpermit) {
 				t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
 				s.pf.postings[k] = t
 			}
-			t.set(c)
+			s.setIn(t, c)
 		})
 	}
 	s.indexText(c)
