@@ -105,13 +105,18 @@ func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 	store := memory.New(memory.Options{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
+	if viaApply {
+		_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+			ix.Preload(bt)
+			_, err := store.Apply(context.Background(), bt)
+			return err
+		})
+		require.NoError(b, err)
+		return store
+	}
 	im := store.NewImport()
 	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
 		ix.Preload(bt)
-		if viaApply {
-			_, err := store.Apply(context.Background(), bt)
-			return err
-		}
 		return im.Add(bt)
 	})
 	require.NoError(b, err)
