@@ -17,6 +17,7 @@ import (
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
 )
 
 // kafkaConfig is the Kafka source's configuration, shared by `serve`
@@ -168,6 +169,7 @@ type kafkaIndexer struct {
 // (memory.(*Store).Export).
 type exporter interface {
 	Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error
+	NewImport() *memory.Import
 }
 
 // newKafkaIndexer wires the Kafka source into w for serve and index.
@@ -267,11 +269,19 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	// only.
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
+	im := k.exporter.NewImport()
 	info, err := snapshot.Load(k.snapPath, func(b readmodel.Batch) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		k.Indexer.Preload(b)
-		_, err := k.w.Apply(ctx, b)
-		return err
+		return im.Add(b)
 	})
+	if err == nil {
+		err = im.Commit()
+	} else {
+		im.Abort()
+	}
 	switch {
 	case err == nil:
 		k.Consumer.SetStartOffsets(info.Offsets)

@@ -391,12 +391,13 @@ func BenchmarkRestart(b *testing.B) {
 	store := memory.New(memory.Options{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
+	im := store.NewImport() // as serve loads it
 	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
 		ix.Preload(bt)
-		_, err := store.Apply(context.Background(), bt)
-		return err
+		return im.Add(bt)
 	})
 	require.NoError(b, err)
+	require.NoError(b, im.Commit())
 	debug.SetGCPercent(gc)
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
 	require.NoError(b, err)

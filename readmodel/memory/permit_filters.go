@@ -90,36 +90,46 @@ func (s *side) contractorSym(sym uint32) string {
 	return f
 }
 
-// filterKeys are c's (field, value) pairs; empty values are not indexed.
-func (s *side) filterKeys(c *cpermit, fn func(filterField, string)) {
-	for _, kv := range [...]struct {
-		f filterField
-		v string
-	}{{ffType, s.foldSym(c.typ)}, {ffWork, s.foldSym(c.work)}, {ffStatus, s.foldSym(c.status)}, {ffContractor, s.contractorSym(c.contractor)}} {
+// fieldValue is one (field, value) pair of a permit's postings.
+type fieldValue struct {
+	f filterField
+	v string
+}
+
+// filterKeys are c's (field, value) pairs, in kvs[:n]; empty values are
+// not indexed. They are the same for every geo c is linked to, so the
+// callers fold them once per permit.
+func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
+	for _, kv := range [...]fieldValue{{ffType, s.foldSym(c.typ)}, {ffWork, s.foldSym(c.work)}, {ffStatus, s.foldSym(c.status)}, {ffContractor, s.contractorSym(c.contractor)}} {
 		if kv.v != "" {
-			fn(kv.f, kv.v)
+			kvs[n] = kv
+			n++
 		}
 	}
 	if !math.IsNaN(c.valuation) {
-		fn(ffValue, bucketNames[valueBucket(c.valuation)])
+		kvs[n] = fieldValue{ffValue, bucketNames[valueBucket(c.valuation)]}
+		n++
 	}
+	return n
 }
 
 // indexFilters adds c to its postings (the side's writer).
 func (s *side) indexFilters(c *cpermit) {
+	var kvs [5]fieldValue
+	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
 		}
-		s.filterKeys(c, func(f filterField, v string) {
-			k := fkey{l.geo, f, v}
+		for _, x := range kv {
+			k := fkey{l.geo, x.f, x.v}
 			t, ok := s.pf.postings[k]
 			if !ok {
 				t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
 				s.pf.postings[k] = t
 			}
-			t.set(c)
-		})
+			s.setIn(t, c)
+		}
 	}
 	s.indexText(c)
 	s.indexValue(c)
@@ -129,19 +139,21 @@ func (s *side) indexFilters(c *cpermit) {
 
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
+	var kvs [5]fieldValue
+	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
 		}
-		s.filterKeys(c, func(f filterField, v string) {
-			k := fkey{l.geo, f, v}
+		for _, x := range kv {
+			k := fkey{l.geo, x.f, x.v}
 			if t, ok := s.pf.postings[k]; ok {
 				t.delete(c)
 				if t.size() == 0 {
 					delete(s.pf.postings, k)
 				}
 			}
-		})
+		}
 	}
 	s.unindexText(c)
 	s.unindexValue(c)

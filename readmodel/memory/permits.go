@@ -55,7 +55,7 @@ func (s *side) indexPermit(c *cpermit) {
 			t = newTreeSet()
 			s.pi.geoIdx[l.geo] = t
 		}
-		t.set(c)
+		s.setIn(t, c)
 	}
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)

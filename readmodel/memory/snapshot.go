@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -58,6 +59,9 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 		b.Locations = append(b.Locations, r.doc.Clone())
 		err = add()
 	}
+	// Permits in index order (permitLess), so an Import appends them to
+	// its B-trees (import.go).
+	live := make([]*cpermit, 0, len(d.permits.rows))
 	for id, r := range d.permits.rows {
 		if err != nil {
 			return err
@@ -66,7 +70,22 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 			tomb(readmodel.KindPermit, id, r.version)
 			continue
 		}
-		b.Permits = append(b.Permits, d.expandPermit(r.doc))
+		live = append(live, r.doc)
+	}
+	slices.SortFunc(live, func(a, b *cpermit) int {
+		if permitLess(a, b) {
+			return -1
+		}
+		if permitLess(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, c := range live {
+		if err != nil {
+			return err
+		}
+		b.Permits = append(b.Permits, d.expandPermit(c))
 		err = add()
 	}
 	for _, e := range d.props.m {

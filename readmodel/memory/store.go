@@ -69,6 +69,8 @@ type Store struct {
 	seq   atomic.Uint64
 
 	stats *statsCache
+
+	newResolver func() Resolver // Options.NewResolver, for the sides an Import builds
 }
 
 // readerCount counts the readers of one side, alone on its cache line.
@@ -86,7 +88,7 @@ var (
 
 // New returns an empty Store.
 func New(opts Options) *Store {
-	s := &Store{epoch: rand.Uint64()}
+	s := &Store{epoch: rand.Uint64(), newResolver: opts.NewResolver}
 	for i := range s.sides {
 		var r Resolver
 		if opts.NewResolver != nil {

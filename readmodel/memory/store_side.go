@@ -28,6 +28,8 @@ type side struct {
 	// locGen counts location writes that took: stats name locations, so
 	// the stats cache keys on it (statscache.go).
 	locGen uint64
+	// bulk is set while an Import builds the side (setIn).
+	bulk bool
 }
 
 func newSide(r Resolver) *side {

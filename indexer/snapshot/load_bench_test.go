@@ -1,0 +1,131 @@
+package snapshot_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/pipeline/data"
+	"github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/pipeline/gen"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// BenchmarkLoad measures a restart's load of a snapshot: the gazetteer
+// and PERMITD_BENCH_LOAD_PERMITS generated permits with their properties
+// (default 200,000; BenchmarkRestart in indexer/kafka loads 1,000,000
+// and sets it beside a full replay), exported once; each round verifies
+// the file and loads it into an empty store and the indexer's location
+// table, as serve does before it replays what came after the snapshot
+// ("load-s", memory.Import), and again through Apply batch by batch, the
+// load before Import ("apply-load-s"); with the CPU time of each.
+//
+//	go test -run '^$' -bench Load -benchtime 3x -timeout 30m ./indexer/snapshot/
+func BenchmarkLoad(b *testing.B) {
+	permits := 200_000
+	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
+		permits = v
+	}
+	ctx := context.Background()
+	src := memory.New(memory.Options{})
+	var batch readmodel.Batch
+	flush := func() {
+		_, err := src.Apply(ctx, batch)
+		require.NoError(b, err)
+		batch = readmodel.Batch{}
+	}
+	project := func(env events.Envelope) error {
+		d, err := indexer.Project(ctx, env, src)
+		if err != nil {
+			return err
+		}
+		batch.Append(d)
+		if batch.Len() >= 4096 {
+			flush()
+		}
+		return nil
+	}
+	_, err := gazetteer.Import(ctx, data.Open, project)
+	require.NoError(b, err)
+	flush()
+	_, err = gen.Generate(ctx, gen.Params{Permits: permits, Seed: 7, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, project)
+	require.NoError(b, err)
+	flush()
+	want, err := src.Digest(ctx)
+	require.NoError(b, err)
+	counts, err := src.Counts(ctx)
+	require.NoError(b, err)
+	path := filepath.Join(b.TempDir(), "memory.snapshot")
+	info, err := snapshot.Write(path, snapshot.Offsets{"t": {0: 1}}, func(fn func(readmodel.Batch) error) error {
+		return src.Export(ctx, 4096, fn)
+	})
+	require.NoError(b, err)
+	src = nil
+	runtime.GC()
+
+	var took, applyTook, cpu, applyCPU time.Duration
+	for b.Loop() {
+		for _, viaApply := range []bool{false, true} {
+			runtime.GC()
+			start, cpu0 := time.Now(), cpuTime()
+			store := serveLoad(b, path, viaApply)
+			if viaApply {
+				applyTook += time.Since(start)
+				applyCPU += cpuTime() - cpu0
+			} else {
+				took += time.Since(start)
+				cpu += cpuTime() - cpu0
+			}
+			got, err := store.Digest(ctx)
+			require.NoError(b, err)
+			require.Equal(b, want, got, "the load restores the exported state")
+		}
+	}
+	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits")
+	b.ReportMetric(float64(counts[readmodel.KindProperty]), "properties")
+	b.ReportMetric(float64(info.Bytes)/1e6, "snapshot-MB")
+	b.ReportMetric(took.Seconds()/float64(b.N), "load-s")
+	b.ReportMetric(applyTook.Seconds()/float64(b.N), "apply-load-s")
+	// CPU time too: on a shared machine the wall time says as much about
+	// the neighbours as about the load.
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "load-cpu-s")
+	b.ReportMetric(applyCPU.Seconds()/float64(b.N), "apply-load-cpu-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// serveLoad is serve's load of a snapshot (cmd/permitd, loadSnapshot);
+// viaApply loads it with Apply instead of an Import.
+func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
+	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
+	store := memory.New(memory.Options{})
+	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
+	require.NoError(b, err)
+	if viaApply {
+		_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+			ix.Preload(bt)
+			_, err := store.Apply(context.Background(), bt)
+			return err
+		})
+		require.NoError(b, err)
+		return store
+	}
+	im := store.NewImport()
+	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+		ix.Preload(bt)
+		return im.Add(bt)
+	})
+	require.NoError(b, err)
+	require.NoError(b, im.Commit())
+	return store
+}
