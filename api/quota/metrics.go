@@ -1,6 +1,11 @@
 package quota
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the limiters' Prometheus metrics. A nil *Metrics records
 // nothing.
@@ -11,7 +16,15 @@ type Metrics struct {
 	recoveries     prometheus.Counter
 	breaker        *prometheus.GaugeVec
 	rejected       prometheus.Counter
+
+	// counted holds the decision series already bound to their labels,
+	// so that a decision is one map read, not a hash of its label values
+	// under the vector's lock; copied on write (a handful of series).
+	mu      sync.Mutex
+	counted atomic.Pointer[map[decisionKey]prometheus.Counter]
 }
+
+type decisionKey struct{ store, result string }
 
 // NewMetrics registers the metrics with reg:
 //
@@ -69,7 +82,32 @@ func (m *Metrics) decided(store string, d Decision) {
 	if !d.Allowed {
 		result = d.Reason
 	}
-	m.decisions.WithLabelValues(store, result).Inc()
+	m.counter(decisionKey{store, result}).Inc()
+}
+
+func (m *Metrics) counter(k decisionKey) prometheus.Counter {
+	if cur := m.counted.Load(); cur != nil {
+		if c, ok := (*cur)[k]; ok {
+			return c
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old map[decisionKey]prometheus.Counter
+	if cur := m.counted.Load(); cur != nil {
+		old = *cur
+	}
+	if c, ok := old[k]; ok {
+		return c
+	}
+	next := make(map[decisionKey]prometheus.Counter, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	c := m.decisions.WithLabelValues(k.store, k.result)
+	next[k] = c
+	m.counted.Store(&next)
+	return c
 }
 
 func (m *Metrics) setFallback(on bool) {

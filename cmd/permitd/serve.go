@@ -29,6 +29,7 @@ type serveConfig struct {
 	quotaConfig
 	kafkaConfig
 	opsConfig
+	gcConfig
 	Addr            string
 	APIKeys         string
 	Backend         string
@@ -50,6 +51,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	c.quotaConfig.bind(fs)
 	c.kafkaConfig.bind(fs)
 	c.opsConfig.bind(fs)
+	c.gcConfig.bind(fs)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
@@ -75,7 +77,7 @@ func cacheBytes(mb int) int64 {
 func (c *serveConfig) Validate() error {
 	var errs []error
 	errs = append(errs, c.commonConfig.validate(), validateAddr(c.Addr),
-		c.quotaConfig.validate(), c.kafkaConfig.validate(false), c.opsConfig.validate())
+		c.quotaConfig.validate(), c.kafkaConfig.validate(false), c.opsConfig.validate(), c.gcConfig.validate())
 	if err := validBackend(c.Backend); err != nil {
 		errs = append(errs, err)
 	} else if c.Backend == "opensearch" {
@@ -128,6 +130,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd serve", cfg.logValue()...)
+	gc, err := cfg.gcConfig.apply(e.getenv)
+	if err != nil {
+		return err
+	}
+	log.Info("garbage collector", "target", gc)
 	s := &serveProcess{cfg: &cfg, e: e, log: log}
 	defer s.close()
 	if err := s.build(ctx); err != nil {

@@ -266,8 +266,9 @@ func (t telemetry) apiTracing() *api.Tracing {
 //	OTEL_SDK_DISABLED=true                      off
 //	OTEL_TRACES_EXPORTER=none                   off
 //	OTEL_TRACES_EXPORTER=otlp                   OTLP over HTTP/protobuf
-//	OTEL_TRACES_EXPORTER=discard                spans are made and dropped (permitd's
-//	                                            own value: trace ids in the access log and
+//	OTEL_TRACES_EXPORTER=discard                spans are made, ended into an exporter that
+//	                                            drops them (permitd's own value; no batch
+//	                                            queue): trace ids in the access log and
 //	                                            traceparent to the backends, and a way to
 //	                                            measure tracing's cost without a collector)
 //	OTEL_TRACES_EXPORTER unset                  otlp when OTEL_EXPORTER_OTLP_ENDPOINT
@@ -296,7 +297,9 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 		if err != nil {
 			return nil, err
 		}
-		return sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithResource(res)), nil
+		// Every span reaches the exporter as it ends, synchronously:
+		// batching spans that are dropped would only add a queue.
+		return sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardExporter{}), sdktrace.WithResource(res)), nil
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: want otlp, discard or none", exp)
 	}

@@ -12,12 +12,13 @@
 // bounded in time.
 //
 // The measured time is split into rounds in which the servers take turns
-// (-rounds), so the machine's drift hits each alike. -tracing adds a second
-// permitd with tracing on and prints its ratio beside the first's (metrics
+// (-rounds), so the machine's drift hits each alike. -tracing (or -env)
+// adds a second permitd with tracing on (or those variables) and prints
+// its ratio beside the first's (metrics
 // only); -pprof writes CPU and allocation profiles of each endpoint's load.
 //
 //	driver -permitd bin/permitd -floor bin/floor [-duration 5s] [-workers 32] [-procs 1]
-//	       [-rounds 5] [-tracing discard|otlp-sink|off-sampler] [-pprof dir]
+//	       [-rounds 5] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-pprof dir]
 package main
 
 import (
@@ -65,7 +66,7 @@ type config struct {
 	only, logLevel               string
 	cacheMB                      int
 	rounds                       int
-	pprofDir, tracing            string
+	pprofDir, tracing, env       string
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run only the endpoints whose name contains this")
 	flag.IntVar(&c.rounds, "rounds", 5, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike")
 	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there")
+	flag.StringVar(&c.env, "env", "", "comma-separated K=V: also run a second permitd with these variables added (with -tracing: the traced one) and compare it to the first in the same run, e.g. GOGC=400")
 	flag.StringVar(&c.tracing, "tracing", "", "also run a second permitd with tracing on and compare it to the first (metrics only) in the same run: discard (every span sampled and dropped by an in-process exporter), otlp-sink (every span exported over OTLP/HTTP to a sink here that drops it), off-sampler (OTEL_TRACES_SAMPLER=always_off)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -179,12 +181,18 @@ func run(c config) error {
 	}
 	// The traced permitd: the same, with tracing on (see tracingEnv).
 	var traced *proc
-	if c.tracing != "" {
-		tenv, stopSink, err := tracingEnv(c.tracing)
-		if err != nil {
-			return err
+	if c.tracing != "" || c.env != "" {
+		var tenv []string
+		if c.tracing != "" {
+			var stopSink func()
+			if tenv, stopSink, err = tracingEnv(c.tracing); err != nil {
+				return err
+			}
+			defer stopSink()
 		}
-		defer stopSink()
+		if c.env != "" {
+			tenv = append(tenv, strings.Split(c.env, ",")...)
+		}
 		if traced, err = start(c.permitd, permitdArgs[:len(permitdArgs):len(permitdArgs)], append(permitdEnv, tenv...), filepath.Join(tmp, "permitd-traced.err"), false); err != nil {
 			return err
 		}
@@ -288,8 +296,8 @@ func run(c config) error {
 	head := "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t"
 	if traced != nil {
 		servers = append(servers, traced)
-		head += "traced req/s\ttraced p99 ms\ttraced ratio\tdifference\t"
-		fmt.Printf("load: the traced permitd runs with tracing %s; difference is its ratio minus the ratio with metrics only\n", c.tracing)
+		head += "2nd req/s\t2nd p99 ms\t2nd ratio\tdifference\t"
+		fmt.Printf("load: a 2nd permitd runs with tracing %q and variables %q; difference is its ratio minus the first's (metrics only, no tracing)\n", c.tracing, c.env)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, head)
@@ -318,7 +326,7 @@ func run(c config) error {
 			t := res[traced]
 			line += fmt.Sprintf("%.0f\t%.2f\t%.2f\t%+.2f\t", t.rps, ms(t.p99), t.rps/f.rps, t.rps/f.rps-s.rps/f.rps)
 			if t.non2xx > 0 {
-				line += fmt.Sprintf(" (traced non-2xx %d)", t.non2xx)
+				line += fmt.Sprintf(" (2nd non-2xx %d)", t.non2xx)
 			}
 		}
 		fmt.Fprintln(tw, line)
