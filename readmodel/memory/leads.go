@@ -136,9 +136,14 @@ func newLeadIndex() *leadIndex {
 	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newSymbols()}
 }
 
-// add indexes l and returns its record.
-func (x *leadIndex) add(l readmodel.Lead) *leadRec {
-	r := &leadRec{
+// add indexes l and returns its record: reuse (a record remove just took
+// out of every structure of this side, or nil for a new one).
+func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
+	r := reuse
+	if r == nil {
+		r = &leadRec{}
+	}
+	*r = leadRec{
 		lead:   l,
 		date:   parseDay(l.EventDateUsed),
 		city:   x.names.id(l.Location.CityNorm),
@@ -197,10 +202,14 @@ func (x *leadIndex) replace(l readmodel.Lead) bool {
 	return true
 }
 
-func (x *leadIndex) remove(id string) {
+// remove takes the lead out of every structure and returns its record
+// (nil when unknown), which nothing of this side then holds: a move
+// (putLead) re-indexes the lead in it instead of allocating another, so a
+// writer moving leads makes no garbage of records.
+func (x *leadIndex) remove(id string) *leadRec {
 	r := x.byID[id]
 	if r == nil {
-		return
+		return nil
 	}
 	delete(x.byID, id)
 	for _, g := range r.lead.GeoIDs {
@@ -217,6 +226,7 @@ func (x *leadIndex) remove(id string) {
 		k.byConf.DeleteHint(r, &k.confHint)
 		k.days.add(r, -1)
 	}
+	return r
 }
 
 // anchorVersion is the number of lead writes that touched geoID.

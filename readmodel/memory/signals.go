@@ -116,14 +116,15 @@ func (s *side) putLead(l readmodel.Lead) bool {
 		return false
 	}
 	row := s.leads.rows[l.LeadID]
+	var rec *leadRec
 	if hadPrev {
 		if s.signals.leads.replace(l) {
 			row.doc = prev // the same record, with the new document
 			return true
 		}
-		s.signals.leads.remove(l.LeadID)
+		rec = s.signals.leads.remove(l.LeadID) // reused: a move makes no garbage
 	}
-	row.doc = s.signals.leads.add(l)
+	row.doc = s.signals.leads.add(l, rec)
 	return true
 }
 
