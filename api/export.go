@@ -88,7 +88,7 @@ func (s *server) exportPermits(c *gin.Context) error {
 	// backend unavailable past the request deadline a 503. The scan
 	// (export_scan.go) is closed however the stream ends.
 	first, cancel := step()
-	scan, err := s.openPermitScan(first, query)
+	scan, err := s.openPermitScan(first, query, rowCap+1)
 	if err != nil {
 		cancel()
 		return asNotFound(err, "location "+geoID)

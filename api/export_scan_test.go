@@ -25,6 +25,7 @@ type scanningReader struct {
 	failNext              int64
 	opened, nexts, closed atomic.Int64
 	searches              atomic.Int64
+	max                   atomic.Int64 // the last scan's bound
 }
 
 func (r *scanningReader) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
@@ -32,8 +33,9 @@ func (r *scanningReader) SearchPermits(ctx context.Context, q readmodel.PermitQu
 	return r.Reader.SearchPermits(ctx, q)
 }
 
-func (r *scanningReader) OpenPermitScan(_ context.Context, q readmodel.PermitQuery) (readmodel.PermitScan, error) {
+func (r *scanningReader) OpenPermitScan(_ context.Context, q readmodel.PermitQuery, max int) (readmodel.PermitScan, error) {
 	r.opened.Add(1)
+	r.max.Store(int64(max))
 	return &recordingScan{r: r, inner: readmodel.PagedPermitScan(r.Reader, q)}, nil
 }
 
@@ -124,6 +126,10 @@ func TestPermitExportUsesTheBackendScan(t *testing.T) {
 			}
 			if o, n, c := sr.opened.Load(), sr.nexts.Load(), sr.closed.Load(); o != 1 || n != tc.nexts || c != 1 {
 				t.Errorf("scans opened %d, pages %d, closed %d; want 1, %d, 1", o, n, tc.nexts, c)
+			}
+			// The development plan's row cap is 5,000,000.
+			if got := sr.max.Load(); got != 5_000_001 {
+				t.Errorf("scan bound %d, want the row cap plus one", got)
 			}
 			if got := sr.searches.Load(); got != 0 {
 				t.Errorf("%d SearchPermits calls beside the scan", got)

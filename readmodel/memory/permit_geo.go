@@ -70,9 +70,8 @@ type geoHit struct {
 	dist float64
 }
 
-// searchGeometry is SearchPermits for a query with a geometry, in any
-// order.
-func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
+// geometryHits is permitHits for a query with a geometry, in any order.
+func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) ([]geoHit, uint32, error) {
 	f := &q.Filter
 	geo := uint32(0)
 	var propSet map[*cpermit]bool
@@ -81,7 +80,7 @@ func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readm
 	case isProp:
 		e := s.props.entry(ref, false)
 		if e == nil || e.state != propLive {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		geo, propSet = selfProperty, map[*cpermit]bool{}
 		for _, c := range e.permits {
@@ -89,16 +88,16 @@ func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readm
 		}
 	default:
 		if _, ok := s.locations.get(q.GeoID); !ok {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		set, sym := s.geoPermits(q.GeoID)
 		if set == nil {
-			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+			return nil, sym, nil
 		}
 		geo = sym
 	}
 	if q.Sort == readmodel.SortDistance && f.Near == nil {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: distance order without near", readmodel.ErrInvalidQuery)
+		return nil, 0, fmt.Errorf("%w: distance order without near", readmodel.ErrInvalidQuery)
 	}
 	plan := s.planOf(f)
 	ikLo, ikHi := int32(math.MinInt32), int32(undated)
@@ -113,7 +112,7 @@ func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readm
 	la0, lo0 := cellOf(minLat, minLon)
 	la1, lo1 := cellOf(maxLat, maxLon)
 	if int64(la1-la0+1)*int64(lo1-lo0+1) > 250_000 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: geometry spans too many cells", readmodel.ErrInvalidQuery)
+		return nil, 0, fmt.Errorf("%w: geometry spans too many cells", readmodel.ErrInvalidQuery)
 	}
 	var hits []geoHit
 	for la := la0; la <= la1; la++ {
@@ -143,7 +142,7 @@ func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readm
 			}
 		}
 	}
-	less := s.geoOrder(q)
+	less := s.geoOrder(*q)
 	slices.SortFunc(hits, func(a, b geoHit) int {
 		if less(a, b) {
 			return -1
@@ -164,31 +163,7 @@ func (s *side) searchGeometry(_ context.Context, q readmodel.PermitQuery) (readm
 		}
 	}
 	hits = hits[start:]
-	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(hits), q.Limit))}
-	for i, h := range hits {
-		if i == q.Limit {
-			last := hits[i-1].c
-			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id, DistanceM: hits[i-1].dist}
-			if q.Sort == readmodel.SortValuationDesc && !math.IsNaN(last.valuation) {
-				out.Next.HasValuation, out.Next.Valuation = true, last.valuation
-			}
-			break
-		}
-		hit := readmodel.PermitHit{Permit: s.expandPermit(h.c)}
-		if geo != 0 {
-			m, ok := s.link(h.c, geo)
-			if !ok {
-				m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
-			}
-			hit.Match = m
-		}
-		if f.Near != nil {
-			d := math.Round(h.dist*10) / 10
-			hit.DistanceM = &d
-		}
-		out.Permits = append(out.Permits, hit)
-	}
-	return out, nil
+	return hits[:min(len(hits), n)], geo, nil
 }
 
 // geoOrder is the strict order of q's sort over geometry hits.

@@ -175,7 +175,7 @@ func newPageSpec(desc bool, fromDate, toDate string, n int) pageSpec {
 // page returns up to sp.n permits of set in the requested order, strictly
 // after sp.after.
 func page(set permitSet, sp pageSpec) []*cpermit {
-	out := make([]*cpermit, 0, sp.n)
+	out := make([]*cpermit, 0, min(sp.n, set.size())) // size: at least what can come
 	if sp.n <= 0 || sp.lo > sp.hi {
 		return out
 	}

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 
@@ -54,11 +53,8 @@ func (s *side) unindexValue(c *cpermit) {
 	}
 }
 
-// searchByValuation is SearchPermits in valuation order.
-func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
+// valuationHits is permitHits in valuation order.
+func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int) ([]geoHit, uint32, error) {
 	lo, hi := int32(math.MinInt32), int32(undated)
 	if q.FromDate != "" {
 		hi = -parseDay(q.FromDate)
@@ -78,7 +74,7 @@ func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (re
 	if ref, ok := propRefIfKey(q.GeoID); ok {
 		e := s.props.entry(ref, false)
 		if e == nil || e.state != propLive {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		sorted := append([]*cpermit(nil), e.permits...)
 		sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
@@ -92,12 +88,12 @@ func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (re
 		}
 	} else {
 		if _, ok := s.locations.get(q.GeoID); !ok {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		set, sym := s.geoPermits(q.GeoID)
 		t := s.pf.byValue[sym]
 		if set == nil || t == nil {
-			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+			return nil, sym, nil
 		}
 		base, geo = set, sym
 		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
@@ -106,7 +102,7 @@ func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (re
 	pred, ok := keep.(predSet)
 	check := func(c *cpermit) bool { return !ok || pred.keep(c) }
 	if _, empty := keep.(sliceSet); empty && keep.size() == 0 {
-		return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+		return nil, geo, nil
 	}
 	pivot := &cpermit{valuation: math.Inf(1)}
 	if q.After != nil {
@@ -115,36 +111,15 @@ func (s *side) searchByValuation(_ context.Context, q readmodel.PermitQuery) (re
 			pivot.valuation = q.After.Valuation
 		}
 	}
-	var items []*cpermit
+	var hits []geoHit
 	walk(pivot, func(c *cpermit) bool {
 		if q.After != nil && c.id == pivot.id && !valueLess(c, pivot) && !valueLess(pivot, c) {
 			return true
 		}
 		if inWindow(c) && check(c) {
-			items = append(items, c)
+			hits = append(hits, geoHit{c: c})
 		}
-		return len(items) <= q.Limit
+		return len(hits) < n
 	})
-	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
-	for i, c := range items {
-		if i == q.Limit {
-			last := items[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id,
-				HasValuation: !math.IsNaN(last.valuation), Valuation: nanZero(last.valuation)}
-			break
-		}
-		m, ok := s.link(c, geo)
-		if !ok {
-			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
-		}
-		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: s.expandPermit(c), Match: m})
-	}
-	return out, nil
-}
-
-func nanZero(f float64) float64 {
-	if math.IsNaN(f) {
-		return 0
-	}
-	return f
+	return hits, geo, nil
 }

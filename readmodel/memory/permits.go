@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -105,51 +106,95 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 	if q.Limit < 1 || q.Limit > 100 {
 		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
+	hits, geo, err := s.permitHits(ctx, &q, q.Limit+1)
+	if err != nil {
+		return readmodel.PermitPage{}, err
+	}
+	return s.permitPage(&q, geo, hits), nil
+}
+
+// permitHits returns the permits q pages, in q's order, strictly after
+// q.After, at most n (the candidates of SearchPermits and of the export
+// scan, permit_scan.go), and the geo they are matched on (a symbol,
+// selfProperty, or 0 for a geometry without geo_id).
+func (s *side) permitHits(ctx context.Context, q *readmodel.PermitQuery, n int) ([]geoHit, uint32, error) {
 	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+		return nil, 0, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
 	}
 	if q.Filter.HasGeometry() {
-		return s.searchGeometry(ctx, q) // permit_geo.go
+		return s.geometryHits(ctx, q, n) // permit_geo.go
 	}
 	if q.Sort == readmodel.SortValuationDesc {
-		return s.searchByValuation(ctx, q) // permit_sort.go
+		return s.valuationHits(ctx, q, n) // permit_sort.go
 	}
 	var set permitSet
 	var geo uint32
 	if ref, ok := propRefIfKey(q.GeoID); ok {
 		e := s.props.entry(ref, false)
 		if e == nil || e.state != propLive {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		set, geo = sliceSet(e.permits), selfProperty
 	} else {
 		if _, ok := s.locations.get(q.GeoID); !ok {
-			return readmodel.PermitPage{}, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
 		set, geo = s.geoPermits(q.GeoID)
 		if set == nil {
-			return readmodel.PermitPage{Permits: []readmodel.PermitHit{}}, nil
+			return nil, geo, nil
 		}
 	}
-	sp := newPageSpec(q.Desc, q.FromDate, q.ToDate, q.Limit+1)
+	sp := newPageSpec(q.Desc, q.FromDate, q.ToDate, n)
 	if q.After != nil {
 		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
 	}
 	items := page(s.filteredSet(geo, set, &q.Filter), sp)
-	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(items), q.Limit))}
+	hits := make([]geoHit, len(items))
 	for i, c := range items {
+		hits[i].c = c
+	}
+	return hits, geo, nil
+}
+
+// permitPage is the page of hits (q.Limit of them, Next set when more
+// follow) matched on geo.
+func (s *side) permitPage(q *readmodel.PermitQuery, geo uint32, hits []geoHit) readmodel.PermitPage {
+	out := readmodel.PermitPage{Permits: make([]readmodel.PermitHit, 0, min(len(hits), q.Limit))}
+	for i := range hits {
 		if i == q.Limit {
-			last := items[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id}
+			out.Next = permitKeyOf(q, &hits[i-1])
 			break
 		}
+		out.Permits = append(out.Permits, s.permitHit(q, geo, &hits[i], hits[i].c))
+	}
+	return out
+}
+
+// permitHit is hit h as a result; c is h.c or a copy that names its texts
+// elsewhere (permit_scan.go).
+func (s *side) permitHit(q *readmodel.PermitQuery, geo uint32, h *geoHit, c *cpermit) readmodel.PermitHit {
+	hit := readmodel.PermitHit{Permit: s.expandPermit(c)}
+	if geo != 0 {
 		m, ok := s.link(c, geo)
 		if !ok { // a permit of the property without a property link
 			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
 		}
-		out.Permits = append(out.Permits, readmodel.PermitHit{Permit: s.expandPermit(c), Match: m})
+		hit.Match = m
 	}
-	return out, nil
+	if q.Filter.Near != nil {
+		d := math.Round(h.dist*10) / 10
+		hit.DistanceM = &d
+	}
+	return hit
+}
+
+// permitKeyOf is the cursor key after h in q's order.
+func permitKeyOf(q *readmodel.PermitQuery, h *geoHit) *readmodel.PermitKey {
+	k := &readmodel.PermitKey{IssueDate: issueOf(h.c.ik), PermitID: h.c.id, DistanceM: h.dist}
+	if q.Sort == readmodel.SortValuationDesc && !math.IsNaN(h.c.valuation) {
+		k.HasValuation, k.Valuation = true, h.c.valuation
+	}
+	return k
 }
 
 // PropertyPermits implements readmodel.Reader.

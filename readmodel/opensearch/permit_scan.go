@@ -30,8 +30,9 @@ var _ readmodel.PermitScanner = (*Store)(nil)
 const closePITTimeout = 10 * time.Second
 
 // OpenPermitScan implements readmodel.PermitScanner: it opens the point
-// in time; the first Next checks the geography.
-func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitScan, error) {
+// in time; the first Next checks the geography. Pages are read one at a
+// time, so max needs no use here.
+func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, _ int) (readmodel.PermitScan, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return nil, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}

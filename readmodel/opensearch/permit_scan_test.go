@@ -145,7 +145,7 @@ func (c *scanCluster) page(raw string) (int, string) {
 
 func scanAll(t *testing.T, s *Store, ctx context.Context, q readmodel.PermitQuery) ([]string, readmodel.PermitScan, error) {
 	t.Helper()
-	sc, err := s.OpenPermitScan(ctx, q)
+	sc, err := s.OpenPermitScan(ctx, q, 0)
 	require.NoError(t, err)
 	var got []string
 	for pages := 0; pages < 100; pages++ {
@@ -199,7 +199,7 @@ func TestPermitScanClosesOnCancel(t *testing.T) {
 	c := newScanCluster(t, 250)
 	s := c.store()
 	ctx, cancel := context.WithCancel(context.Background())
-	sc, err := s.OpenPermitScan(ctx, readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100})
+	sc, err := s.OpenPermitScan(ctx, readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100}, 0)
 	require.NoError(t, err)
 	_, err = sc.Next(ctx)
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestPermitScanClosesOnCancel(t *testing.T) {
 func TestPermitScanUnknownGeo(t *testing.T) {
 	c := newScanCluster(t, 10)
 	s := c.store()
-	sc, err := s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "gnosuch", Desc: true, Limit: 100})
+	sc, err := s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "gnosuch", Desc: true, Limit: 100}, 0)
 	require.NoError(t, err)
 	_, err = sc.Next(context.Background())
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
@@ -254,6 +254,6 @@ func TestPermitScanOpenFails(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s, err := New(Config{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
-	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100})
+	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100}, 0)
 	require.ErrorContains(t, err, "security_exception")
 }

@@ -456,7 +456,7 @@ func permitExportScan(t *testing.T, e *Env) {
 	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
 	open := func(q readmodel.PermitQuery) readmodel.PermitScan {
 		if ps, ok := e.B.(readmodel.PermitScanner); ok {
-			s, err := ps.OpenPermitScan(e.Ctx(), q)
+			s, err := ps.OpenPermitScan(e.Ctx(), q, 0)
 			require.NoError(t, err)
 			return s
 		}
