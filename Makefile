@@ -20,7 +20,7 @@ test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race' ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 ./indexer/...
-	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown' ./api/quota/ ./cmd/permitd/ ./api/
+	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent' ./api/quota/ ./cmd/permitd/ ./api/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -437,3 +437,35 @@ func TestCacheHitAnswersAsTheMiss(t *testing.T) {
 	other := h.Get("/v1/signals/geo/search?state=WA&limit=24&geo_type=city")
 	require.NotEqual(t, tags[0], other.Header.Get("ETag"))
 }
+
+// TestConcurrentRequestsKeepTheirOwnState: the per-request state is
+// pooled beside the response writer; concurrent requests (run under
+// -race in make test) each get their own request id, key and ETag.
+func TestConcurrentRequestsKeepTheirOwnState(t *testing.T) {
+	vr := &versionedReader{}
+	h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: vr}})
+	vr.Reader = h.Store
+	h.Publish(gazetteer()...)
+	paths := []string{"/v1/locations/" + bigSeattle().EntityID, "/v1/signals/geo/search?state=WA&limit=25", "/v1/signals/geo/search?state=WA&limit=5"}
+	want := map[string]string{}
+	for _, p := range paths {
+		want[p] = serveRaw(h, p, http.Header{"X-Api-Key": {apitest.Key}}).Header().Get("ETag")
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				p := paths[(g+i)%len(paths)]
+				id := fmt.Sprintf("req-%d-%d", g, i)
+				rec := serveRaw(h, p, http.Header{"X-Api-Key": {apitest.Key}, "X-Request-Id": {id}})
+				if rec.Code != http.StatusOK || rec.Header().Get("X-Request-Id") != id || rec.Header().Get("ETag") != want[p] {
+					t.Errorf("%s as %s: %d, request id %q, ETag %q (want %q)", p, id, rec.Code, rec.Header().Get("X-Request-Id"), rec.Header().Get("ETag"), want[p])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

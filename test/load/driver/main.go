@@ -163,15 +163,15 @@ func run(c config) error {
 	}
 	procs := fmt.Sprintf("GOMAXPROCS=%d", c.procs)
 
-	permitdArgs := []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-response-cache-mb", strconv.Itoa(c.cacheMB)}
+	// -pprof: the profiles (-pprof here) and settle's forced collection.
+	permitdArgs := []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-pprof", "-response-cache-mb", strconv.Itoa(c.cacheMB)}
 	if c.pprofDir != "" {
 		if err := os.MkdirAll(c.pprofDir, 0o755); err != nil {
 			return err
 		}
-		permitdArgs = append(permitdArgs, "-pprof")
 	}
 	permitdEnv := []string{procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel}
-	srv, err := start(c.permitd, permitdArgs, permitdEnv, filepath.Join(tmp, "permitd.err"), c.pprofDir != "")
+	srv, err := start(c.permitd, permitdArgs, permitdEnv, filepath.Join(tmp, "permitd.err"), true)
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func run(c config) error {
 		if c.env != "" {
 			tenv = append(tenv, strings.Split(c.env, ",")...)
 		}
-		if traced, err = start(c.permitd, permitdArgs[:len(permitdArgs):len(permitdArgs)], append(permitdEnv, tenv...), filepath.Join(tmp, "permitd-traced.err"), false); err != nil {
+		if traced, err = start(c.permitd, permitdArgs[:len(permitdArgs):len(permitdArgs)], append(permitdEnv, tenv...), filepath.Join(tmp, "permitd-traced.err"), true); err != nil {
 			return err
 		}
 		defer traced.stop()
@@ -292,6 +292,13 @@ func run(c config) error {
 	fmt.Printf("load: %d workers, %s per endpoint and server in %d alternating rounds (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
 		c.workers, c.duration, c.rounds, c.warmup, c.procs, len(keys), len(eps[0].urls))
 	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB, metrics on\n", c.logLevel, c.cacheMB)
+	for _, p := range []*proc{srv, traced} {
+		if p != nil {
+			if err := settle(p); err != nil {
+				return err
+			}
+		}
+	}
 	servers := []*proc{srv, floor}
 	head := "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t"
 	if traced != nil {
@@ -479,6 +486,23 @@ func tracingEnv(mode string) ([]string, func(), error) {
 		return []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://" + ln.Addr().String() + "/v1/traces"}, func() { _ = srv.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("tracing %q: want discard, otlp-sink or off-sampler", mode)
+}
+
+// settle forces a full collection in permitd (through its admin port's
+// pprof handler) before the measurement: the collections that follow
+// loading the bundled data (a heap still holding the load's garbage) are
+// behind a server that has run for a while, and would otherwise fall on
+// the first endpoint measured (with GODEBUG=gctrace=1, the two cycles
+// after the load took 3.1 and 7.1 s of wall time at GOMAXPROCS=1; resolve,
+// measured first, read from 0.36 to 0.81 between runs).
+func settle(p *proc) error {
+	res, err := http.Get(p.admin + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, err = io.Copy(io.Discard, res.Body)
+	return err
 }
 
 func waitReady(base string, within time.Duration) error {
