@@ -27,11 +27,12 @@ import (
 //     found by binary search; its top-list counts are added record by
 //     record or as the cell's sparse totals less the other records,
 //     whichever is cheaper.
-//   - Roll-ups over all the key's leads and over each year (rollup.go)
-//     hold the same counts by confidence bucket in a Fenwick tree, so a
-//     window is a handful of roll-ups and at most two years of edge days
-//     (or everything less what lies outside it), and a floor costs one
-//     tree read per roll-up plus the leads of the floor's own bucket.
+//   - Roll-ups over all the key's leads, each year and each month
+//     (rollup.go) hold the same counts by confidence bucket in a Fenwick
+//     tree, so a window is a handful of roll-ups and at most about two
+//     months of edge days (or everything less what lies outside it), and
+//     a floor costs one tree read per roll-up plus the leads of the
+//     floor's own bucket.
 //   - Freshness only splits the last 30 days: read from their day cells.
 //
 // Rejected: a per-anchor Fenwick tree over (day, confidence) answers
