@@ -36,8 +36,10 @@ func NewAdmin(d Deps, o AdminOptions) http.Handler {
 	s := &server{Deps: d, log: d.Logger}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.GET("/v1/health/live", s.live)
-	r.GET("/v1/health/ready", s.ready)
+	// The health answers carry an X-Request-ID as on the public port (the
+	// document requires it of both).
+	r.GET("/v1/health/live", withRequestID(), s.live)
+	r.GET("/v1/health/ready", withRequestID(), s.ready)
 	if o.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(o.Metrics))
 	}
