@@ -15,8 +15,9 @@ import (
 // into each index item by item. An Import builds two new sides at once,
 // one goroutine each, from the batches as they are (it takes them over),
 // with the permit indexes bulk loaded: permits in index order (Export
-// writes them so) append to their B-trees instead of being inserted;
-// any other order gives the same state, only slower. Commit then makes
+// writes them so) append to their B-trees instead of being inserted, and
+// the filter postings are collected as lists and built one tree at a
+// time at the end; any other order gives the same state, only slower. Commit then makes
 // the new sides the Store's, replacing what it held; readers see the old
 // state until then and the whole new one after, never a part.
 //
@@ -50,7 +51,7 @@ func (s *Store) NewImport() *Import {
 			r = s.newResolver()
 		}
 		d := newSide(r)
-		d.bulk = true
+		d.bulk, d.staged = true, map[fkey]*[]*cpermit{}
 		im.sides[i] = d
 		ch := make(chan *readmodel.Batch, 8)
 		im.in[i] = ch
@@ -58,6 +59,8 @@ func (s *Store) NewImport() *Import {
 			for b := range ch {
 				d.apply(b)
 			}
+			d.flushStaged()
+			d.staged = nil
 		})
 	}
 	return im
