@@ -15,33 +15,43 @@ import (
 // into each index item by item. An Import builds two new sides at once,
 // one goroutine each, from the batches as they are (it takes them over),
 // with the permit indexes bulk loaded: permits in index order (Export
-// writes them so) append to their B-trees instead of being inserted;
-// any other order gives the same state, only slower. Commit then makes
+// writes them so) append to their B-trees instead of being inserted, and
+// the filter postings are collected as lists and built one tree at a
+// time at the end; any other order gives the same state, only slower. Commit then makes
 // the new sides the Store's, replacing what it held; readers see the old
 // state until then and the whole new one after, never a part.
 //
+// Batches written with Apply while an Import runs (serve's embedded feed
+// runs beside the Kafka indexer that loads the snapshot) are kept and
+// applied to the new sides too when it commits, so none is lost; the
+// version rule makes their order against the imported documents
+// irrelevant.
+//
 // Use: NewImport, Add every batch in order, then Commit (or Abort). One
-// Import at a time, and no Apply while one runs (the serve command loads
-// its snapshot before the indexer starts).
+// Import at a time.
 type Import struct {
-	s     *Store
-	sides [2]*side
-	in    [2]chan *readmodel.Batch
-	wg    sync.WaitGroup
-	err   error // a delete of an unknown kind (Add)
-	done  bool
+	s       *Store
+	sides   [2]*side
+	in      [2]chan *readmodel.Batch
+	wg      sync.WaitGroup
+	err     error // a delete of an unknown kind (Add)
+	done    bool
+	journal []*readmodel.Batch // Apply's batches meanwhile (Store.journal)
 }
 
 // NewImport starts an Import into s.
 func (s *Store) NewImport() *Import {
 	im := &Import{s: s}
+	s.wmu.Lock()
+	s.journal = &im.journal
+	s.wmu.Unlock()
 	for i := range im.sides {
 		var r Resolver
 		if s.newResolver != nil {
 			r = s.newResolver()
 		}
 		d := newSide(r)
-		d.bulk = true
+		d.bulk, d.staged = true, map[fkey]*[]*cpermit{}
 		im.sides[i] = d
 		ch := make(chan *readmodel.Batch, 8)
 		im.in[i] = ch
@@ -49,6 +59,8 @@ func (s *Store) NewImport() *Import {
 			for b := range ch {
 				d.apply(b)
 			}
+			d.flushStaged()
+			d.staged = nil
 		})
 	}
 	return im
@@ -75,16 +87,25 @@ func (im *Import) Add(b readmodel.Batch) error {
 	return nil
 }
 
-// Commit waits for both sides to be built and makes them the Store's
-// state, as one new version for readers.
+// Commit waits for both sides to be built, applies to them what Apply
+// wrote meanwhile, and makes them the Store's state, as one new version
+// for readers. After an Add failed it changes nothing and returns that
+// error.
 func (im *Import) Commit() error {
 	im.finish()
-	if im.err != nil {
-		return im.err
-	}
 	s := im.s
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	im.detach()
+	if im.err != nil {
+		return im.err
+	}
+	for _, d := range im.sides {
+		d.bulk = false
+		for _, b := range im.journal {
+			d.apply(b)
+		}
+	}
 	// The standby side has no reader once drained, and a reader only
 	// takes a side it found active: replacing it, then making it active,
 	// is what Apply does to a side's contents.
@@ -92,7 +113,6 @@ func (im *Import) Commit() error {
 	s.drain(j)
 	gen := max(s.sides[0].locGen, s.sides[1].locGen) + 1
 	for _, d := range im.sides {
-		d.bulk = false
 		// The stats cache keys on locGen: the new state must not meet
 		// answers computed on the old one.
 		d.locGen += gen
@@ -107,8 +127,14 @@ func (im *Import) Commit() error {
 }
 
 // Abort stops the Import; the Store keeps what it held.
-func (im *Import) Abort() { im.finish() }
+func (im *Import) Abort() {
+	im.finish()
+	im.s.wmu.Lock()
+	im.detach()
+	im.s.wmu.Unlock()
+}
 
+// finish ends the Add stream and waits for both sides.
 func (im *Import) finish() {
 	if im.done {
 		return
@@ -118,4 +144,11 @@ func (im *Import) finish() {
 		close(ch)
 	}
 	im.wg.Wait()
+}
+
+// detach stops Apply journalling for im (under the Store's writer lock).
+func (im *Import) detach() {
+	if im.s.journal == &im.journal {
+		im.s.journal = nil
+	}
 }

@@ -71,6 +71,9 @@ type Store struct {
 	stats *statsCache
 
 	newResolver func() Resolver // Options.NewResolver, for the sides an Import builds
+	// journal, while an Import runs, keeps the batches Apply wrote
+	// meanwhile, for Commit to apply to the new sides too (import.go).
+	journal *[]*readmodel.Batch
 }
 
 // readerCount counts the readers of one side, alone on its cache line.
@@ -157,6 +160,9 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 		standby.apply(s.pending)
 	}
 	res := standby.apply(own)
+	if s.journal != nil {
+		*s.journal = append(*s.journal, own)
+	}
 	if res.Applied == 0 { // both sides now hold the same state
 		s.pending = nil
 		return res, nil
