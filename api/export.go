@@ -88,7 +88,11 @@ func (s *server) exportPermits(c *gin.Context) error {
 	// backend unavailable past the request deadline a 503. The scan
 	// (export_scan.go) is closed however the stream ends.
 	first, cancel := step()
-	scan, err := s.openPermitScan(first, query, rowCap+1)
+	reads := rowCap + 1 // the row past the cap says the stream was cut
+	if c.Request.Method == http.MethodHead {
+		reads = exportPage // HEAD reads the first page only
+	}
+	scan, err := s.openPermitScan(first, query, reads)
 	if err != nil {
 		cancel()
 		return asNotFound(err, "location "+geoID)

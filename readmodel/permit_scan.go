@@ -11,13 +11,13 @@ import (
 // SearchPermits with the cursor key (PagedPermitScan).
 type PermitScanner interface {
 	// OpenPermitScan starts a scan of the permits SearchPermits would page
-	// for q (q.After: resume after that key; q.Limit: the page size). max
-	// bounds what the caller will read (0 or less: no bound): the scan
-	// may end after max permits (a caller that must know whether more
-	// follow asks for one more), and a backend that gathers the scan up
-	// front (memory) gathers no more. It holds backend resources until
+	// for q (q.After: resume after that key; q.Limit: the page size).
+	// maxRows bounds what the caller will read (0 or less: no bound): the
+	// scan may end after maxRows permits (a caller that must know whether
+	// more follow asks for one more), and a backend that gathers the scan
+	// up front (memory) gathers no more. It holds backend resources until
 	// Close.
-	OpenPermitScan(ctx context.Context, q PermitQuery, max int) (PermitScan, error)
+	OpenPermitScan(ctx context.Context, q PermitQuery, maxRows int) (PermitScan, error)
 }
 
 // PermitScan is one scan. Next returns the following page (Next nil on

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
@@ -13,7 +14,7 @@ import (
 // Export scans (readmodel.PermitScanner). OpenPermitScan gathers, in one
 // read of the active side, the permits the query pages (the search's own
 // candidates, permitHits: same filters, geometry, order and checks), at
-// most max of them, and leaves the side; Next then expands them a page at
+// most maxRows of them, and leaves the side; Next then expands them a page at
 // a time without entering a side again. So a scan reads one version (the
 // one readers saw when it opened) however slowly its client reads, and a
 // writer waits for it at most once, for the gathering (the writer that
@@ -26,31 +27,33 @@ import (
 //   - the side's symbol strings and link sets, as slice headers: both
 //     only ever grow (symbols are never freed, a link set never changes),
 //     so the prefix the scan saw is never written again;
-//   - each hit's description and permit number, as strings: texts are
-//     reference counted and a freed handle is reused, so a handle read
-//     later could name another permit's text.
+//   - the texts (descriptions, permit numbers) of the hits, copied: texts
+//     are reference counted and a freed handle is reused, so a handle
+//     read later could name another permit's text. A scan of many permits
+//     copies the side's whole text table (one sequential copy, 16 bytes a
+//     text), a smaller one each hit's texts (a random read each).
 //
 // The cost is the gathering (the side is held for it: about the time of
-// walking that many permits of the index) and 32 bytes a gathered permit
-// until the scan ends.
+// walking that many permits of the index) and, until the scan ends, 16
+// bytes a gathered permit plus its texts (16 bytes a hit, or a text).
 
 var _ readmodel.PermitScanner = (*Store)(nil)
 
 // OpenPermitScan implements readmodel.PermitScanner: it gathers the scan
 // (above). An unknown geography or a query search refuses is answered by
 // the first Next.
-func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, max int) (readmodel.PermitScan, error) {
+func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, maxRows int) (readmodel.PermitScan, error) {
 	if q.Limit < 1 || q.Limit > 100 {
 		return nil, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if max <= 0 {
-		max = math.MaxInt
+	if maxRows <= 0 {
+		maxRows = math.MaxInt
 	}
 	sc := &permitScan{q: q}
-	_, _ = read(s, func(d *side) (struct{}, error) { sc.gather(ctx, d, max); return struct{}{}, nil })
+	_, _ = read(s, func(d *side) (struct{}, error) { sc.gather(ctx, d, maxRows); return struct{}{}, nil })
 	return sc, nil
 }
 
@@ -60,41 +63,57 @@ type permitScan struct {
 	err  error // the gathering's, answered by the first Next
 	done bool
 
-	geo   uint32
-	hits  []geoHit // not yet handed out
-	descs []string // descs[i]: the description of hits[i]
+	geo  uint32
+	hits []geoHit // not yet handed out
+	// The texts of the hits: the side's whole table, copied (whole), or
+	// each hit's description (descs[i]: hits[i]'s) and permit number.
+	whole bool
+	descs []string
 	nums  map[*cpermit]string
 
 	// view expands hits: the side's symbols and link sets as gathered,
-	// and texts holding the page's descriptions and numbers.
+	// and texts (the copied table, or the page's descriptions and
+	// numbers).
 	view *side
 }
 
 var errScanEnded = errors.New("memory: permit scan already ended")
 
 // gather runs in one read of side d.
-func (p *permitScan) gather(ctx context.Context, d *side, max int) {
-	p.hits, p.geo, p.err = d.permitHits(ctx, &p.q, max)
+func (p *permitScan) gather(ctx context.Context, d *side, maxRows int) {
+	p.hits, p.geo, p.err = d.permitHits(ctx, &p.q, maxRows)
 	if p.err != nil {
+		return
+	}
+	ts := d.pi.texts.strs
+	p.view = &side{pi: permitIndexes{
+		syms:  &symbols{strs: d.pi.syms.strs},
+		links: &linkSets{sets: d.pi.links.sets},
+	}}
+	if len(p.hits)*wholeTexts >= len(ts) {
+		// One sequential copy costs less than a random read per hit.
+		p.whole = true
+		p.view.pi.texts = &texts{strs: slices.Clone(ts)}
 		return
 	}
 	p.descs = make([]string, len(p.hits))
 	for i := range p.hits {
 		c := p.hits[i].c
-		p.descs[i] = d.pi.texts.str(c.desc)
+		p.descs[i] = ts[c.desc]
 		if c.number != 0 {
 			if p.nums == nil {
 				p.nums = map[*cpermit]string{}
 			}
-			p.nums[c] = d.pi.texts.str(c.number)
+			p.nums[c] = ts[c.number]
 		}
 	}
-	p.view = &side{pi: permitIndexes{
-		syms:  &symbols{strs: d.pi.syms.strs},
-		links: &linkSets{sets: d.pi.links.sets},
-		texts: &texts{strs: make([]string, 1+2*min(p.q.Limit, len(p.hits)))},
-	}}
+	p.view.pi.texts = &texts{strs: make([]string, 1+2*min(p.q.Limit, len(p.hits)))}
 }
+
+// wholeTexts: a scan of at least 1/wholeTexts as many permits as the side
+// has texts copies the whole text table rather than each hit's texts
+// (BenchmarkPermitScanOpenState measures both; a variable for it).
+var wholeTexts = 8
 
 // Next implements readmodel.PermitScan.
 func (p *permitScan) Next(ctx context.Context) (readmodel.PermitPage, error) {
@@ -115,6 +134,10 @@ func (p *permitScan) Next(ctx context.Context) (readmodel.PermitPage, error) {
 	ts := p.view.pi.texts.strs
 	for i := range n {
 		h := &p.hits[i]
+		if p.whole {
+			out.Permits = append(out.Permits, p.view.permitHit(&p.q, p.geo, h, h.c))
+			continue
+		}
 		c := *h.c // the page's text handles: 2i+1 and 2i+2
 		if c.desc != 0 {
 			c.desc = uint32(2*i + 1)
@@ -126,10 +149,15 @@ func (p *permitScan) Next(ctx context.Context) (readmodel.PermitPage, error) {
 		}
 		out.Permits = append(out.Permits, p.view.permitHit(&p.q, p.geo, h, &c))
 	}
-	clear(ts)
+	if !p.whole {
+		clear(ts)
+	}
 	if n < len(p.hits) {
 		out.Next = permitKeyOf(&p.q, &p.hits[n-1])
-		p.hits, p.descs = p.hits[n:], p.descs[n:]
+		p.hits = p.hits[n:]
+		if !p.whole {
+			p.descs = p.descs[n:]
+		}
 	} else {
 		p.release()
 	}

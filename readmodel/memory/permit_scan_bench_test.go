@@ -7,6 +7,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
 )
 
 // BenchmarkPermitScanOpenState opens the export scan of every permit of
@@ -14,9 +15,22 @@ import (
 // gathers the scan in one read of a side, so its time bounds how long a
 // writer can wait for an export (once: the stream reads no side). It
 // reports the mean and the longest open (hold-ms, max-hold-ms) and the
-// permits gathered.
+// permits gathered, for each way of keeping the texts: the side's whole
+// table copied (what a state-wide scan does) or each hit's.
 func BenchmarkPermitScanOpenState(b *testing.B) {
 	buildCorpus(b)
+	for _, bc := range []struct {
+		name  string
+		whole int
+	}{{"texts=whole", 1 << 30}, {"texts=each", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			defer memory.SetWholeTexts(bc.whole)()
+			benchScanOpen(b)
+		})
+	}
+}
+
+func benchScanOpen(b *testing.B) {
 	ctx := context.Background()
 	q := readmodel.PermitQuery{GeoID: events.GeoID("state", "WA"), Desc: true, Limit: 100}
 	var total, longest time.Duration

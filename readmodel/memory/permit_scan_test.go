@@ -120,6 +120,8 @@ var scanQueries = []readmodel.PermitQuery{
 	{GeoID: city, Desc: true, Limit: 9, Filter: readmodel.PermitFilter{Near: &readmodel.GeoPoint{Lat: 47.62, Lon: -122.33}, RadiusM: 2500}},
 	{Desc: true, Limit: 9, Filter: readmodel.PermitFilter{BBox: &readmodel.BBox{MinLat: 47.60, MinLon: -122.35, MaxLat: 47.63, MaxLon: -122.32}}},
 	{GeoID: state, Limit: 8, Sort: readmodel.SortValuationDesc, Filter: readmodel.PermitFilter{Text: "description"}},
+	// Few hits for the side's texts: the scan copies each hit's.
+	{GeoID: zipA, Desc: true, Limit: 2, Filter: readmodel.PermitFilter{PermitTypes: []string{"electrical"}, Statuses: []string{"expired", "issued"}}},
 }
 
 // TestPermitScanSnapshot: a scan returns exactly the permits (whole
