@@ -59,15 +59,8 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	from, err := q.date("from_date")
+	from, to, err := q.dateWindow()
 	if err != nil {
-		return err
-	}
-	to, err := q.date("to_date")
-	if err != nil {
-		return err
-	}
-	if err := dateRange(from, to); err != nil {
 		return err
 	}
 	st := state(c)

@@ -37,11 +37,7 @@ func (s *server) permitMonthly(c *gin.Context) error {
 		return err
 	}
 	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
-	from, err := q.date("from_date")
-	if err != nil {
-		return err
-	}
-	to, err := q.date("to_date")
+	from, to, err := q.dateWindow()
 	if err != nil {
 		return err
 	}

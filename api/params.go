@@ -235,6 +235,18 @@ func (q query) csv(name string, allowed []string) ([]string, error) {
 	return out, nil
 }
 
+// dateWindow returns the from_date and to_date parameters ("" when
+// absent), refusing a window whose from_date is after its to_date.
+func (q query) dateWindow() (from, to string, err error) {
+	if from, err = q.date("from_date"); err != nil {
+		return "", "", err
+	}
+	if to, err = q.date("to_date"); err != nil {
+		return "", "", err
+	}
+	return from, to, dateRange(from, to)
+}
+
 // dateRange checks from <= to.
 func dateRange(from, to string) error {
 	if from != "" && to != "" && from > to {

@@ -76,15 +76,8 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	from, err := q.date("from_date")
+	from, to, err := q.dateWindow()
 	if err != nil {
-		return err
-	}
-	to, err := q.date("to_date")
-	if err != nil {
-		return err
-	}
-	if err := dateRange(from, to); err != nil {
 		return err
 	}
 	limit, err := q.intIn("limit", 25, 1, 100)

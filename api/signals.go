@@ -151,15 +151,8 @@ func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 			p.keys = append(p.keys, k)
 		}
 	}
-	from, err := q.date("from_date")
+	from, to, err := q.dateWindow()
 	if err != nil {
-		return p, err
-	}
-	to, err := q.date("to_date")
-	if err != nil {
-		return p, err
-	}
-	if err := dateRange(from, to); err != nil {
 		return p, err
 	}
 	minConf, err := q.floatIn("min_confidence", 0, 1)
