@@ -15,12 +15,12 @@ import (
 
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/pipeline/data"
 	gazimport "github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
 	seaimport "github.com/permitd/permitd/pipeline/seattle"
 	"github.com/permitd/permitd/pipeline/signals"
+	"github.com/permitd/permitd/readmodel"
 )
 
 var sigNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
@@ -298,7 +298,7 @@ func TestPermitLeadsAndStatsAgree(t *testing.T) {
 			require.Equal(t, high, st.Confidence["high"])
 			require.Equal(t, fresh7, st.Freshness["0_7"])
 			for _, c := range st.TopCities { // named as the location spells it, counted under city_norm
-				require.Equal(t, cities[indexer.NormName(c.Value)], c.Count, "top city %s", c.Value)
+				require.Equal(t, cities[readmodel.NormName(c.Value)], c.Count, "top city %s", c.Value)
 			}
 		})
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -220,9 +219,9 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 			State:       state,
 			Zipcode:     zip,
 			County:      anchor.County,
-			CityNorm:    NormName(city),
+			CityNorm:    readmodel.NormName(city),
 			ZipcodeNorm: address.NormalizeZip(zip),
-			CountyNorm:  NormName(anchor.County),
+			CountyNorm:  readmodel.NormName(anchor.County),
 		},
 		MapsURL: mapsURL(d),
 		GeoIDs:  anchorsOf(anchor),
@@ -257,27 +256,6 @@ func anchorsOf(l readmodel.Location) []string {
 		}
 	}
 	return out
-}
-
-// NormName is the *_norm form of a city or county name: lower case,
-// letters and digits only, single spaces ("Seattle" -> "seattle",
-// "  King  County" -> "king county", "Coeur d'Alene" -> "coeur d alene").
-// "" stays "".
-func NormName(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = false
-			b.WriteRune(r)
-		} else {
-			space = true
-		}
-	}
-	return b.String()
 }
 
 // mapsURL links a lead to a map: its coordinates when known, else its

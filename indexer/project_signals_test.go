@@ -119,9 +119,3 @@ func TestProjectGeoSignalAndCatalog(t *testing.T) {
 	_, err = indexer.Project(context.Background(), mustEnv(t, events.CatalogUpserted, events.CatalogID("WA", c.SignalKey), 1, c), nil)
 	require.ErrorIs(t, err, events.ErrInvalid)
 }
-
-func TestNormalisers(t *testing.T) {
-	require.Equal(t, "coeur d alene", indexer.NormName(" Coeur d'Alene "))
-	require.Equal(t, "king county", indexer.NormName("KING  COUNTY"))
-	require.Equal(t, "", indexer.NormName(""))
-}

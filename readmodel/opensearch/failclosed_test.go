@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -248,7 +247,7 @@ func TestStatsSpellTopLists(t *testing.T) {
 // projection counts leads under.
 func TestNameKeyIsTheLeadsNorm(t *testing.T) {
 	for _, name := range []string{"King County", "Seattle", "St. Louis", "Coeur d'Alene", "Winston-Salem", "  DeKalb  County ", "Española", "O'Fallon"} {
-		require.Equal(t, indexer.NormName(name), nameKey(readmodel.Location{GeoType: readmodel.GeoCity, Name: name}), name)
+		require.Equal(t, readmodel.NormName(name), nameKey(readmodel.Location{GeoType: readmodel.GeoCity, Name: name}), name)
 	}
 	require.Empty(t, nameKey(readmodel.Location{GeoType: readmodel.GeoZip, Name: "98101"}))
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/indexer"
 )
 
 // Geographies of the fixture.
@@ -214,5 +213,3 @@ func AllEvents(t *testing.T) []events.Envelope {
 	out = append(out, CatalogEvents(t)...)
 	return out
 }
-
-var _ = indexer.NormName

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -511,7 +510,7 @@ func (e *Env) spellStats(leads []readmodel.Lead, topN int) readmodel.PermitStats
 	names := map[readmodel.GeoType]map[string]string{readmodel.GeoCity: {}, readmodel.GeoCounty: {}}
 	for _, l := range e.Locations {
 		if m := names[l.GeoType]; m != nil {
-			m[indexer.NormName(l.Name)] = l.Name
+			m[readmodel.NormName(l.Name)] = l.Name
 		}
 	}
 	spelled := make([]readmodel.Lead, len(leads))
