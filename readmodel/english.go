@@ -131,42 +131,29 @@ func (s *stemmer) cons(i int) bool {
 	return true
 }
 
-// m measures the consonant-vowel sequences of b[0..j].
+// m measures the consonant-vowel sequences of b[0..j]: the m of
+// [C](VC)^m[V].
 func (s *stemmer) m() int {
-	n, i := 0, 0
-	for {
+	n := 0
+	i := s.run(0, true)
+	for i <= s.j {
+		i = s.run(i, false)
 		if i > s.j {
-			return n
-		}
-		if !s.cons(i) {
 			break
 		}
-		i++
-	}
-	i++
-	for {
-		for {
-			if i > s.j {
-				return n
-			}
-			if s.cons(i) {
-				break
-			}
-			i++
-		}
-		i++
 		n++
-		for {
-			if i > s.j {
-				return n
-			}
-			if !s.cons(i) {
-				break
-			}
-			i++
-		}
+		i = s.run(i, true)
+	}
+	return n
+}
+
+// run is the first index from i, at most j+1, whose letter is not a
+// consonant (consonants true) or not a vowel (false).
+func (s *stemmer) run(i int, consonants bool) int {
+	for i <= s.j && s.cons(i) == consonants {
 		i++
 	}
+	return i
 }
 
 func (s *stemmer) vowelInStem() bool {

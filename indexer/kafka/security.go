@@ -110,13 +110,22 @@ func (s *Security) mechanism() (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("kafka SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.SASLMechanism)
 }
 
-// transport is a kafka-go transport (writers, admin clients) with s.
-func (s *Security) transport(clientID string) (*kafkago.Transport, error) {
+// parts are s's TLS configuration and SASL mechanism (nil when unset).
+func (s *Security) parts() (*tls.Config, sasl.Mechanism, error) {
 	cfg, err := s.tls()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mech, err := s.mechanism()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, mech, nil
+}
+
+// transport is a kafka-go transport (writers, admin clients) with s.
+func (s *Security) transport(clientID string) (*kafkago.Transport, error) {
+	cfg, mech, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +134,7 @@ func (s *Security) transport(clientID string) (*kafkago.Transport, error) {
 
 // dialer is a kafka-go dialer (readers, consumer groups) with s.
 func (s *Security) dialer(clientID string) (*kafkago.Dialer, error) {
-	cfg, err := s.tls()
-	if err != nil {
-		return nil, err
-	}
-	mech, err := s.mechanism()
+	cfg, mech, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
