@@ -490,7 +490,7 @@ func appendLeads(b []byte, h *leadsHead, groupBy string, leads []readmodel.Lead,
 
 func appendValueCounts(b []byte, v []readmodel.ValueCount) []byte {
 	b = append(b, '[')
-	for i := range v[:min(len(v), statsTopN)] {
+	for i := range v[:min(len(v), readmodel.StatsTopN)] {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -200,7 +200,7 @@ func TestEncodersAgree(t *testing.T) {
 				}
 			}
 		}
-		st, err := store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: id}, Today: "2026-01-15", TopN: statsTopN})
+		st, err := store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: id}, Today: "2026-01-15", TopN: readmodel.StatsTopN})
 		require.NoError(t, err)
 		h := leadsHead{geoID: id, geoType: st.GeoType, keys: events.PermitSignalKeys}
 		agree(t, "stats "+id, refStats(h, st), appendStats(nil, &h, &st))

@@ -12,17 +12,10 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Export row caps per plan; a plan not listed gets defaultExportCap.
-var exportCaps = map[string]int{"free": 10_000, "standard": 250_000, "enterprise": 5_000_000, "development": 5_000_000}
-
-const (
-	defaultExportCap = 10_000
-	// exportQuotaRows: an export is charged one request of the monthly
-	// quota per started block of this many rows (the first block is the
-	// request itself).
-	exportQuotaRows = 1000
-	exportPage      = 100
-)
+// exportQuotaRows: an export is charged one request of the monthly quota
+// per started block of this many rows (the first block is the request
+// itself). Row caps per plan: readmodel.ExportRowCap.
+const exportQuotaRows = 1000
 
 // exportParams are the parameters of GET /v1/permits/export.
 var exportParams = append([]string{"geo_id", "format", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
@@ -65,11 +58,11 @@ func (s *server) exportPermits(c *gin.Context) error {
 	}
 	st := state(c)
 	principal := st.principal
-	rowCap, ok := exportCaps[principal.Plan.Name]
-	if !ok {
-		rowCap = defaultExportCap
+	rowCap := readmodel.ExportRowCap(principal.Plan.Name)
+	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: readmodel.ExportPage, Filter: pf}
+	if err := query.Validate(); err != nil {
+		return err
 	}
-	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: exportPage, Filter: pf}
 	// The stream is not bounded by the business request deadline (a large
 	// export takes longer than any one request should; the route is
 	// registered outside withDeadline); each read is, on its own (step).
@@ -83,7 +76,7 @@ func (s *server) exportPermits(c *gin.Context) error {
 	first, cancel := step()
 	reads := rowCap + 1 // the row past the cap says the stream was cut
 	if c.Request.Method == http.MethodHead {
-		reads = exportPage // HEAD reads the first page only
+		reads = readmodel.ExportPage // HEAD reads the first page only
 	}
 	scan, err := s.openPermitScan(first, query, reads)
 	if err != nil {

@@ -32,7 +32,7 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 10, 1, 20)
+	limit, err := q.intIn("limit", readmodel.DefaultResolveLimit, 1, readmodel.MaxMatchLimit)
 	if err != nil {
 		return err
 	}
@@ -40,9 +40,11 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), readmodel.ResolveQuery{
-		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus,
-	})
+	rq := readmodel.ResolveQuery{Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus}
+	if err := rq.Validate(); err != nil {
+		return err
+	}
+	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), rq)
 	if err != nil {
 		return err
 	}

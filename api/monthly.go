@@ -9,12 +9,6 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Monthly series window bounds, in months.
-const (
-	defaultMonths = 24
-	maxMonths     = 120
-)
-
 // monthlyParams are the parameters of GET /v1/permits/stats/monthly.
 var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
 
@@ -46,19 +40,23 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	}
 	if from == "" {
 		t, _ := time.Parse(time.DateOnly, to)
-		from = time.Date(t.Year(), t.Month()-defaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		from = time.Date(t.Year(), t.Month()-readmodel.DefaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 	}
 	if err := dateRange(from, to); err != nil {
 		return err
 	}
-	if n := len(readmodel.MonthsOf(from, to)); n > maxMonths {
-		return invalid("from_date", "the window spans %d months; the maximum is %d", n, maxMonths)
+	if n := len(readmodel.MonthsOf(from, to)); n > readmodel.MaxMonths {
+		return invalid("from_date", "the window spans %d months; the maximum is %d", n, readmodel.MaxMonths)
 	}
 	mr, ok := s.Reader.(readmodel.PermitMonthlyReader)
 	if !ok {
 		return readmodel.ErrUnsupported
 	}
-	months, err := mr.PermitMonthly(c.Request.Context(), readmodel.MonthlyQuery{GeoID: geoID, Filter: pf, FromDate: from, ToDate: to})
+	mq := readmodel.MonthlyQuery{GeoID: geoID, Filter: pf, FromDate: from, ToDate: to}
+	if err := mq.Validate(); err != nil {
+		return err
+	}
+	months, err := mr.PermitMonthly(c.Request.Context(), mq)
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
@@ -169,16 +168,10 @@ func (q query) date(name string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
-	if !isDate(s) {
+	if !readmodel.IsDay(s) {
 		return "", invalid(name, "must be a calendar date YYYY-MM-DD; got %q", clip(s))
 	}
 	return s, nil
-}
-
-// isDate reports whether s is a real calendar date written YYYY-MM-DD.
-func isDate(s string) bool {
-	_, err := time.Parse(time.DateOnly, s)
-	return err == nil && len(s) == 10
 }
 
 // id returns a required entity id parameter (geo_id): trimmed, and of a

@@ -22,7 +22,7 @@ type permitCursorKey struct {
 // validPosition: a permit position names a permit and a real date (or
 // none, for undated permits).
 func (k *permitCursorKey) validPosition() bool {
-	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate)) &&
+	return k.PermitID != "" && (k.IssueDate == "" || readmodel.IsDay(k.IssueDate)) &&
 		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0)) &&
 		k.DistanceM >= 0 && k.DistanceM <= 2*maxRadiusM
 }
@@ -80,7 +80,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -114,10 +114,14 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
+	pq := readmodel.PermitQuery{
 		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
 		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
-	})
+	}
+	if err := pq.Validate(); err != nil {
+		return err
+	}
+	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
 	if err != nil {
 		return asNotFound(err, "location "+geoID)
 	}

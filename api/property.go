@@ -36,9 +36,11 @@ func (s *server) searchProperty(c *gin.Context) error {
 	if zip != "" && !zipParamRe.MatchString(zip) {
 		return invalid("zipcode", "must be a 5-digit ZIP code or ZIP+4; got %q", clip(zip))
 	}
-	matches, err := s.Reader.SearchProperties(c.Request.Context(), readmodel.PropertyQuery{
-		Address: addr, City: city, State: state, Zipcode: zip, Limit: 1,
-	})
+	pq := readmodel.PropertyQuery{Address: addr, City: city, State: state, Zipcode: zip, Limit: 1}
+	if err := pq.Validate(); err != nil {
+		return err
+	}
+	matches, err := s.Reader.SearchProperties(c.Request.Context(), pq)
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func (s *server) propertyPermits(c *gin.Context) error {
 		return invalid("property_id", "must match ^prop_[0-9a-f]{32}$; got %q", clip(id))
 	}
 	q := queryOf(c)
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}

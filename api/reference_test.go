@@ -498,9 +498,9 @@ type permitStatsResponse struct {
 }
 
 func valueCounts(v []readmodel.ValueCount) []valueCountJSON {
-	out := make([]valueCountJSON, 0, min(len(v), statsTopN))
+	out := make([]valueCountJSON, 0, min(len(v), readmodel.StatsTopN))
 	for _, vc := range v {
-		if len(out) == statsTopN {
+		if len(out) == readmodel.StatsTopN {
 			break
 		}
 		out = append(out, valueCountJSON{Value: vc.Value, Count: vc.Count})

@@ -17,9 +17,6 @@ import (
 // and max_freshness_days is omitted.
 const defaultFreshnessDays = 60
 
-// statsTopN bounds top_counties, top_cities and top_zips.
-const statsTopN = 10
-
 var (
 	nonPropertyGeoTypes = []string{"jurisdiction", "city", "zip", "county", "state"}
 	geoDecisions        = []string{"positive", "neutral", "negative"}
@@ -98,7 +95,7 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -109,6 +106,9 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 		State: state, SignalKeys: keys, GeoType: readmodel.GeoType(gt), Decision: decision, MinScore: minScore, Limit: limit,
 	}
 	if rq.After, err = readCursor[readmodel.GeoSignalKey](s, q, endpoint, binding); err != nil {
+		return err
+	}
+	if err := rq.Validate(); err != nil {
 		return err
 	}
 	page, err := s.Reader.SearchGeoSignals(c.Request.Context(), rq)
@@ -218,7 +218,7 @@ func (s *server) permitLeads(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -233,6 +233,9 @@ func (s *server) permitLeads(c *gin.Context) error {
 	binding := cursor.Binding(append(p.bindingKVs, "sort", sortBy)...)
 	rq := readmodel.LeadQuery{Filter: p.filter, Sort: readmodel.LeadSort(sortBy), Limit: limit}
 	if rq.After, err = readCursor[readmodel.LeadKey](s, q, endpoint, binding); err != nil {
+		return err
+	}
+	if err := rq.Validate(); err != nil {
 		return err
 	}
 	page, err := s.Reader.PermitLeads(c.Request.Context(), rq)
@@ -257,9 +260,11 @@ func (s *server) permitStats(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.Reader.PermitStats(c.Request.Context(), readmodel.StatsQuery{
-		Filter: p.filter, Today: s.today().Format(time.DateOnly), TopN: statsTopN,
-	})
+	sq := readmodel.StatsQuery{Filter: p.filter, Today: s.today().Format(time.DateOnly), TopN: readmodel.StatsTopN}
+	if err := sq.Validate(); err != nil {
+		return err
+	}
+	st, err := s.Reader.PermitStats(c.Request.Context(), sq)
 	if err != nil {
 		return asNotFound(err, "location "+p.filter.GeoID)
 	}

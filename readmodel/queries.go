@@ -197,7 +197,8 @@ type StatsQuery struct {
 	// Today is the service clock's date (YYYY-MM-DD), the reference for
 	// freshness buckets.
 	Today string
-	// TopN bounds top_counties, top_cities and top_zips.
+	// TopN bounds top_counties, top_cities and top_zips (the API asks
+	// for StatsTopN); a negative TopN keeps the whole lists.
 	TopN int
 }
 

@@ -96,9 +96,6 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 		}
 		geo = sym
 	}
-	if q.Sort == readmodel.SortDistance && f.Near == nil {
-		return nil, 0, fmt.Errorf("%w: distance order without near", readmodel.ErrInvalidQuery)
-	}
 	plan := s.planOf(f)
 	ikLo, ikHi := int32(math.MinInt32), int32(undated)
 	dated := q.FromDate != "" || q.ToDate != ""

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -100,10 +99,10 @@ func (st *monthStats) median() *float64 {
 
 // PermitMonthly implements readmodel.PermitMonthlyReader.
 func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
-	from, to := parseDay(q.FromDate), parseDay(q.ToDate)
-	if from == noDate || to == noDate || from > to {
-		return nil, fmt.Errorf("%w: monthly window %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
+	from, to := parseDay(q.FromDate), parseDay(q.ToDate)
 	months := readmodel.MonthsOf(q.FromDate, q.ToDate)
 	out := make([]readmodel.MonthBucket, len(months))
 	for i, m := range months {

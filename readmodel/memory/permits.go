@@ -103,8 +103,8 @@ func (s *side) geoPermits(geoID string) (permitSet, uint32) {
 // SearchPermits implements readmodel.Reader. A property_id is a geo_id of
 // the property scope: its permits, matched by their property link.
 func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitPage{}, err
 	}
 	hits, geo, err := s.permitHits(ctx, &q, q.Limit+1)
 	if err != nil {
@@ -115,12 +115,9 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 
 // permitHits returns the permits q pages, in q's order, strictly after
 // q.After, at most n (the candidates of SearchPermits and of the export
-// scan, permit_scan.go), and the geo they are matched on (a symbol,
+// scan, permit_scan.go; q passed Validate), and the geo they are matched on (a symbol,
 // selfProperty, or 0 for a geometry without geo_id).
 func (s *side) permitHits(ctx context.Context, q *readmodel.PermitQuery, n int) ([]geoHit, uint32, error) {
-	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
-		return nil, 0, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
-	}
 	if q.Filter.HasGeometry() {
 		return s.geometryHits(ctx, q, n) // permit_geo.go
 	}
@@ -199,7 +196,7 @@ func permitKeyOf(q *readmodel.PermitQuery, h *geoHit) *readmodel.PermitKey {
 
 // PropertyPermits implements readmodel.Reader.
 func (s *side) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
+	if q.Limit < 1 || q.Limit > readmodel.MaxPageLimit {
 		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	ref, ok := propRefIfKey(q.PropertyID)

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"strings"
 
@@ -234,8 +233,8 @@ const maxFuzzyScan = 20000
 // number and city), city, state and ZIP hints as filters, ambiguity
 // factor 0.8. An input without a house number matches nothing.
 func (s *side) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	pq, hits := s.propertyHits(q)
 	out := make([]readmodel.PropertyMatch, 0, len(hits))

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -174,8 +173,8 @@ func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []s
 // score-ordered trees of the state's active keys (among q.SignalKeys) and
 // the asked geo type, each from the cursor, stopping after limit+1 rows.
 func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.GeoSignalPage{}, err
 	}
 	page := readmodel.GeoSignalPage{Signals: []readmodel.GeoSignal{}}
 	var after *readmodel.GeoSignal
@@ -322,11 +321,8 @@ func (s *side) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmod
 
 // PermitLeads implements readmodel.Reader.
 func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if q.Sort != readmodel.SortEventDateDesc && q.Sort != readmodel.SortConfidenceDesc {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
+	if err := q.Validate(); err != nil {
+		return readmodel.LeadPage{}, err
 	}
 	anchor, ok := s.locations.get(q.Filter.GeoID)
 	if !ok {
@@ -348,6 +344,9 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 
 // PermitStats implements readmodel.Reader.
 func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitStats{}, err
+	}
 	anchor, ok := s.locations.get(q.Filter.GeoID)
 	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound

@@ -175,8 +175,8 @@ func (s *side) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) 
 	if s.resolver == nil && q.GeoType != readmodel.GeoProperty {
 		return nil, readmodel.ErrUnsupported
 	}
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	var out []readmodel.Candidate
 	if q.GeoType == "" || q.GeoType == readmodel.GeoProperty {

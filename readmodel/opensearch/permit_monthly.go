@@ -231,8 +231,8 @@ func (p *monthPick) body(field string, q *readmodel.MonthlyQuery, pit string) (o
 // PermitMonthly implements readmodel.PermitMonthlyReader (see the rounds
 // above). Unknown GeoID: ErrNotFound.
 func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
-	if checkDate(q.FromDate) != nil || checkDate(q.ToDate) != nil || q.FromDate == "" || q.ToDate == "" || q.FromDate > q.ToDate {
-		return nil, fmt.Errorf("%w: monthly window %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	if q.GeoID == "" {
 		return nil, readmodel.ErrNotFound

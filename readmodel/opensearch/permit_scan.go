@@ -33,13 +33,7 @@ const closePITTimeout = 10 * time.Second
 // in time; the first Next checks the geography. Pages are read one at a
 // time, so max needs no use here.
 func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, _ int) (readmodel.PermitScan, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return nil, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if err := checkDate(q.FromDate); err != nil {
-		return nil, err
-	}
-	if err := checkDate(q.ToDate); err != nil {
+	if err := q.Validate(); err != nil {
 		return nil, err
 	}
 	pit, err := s.openPITErr(ctx, readmodel.KindPermit)

@@ -284,27 +284,11 @@ func anchor(r *searchResult) (readmodel.Location, error) {
 	return docs[0].location(), nil
 }
 
-func checkDate(s string) error {
-	if s == "" {
-		return nil
-	}
-	if _, ok := dayOf(s); !ok {
-		return fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, s)
-	}
-	return nil
-}
-
 // SearchPermits implements readmodel.Reader: one _msearch of the
 // geography's existence and the page (limit+1 hits tell whether more
 // follow).
 func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if err := checkDate(q.FromDate); err != nil {
-		return readmodel.PermitPage{}, err
-	}
-	if err := checkDate(q.ToDate); err != nil {
+	if err := q.Validate(); err != nil {
 		return readmodel.PermitPage{}, err
 	}
 	field := "geo_ids"
@@ -367,7 +351,7 @@ func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLi
 // PropertyPermits implements readmodel.Reader: one _msearch of the
 // property and the page, whose total hits are the property's permit count.
 func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
+	if q.Limit < 1 || q.Limit > readmodel.MaxPageLimit {
 		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
 	}
 	if !readmodel.IsPropertyID(q.PropertyID) {
@@ -481,8 +465,8 @@ func complete(r *searchResult, what, bound string, size int) error {
 // page with Next nil, without the second search. The two reads are not
 // one snapshot: a catalog change between them shows on the next page.
 func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.GeoSignalPage{}, err
 	}
 	active, err := s.activeKeys(ctx, q.State, q.SignalKeys)
 	if err != nil {
@@ -562,8 +546,8 @@ func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmo
 // PermitLeads implements readmodel.Reader (one _msearch: the anchor
 // location's existence and the page).
 func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.LeadPage{}, err
 	}
 	body, err := leadPageBody(q)
 	if err != nil {
@@ -601,6 +585,9 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 // PermitStats implements readmodel.Reader (one _msearch: the anchor
 // location's existence and the aggregations, see statsAggs).
 func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitStats{}, err
+	}
 	body, err := statsBody(q)
 	if err != nil {
 		return readmodel.PermitStats{}, err
@@ -805,8 +792,8 @@ func statsFrom(r *searchResult, topN int) (readmodel.PermitStats, error) {
 // the memory backend's resolver does. Property candidates need a second
 // _msearch for their hierarchy and permit counts (propertyCandidates).
 func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	pq := resolve.ParseQuery(q)
 	withProps := (q.GeoType == "" || q.GeoType == readmodel.GeoProperty) && propmatch.LooksLikeAddress(q.Text)
