@@ -206,14 +206,14 @@ func appendProperty(b []byte, addr string, m *readmodel.PropertyMatch) []byte {
 	return append(b, '}')
 }
 
-func appendPropertyPermits(b []byte, id string, permits []readmodel.Permit, next *string) []byte {
+func appendPropertyPermits(b []byte, id string, hits []readmodel.PermitHit, next *string) []byte {
 	b = append(b, `{"property_id":`...)
 	b = jx.String(b, id)
 	b = append(b, `,"count":`...)
-	b = jx.Int(b, int64(len(permits)))
+	b = jx.Int(b, int64(len(hits)))
 	b = append(b, `,"permits":[`...)
-	for i := range permits {
-		p := &permits[i]
+	for i := range hits {
+		p := &hits[i].Permit
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -164,7 +164,7 @@ func TestEncodersAgree(t *testing.T) {
 		nProps++
 		agree(t, "property "+a, refProperty(a, ms[0]), appendProperty(nil, a, &ms[0]))
 		id := ms[0].Property.PropertyID
-		pp, err := store.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: id, Limit: 100})
+		pp, err := store.SearchPermits(ctx, readmodel.PermitQuery{GeoID: id, Desc: true, Limit: 100})
 		require.NoError(t, err)
 		agree(t, "property permits "+id, refPropertyPermits(id, pp.Permits, &next), appendPropertyPermits(nil, id, pp.Permits, &next))
 	}
@@ -285,7 +285,7 @@ func TestEncodersAgreeOnOddValues(t *testing.T) {
 		p.Lat, p.Lon = oddFloatPtr(r), oddFloatPtr(r)
 		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}, DistanceM: oddFloatPtr(r)}}
 		agree(t, "permits", refPermits(text, hits, next), appendPermits(nil, text, hits, next))
-		agree(t, "property permits", refPropertyPermits(text, []readmodel.Permit{p, p}, next), appendPropertyPermits(nil, text, []readmodel.Permit{p, p}, next))
+		agree(t, "property permits", refPropertyPermits(text, append(hits, hits...), next), appendPropertyPermits(nil, text, append(hits, hits...), next))
 
 		m := readmodel.PropertyMatch{MatchConfidence: oddFloat(r), MatchType: s(), NormalizedInput: s(), MatchedFields: oddStrs(r)}
 		m.Property.PropertyID, m.Property.CanonicalAddress, m.Property.State, m.Property.City, m.Property.ParcelID = s(), s(), s(), s(), s()

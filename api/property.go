@@ -53,9 +53,10 @@ func (s *server) searchProperty(c *gin.Context) error {
 	return nil
 }
 
-// propertyPermits: GET /v1/property/{property_id}/permits. Issue date
-// descending, undated last, permit_id ascending; count is the page's
-// size. The cursor is bound to the property_id.
+// propertyPermits: GET /v1/property/{property_id}/permits: the permit
+// search of the property_id, issue date descending, undated last,
+// permit_id ascending, without filters; count is the page's size. The
+// cursor is bound to the property_id.
 func (s *server) propertyPermits(c *gin.Context) error {
 	id := strings.TrimSpace(c.Param("property_id"))
 	if !readmodel.IsPropertyID(id) {
@@ -72,7 +73,11 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.Reader.PropertyPermits(c.Request.Context(), readmodel.PropertyPermitsQuery{PropertyID: id, Limit: limit, After: after})
+	pq := readmodel.PermitQuery{GeoID: id, Desc: true, Limit: limit, After: after}
+	if err := pq.Validate(); err != nil {
+		return err
+	}
+	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
 	if err != nil {
 		return asNotFound(err, "property "+id)
 	}

@@ -87,20 +87,6 @@ type PropertyMatch struct {
 	InputAddressShown string
 }
 
-// PropertyPermitsQuery pages the permits of one property.
-type PropertyPermitsQuery struct {
-	PropertyID string
-	Limit      int // 1..100
-	After      *PermitKey
-}
-
-// PropertyPermitPage is one page of a property's permits.
-type PropertyPermitPage struct {
-	Total   int64 // every permit of the property
-	Permits []Permit
-	Next    *PermitKey
-}
-
 // GeoSignalKey is the search_after key of geo signal pages.
 type GeoSignalKey struct {
 	Score     float64

@@ -88,10 +88,11 @@ type Reader interface {
 	// empty slice, not an error.
 	ResolveCandidates(ctx context.Context, q ResolveQuery) ([]Candidate, error)
 
-	// SearchPermits pages the permits linked to q.GeoID (for a property_id,
-	// the permits of that property), ordered by issue_date (q.Desc) with
-	// permit_id ascending as tie-breaker; permits without an issue date
-	// sort after every dated permit in both orders.
+	// SearchPermits pages the permits linked to q.GeoID, ordered by
+	// issue_date (q.Desc) with permit_id ascending as tie-breaker; permits
+	// without an issue date sort after every dated permit in both orders.
+	// For a property_id, the permits of that property (its permit history:
+	// the API's property permits are this read, Desc, unfiltered).
 	// Unknown geo_id: ErrNotFound. A known geo with no permits: empty page.
 	SearchPermits(ctx context.Context, q PermitQuery) (PermitPage, error)
 
@@ -99,11 +100,6 @@ type Reader interface {
 	// address, best first (MatchConfidence descending, property_id
 	// ascending), at most q.Limit. No plausible match: empty slice.
 	SearchProperties(ctx context.Context, q PropertyQuery) ([]PropertyMatch, error)
-
-	// PropertyPermits pages the permits of one property, issue_date
-	// descending, permit_id ascending (undated last), with the property's
-	// total permit count. Unknown property: ErrNotFound.
-	PropertyPermits(ctx context.Context, q PropertyPermitsQuery) (PropertyPermitPage, error)
 
 	// GeoSignalsForLocation returns the active geo signal rows of one geo_id,
 	// signal_key ascending, restricted to keys when keys is non-empty. A

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/permitd/permitd/readmodel"
@@ -192,34 +191,4 @@ func permitKeyOf(q *readmodel.PermitQuery, h *geoHit) *readmodel.PermitKey {
 		k.HasValuation, k.Valuation = true, h.c.valuation
 	}
 	return k
-}
-
-// PropertyPermits implements readmodel.Reader.
-func (s *side) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > readmodel.MaxPageLimit {
-		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	ref, ok := propRefIfKey(q.PropertyID)
-	if !ok {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	e := s.props.entry(ref, false)
-	if e == nil || e.state != propLive {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	sp := newPageSpec(true, "", "", q.Limit+1)
-	if q.After != nil {
-		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
-	}
-	items := page(sliceSet(e.permits), sp)
-	out := readmodel.PropertyPermitPage{Total: int64(len(e.permits)), Permits: make([]readmodel.Permit, 0, min(len(items), q.Limit))}
-	for i, c := range items {
-		if i == q.Limit {
-			last := items[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id}
-			break
-		}
-		out.Permits = append(out.Permits, s.expandPermit(c))
-	}
-	return out, nil
 }

@@ -242,11 +242,6 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	return read(s, func(d *side) (readmodel.PermitPage, error) { return d.SearchPermits(ctx, q) })
 }
 
-// PropertyPermits implements readmodel.Reader (permits.go).
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	return read(s, func(d *side) (readmodel.PropertyPermitPage, error) { return d.PropertyPermits(ctx, q) })
-}
-
 // SearchProperties implements readmodel.Reader (properties.go).
 func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
 	return read(s, func(d *side) ([]readmodel.PropertyMatch, error) { return d.SearchProperties(ctx, q) })

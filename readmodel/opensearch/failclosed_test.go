@@ -59,10 +59,6 @@ var readerCalls = map[string]func(context.Context, *Store) error{
 		_, err := s.SearchProperties(ctx, readmodel.PropertyQuery{Address: "600 University St, Seattle, WA", Limit: 5})
 		return err
 	},
-	"PropertyPermits": func(ctx context.Context, s *Store) error {
-		_, err := s.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: prop, Limit: 10})
-		return err
-	},
 	"GeoSignalsForLocation": func(ctx context.Context, s *Store) error {
 		_, err := s.GeoSignalsForLocation(ctx, "g1", nil)
 		return err

@@ -86,7 +86,7 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 // in q.Sort: valuation_desc sorts on valuation_sort (the valuation, -1
 // when unknown) descending, then doc_id (the permit id).
 func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
-	b := permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)
+	b := permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After)
 	if q.Sort == readmodel.SortValuationDesc {
 		b["sort"] = []obj{{"valuation_sort": "desc"}, {"doc_id": "asc"}}
 		delete(b, "search_after")

@@ -348,39 +348,6 @@ func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLi
 	return readmodel.GeoLink{}, false
 }
 
-// PropertyPermits implements readmodel.Reader: one _msearch of the
-// property and the page, whose total hits are the property's permit count.
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > readmodel.MaxPageLimit {
-		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if !readmodel.IsPropertyID(q.PropertyID) {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	rs, err := s.msearch(ctx, s.exists(q.PropertyID),
-		msearchReq{index: s.read(readmodel.KindPermit), body: permitPageBody("property_id", q.PropertyID, true, "", "", q.Limit, q.After, true)})
-	if err != nil {
-		return readmodel.PropertyPermitPage{}, err
-	}
-	if !found(rs[0]) {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	docs, err := decodeHits[permitDoc](rs[1])
-	if err != nil {
-		return readmodel.PropertyPermitPage{}, err
-	}
-	out := readmodel.PropertyPermitPage{Total: rs[1].total(), Permits: make([]readmodel.Permit, 0, min(len(docs), q.Limit))}
-	for i, d := range docs {
-		if i == q.Limit {
-			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
-			break
-		}
-		out.Permits = append(out.Permits, d.permit())
-	}
-	return out, nil
-}
-
 // GeoSignalsForLocation implements readmodel.Reader with one _msearch:
 // the location's existence, the active catalog entries of every state
 // (restricted to keys when given) and the geography's rows; only rows
