@@ -133,7 +133,10 @@ type Reader interface {
 	// geo_id (a property_id too): ErrNotFound.
 	PermitStats(ctx context.Context, q StatsQuery) (PermitStats, error)
 
-	// Health reports whether the backend answers and how much it holds.
+	// Health reports whether the backend answers and how much it holds:
+	// the number of live (not deleted) documents per kind, every kind of
+	// Kinds present. It is the one count read (readiness, metrics and the
+	// conformance suite's counts all use it).
 	Health(ctx context.Context) (Health, error)
 }
 
@@ -177,11 +180,10 @@ type Versioned interface {
 	ReadVersion() (epoch, seq uint64)
 }
 
-// Inspector exposes the content of a backend for tests and the indexer's
-// readiness: exact counts and an order-independent digest of live documents.
+// Inspector exposes the content of a backend for tests: an
+// order-independent digest of live documents (the counts are
+// Reader.Health's).
 type Inspector interface {
-	// Counts returns the number of live (not deleted) documents per kind.
-	Counts(ctx context.Context) (map[Kind]int64, error)
 	// Digest returns a hex SHA-256 over every live document's kind, id and
 	// version, independent of insertion order (built with Digest, so equal
 	// contents give equal digests on every backend).

@@ -287,24 +287,25 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	})
 }
 
-// Health implements readmodel.Reader.
+// Health implements readmodel.Reader: the active side's live counts.
 func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
-	counts, err := s.Counts(ctx)
-	return readmodel.Health{Backend: "memory", Counts: counts}, err
-}
-
-// Counts implements readmodel.Inspector, for the active side.
-func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
-	return read(s, func(d *side) (map[readmodel.Kind]int64, error) {
-		return map[readmodel.Kind]int64{
+	return read(s, func(d *side) (readmodel.Health, error) {
+		return readmodel.Health{Backend: "memory", Counts: map[readmodel.Kind]int64{
 			readmodel.KindLocation:  int64(d.locations.live),
 			readmodel.KindPermit:    int64(d.permits.live),
 			readmodel.KindProperty:  int64(d.props.live),
 			readmodel.KindGeoSignal: int64(d.geoSignals.live),
 			readmodel.KindLead:      int64(d.leads.live),
 			readmodel.KindCatalog:   int64(d.catalog.live),
-		}, nil
+		}}, nil
 	})
+}
+
+// Counts is Health's Counts, a shorthand for tests and tools that hold a
+// *Store.
+func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
+	h, err := s.Health(ctx)
+	return h.Counts, err
 }
 
 // Digest implements readmodel.Inspector (readmodel.Digest over every live

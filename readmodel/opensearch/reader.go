@@ -892,9 +892,3 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 	}
 	return out, nil
 }
-
-// Health implements readmodel.Reader.
-func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
-	counts, err := s.Counts(ctx)
-	return readmodel.Health{Backend: "opensearch", Counts: counts}, err
-}
