@@ -39,7 +39,7 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if _, err := q.geometry(&filter); err != nil {
 		return err
 	}
-	geoID, err := q.id("geo_id")
+	geo, err := q.geo("geo_id")
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *server) exportPermits(c *gin.Context) error {
 	st := state(c)
 	principal := st.principal
 	rowCap := readmodel.ExportRowCap(principal.Plan.Name)
-	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: readmodel.ExportPage, Filter: pf}
+	query := readmodel.PermitQuery{Geo: geo, Desc: true, FromDate: from, ToDate: to, Limit: readmodel.ExportPage, Filter: pf}
 	if err := query.Validate(); err != nil {
 		return err
 	}
@@ -81,13 +81,13 @@ func (s *server) exportPermits(c *gin.Context) error {
 	scan, err := s.openPermitScan(first, query, reads)
 	if err != nil {
 		cancel()
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	defer func() { _ = scan.Close() }()
 	page, err := scan.Next(first)
 	cancel()
 	if err != nil {
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	// A conditional request on a backend that is not Versioned had only
 	// its rate charged by withQuota (the monthly quota waits for a 200 in
@@ -140,7 +140,7 @@ scan:
 			if cw != nil {
 				_ = cw.Write(csvRecord(rec, hit))
 			} else {
-				*buf = appendExportLine((*buf)[:0], geoID, hit)
+				*buf = appendExportLine((*buf)[:0], geo.ID(), hit)
 				if _, err := c.Writer.Write(*buf); err != nil {
 					truncated = "error"
 					break scan

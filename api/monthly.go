@@ -18,7 +18,7 @@ var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(pe
 // More than 120 months: 422.
 func (s *server) permitMonthly(c *gin.Context) error {
 	q := queryOf(c)
-	geoID, err := q.id("geo_id")
+	geo, err := q.geo("geo_id")
 	if err != nil {
 		return err
 	}
@@ -52,16 +52,16 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	if !ok {
 		return readmodel.ErrUnsupported
 	}
-	mq := readmodel.MonthlyQuery{GeoID: geoID, Filter: pf, FromDate: from, ToDate: to}
+	mq := readmodel.MonthlyQuery{Geo: geo, Filter: pf, FromDate: from, ToDate: to}
 	if err := mq.Validate(); err != nil {
 		return err
 	}
 	months, err := mr.PermitMonthly(c.Request.Context(), mq)
 	if err != nil {
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	buf := getBuf()
-	*buf = appendMonthly(*buf, geoID, from, to, months)
+	*buf = appendMonthly(*buf, geo.ID(), from, to, months)
 	s.send(c, buf)
 	return nil
 }

@@ -174,6 +174,16 @@ func (q query) date(name string) (string, error) {
 	return s, nil
 }
 
+// geo returns a required geo_id parameter, parsed once here
+// (readmodel.ParseGeoRef): a location's geo_id or a property_id.
+func (q query) geo(name string) (readmodel.GeoRef, error) {
+	s, err := q.id(name)
+	if err != nil {
+		return readmodel.GeoRef{}, err
+	}
+	return readmodel.ParseGeoRef(s), nil
+}
+
 // id returns a required entity id parameter (geo_id): trimmed, and of a
 // shape some entity can have (checkID).
 func (q query) id(name string) (string, error) {

@@ -66,9 +66,9 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	geoID := ""
+	var geo readmodel.GeoRef // zero: the geometry alone
 	if _, given, _ := q.get("geo_id"); given || !filter.HasGeometry() {
-		if geoID, err = q.id("geo_id"); err != nil {
+		if geo, err = q.geo("geo_id"); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 		return invalid("order", "applies to sort=issue_date only; got sort=%s", sort)
 	}
 	const endpoint = "permits_search"
-	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}
+	bind := []string{"geo_id", geo.ID(), "order", order, "from_date", from, "to_date", to}
 	if !filter.IsZero() { // unfiltered cursors keep their binding
 		bind = append(bind, fb...)
 	}
@@ -115,7 +115,7 @@ func (s *server) searchPermits(c *gin.Context) error {
 		return err
 	}
 	pq := readmodel.PermitQuery{
-		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+		Geo: geo, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
 		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
 	}
 	if err := pq.Validate(); err != nil {
@@ -123,14 +123,14 @@ func (s *server) searchPermits(c *gin.Context) error {
 	}
 	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
 	if err != nil {
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
 	if err != nil {
 		return err
 	}
 	buf := getBuf()
-	*buf = appendPermits(*buf, geoID, page.Permits, next)
+	*buf = appendPermits(*buf, geo.ID(), page.Permits, next)
 	s.send(c, buf)
 	return nil
 }

@@ -59,7 +59,8 @@ func (s *server) searchProperty(c *gin.Context) error {
 // cursor is bound to the property_id.
 func (s *server) propertyPermits(c *gin.Context) error {
 	id := strings.TrimSpace(c.Param("property_id"))
-	if !readmodel.IsPropertyID(id) {
+	geo := readmodel.ParseGeoRef(id)
+	if !geo.IsProperty() {
 		return invalid("property_id", "must match ^prop_[0-9a-f]{32}$; got %q", clip(id))
 	}
 	q := queryOf(c)
@@ -73,7 +74,7 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pq := readmodel.PermitQuery{GeoID: id, Desc: true, Limit: limit, After: after}
+	pq := readmodel.PermitQuery{Geo: geo, Desc: true, Limit: limit, After: after}
 	if err := pq.Validate(); err != nil {
 		return err
 	}

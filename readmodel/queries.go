@@ -41,9 +41,10 @@ type PermitKey struct {
 
 // PermitQuery pages the permits of one geography.
 type PermitQuery struct {
-	// GeoID may be "" when Filter has a geometry (near or bbox): every
-	// permit the geometry holds; hits then carry a zero Match.
-	GeoID    string
+	// Geo may be zero when Filter has a geometry (near or bbox): every
+	// permit the geometry holds; hits then carry a zero Match. A property
+	// (Geo.IsProperty) pages that property's permits.
+	Geo      GeoRef
 	Desc     bool   // issue_date descending when true
 	FromDate string // inclusive lower bound on issue_date, "" for none
 	ToDate   string // inclusive upper bound on issue_date, "" for none
@@ -134,7 +135,7 @@ const (
 // LeadFilter selects leads; PermitLeads and PermitStats apply it
 // identically.
 type LeadFilter struct {
-	GeoID      string
+	Geo        GeoRef   // the anchor: a location (a property anchors no lead)
 	SignalKeys []string // any of these when non-empty
 	FromDate   string   // inclusive bound on event_date_used; excludes null dates
 	ToDate     string   // inclusive bound on event_date_used; excludes null dates
@@ -164,7 +165,7 @@ type LeadQuery struct {
 
 // LeadPage is one page of leads.
 type LeadPage struct {
-	GeoType GeoType // of the anchor, Filter.GeoID
+	GeoType GeoType // of the anchor, Filter.Geo
 	Leads   []Lead
 	Next    *LeadKey
 }
@@ -196,7 +197,7 @@ type ValueCount struct {
 
 // PermitStats aggregates leads. Every distribution sums to Total.
 type PermitStats struct {
-	GeoType  GeoType // of the anchor, Filter.GeoID
+	GeoType  GeoType // of the anchor, Filter.Geo
 	Total    int64
 	BySignal []ValueCount // every signal key with at least one lead, count desc then key asc
 	// TopCounties, TopCities and TopZips count leads under their *_norm

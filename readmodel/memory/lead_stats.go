@@ -474,7 +474,7 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 	acc := statsAccs.Get().(*leadStatsAcc)
 	defer statsAccs.Put(acc)
 	acc.reset(today, w.minConf, n)
-	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
+	for _, k := range x.anchors[q.Filter.Geo.ID()].selected(q.Filter.SignalKeys) {
 		acc.key(k, w)
 	}
 	st := readmodel.PermitStats{

@@ -317,7 +317,7 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 			return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, q.After.EventDate)
 		}
 	}
-	keys := x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys)
+	keys := x.anchors[q.Filter.Geo.ID()].selected(q.Filter.SignalKeys)
 	want := q.Limit + 1
 	m := leadMerge{less: dateLess, out: make([]*leadRec, 0, want)}
 	if q.Sort == readmodel.SortConfidenceDesc {

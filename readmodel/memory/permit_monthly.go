@@ -109,21 +109,12 @@ func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]rea
 		out[i].Month = m
 	}
 	first := monthOfIK(-from)
-	var set permitSet
-	var geo uint32
-	if ref, ok := propRefIfKey(q.GeoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, readmodel.ErrNotFound
-		}
-		set, geo = sliceSet(e.permits), selfProperty
-	} else {
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, readmodel.ErrNotFound
-		}
-		if set, geo = s.geoPermits(q.GeoID); set == nil {
-			return out, nil
-		}
+	set, geo, _, err := s.geoSet(q.Geo)
+	if err != nil {
+		return nil, err
+	}
+	if set == nil {
+		return out, nil
 	}
 	// Whole months of an unfiltered series come from the month stats.
 	whole := func(i int) bool {

@@ -85,6 +85,25 @@ func (s *side) unindexPermit(c *cpermit) {
 	s.unindexFilters(c)
 }
 
+// geoSet is what a permit read of g starts from: the permits g holds and
+// the geo they are matched on (a symbol, or selfProperty for a property,
+// whose permits are props too). ErrNotFound for an unknown geography; a
+// known location without permits has a nil set.
+func (s *side) geoSet(g readmodel.GeoRef) (set permitSet, geo uint32, props []*cpermit, err error) {
+	if g.IsProperty() {
+		e := s.liveProperty(g)
+		if e == nil {
+			return nil, 0, nil, readmodel.ErrNotFound
+		}
+		return sliceSet(e.permits), selfProperty, e.permits, nil
+	}
+	if _, ok := s.locations.get(g.ID()); !ok {
+		return nil, 0, nil, readmodel.ErrNotFound
+	}
+	set, geo = s.geoPermits(g.ID())
+	return set, geo, nil, nil
+}
+
 // geoPermits returns the permit set of a location's geo_id (a reader of the
 // side); nil when no permit is linked to it.
 func (s *side) geoPermits(geoID string) (permitSet, uint32) {
@@ -123,22 +142,9 @@ func (s *side) permitHits(ctx context.Context, q *readmodel.PermitQuery, n int) 
 	if q.Sort == readmodel.SortValuationDesc {
 		return s.valuationHits(ctx, q, n) // permit_sort.go
 	}
-	var set permitSet
-	var geo uint32
-	if ref, ok := propRefIfKey(q.GeoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		set, geo = sliceSet(e.permits), selfProperty
-	} else {
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		set, geo = s.geoPermits(q.GeoID)
-		if set == nil {
-			return nil, geo, nil
-		}
+	set, geo, _, err := s.geoSet(q.Geo)
+	if err != nil || set == nil {
+		return nil, geo, err
 	}
 	sp := newPageSpec(q.Desc, q.FromDate, q.ToDate, n)
 	if q.After != nil {
@@ -173,7 +179,7 @@ func (s *side) permitHit(q *readmodel.PermitQuery, geo uint32, h *geoHit, c *cpe
 	if geo != 0 {
 		m, ok := s.link(c, geo)
 		if !ok { // a permit of the property without a property link
-			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			m = readmodel.GeoLink{GeoID: q.Geo.ID(), GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
 		}
 		hit.Match = m
 	}

@@ -153,7 +153,8 @@ func (s *side) activeKey(state, key string) bool {
 }
 
 // GeoSignalsForLocation implements readmodel.Reader.
-func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
+func (s *side) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	geoID := geo.ID() // a property is no location: not found
 	loc, ok := s.locations.get(geoID)
 	if !ok {
 		return readmodel.LocationSignals{}, readmodel.ErrNotFound
@@ -324,7 +325,7 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 	if err := q.Validate(); err != nil {
 		return readmodel.LeadPage{}, err
 	}
-	anchor, ok := s.locations.get(q.Filter.GeoID)
+	anchor, ok := s.locations.get(q.Filter.Geo.ID())
 	if !ok {
 		return readmodel.LeadPage{}, readmodel.ErrNotFound
 	}
@@ -347,7 +348,7 @@ func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmod
 	if err := q.Validate(); err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	anchor, ok := s.locations.get(q.Filter.GeoID)
+	anchor, ok := s.locations.get(q.Filter.Geo.ID())
 	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound
 	}

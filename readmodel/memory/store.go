@@ -228,8 +228,8 @@ func cloneBatch(b *readmodel.Batch) *readmodel.Batch {
 }
 
 // Location implements readmodel.Reader (store_side.go).
-func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	return read(s, func(d *side) (readmodel.Location, error) { return d.Location(ctx, geoID) })
+func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	return read(s, func(d *side) (readmodel.Location, error) { return d.Location(ctx, geo) })
 }
 
 // ResolveCandidates implements readmodel.Reader (store_side.go).
@@ -248,8 +248,8 @@ func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery)
 }
 
 // GeoSignalsForLocation implements readmodel.Reader (signals.go).
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
-	return read(s, func(d *side) (readmodel.LocationSignals, error) { return d.GeoSignalsForLocation(ctx, geoID, keys) })
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	return read(s, func(d *side) (readmodel.LocationSignals, error) { return d.GeoSignalsForLocation(ctx, geo, keys) })
 }
 
 // SearchGeoSignals implements readmodel.Reader (signals.go).

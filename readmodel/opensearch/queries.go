@@ -237,7 +237,7 @@ func leadQuery(f readmodel.LeadFilter) (obj, error) {
 	if err != nil {
 		return nil, err
 	}
-	clauses := []obj{term("geo_ids", f.GeoID)}
+	clauses := []obj{term("geo_ids", f.Geo.ID())}
 	if len(f.SignalKeys) > 0 {
 		clauses = append(clauses, terms("signal_key", f.SignalKeys))
 	}

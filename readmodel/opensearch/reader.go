@@ -207,8 +207,9 @@ func maxDate(r *searchResult, name string) string {
 // its permits' count and latest issue date. A property_id is a location
 // of the property scope (as in the memory backend): the property, its
 // permits and, by a terms lookup on its links, its hierarchy.
-func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	if readmodel.IsPropertyID(geoID) {
+func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	geoID := geo.ID()
+	if geo.IsProperty() {
 		rs, err := s.msearch(ctx,
 			msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)},
 			msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("property_id", geoID)},
@@ -264,12 +265,21 @@ func locationLookup(locs []locationDoc) func(geoID string) (readmodel.Location, 
 }
 
 // exists is the existence half of a geo-scoped read: the location, or for
-// a property_id the property.
-func (s *Store) exists(geoID string) msearchReq {
-	if readmodel.IsPropertyID(geoID) {
-		return msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)}
+// a property the property.
+func (s *Store) exists(geo readmodel.GeoRef) msearchReq {
+	if geo.IsProperty() {
+		return msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geo.ID())}
 	}
-	return msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)}
+	return msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geo.ID())}
+}
+
+// permitField is the permit field a geo-scoped permit read filters on:
+// property_id for a property, geo_ids (every link) for a location.
+func permitField(geo readmodel.GeoRef) string {
+	if geo.IsProperty() {
+		return "property_id"
+	}
+	return "geo_ids"
 }
 
 func found(r *searchResult) bool { return len(r.Hits.Hits) > 0 }
@@ -291,10 +301,7 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	if err := q.Validate(); err != nil {
 		return readmodel.PermitPage{}, err
 	}
-	field := "geo_ids"
-	if readmodel.IsPropertyID(q.GeoID) {
-		field = "property_id"
-	}
+	field := permitField(q.Geo)
 	docs, err := s.permitSearchDocs(ctx, field, &q) // permit_search.go
 	if err != nil {
 		return readmodel.PermitPage{}, err
@@ -320,10 +327,10 @@ func permitPage(q *readmodel.PermitQuery, field string, docs []permitDoc) readmo
 		}
 		p := d.permit()
 		var m readmodel.GeoLink
-		if q.GeoID != "" {
+		if !q.Geo.IsZero() {
 			var ok bool
-			if m, ok = matchLink(p, q.GeoID, field == "property_id"); !ok {
-				m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			if m, ok = matchLink(p, q.Geo); !ok {
+				m = readmodel.GeoLink{GeoID: q.Geo.ID(), GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
 			}
 		}
 		hit := readmodel.PermitHit{Permit: p, Match: m}
@@ -338,10 +345,10 @@ func permitPage(q *readmodel.PermitQuery, field string, docs []permitDoc) readmo
 
 // matchLink is the permit's link to the queried geography; for a property
 // its own property link.
-func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLink, bool) {
+func matchLink(p readmodel.Permit, geo readmodel.GeoRef) (readmodel.GeoLink, bool) {
 	for _, l := range p.GeoLinks {
 		self := p.PropertyID != "" && l.GeoType == readmodel.GeoProperty && l.GeoID == p.PropertyID
-		if l.GeoID == geoID && self == property {
+		if l.GeoID == geo.ID() && self == geo.IsProperty() {
 			return l, true
 		}
 	}
@@ -354,7 +361,8 @@ func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLi
 // whose (state, signal_key) is in that active set are served (keepActive).
 // More than maxActiveEntries active entries or maxRowsPerGeo rows fail the
 // read rather than answer a partial set.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	geoID := geo.ID() // a property is no location: not found
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
 		msearchReq{index: s.read(readmodel.KindCatalog), body: activeCatalogBody("", keys, maxActiveEntries)},
@@ -521,7 +529,7 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 		return readmodel.LeadPage{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.Geo.ID())},
 		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.LeadPage{}, err
@@ -560,7 +568,7 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 		return readmodel.PermitStats{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.Geo.ID())},
 		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.PermitStats{}, err
