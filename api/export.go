@@ -43,11 +43,10 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pf, _, err := q.permitFilter()
+	pf, _, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
 	format, err := q.enum("ndjson", []string{"ndjson", "csv"}, "format")
 	if err != nil {
 		return err

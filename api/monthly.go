@@ -26,11 +26,10 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	if _, err := q.geometry(&filter); err != nil {
 		return err
 	}
-	pf, _, err := q.permitFilter()
+	pf, _, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
 	from, to, err := q.dateWindow()
 	if err != nil {
 		return err

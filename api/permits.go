@@ -53,6 +53,26 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	return nextCursor(s, endpoint, binding, k)
 }
 
+// permitPage reads one page of permit search for pq, resuming after the
+// request's cursor (bound to binding), and signs the cursor of the next
+// page. what names the geography in a 404.
+func (s *server) permitPage(c *gin.Context, q query, endpoint, binding string, pq readmodel.PermitQuery, what string) (readmodel.PermitPage, *string, error) {
+	after, err := s.readPermitCursor(q, endpoint, binding)
+	if err != nil {
+		return readmodel.PermitPage{}, nil, err
+	}
+	pq.After = after
+	if err := pq.Validate(); err != nil {
+		return readmodel.PermitPage{}, nil, err
+	}
+	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
+	if err != nil {
+		return readmodel.PermitPage{}, nil, asNotFound(err, what)
+	}
+	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	return page, next, err
+}
+
 // searchPermits: GET /v1/permits/search.
 //
 // Any scope's geo_id is accepted, a property_id included (the property's
@@ -84,12 +104,10 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pf, fb, err := q.permitFilter()
+	filter, fb, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
-	filter = pf
 	fb = append(fb, gb...)
 	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc", "distance"}, "sort")
 	if err != nil {
@@ -109,23 +127,10 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if sort != "issue_date" {
 		bind = append(bind, "sort", sort)
 	}
-	binding := cursor.Binding(bind...)
-	after, err := s.readPermitCursor(q, endpoint, binding)
-	if err != nil {
-		return err
-	}
-	pq := readmodel.PermitQuery{
-		Geo: geo, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+	page, next, err := s.permitPage(c, q, endpoint, cursor.Binding(bind...), readmodel.PermitQuery{
+		Geo: geo, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit,
 		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
-	}
-	if err := pq.Validate(); err != nil {
-		return err
-	}
-	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
-	if err != nil {
-		return asNotFound(err, "location "+geo.ID())
-	}
-	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	}, "location "+geo.ID())
 	if err != nil {
 		return err
 	}

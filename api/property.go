@@ -68,21 +68,8 @@ func (s *server) propertyPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	const endpoint = "property_permits"
-	binding := cursor.Binding("property_id", id)
-	after, err := s.readPermitCursor(q, endpoint, binding)
-	if err != nil {
-		return err
-	}
-	pq := readmodel.PermitQuery{Geo: geo, Desc: true, Limit: limit, After: after}
-	if err := pq.Validate(); err != nil {
-		return err
-	}
-	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
-	if err != nil {
-		return asNotFound(err, "property "+id)
-	}
-	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	page, next, err := s.permitPage(c, q, "property_permits", cursor.Binding("property_id", id),
+		readmodel.PermitQuery{Geo: geo, Desc: true, Limit: limit}, "property "+id)
 	if err != nil {
 		return err
 	}

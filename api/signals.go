@@ -22,14 +22,21 @@ var (
 	geoDecisions        = []string{"positive", "neutral", "negative"}
 )
 
+// stateKeys reads the state (WA when absent) and signal_keys (none when
+// absent) of the catalog and the geo signal search.
+func (q query) stateKeys() (string, []string, error) {
+	state, err := q.state("state", "WA")
+	if err != nil {
+		return "", nil, err
+	}
+	keys, err := q.csv("signal_keys", nil)
+	return state, keys, err
+}
+
 // catalog: GET /v1/signals/catalog.
 func (s *server) catalog(c *gin.Context) error {
 	q := queryOf(c)
-	state, err := q.state("state", "WA")
-	if err != nil {
-		return err
-	}
-	keys, err := q.csv("signal_keys", nil)
+	state, keys, err := q.stateKeys()
 	if err != nil {
 		return err
 	}
@@ -75,11 +82,7 @@ func (s *server) geoSignalsForLocation(c *gin.Context) error {
 // searchGeoSignals: GET /v1/signals/geo/search.
 func (s *server) searchGeoSignals(c *gin.Context) error {
 	q := queryOf(c)
-	state, err := q.state("state", "WA")
-	if err != nil {
-		return err
-	}
-	keys, err := q.csv("signal_keys", nil)
+	state, keys, err := q.stateKeys()
 	if err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 	}
 	// The state's active keys (among q.SignalKeys when given): the
 	// catalog is small, rows are many.
-	var m geoMerge
+	var streams []geoStream
 	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
 		if c.State != q.State || c.Status != readmodel.CatalogActive || len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, c.SignalKey) {
 			return
@@ -194,7 +194,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 				continue
 			}
 			if t := s.signals.geoRows[geoRowsKey{state: q.State, key: c.SignalKey, typ: typ}]; t != nil {
-				m.streams = append(m.streams, geoStream{iter: t.Iter()})
+				streams = append(streams, geoStream{iter: t.Iter()})
 			}
 		}
 	})
@@ -207,8 +207,9 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		}
 		return q.Decision == "" || g.Decision == q.Decision, true
 	}
-	for i := range m.streams {
-		st := &m.streams[i]
+	m := mergeHeap[*geoStream]{less: func(a, b *geoStream) bool { return geoSignalLess(a.cur, b.cur) }}
+	for i := range streams {
+		st := &streams[i]
 		ok := st.iter.First()
 		if after != nil {
 			ok = st.iter.Seek(after)
@@ -218,8 +219,8 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		}
 	}
 	hits := make([]*readmodel.GeoSignal, 0, q.Limit+1)
-	for len(m.heap) > 0 && len(hits) <= q.Limit {
-		st := m.heap[0]
+	for len(m.h) > 0 && len(hits) <= q.Limit {
+		st := m.h[0]
 		hits = append(hits, st.cur)
 		if st.next(st.iter.Next(), accept) {
 			m.fix()
@@ -227,8 +228,8 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 			m.pop()
 		}
 	}
-	for i := range m.streams {
-		m.streams[i].iter.Release()
+	for i := range streams {
+		streams[i].iter.Release()
 	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
@@ -259,49 +260,6 @@ func (st *geoStream) next(ok bool, accept func(*readmodel.GeoSignal) (bool, bool
 		}
 	}
 	return false
-}
-
-// geoMerge is a binary min-heap of streams by their current row.
-type geoMerge struct {
-	streams []geoStream
-	heap    []*geoStream
-}
-
-func (m *geoMerge) push(st *geoStream) {
-	m.heap = append(m.heap, st)
-	for i := len(m.heap) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !geoSignalLess(m.heap[i].cur, m.heap[p].cur) {
-			break
-		}
-		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
-		i = p
-	}
-}
-
-func (m *geoMerge) pop() {
-	n := len(m.heap) - 1
-	m.heap[0] = m.heap[n]
-	m.heap = m.heap[:n]
-	m.fix()
-}
-
-func (m *geoMerge) fix() {
-	h := m.heap
-	for i := 0; ; {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(h) && geoSignalLess(h[l].cur, h[min].cur) {
-			min = l
-		}
-		if r < len(h) && geoSignalLess(h[r].cur, h[min].cur) {
-			min = r
-		}
-		if min == i {
-			return
-		}
-		h[i], h[min] = h[min], h[i]
-		i = min
-	}
 }
 
 // Catalog implements readmodel.Reader: signal_key ascending.
