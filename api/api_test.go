@@ -230,7 +230,7 @@ type failingReader struct {
 	panic bool
 }
 
-func (f failingReader) Location(context.Context, string) (readmodel.Location, error) {
+func (f failingReader) Location(context.Context, readmodel.GeoRef) (readmodel.Location, error) {
 	if f.panic {
 		panic("boom")
 	}

@@ -33,9 +33,9 @@ type versionedReader struct {
 
 func (v *versionedReader) ReadVersion() (uint64, uint64) { return 42, v.seq.Load() }
 
-func (v *versionedReader) Location(ctx context.Context, id string) (readmodel.Location, error) {
+func (v *versionedReader) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
 	v.reads.Add(1)
-	return v.Reader.Location(ctx, id)
+	return v.Reader.Location(ctx, geo)
 }
 
 // countingReader counts location reads; it is not Versioned.
@@ -44,9 +44,9 @@ type countingReader struct {
 	reads atomic.Int64
 }
 
-func (v *countingReader) Location(ctx context.Context, id string) (readmodel.Location, error) {
+func (v *countingReader) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
 	v.reads.Add(1)
-	return v.Reader.Location(ctx, id)
+	return v.Reader.Location(ctx, geo)
 }
 
 // chargeLimiter admits everything and records what each request was

@@ -25,12 +25,7 @@ func appendResolve(b []byte, text string, cands []readmodel.Candidate) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"geo_id":`...)
-		b = jx.String(b, l.GeoID)
-		b = append(b, `,"geo_type":`...)
-		b = jx.String(b, string(l.GeoType))
-		b = append(b, `,"display_name":`...)
-		b = jx.String(b, l.DisplayName)
+		b = appendLocationHead(b, l)
 		b = append(b, `,"score":`...)
 		b = jx.Float(b, round4(cd.Score))
 		b = append(b, `,"confidence":`...)
@@ -41,16 +36,7 @@ func appendResolve(b []byte, text string, cands []readmodel.Candidate) []byte {
 		b = jx.String(b, cd.Decision)
 		b = append(b, `,"reasons":`...)
 		b = jx.Strings(b, cd.Reasons)
-		b = append(b, `,"state":`...)
-		b = jx.NullString(b, l.State)
-		b = append(b, `,"county":`...)
-		b = jx.NullString(b, l.County)
-		b = append(b, `,"city":`...)
-		b = jx.NullString(b, l.City)
-		b = append(b, `,"zipcode":`...)
-		b = jx.NullString(b, l.Zipcode)
-		b = append(b, `,"jurisdiction":`...)
-		b = jx.NullString(b, l.Jurisdiction)
+		b = appendPlace(b, l)
 		// lat and lon are null for a location without coordinates (both
 		// 0: no US location lies there).
 		if l.Lat == 0 && l.Lon == 0 {
@@ -66,25 +52,22 @@ func appendResolve(b []byte, text string, cands []readmodel.Candidate) []byte {
 	return append(b, "]}"...)
 }
 
-func appendLocation(b []byte, l *readmodel.Location) []byte {
+// appendLocationHead opens a location object with the members that name
+// it: geo_id, geo_type and display_name.
+func appendLocationHead(b []byte, l *readmodel.Location) []byte {
 	b = append(b, `{"geo_id":`...)
 	b = jx.String(b, l.GeoID)
 	b = append(b, `,"geo_type":`...)
 	b = jx.String(b, string(l.GeoType))
 	b = append(b, `,"display_name":`...)
-	b = jx.String(b, l.DisplayName)
+	return jx.String(b, l.DisplayName)
+}
+
+func appendLocation(b []byte, l *readmodel.Location) []byte {
+	b = appendLocationHead(b, l)
 	b = append(b, `,"full_address":`...)
 	b = jx.NullString(b, l.FullAddress)
-	b = append(b, `,"state":`...)
-	b = jx.NullString(b, l.State)
-	b = append(b, `,"county":`...)
-	b = jx.NullString(b, l.County)
-	b = append(b, `,"city":`...)
-	b = jx.NullString(b, l.City)
-	b = append(b, `,"zipcode":`...)
-	b = jx.NullString(b, l.Zipcode)
-	b = append(b, `,"jurisdiction":`...)
-	b = jx.NullString(b, l.Jurisdiction)
+	b = appendPlace(b, l)
 	b = append(b, `,"lat":`...)
 	b = jx.Float(b, l.Lat)
 	b = append(b, `,"lon":`...)
@@ -94,6 +77,21 @@ func appendLocation(b []byte, l *readmodel.Location) []byte {
 	b = append(b, `,"latest_permit_date":`...)
 	b = jx.NullString(b, l.LatestPermitDate)
 	return append(b, '}')
+}
+
+// appendPlace appends the members that place a location, state to
+// jurisdiction, each null when unknown.
+func appendPlace(b []byte, l *readmodel.Location) []byte {
+	b = append(b, `,"state":`...)
+	b = jx.NullString(b, l.State)
+	b = append(b, `,"county":`...)
+	b = jx.NullString(b, l.County)
+	b = append(b, `,"city":`...)
+	b = jx.NullString(b, l.City)
+	b = append(b, `,"zipcode":`...)
+	b = jx.NullString(b, l.Zipcode)
+	b = append(b, `,"jurisdiction":`...)
+	return jx.NullString(b, l.Jurisdiction)
 }
 
 // appendCursor appends the next_cursor member's value.
@@ -206,14 +204,14 @@ func appendProperty(b []byte, addr string, m *readmodel.PropertyMatch) []byte {
 	return append(b, '}')
 }
 
-func appendPropertyPermits(b []byte, id string, permits []readmodel.Permit, next *string) []byte {
+func appendPropertyPermits(b []byte, id string, hits []readmodel.PermitHit, next *string) []byte {
 	b = append(b, `{"property_id":`...)
 	b = jx.String(b, id)
 	b = append(b, `,"count":`...)
-	b = jx.Int(b, int64(len(permits)))
+	b = jx.Int(b, int64(len(hits)))
 	b = append(b, `,"permits":[`...)
-	for i := range permits {
-		p := &permits[i]
+	for i := range hits {
+		p := &hits[i].Permit
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -490,7 +488,7 @@ func appendLeads(b []byte, h *leadsHead, groupBy string, leads []readmodel.Lead,
 
 func appendValueCounts(b []byte, v []readmodel.ValueCount) []byte {
 	b = append(b, '[')
-	for i := range v[:min(len(v), statsTopN)] {
+	for i := range v[:min(len(v), readmodel.StatsTopN)] {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -132,13 +132,13 @@ func TestEncodersAgree(t *testing.T) {
 	var addrs []string
 	nLoc, nPermits := 0, 0
 	for id := range geoIDs {
-		l, err := store.Location(ctx, id)
+		l, err := store.Location(ctx, readmodel.ParseGeoRef(id))
 		if err != nil {
 			continue
 		}
 		nLoc++
 		agree(t, "location "+id, refLocation(l), appendLocation(nil, &l))
-		page, err := store.SearchPermits(ctx, readmodel.PermitQuery{GeoID: id, Desc: true, Limit: 100})
+		page, err := store.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(id), Desc: true, Limit: 100})
 		if err != nil {
 			continue
 		}
@@ -164,7 +164,7 @@ func TestEncodersAgree(t *testing.T) {
 		nProps++
 		agree(t, "property "+a, refProperty(a, ms[0]), appendProperty(nil, a, &ms[0]))
 		id := ms[0].Property.PropertyID
-		pp, err := store.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: id, Limit: 100})
+		pp, err := store.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(id), Desc: true, Limit: 100})
 		require.NoError(t, err)
 		agree(t, "property permits "+id, refPropertyPermits(id, pp.Permits, &next), appendPropertyPermits(nil, id, pp.Permits, &next))
 	}
@@ -177,7 +177,7 @@ func TestEncodersAgree(t *testing.T) {
 
 	keys := append([]string{"no_such_key"}, events.PermitSignalKeys...)
 	for _, id := range anchors {
-		ls, err := store.GeoSignalsForLocation(ctx, id, nil)
+		ls, err := store.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(id), nil)
 		require.NoError(t, err)
 		agree(t, "geo signals "+id, refGeoLocationSignals(id, ls, nil), appendGeoLocationSignals(nil, id, &ls, nil))
 		agree(t, "geo signals "+id, refGeoLocationSignals(id, ls, keys), appendGeoLocationSignals(nil, id, &ls, keys))
@@ -190,7 +190,7 @@ func TestEncodersAgree(t *testing.T) {
 	fresh := 30
 	for _, id := range anchors {
 		for _, sortBy := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
-			page, err := store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: id}, Sort: sortBy, Limit: 100})
+			page, err := store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(id)}, Sort: sortBy, Limit: 100})
 			require.NoError(t, err)
 			require.NotEmpty(t, page.Leads, id)
 			for _, mf := range []*int{nil, &fresh} {
@@ -200,7 +200,7 @@ func TestEncodersAgree(t *testing.T) {
 				}
 			}
 		}
-		st, err := store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: id}, Today: "2026-01-15", TopN: statsTopN})
+		st, err := store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(id)}, Today: "2026-01-15", TopN: readmodel.StatsTopN})
 		require.NoError(t, err)
 		h := leadsHead{geoID: id, geoType: st.GeoType, keys: events.PermitSignalKeys}
 		agree(t, "stats "+id, refStats(h, st), appendStats(nil, &h, &st))
@@ -285,7 +285,7 @@ func TestEncodersAgreeOnOddValues(t *testing.T) {
 		p.Lat, p.Lon = oddFloatPtr(r), oddFloatPtr(r)
 		hits := []readmodel.PermitHit{{Permit: p, Match: readmodel.GeoLink{GeoID: s(), GeoType: readmodel.GeoType(s()), Confidence: oddFloat(r)}, DistanceM: oddFloatPtr(r)}}
 		agree(t, "permits", refPermits(text, hits, next), appendPermits(nil, text, hits, next))
-		agree(t, "property permits", refPropertyPermits(text, []readmodel.Permit{p, p}, next), appendPropertyPermits(nil, text, []readmodel.Permit{p, p}, next))
+		agree(t, "property permits", refPropertyPermits(text, append(hits, hits...), next), appendPropertyPermits(nil, text, append(hits, hits...), next))
 
 		m := readmodel.PropertyMatch{MatchConfidence: oddFloat(r), MatchType: s(), NormalizedInput: s(), MatchedFields: oddStrs(r)}
 		m.Property.PropertyID, m.Property.CanonicalAddress, m.Property.State, m.Property.City, m.Property.ParcelID = s(), s(), s(), s(), s()

@@ -12,17 +12,10 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Export row caps per plan; a plan not listed gets defaultExportCap.
-var exportCaps = map[string]int{"free": 10_000, "standard": 250_000, "enterprise": 5_000_000, "development": 5_000_000}
-
-const (
-	defaultExportCap = 10_000
-	// exportQuotaRows: an export is charged one request of the monthly
-	// quota per started block of this many rows (the first block is the
-	// request itself).
-	exportQuotaRows = 1000
-	exportPage      = 100
-)
+// exportQuotaRows: an export is charged one request of the monthly quota
+// per started block of this many rows (the first block is the request
+// itself). Row caps per plan: readmodel.ExportRowCap.
+const exportQuotaRows = 1000
 
 // exportParams are the parameters of GET /v1/permits/export.
 var exportParams = append([]string{"geo_id", "format", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
@@ -46,15 +39,14 @@ func (s *server) exportPermits(c *gin.Context) error {
 	if _, err := q.geometry(&filter); err != nil {
 		return err
 	}
-	geoID, err := q.id("geo_id")
+	geo, err := q.geo("geo_id")
 	if err != nil {
 		return err
 	}
-	pf, _, err := q.permitFilter()
+	pf, _, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
 	format, err := q.enum("ndjson", []string{"ndjson", "csv"}, "format")
 	if err != nil {
 		return err
@@ -65,11 +57,11 @@ func (s *server) exportPermits(c *gin.Context) error {
 	}
 	st := state(c)
 	principal := st.principal
-	rowCap, ok := exportCaps[principal.Plan.Name]
-	if !ok {
-		rowCap = defaultExportCap
+	rowCap := readmodel.ExportRowCap(principal.Plan.Name)
+	query := readmodel.PermitQuery{Geo: geo, Desc: true, FromDate: from, ToDate: to, Limit: readmodel.ExportPage, Filter: pf}
+	if err := query.Validate(); err != nil {
+		return err
 	}
-	query := readmodel.PermitQuery{GeoID: geoID, Desc: true, FromDate: from, ToDate: to, Limit: exportPage, Filter: pf}
 	// The stream is not bounded by the business request deadline (a large
 	// export takes longer than any one request should; the route is
 	// registered outside withDeadline); each read is, on its own (step).
@@ -83,18 +75,18 @@ func (s *server) exportPermits(c *gin.Context) error {
 	first, cancel := step()
 	reads := rowCap + 1 // the row past the cap says the stream was cut
 	if c.Request.Method == http.MethodHead {
-		reads = exportPage // HEAD reads the first page only
+		reads = readmodel.ExportPage // HEAD reads the first page only
 	}
 	scan, err := s.openPermitScan(first, query, reads)
 	if err != nil {
 		cancel()
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	defer func() { _ = scan.Close() }()
 	page, err := scan.Next(first)
 	cancel()
 	if err != nil {
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	// A conditional request on a backend that is not Versioned had only
 	// its rate charged by withQuota (the monthly quota waits for a 200 in
@@ -147,7 +139,7 @@ scan:
 			if cw != nil {
 				_ = cw.Write(csvRecord(rec, hit))
 			} else {
-				*buf = appendExportLine((*buf)[:0], geoID, hit)
+				*buf = appendExportLine((*buf)[:0], geo.ID(), hit)
 				if _, err := c.Writer.Write(*buf); err != nil {
 					truncated = "error"
 					break scan

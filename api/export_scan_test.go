@@ -146,7 +146,7 @@ func TestPermitExportUsesTheBackendScan(t *testing.T) {
 // and then refuses another page.
 func TestPagedPermitScan(t *testing.T) {
 	h := filterHarness(t)
-	s := readmodel.PagedPermitScan(h.Store, readmodel.PermitQuery{GeoID: geo98101, Desc: true, Limit: 7})
+	s := readmodel.PagedPermitScan(h.Store, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo98101), Desc: true, Limit: 7})
 	n := 0
 	for pages := 0; ; pages++ {
 		if pages > 50 {

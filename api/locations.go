@@ -32,7 +32,7 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 10, 1, 20)
+	limit, err := q.intIn("limit", readmodel.DefaultResolveLimit, 1, readmodel.MaxMatchLimit)
 	if err != nil {
 		return err
 	}
@@ -40,9 +40,11 @@ func (s *server) resolve(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), readmodel.ResolveQuery{
-		Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus,
-	})
+	rq := readmodel.ResolveQuery{Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus}
+	if err := rq.Validate(); err != nil {
+		return err
+	}
+	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), rq)
 	if err != nil {
 		return err
 	}
@@ -54,18 +56,28 @@ func (s *server) resolve(c *gin.Context) error {
 
 // location: GET /v1/locations/{geo_id}.
 func (s *server) location(c *gin.Context) error {
-	id := strings.TrimSpace(c.Param("geo_id"))
-	if err := checkID("geo_id", id); err != nil {
+	geo, err := pathGeo(c)
+	if err != nil {
 		return err
 	}
-	l, err := s.Reader.Location(c.Request.Context(), id)
+	l, err := s.Reader.Location(c.Request.Context(), geo)
 	if err != nil {
-		return asNotFound(err, "location "+id)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	buf := getBuf()
 	*buf = appendLocation(*buf, &l)
 	s.send(c, buf)
 	return nil
+}
+
+// pathGeo returns the geo_id path parameter, parsed once here: trimmed,
+// of a shape some entity can have (checkID).
+func pathGeo(c *gin.Context) (readmodel.GeoRef, error) {
+	id := strings.TrimSpace(c.Param("geo_id"))
+	if err := checkID("geo_id", id); err != nil {
+		return readmodel.GeoRef{}, err
+	}
+	return readmodel.ParseGeoRef(id), nil
 }
 
 // checkID rejects ids that no entity can have (empty, too long, not

@@ -9,12 +9,6 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Monthly series window bounds, in months.
-const (
-	defaultMonths = 24
-	maxMonths     = 120
-)
-
 // monthlyParams are the parameters of GET /v1/permits/stats/monthly.
 var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(permitFilterParams, permitGeometryParams...)...)
 
@@ -24,7 +18,7 @@ var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(pe
 // More than 120 months: 422.
 func (s *server) permitMonthly(c *gin.Context) error {
 	q := queryOf(c)
-	geoID, err := q.id("geo_id")
+	geo, err := q.geo("geo_id")
 	if err != nil {
 		return err
 	}
@@ -32,11 +26,10 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	if _, err := q.geometry(&filter); err != nil {
 		return err
 	}
-	pf, _, err := q.permitFilter()
+	pf, _, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
 	from, to, err := q.dateWindow()
 	if err != nil {
 		return err
@@ -46,24 +39,28 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	}
 	if from == "" {
 		t, _ := time.Parse(time.DateOnly, to)
-		from = time.Date(t.Year(), t.Month()-defaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		from = time.Date(t.Year(), t.Month()-readmodel.DefaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 	}
 	if err := dateRange(from, to); err != nil {
 		return err
 	}
-	if n := len(readmodel.MonthsOf(from, to)); n > maxMonths {
-		return invalid("from_date", "the window spans %d months; the maximum is %d", n, maxMonths)
+	if n := len(readmodel.MonthsOf(from, to)); n > readmodel.MaxMonths {
+		return invalid("from_date", "the window spans %d months; the maximum is %d", n, readmodel.MaxMonths)
 	}
 	mr, ok := s.Reader.(readmodel.PermitMonthlyReader)
 	if !ok {
 		return readmodel.ErrUnsupported
 	}
-	months, err := mr.PermitMonthly(c.Request.Context(), readmodel.MonthlyQuery{GeoID: geoID, Filter: pf, FromDate: from, ToDate: to})
+	mq := readmodel.MonthlyQuery{Geo: geo, Filter: pf, FromDate: from, ToDate: to}
+	if err := mq.Validate(); err != nil {
+		return err
+	}
+	months, err := mr.PermitMonthly(c.Request.Context(), mq)
 	if err != nil {
-		return asNotFound(err, "location "+geoID)
+		return asNotFound(err, "location "+geo.ID())
 	}
 	buf := getBuf()
-	*buf = appendMonthly(*buf, geoID, from, to, months)
+	*buf = appendMonthly(*buf, geo.ID(), from, to, months)
 	s.send(c, buf)
 	return nil
 }

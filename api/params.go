@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
@@ -169,16 +168,20 @@ func (q query) date(name string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
-	if !isDate(s) {
+	if !readmodel.IsDay(s) {
 		return "", invalid(name, "must be a calendar date YYYY-MM-DD; got %q", clip(s))
 	}
 	return s, nil
 }
 
-// isDate reports whether s is a real calendar date written YYYY-MM-DD.
-func isDate(s string) bool {
-	_, err := time.Parse(time.DateOnly, s)
-	return err == nil && len(s) == 10
+// geo returns a required geo_id parameter, parsed once here
+// (readmodel.ParseGeoRef): a location's geo_id or a property_id.
+func (q query) geo(name string) (readmodel.GeoRef, error) {
+	s, err := q.id(name)
+	if err != nil {
+		return readmodel.GeoRef{}, err
+	}
+	return readmodel.ParseGeoRef(s), nil
 }
 
 // id returns a required entity id parameter (geo_id): trimmed, and of a

@@ -22,7 +22,7 @@ type permitCursorKey struct {
 // validPosition: a permit position names a permit and a real date (or
 // none, for undated permits).
 func (k *permitCursorKey) validPosition() bool {
-	return k.PermitID != "" && (k.IssueDate == "" || isDate(k.IssueDate)) &&
+	return k.PermitID != "" && (k.IssueDate == "" || readmodel.IsDay(k.IssueDate)) &&
 		(k.Valuation == nil || !math.IsNaN(*k.Valuation) && !math.IsInf(*k.Valuation, 0)) &&
 		k.DistanceM >= 0 && k.DistanceM <= 2*maxRadiusM
 }
@@ -53,6 +53,26 @@ func (s *server) nextPermitCursor(endpoint, binding string, next *readmodel.Perm
 	return nextCursor(s, endpoint, binding, k)
 }
 
+// permitPage reads one page of permit search for pq, resuming after the
+// request's cursor (bound to binding), and signs the cursor of the next
+// page. what names the geography in a 404.
+func (s *server) permitPage(c *gin.Context, q query, endpoint, binding string, pq readmodel.PermitQuery, what string) (readmodel.PermitPage, *string, error) {
+	after, err := s.readPermitCursor(q, endpoint, binding)
+	if err != nil {
+		return readmodel.PermitPage{}, nil, err
+	}
+	pq.After = after
+	if err := pq.Validate(); err != nil {
+		return readmodel.PermitPage{}, nil, err
+	}
+	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
+	if err != nil {
+		return readmodel.PermitPage{}, nil, asNotFound(err, what)
+	}
+	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	return page, next, err
+}
+
 // searchPermits: GET /v1/permits/search.
 //
 // Any scope's geo_id is accepted, a property_id included (the property's
@@ -66,9 +86,9 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	geoID := ""
+	var geo readmodel.GeoRef // zero: the geometry alone
 	if _, given, _ := q.get("geo_id"); given || !filter.HasGeometry() {
-		if geoID, err = q.id("geo_id"); err != nil {
+		if geo, err = q.geo("geo_id"); err != nil {
 			return err
 		}
 	}
@@ -80,16 +100,14 @@ func (s *server) searchPermits(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
-	pf, fb, err := q.permitFilter()
+	filter, fb, err := q.permitFilter(&filter)
 	if err != nil {
 		return err
 	}
-	pf.Near, pf.RadiusM, pf.BBox = filter.Near, filter.RadiusM, filter.BBox
-	filter = pf
 	fb = append(fb, gb...)
 	sort, err := q.enum("issue_date", []string{"issue_date", "valuation_desc", "distance"}, "sort")
 	if err != nil {
@@ -102,31 +120,22 @@ func (s *server) searchPermits(c *gin.Context) error {
 		return invalid("order", "applies to sort=issue_date only; got sort=%s", sort)
 	}
 	const endpoint = "permits_search"
-	bind := []string{"geo_id", geoID, "order", order, "from_date", from, "to_date", to}
+	bind := []string{"geo_id", geo.ID(), "order", order, "from_date", from, "to_date", to}
 	if !filter.IsZero() { // unfiltered cursors keep their binding
 		bind = append(bind, fb...)
 	}
 	if sort != "issue_date" {
 		bind = append(bind, "sort", sort)
 	}
-	binding := cursor.Binding(bind...)
-	after, err := s.readPermitCursor(q, endpoint, binding)
-	if err != nil {
-		return err
-	}
-	page, err := s.Reader.SearchPermits(c.Request.Context(), readmodel.PermitQuery{
-		GeoID: geoID, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit, After: after,
+	page, next, err := s.permitPage(c, q, endpoint, cursor.Binding(bind...), readmodel.PermitQuery{
+		Geo: geo, Desc: order == "desc", FromDate: from, ToDate: to, Limit: limit,
 		Filter: filter, Sort: readmodel.PermitSort(strings.TrimPrefix(sort, "issue_date")),
-	})
-	if err != nil {
-		return asNotFound(err, "location "+geoID)
-	}
-	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	}, "location "+geo.ID())
 	if err != nil {
 		return err
 	}
 	buf := getBuf()
-	*buf = appendPermits(*buf, geoID, page.Permits, next)
+	*buf = appendPermits(*buf, geo.ID(), page.Permits, next)
 	s.send(c, buf)
 	return nil
 }

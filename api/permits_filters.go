@@ -35,10 +35,12 @@ const permitSortParam = "sort"
 // maxTextWords bounds the analysed words of q.
 const maxTextWords = 16
 
-// permitFilter reads the filter parameters. The second result is the
-// canonical binding of the filter (name, value pairs) for cursors.
-func (q query) permitFilter() (readmodel.PermitFilter, []string, error) {
-	var f readmodel.PermitFilter
+// permitFilter reads the filter parameters into a filter that keeps the
+// geometry geom holds (read before by q.geometry). The second result is
+// the canonical binding of the filter parameters (name, value pairs) for
+// cursors, the geometry's not included.
+func (q query) permitFilter(geom *readmodel.PermitFilter) (readmodel.PermitFilter, []string, error) {
+	f := readmodel.PermitFilter{Near: geom.Near, RadiusM: geom.RadiusM, BBox: geom.BBox}
 	var err error
 	if f.PermitTypes, err = q.foldedList("permit_type", nil); err != nil {
 		return f, nil, err

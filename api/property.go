@@ -36,9 +36,11 @@ func (s *server) searchProperty(c *gin.Context) error {
 	if zip != "" && !zipParamRe.MatchString(zip) {
 		return invalid("zipcode", "must be a 5-digit ZIP code or ZIP+4; got %q", clip(zip))
 	}
-	matches, err := s.Reader.SearchProperties(c.Request.Context(), readmodel.PropertyQuery{
-		Address: addr, City: city, State: state, Zipcode: zip, Limit: 1,
-	})
+	pq := readmodel.PropertyQuery{Address: addr, City: city, State: state, Zipcode: zip, Limit: 1}
+	if err := pq.Validate(); err != nil {
+		return err
+	}
+	matches, err := s.Reader.SearchProperties(c.Request.Context(), pq)
 	if err != nil {
 		return err
 	}
@@ -51,30 +53,23 @@ func (s *server) searchProperty(c *gin.Context) error {
 	return nil
 }
 
-// propertyPermits: GET /v1/property/{property_id}/permits. Issue date
-// descending, undated last, permit_id ascending; count is the page's
-// size. The cursor is bound to the property_id.
+// propertyPermits: GET /v1/property/{property_id}/permits: the permit
+// search of the property_id, issue date descending, undated last,
+// permit_id ascending, without filters; count is the page's size. The
+// cursor is bound to the property_id.
 func (s *server) propertyPermits(c *gin.Context) error {
 	id := strings.TrimSpace(c.Param("property_id"))
-	if !readmodel.IsPropertyID(id) {
+	geo := readmodel.ParseGeoRef(id)
+	if !geo.IsProperty() {
 		return invalid("property_id", "must match ^prop_[0-9a-f]{32}$; got %q", clip(id))
 	}
 	q := queryOf(c)
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
-	const endpoint = "property_permits"
-	binding := cursor.Binding("property_id", id)
-	after, err := s.readPermitCursor(q, endpoint, binding)
-	if err != nil {
-		return err
-	}
-	page, err := s.Reader.PropertyPermits(c.Request.Context(), readmodel.PropertyPermitsQuery{PropertyID: id, Limit: limit, After: after})
-	if err != nil {
-		return asNotFound(err, "property "+id)
-	}
-	next, err := s.nextPermitCursor(endpoint, binding, page.Next)
+	page, next, err := s.permitPage(c, q, "property_permits", cursor.Binding("property_id", id),
+		readmodel.PermitQuery{Geo: geo, Desc: true, Limit: limit}, "property "+id)
 	if err != nil {
 		return err
 	}

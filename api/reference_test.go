@@ -212,9 +212,10 @@ type propertyPermitsResponse struct {
 	NextCursor *string              `json:"next_cursor"`
 }
 
-func refPropertyPermits(id string, permits []readmodel.Permit, next *string) any {
-	out := propertyPermitsResponse{PropertyID: id, Count: len(permits), Permits: make([]propertyPermitJSON, 0, len(permits)), NextCursor: next}
-	for _, p := range permits {
+func refPropertyPermits(id string, hits []readmodel.PermitHit, next *string) any {
+	out := propertyPermitsResponse{PropertyID: id, Count: len(hits), Permits: make([]propertyPermitJSON, 0, len(hits)), NextCursor: next}
+	for _, h := range hits {
+		p := h.Permit
 		out.Permits = append(out.Permits, propertyPermitJSON{
 			PermitID: p.PermitID, PermitType: nullable(p.PermitType), WorkType: nullable(p.WorkType),
 			Status: nullable(p.Status), IssueDate: nullable(p.IssueDate), CompletionDate: nullable(p.CompletionDate),
@@ -498,9 +499,9 @@ type permitStatsResponse struct {
 }
 
 func valueCounts(v []readmodel.ValueCount) []valueCountJSON {
-	out := make([]valueCountJSON, 0, min(len(v), statsTopN))
+	out := make([]valueCountJSON, 0, min(len(v), readmodel.StatsTopN))
 	for _, vc := range v {
-		if len(out) == statsTopN {
+		if len(out) == readmodel.StatsTopN {
 			break
 		}
 		out = append(out, valueCountJSON{Value: vc.Value, Count: vc.Count})

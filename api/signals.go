@@ -17,22 +17,26 @@ import (
 // and max_freshness_days is omitted.
 const defaultFreshnessDays = 60
 
-// statsTopN bounds top_counties, top_cities and top_zips.
-const statsTopN = 10
-
 var (
 	nonPropertyGeoTypes = []string{"jurisdiction", "city", "zip", "county", "state"}
 	geoDecisions        = []string{"positive", "neutral", "negative"}
 )
 
+// stateKeys reads the state (WA when absent) and signal_keys (none when
+// absent) of the catalog and the geo signal search.
+func (q query) stateKeys() (string, []string, error) {
+	state, err := q.state("state", "WA")
+	if err != nil {
+		return "", nil, err
+	}
+	keys, err := q.csv("signal_keys", nil)
+	return state, keys, err
+}
+
 // catalog: GET /v1/signals/catalog.
 func (s *server) catalog(c *gin.Context) error {
 	q := queryOf(c)
-	state, err := q.state("state", "WA")
-	if err != nil {
-		return err
-	}
-	keys, err := q.csv("signal_keys", nil)
+	state, keys, err := q.stateKeys()
 	if err != nil {
 		return err
 	}
@@ -48,8 +52,8 @@ func (s *server) catalog(c *gin.Context) error {
 
 // geoSignalsForLocation: GET /v1/signals/geo/location/{geo_id}.
 func (s *server) geoSignalsForLocation(c *gin.Context) error {
-	id := strings.TrimSpace(c.Param("geo_id"))
-	if err := checkID("geo_id", id); err != nil {
+	geo, err := pathGeo(c)
+	if err != nil {
 		return err
 	}
 	keys, err := queryOf(c).csv("signal_keys", nil)
@@ -58,19 +62,19 @@ func (s *server) geoSignalsForLocation(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	var ls readmodel.LocationSignals
-	if readmodel.IsPropertyID(id) {
+	if geo.IsProperty() {
 		// A property is a geo_id too but has no geo signal rows: only
 		// whether it exists, and its state.
-		loc, err := s.Reader.Location(ctx, id)
+		loc, err := s.Reader.Location(ctx, geo)
 		if err != nil {
-			return asNotFound(err, "location "+id)
+			return asNotFound(err, "location "+geo.ID())
 		}
 		ls = readmodel.LocationSignals{GeoType: loc.GeoType, State: loc.State}
-	} else if ls, err = s.Reader.GeoSignalsForLocation(ctx, id, keys); err != nil {
-		return asNotFound(err, "location "+id)
+	} else if ls, err = s.Reader.GeoSignalsForLocation(ctx, geo, keys); err != nil {
+		return asNotFound(err, "location "+geo.ID())
 	}
 	buf := getBuf()
-	*buf = appendGeoLocationSignals(*buf, id, &ls, keys)
+	*buf = appendGeoLocationSignals(*buf, geo.ID(), &ls, keys)
 	s.send(c, buf)
 	return nil
 }
@@ -78,11 +82,7 @@ func (s *server) geoSignalsForLocation(c *gin.Context) error {
 // searchGeoSignals: GET /v1/signals/geo/search.
 func (s *server) searchGeoSignals(c *gin.Context) error {
 	q := queryOf(c)
-	state, err := q.state("state", "WA")
-	if err != nil {
-		return err
-	}
-	keys, err := q.csv("signal_keys", nil)
+	state, keys, err := q.stateKeys()
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,9 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 		State: state, SignalKeys: keys, GeoType: readmodel.GeoType(gt), Decision: decision, MinScore: minScore, Limit: limit,
 	}
 	if rq.After, err = readCursor[readmodel.GeoSignalKey](s, q, endpoint, binding); err != nil {
+		return err
+	}
+	if err := rq.Validate(); err != nil {
 		return err
 	}
 	page, err := s.Reader.SearchGeoSignals(c.Request.Context(), rq)
@@ -138,7 +141,7 @@ type leadParams struct {
 // anchor must be a known non-property geography.
 func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 	var p leadParams
-	id, err := q.id("geo_id")
+	geo, err := q.geo("geo_id")
 	if err != nil {
 		return p, err
 	}
@@ -178,7 +181,7 @@ func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 		p.maxFresh = &n
 	}
 	p.stale = stale
-	p.filter = readmodel.LeadFilter{GeoID: id, SignalKeys: p.keys, FromDate: from, ToDate: to, MinConfidence: minConf}
+	p.filter = readmodel.LeadFilter{Geo: geo, SignalKeys: p.keys, FromDate: from, ToDate: to, MinConfidence: minConf}
 	if p.maxFresh != nil {
 		p.filter.FreshSince = s.today().AddDate(0, 0, -*p.maxFresh).Format(time.DateOnly)
 	}
@@ -186,14 +189,14 @@ func (s *server) leadFilters(c *gin.Context, q query) (leadParams, error) {
 	if p.maxFresh != nil {
 		window = strconv.Itoa(*p.maxFresh)
 	}
-	p.bindingKVs = []string{"geo_id", id, "signal_keys", strings.Join(p.keys, ","), "from_date", from, "to_date", to,
+	p.bindingKVs = []string{"geo_id", geo.ID(), "signal_keys", strings.Join(p.keys, ","), "from_date", from, "to_date", to,
 		"min_confidence", floatParam(minConf), "max_freshness_days", window}
 
-	if readmodel.IsPropertyID(id) {
+	if geo.IsProperty() {
 		// Leads and stats read the anchor themselves (unknown: 404); a
 		// property is looked up only to tell 404 from this 422.
-		if _, err := s.Reader.Location(c.Request.Context(), id); err != nil {
-			return p, asNotFound(err, "location "+id)
+		if _, err := s.Reader.Location(c.Request.Context(), geo); err != nil {
+			return p, asNotFound(err, "location "+geo.ID())
 		}
 		return p, invalid("geo_id", "is a property; permit leads and stats need a jurisdiction, city, zip, county or state geo_id")
 	}
@@ -218,7 +221,7 @@ func (s *server) permitLeads(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := q.intIn("limit", 25, 1, 100)
+	limit, err := q.intIn("limit", readmodel.DefaultPageLimit, 1, readmodel.MaxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -235,15 +238,18 @@ func (s *server) permitLeads(c *gin.Context) error {
 	if rq.After, err = readCursor[readmodel.LeadKey](s, q, endpoint, binding); err != nil {
 		return err
 	}
+	if err := rq.Validate(); err != nil {
+		return err
+	}
 	page, err := s.Reader.PermitLeads(c.Request.Context(), rq)
 	if err != nil {
-		return asNotFound(err, "location "+p.filter.GeoID)
+		return asNotFound(err, "location "+p.filter.Geo.ID())
 	}
 	next, err := nextCursor(s, endpoint, binding, page.Next)
 	if err != nil {
 		return err
 	}
-	h := leadsHead{geoID: p.filter.GeoID, geoType: page.GeoType, keys: p.keys, maxFresh: p.maxFresh}
+	h := leadsHead{geoID: p.filter.Geo.ID(), geoType: page.GeoType, keys: p.keys, maxFresh: p.maxFresh}
 	buf := getBuf()
 	*buf = appendLeads(*buf, &h, groupBy, page.Leads, next, s.today())
 	s.send(c, buf)
@@ -257,13 +263,15 @@ func (s *server) permitStats(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.Reader.PermitStats(c.Request.Context(), readmodel.StatsQuery{
-		Filter: p.filter, Today: s.today().Format(time.DateOnly), TopN: statsTopN,
-	})
-	if err != nil {
-		return asNotFound(err, "location "+p.filter.GeoID)
+	sq := readmodel.StatsQuery{Filter: p.filter, Today: s.today().Format(time.DateOnly), TopN: readmodel.StatsTopN}
+	if err := sq.Validate(); err != nil {
+		return err
 	}
-	h := leadsHead{geoID: p.filter.GeoID, geoType: st.GeoType, keys: p.keys, maxFresh: p.maxFresh}
+	st, err := s.Reader.PermitStats(c.Request.Context(), sq)
+	if err != nil {
+		return asNotFound(err, "location "+p.filter.Geo.ID())
+	}
+	h := leadsHead{geoID: p.filter.Geo.ID(), geoType: st.GeoType, keys: p.keys, maxFresh: p.maxFresh}
 	buf := getBuf()
 	*buf = appendStats(*buf, &h, &st)
 	s.send(c, buf)

@@ -267,7 +267,8 @@ type resolver struct {
 	park     bool
 }
 
-func (r *resolver) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
+func (r *resolver) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	geoID := geo.ID()
 	if l, ok := r.t.get(geoID); ok {
 		return l, nil
 	}
@@ -277,7 +278,7 @@ func (r *resolver) Location(ctx context.Context, geoID string) (readmodel.Locati
 		return readmodel.Location{}, &errMissing{geoID}
 	}
 	if r.fallback != nil {
-		l, err := r.fallback.Location(ctx, geoID)
+		l, err := r.fallback.Location(ctx, geo)
 		switch {
 		case err == nil:
 			if l.GeoType != readmodel.GeoProperty {

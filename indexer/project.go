@@ -9,10 +9,10 @@ import (
 )
 
 // Lookup is what projections may read while denormalising: locations by
-// geo_id (for geo matching and display names). The read model implements
-// it; a projection never reads anything else.
+// geo_id (for geo matching and display names). The read model's Reader
+// implements it; a projection never reads anything else.
 type Lookup interface {
-	Location(ctx context.Context, geoID string) (readmodel.Location, error)
+	Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error)
 }
 
 // Project turns one decoded envelope into read-model documents. Given the

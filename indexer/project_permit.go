@@ -60,19 +60,6 @@ const (
 	multiCountyFactor    = 0.9
 )
 
-// isPropertyID reports whether s is prop_ and 32 lower-case hex digits.
-func isPropertyID(s string) bool {
-	if len(s) != 5+32 || s[:5] != "prop_" {
-		return false
-	}
-	for i := 5; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // isStateCode reports whether s is two ASCII letters (either case: the
 // projection upper-cases it).
 func isStateCode(s string) bool {
@@ -210,7 +197,7 @@ func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, 
 	if look == nil {
 		return links, nil, errors.New("indexer: permit projection needs a Lookup")
 	}
-	loc, err := look.Location(ctx, zipIDs.of(zip))
+	loc, err := look.Location(ctx, readmodel.ParseGeoRef(zipIDs.of(zip)))
 	if errors.Is(err, readmodel.ErrNotFound) {
 		return links, nil, nil
 	}
@@ -358,7 +345,7 @@ func validatePermit(env events.Envelope, d *events.Permit) error {
 		return fmt.Errorf("address.zipcode %q is not 5 digits", d.Address.Zipcode)
 	case d.Address.ZipConfidence < 0 || d.Address.ZipConfidence > 1 || math.IsNaN(d.Address.ZipConfidence):
 		return errors.New("address.zip_confidence must be in 0..1")
-	case d.PropertyID != "" && !isPropertyID(d.PropertyID):
+	case d.PropertyID != "" && !readmodel.IsPropertyID(d.PropertyID):
 		return fmt.Errorf("property_id %q does not match prop_ + 32 hex", d.PropertyID)
 	case d.Valuation != nil && (*d.Valuation < 0 || math.IsInf(*d.Valuation, 0) || math.IsNaN(*d.Valuation)):
 		return errors.New("valuation must be a finite non-negative number or null")
@@ -376,7 +363,7 @@ func validatePermit(env events.Envelope, d *events.Permit) error {
 
 func validateProperty(env events.Envelope, d *events.Property) error {
 	switch {
-	case !isPropertyID(env.EntityID):
+	case !readmodel.IsPropertyID(env.EntityID):
 		return errors.New("entity_id does not match prop_ + 32 hex")
 	case strings.TrimSpace(d.CanonicalAddress) == "":
 		return errors.New("canonical_address is required")

@@ -16,11 +16,11 @@ type fakeLookup struct {
 	err  error
 }
 
-func (f fakeLookup) Location(_ context.Context, id string) (readmodel.Location, error) {
+func (f fakeLookup) Location(_ context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
 	if f.err != nil {
 		return readmodel.Location{}, f.err
 	}
-	l, ok := f.locs[id]
+	l, ok := f.locs[geo.ID()]
 	if !ok {
 		return readmodel.Location{}, readmodel.ErrNotFound
 	}

@@ -51,7 +51,7 @@ func locate(ctx context.Context, look Lookup, geoID string) (readmodel.Location,
 	if look == nil {
 		return readmodel.Location{}, false, errors.New("indexer: signal projections need a Lookup")
 	}
-	l, err := look.Location(ctx, geoID)
+	l, err := look.Location(ctx, readmodel.ParseGeoRef(geoID))
 	if errors.Is(err, readmodel.ErrNotFound) {
 		return l, false, nil
 	}

@@ -16,8 +16,8 @@ import (
 
 type lookupMap map[string]readmodel.Location
 
-func (m lookupMap) Location(_ context.Context, id string) (readmodel.Location, error) {
-	l, ok := m[id]
+func (m lookupMap) Location(_ context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	l, ok := m[geo.ID()]
 	if !ok {
 		return l, readmodel.ErrNotFound
 	}

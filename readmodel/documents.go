@@ -149,21 +149,6 @@ type Property struct {
 	Version           int64
 }
 
-// IsPropertyID reports whether id has the form of a property_id: prop_
-// followed by 32 lowercase hex digits. The backends take such an id as a
-// geo_id of the property scope.
-func IsPropertyID(id string) bool {
-	if len(id) != 37 || id[:5] != "prop_" {
-		return false
-	}
-	for i := 5; i < len(id); i++ {
-		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // Clone returns a deep copy.
 func (p Property) Clone() Property {
 	p.Lat = cloneFloat(p.Lat)

@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// MonthlyQuery aggregates the permits SearchPermits would page for GeoID,
+// MonthlyQuery aggregates the permits SearchPermits would page for Geo,
 // Filter and the issue-date window [FromDate, ToDate] (both required,
 // YYYY-MM-DD) per calendar month of issue_date.
 type MonthlyQuery struct {
-	GeoID    string
+	Geo      GeoRef
 	Filter   PermitFilter
 	FromDate string
 	ToDate   string
@@ -31,7 +31,7 @@ type MonthBucket struct {
 // per month; the API answers NOT_IMPLEMENTED for a backend without it.
 type PermitMonthlyReader interface {
 	// PermitMonthly returns one bucket per month of the window, oldest
-	// first. Unknown GeoID: ErrNotFound.
+	// first. Unknown Geo: ErrNotFound.
 	PermitMonthly(ctx context.Context, q MonthlyQuery) ([]MonthBucket, error)
 }
 

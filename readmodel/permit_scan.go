@@ -23,7 +23,7 @@ type PermitScanner interface {
 // PermitScan is one scan. Next returns the following page (Next nil on
 // the last page; calling Next after it is an error); each call is bounded
 // by its own ctx, so a caller can give every page a deadline. The first
-// Next answers ErrNotFound for an unknown GeoID. Close releases the scan
+// Next answers ErrNotFound for an unknown q.Geo. Close releases the scan
 // (idempotent, safe after an error or a cancelled ctx; it does not use a
 // cancelled context, and returns once the backend has been told).
 type PermitScan interface {

@@ -41,9 +41,10 @@ type PermitKey struct {
 
 // PermitQuery pages the permits of one geography.
 type PermitQuery struct {
-	// GeoID may be "" when Filter has a geometry (near or bbox): every
-	// permit the geometry holds; hits then carry a zero Match.
-	GeoID    string
+	// Geo may be zero when Filter has a geometry (near or bbox): every
+	// permit the geometry holds; hits then carry a zero Match. A property
+	// (Geo.IsProperty) pages that property's permits.
+	Geo      GeoRef
 	Desc     bool   // issue_date descending when true
 	FromDate string // inclusive lower bound on issue_date, "" for none
 	ToDate   string // inclusive upper bound on issue_date, "" for none
@@ -85,20 +86,6 @@ type PropertyMatch struct {
 	NormalizedInput   string
 	MatchedFields     []string
 	InputAddressShown string
-}
-
-// PropertyPermitsQuery pages the permits of one property.
-type PropertyPermitsQuery struct {
-	PropertyID string
-	Limit      int // 1..100
-	After      *PermitKey
-}
-
-// PropertyPermitPage is one page of a property's permits.
-type PropertyPermitPage struct {
-	Total   int64 // every permit of the property
-	Permits []Permit
-	Next    *PermitKey
 }
 
 // GeoSignalKey is the search_after key of geo signal pages.
@@ -148,7 +135,7 @@ const (
 // LeadFilter selects leads; PermitLeads and PermitStats apply it
 // identically.
 type LeadFilter struct {
-	GeoID      string
+	Geo        GeoRef   // the anchor: a location (a property anchors no lead)
 	SignalKeys []string // any of these when non-empty
 	FromDate   string   // inclusive bound on event_date_used; excludes null dates
 	ToDate     string   // inclusive bound on event_date_used; excludes null dates
@@ -178,7 +165,7 @@ type LeadQuery struct {
 
 // LeadPage is one page of leads.
 type LeadPage struct {
-	GeoType GeoType // of the anchor, Filter.GeoID
+	GeoType GeoType // of the anchor, Filter.Geo
 	Leads   []Lead
 	Next    *LeadKey
 }
@@ -197,7 +184,8 @@ type StatsQuery struct {
 	// Today is the service clock's date (YYYY-MM-DD), the reference for
 	// freshness buckets.
 	Today string
-	// TopN bounds top_counties, top_cities and top_zips.
+	// TopN bounds top_counties, top_cities and top_zips (the API asks
+	// for StatsTopN); a negative TopN keeps the whole lists.
 	TopN int
 }
 
@@ -209,7 +197,7 @@ type ValueCount struct {
 
 // PermitStats aggregates leads. Every distribution sums to Total.
 type PermitStats struct {
-	GeoType  GeoType // of the anchor, Filter.GeoID
+	GeoType  GeoType // of the anchor, Filter.Geo
 	Total    int64
 	BySignal []ValueCount // every signal key with at least one lead, count desc then key asc
 	// TopCounties, TopCities and TopZips count leads under their *_norm

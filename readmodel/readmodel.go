@@ -58,9 +58,9 @@ var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLe
 // search engine (search_after for cursors, aggregations for stats).
 //
 // Common contract:
-//   - Query structs arrive validated by the API (limits in range, dates
-//     well-formed, enums known); a backend may return ErrInvalidQuery for a
-//     violation but never clamps silently.
+//   - Query structs arrive validated by the API (its own parameter checks,
+//     then the struct's Validate: limits.go, validate.go); a backend calls
+//     Validate first and returns its ErrInvalidQuery, never clamps silently.
 //   - Results are copies: the caller may keep and mutate them; a later write
 //     never changes a returned value.
 //   - Paged reads return at most Limit items and a Next key when at least one
@@ -75,10 +75,10 @@ var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLe
 type Reader interface {
 	// Location returns one location by geo_id with PermitCount and
 	// LatestPermitDate current as of the last applied batch (counted by the
-	// backend; a document's own figures are ignored). A property_id is a
-	// geo_id of the property scope: the property presented by
-	// PropertyLocation. Unknown geo_id: ErrNotFound.
-	Location(ctx context.Context, geoID string) (Location, error)
+	// backend; a document's own figures are ignored). A property
+	// (geo.IsProperty) is presented by PropertyLocation. Unknown geo_id:
+	// ErrNotFound.
+	Location(ctx context.Context, geo GeoRef) (Location, error)
 
 	// ResolveCandidates ranks locations for free text; when q.GeoType is
 	// "" or property and the text looks like an address (a leading house
@@ -88,10 +88,12 @@ type Reader interface {
 	// empty slice, not an error.
 	ResolveCandidates(ctx context.Context, q ResolveQuery) ([]Candidate, error)
 
-	// SearchPermits pages the permits linked to q.GeoID (for a property_id,
-	// the permits of that property), ordered by issue_date (q.Desc) with
-	// permit_id ascending as tie-breaker; permits without an issue date
-	// sort after every dated permit in both orders.
+	// SearchPermits pages the permits linked to q.Geo, ordered by
+	// issue_date (q.Desc) with permit_id ascending as tie-breaker; permits
+	// without an issue date sort after every dated permit in both orders.
+	// For a property (q.Geo.IsProperty), the permits of that property
+	// (its permit history: the API's property permits are this read,
+	// Desc, unfiltered).
 	// Unknown geo_id: ErrNotFound. A known geo with no permits: empty page.
 	SearchPermits(ctx context.Context, q PermitQuery) (PermitPage, error)
 
@@ -100,12 +102,7 @@ type Reader interface {
 	// ascending), at most q.Limit. No plausible match: empty slice.
 	SearchProperties(ctx context.Context, q PropertyQuery) ([]PropertyMatch, error)
 
-	// PropertyPermits pages the permits of one property, issue_date
-	// descending, permit_id ascending (undated last), with the property's
-	// total permit count. Unknown property: ErrNotFound.
-	PropertyPermits(ctx context.Context, q PropertyPermitsQuery) (PropertyPermitPage, error)
-
-	// GeoSignalsForLocation returns the active geo signal rows of one geo_id,
+	// GeoSignalsForLocation returns the active geo signal rows of one geo,
 	// signal_key ascending, restricted to keys when keys is non-empty. A
 	// row is active when the catalog of the row's state lists its
 	// signal_key with status CatalogActive; rows of other keys (no entry,
@@ -113,7 +110,7 @@ type Reader interface {
 	// with the rows, so a caller needs no Location read for them. Unknown
 	// geo_id (a property_id too): ErrNotFound. Known geo without active
 	// rows: empty Signals.
-	GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (LocationSignals, error)
+	GeoSignalsForLocation(ctx context.Context, geo GeoRef, keys []string) (LocationSignals, error)
 
 	// SearchGeoSignals pages the active geo signal rows (as above) of one
 	// state ordered by score descending, signal_key ascending, geo_id
@@ -125,7 +122,7 @@ type Reader interface {
 	// yields an empty slice.
 	Catalog(ctx context.Context, q CatalogQuery) ([]CatalogEntry, error)
 
-	// PermitLeads pages the leads anchored to q.GeoID that pass q.Filter, in
+	// PermitLeads pages the leads anchored to q.Filter.Geo that pass q.Filter, in
 	// q.Sort order with lead_id ascending as the final tie-breaker, with
 	// the anchor's geo type. Unknown geo_id (a property_id too):
 	// ErrNotFound.
@@ -137,7 +134,10 @@ type Reader interface {
 	// geo_id (a property_id too): ErrNotFound.
 	PermitStats(ctx context.Context, q StatsQuery) (PermitStats, error)
 
-	// Health reports whether the backend answers and how much it holds.
+	// Health reports whether the backend answers and how much it holds:
+	// the number of live (not deleted) documents per kind, every kind of
+	// Kinds present. It is the one count read (readiness, metrics and the
+	// conformance suite's counts all use it).
 	Health(ctx context.Context) (Health, error)
 }
 
@@ -181,11 +181,10 @@ type Versioned interface {
 	ReadVersion() (epoch, seq uint64)
 }
 
-// Inspector exposes the content of a backend for tests and the indexer's
-// readiness: exact counts and an order-independent digest of live documents.
+// Inspector exposes the content of a backend for tests: an
+// order-independent digest of live documents (the counts are
+// Reader.Health's).
 type Inspector interface {
-	// Counts returns the number of live (not deleted) documents per kind.
-	Counts(ctx context.Context) (map[Kind]int64, error)
 	// Digest returns a hex SHA-256 over every live document's kind, id and
 	// version, independent of insertion order (built with Digest, so equal
 	// contents give equal digests on every backend).

@@ -127,7 +127,7 @@ func TestSnapshotRestart(t *testing.T) {
 	require.Equal(t, digest(t, clean), digest(t, restarted))
 	counts, _ = restarted.Counts(t.Context())
 	require.Equal(t, int64(398), counts[readmodel.KindPermit]) // 1..400 less S00001 and S00250
-	zip, err := restarted.Location(t.Context(), events.GeoID("zip", "98101"))
+	zip, err := restarted.Location(t.Context(), readmodel.ParseGeoRef(events.GeoID("zip", "98101")))
 	require.NoError(t, err)
 	require.Equal(t, int64(398), zip.PermitCount, "permits replayed after the snapshot link to the ZIP it holds")
 

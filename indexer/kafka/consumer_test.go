@@ -73,11 +73,11 @@ func TestDuplicatesAndReorderedVersionsEndAtNewest(t *testing.T) {
 
 	ctx := context.Background()
 	for id, v := range map[string]int64{"a": 3, "b": 2, "d": 3} {
-		l, err := store.Location(ctx, id)
+		l, err := store.Location(ctx, readmodel.ParseGeoRef(id))
 		require.NoError(t, err, id)
 		require.Equal(t, v, l.Version, id)
 	}
-	_, err := store.Location(ctx, "c")
+	_, err := store.Location(ctx, readmodel.ParseGeoRef("c"))
 	require.ErrorIs(t, err, readmodel.ErrNotFound, "a delete wins over older upserts delivered after it")
 	require.Equal(t, expected(t, envs...), stateOf(t, store))
 }

@@ -60,7 +60,7 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), counts[readmodel.KindPermit])
 
-	page, err := store.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: zip, Desc: true, Limit: 5})
+	page, err := store.SearchPermits(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zip), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	require.Len(t, page.Permits, 1, "the permit is linked to the ZIP that arrived after it")
 	require.Equal(t, zip, page.Permits[0].Match.GeoID)
@@ -114,7 +114,7 @@ func TestLocationsPublishedWhileRunning(t *testing.T) {
 				require.NoError(t, err)
 				return counts[readmodel.KindPermit] == 2 && counts[readmodel.KindLocation] == 2001
 			})
-			page, err := store.SearchPermits(ctx, readmodel.PermitQuery{GeoID: zip, Desc: true, Limit: 5})
+			page, err := store.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zip), Desc: true, Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, page.Permits, 1, "the permit is linked to the ZIP published before it")
 			require.Equal(t, zip, page.Permits[0].Match.GeoID)

@@ -179,8 +179,8 @@ func TestRoundTrip(t *testing.T) {
 	found := 0
 	for _, st := range []string{"WA", "CA", "TX", "NY", "FL"} {
 		for _, q := range []readmodel.PermitQuery{
-			{GeoID: events.GeoID("state", st), Limit: 50},
-			{GeoID: events.GeoID("state", st), Limit: 50, Desc: true},
+			{Geo: readmodel.ParseGeoRef(events.GeoID("state", st)), Limit: 50},
+			{Geo: readmodel.ParseGeoRef(events.GeoID("state", st)), Limit: 50, Desc: true},
 		} {
 			a, errA := src.SearchPermits(context.Background(), q)
 			b, errB := got.SearchPermits(context.Background(), q)

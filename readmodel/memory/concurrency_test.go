@@ -100,7 +100,7 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 				seen := map[string]bool{}
 				var after *readmodel.PermitKey
 				for {
-					page, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 7, After: after})
+					page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 7, After: after})
 					require.NoError(t, err)
 					for i, h := range page.Permits {
 						require.False(t, seen[h.Permit.PermitID], "permit %s seen twice in one page walk", h.Permit.PermitID)
@@ -114,15 +114,15 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 					}
 					after = page.Next
 				}
-				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Today: conformance.Today, TopN: 10})
+				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Today: conformance.Today, TopN: 10})
 				require.NoError(t, err)
 				require.Equal(t, st.Total, st.ConfidenceHigh+st.ConfidenceMedium+st.ConfidenceLow)
 				require.Equal(t, st.Total, st.Fresh0to7+st.Fresh8to14+st.Fresh15to30+st.Fresh31Plus)
 				_, err = s.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
 				require.NoError(t, err)
-				_, err = s.Location(ctx, conformance.Seattle)
+				_, err = s.Location(ctx, readmodel.ParseGeoRef(conformance.Seattle))
 				require.NoError(t, err)
-				_, err = s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortConfidenceDesc, Limit: 10})
+				_, err = s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortConfidenceDesc, Limit: 10})
 				require.NoError(t, err)
 			}
 		})
@@ -138,18 +138,18 @@ func TestReadsHandOutCopies(t *testing.T) {
 	s := loaded(t)
 	ctx := context.Background()
 
-	loc, err := s.Location(ctx, conformance.Zip98101)
+	loc, err := s.Location(ctx, readmodel.ParseGeoRef(conformance.Zip98101))
 	require.NoError(t, err)
 	before := loc.Clone()
 	for i := range loc.CountyGeoIDs {
 		loc.CountyGeoIDs[i] = "mutated"
 	}
 	loc.Aliases = append(loc.Aliases, "mutated")
-	again, err := s.Location(ctx, conformance.Zip98101)
+	again, err := s.Location(ctx, readmodel.ParseGeoRef(conformance.Zip98101))
 	require.NoError(t, err)
 	require.Equal(t, before, again)
 
-	page, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 5})
+	page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	require.NotEmpty(t, page.Permits)
 	want := page.Permits[0].Permit.Clone()
@@ -160,11 +160,11 @@ func TestReadsHandOutCopies(t *testing.T) {
 	if p.Valuation != nil {
 		*p.Valuation = -1
 	}
-	page2, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: conformance.Zip98101, Desc: true, Limit: 5})
+	page2, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	require.Equal(t, want, page2.Permits[0].Permit)
 
-	leads, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortEventDateDesc, Limit: 5})
+	leads, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortEventDateDesc, Limit: 5})
 	require.NoError(t, err)
 	require.NotEmpty(t, leads.Leads)
 	wantLead := leads.Leads[0].Clone()
@@ -174,11 +174,11 @@ func TestReadsHandOutCopies(t *testing.T) {
 	if leads.Leads[0].Confidence != nil {
 		*leads.Leads[0].Confidence = -1
 	}
-	leads2, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: conformance.WA}, Sort: readmodel.SortEventDateDesc, Limit: 5})
+	leads2, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortEventDateDesc, Limit: 5})
 	require.NoError(t, err)
 	require.Equal(t, wantLead, leads2.Leads[0])
 
-	got, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+	got, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(conformance.Seattle), nil)
 	require.NoError(t, err)
 	if sig := got.Signals; len(sig) > 0 {
 		want := sig[0].Clone()
@@ -186,7 +186,7 @@ func TestReadsHandOutCopies(t *testing.T) {
 			sig[0].Value[0] = 'X'
 		}
 		sig[0].Reasons = append(sig[0].Reasons[:0], "mutated")
-		got2, err := s.GeoSignalsForLocation(ctx, conformance.Seattle, nil)
+		got2, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(conformance.Seattle), nil)
 		require.NoError(t, err)
 		require.Equal(t, want, got2.Signals[0])
 	}

@@ -120,7 +120,7 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	found := 0
 	for i := range 300 {
 		f := randomPermitFilter(r)
-		q := readmodel.PermitQuery{GeoID: []string{zipA, zipB, city}[i%3], Limit: 1 + i%9, Filter: f}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef([]string{zipA, zipB, city}[i%3]), Limit: 1 + i%9, Filter: f}
 		if i%2 == 1 {
 			q.Sort = readmodel.SortValuationDesc
 		}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/tidwall/btree"
+
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -309,6 +311,24 @@ func (s *leadStatsAcc) rolls(k *keyLeads, rolls []signedRoll) int64 {
 	return kept
 }
 
+// stepConf moves it (at a lead when ok; leads by confidence descending)
+// to the next lead with confidence in [lo, hi), appended to buf, and
+// past it; false once it reaches a lead below lo, one without
+// confidence, or the end.
+func stepConf(it *btree.IterG[*leadRec], ok bool, lo, hi float64, buf []*leadRec) (bool, []*leadRec) {
+	for ok {
+		r := it.Item()
+		if !r.hasConf || r.conf < lo {
+			return false, buf
+		}
+		if r.conf < hi {
+			return it.Next(), append(buf, r)
+		}
+		ok = it.Next()
+	}
+	return false, buf
+}
+
 // floorBucket adds the roll-ups' leads of the floor's own bucket that
 // pass it, from the key's confidence tree: the leads at or above the
 // floor, or the whole bucket less those below it, whichever side of the
@@ -336,37 +356,11 @@ func (s *leadStatsAcc) floorBucket(k *keyLeads, rolls []signedRoll) int64 {
 	s.upBuf, s.downBuf = s.upBuf[:0], s.downBuf[:0]
 	for {
 		// The upper side: [f, hi).
-		for upOK {
-			r := up.Item()
-			if !r.hasConf || r.conf < f {
-				upOK = false
-				break
-			}
-			if r.conf < hi {
-				s.upBuf = append(s.upBuf, r)
-				upOK = up.Next()
-				break
-			}
-			upOK = up.Next()
-		}
-		if !upOK {
+		if upOK, s.upBuf = stepConf(&up, upOK, f, hi, s.upBuf); !upOK {
 			return s.floorRecs(s.upBuf, rolls, 1)
 		}
 		// The lower side: [lo, f).
-		for downOK {
-			r := down.Item()
-			if !r.hasConf || r.conf < lo {
-				downOK = false
-				break
-			}
-			if r.conf < f {
-				s.downBuf = append(s.downBuf, r)
-				downOK = down.Next()
-				break
-			}
-			downOK = down.Next()
-		}
-		if !downOK {
+		if downOK, s.downBuf = stepConf(&down, downOK, lo, f, s.downBuf); !downOK {
 			break
 		}
 	}
@@ -474,7 +468,7 @@ func (x *leadIndex) stats(q readmodel.StatsQuery, names displayNames) (readmodel
 	acc := statsAccs.Get().(*leadStatsAcc)
 	defer statsAccs.Put(acc)
 	acc.reset(today, w.minConf, n)
-	for _, k := range x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys) {
+	for _, k := range x.anchors[q.Filter.Geo.ID()].selected(q.Filter.SignalKeys) {
 		acc.key(k, w)
 	}
 	st := readmodel.PermitStats{

@@ -79,7 +79,7 @@ func TestPermitStatsMatchPaging(t *testing.T) {
 
 	day := func(back int) string { return today.AddDate(0, 0, -back).Format(time.DateOnly) }
 	for i := range 300 {
-		f := readmodel.LeadFilter{GeoID: geos[r.IntN(len(geos))]}
+		f := readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geos[r.IntN(len(geos))])}
 		if r.IntN(3) == 0 {
 			f.SignalKeys = keys[:1+r.IntN(2)]
 		}
@@ -186,7 +186,7 @@ func sortCounts(v []readmodel.ValueCount) {
 func TestStatsWithoutLeadsAreEmpty(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: city}, Today: "2026-01-01", TopN: 5}
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(city)}, Today: "2026-01-01", TopN: 5}
 	check := func(st readmodel.PermitStats, err error) {
 		t.Helper()
 		require.NoError(t, err)

@@ -317,12 +317,14 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 			return nil, fmt.Errorf("%w: cursor date %q", readmodel.ErrInvalidQuery, q.After.EventDate)
 		}
 	}
-	keys := x.anchors[q.Filter.GeoID].selected(q.Filter.SignalKeys)
+	keys := x.anchors[q.Filter.Geo.ID()].selected(q.Filter.SignalKeys)
 	want := q.Limit + 1
-	m := leadMerge{less: dateLess, out: make([]*leadRec, 0, want)}
+	less := dateLess
 	if q.Sort == readmodel.SortConfidenceDesc {
-		m.less = confLess
+		less = confLess
 	}
+	m := mergeHeap[*leadStream]{less: func(a, b *leadStream) bool { return less(a.cur, b.cur) }}
+	out := make([]*leadRec, 0, want)
 	streams := make([]leadStream, len(keys))
 	for i, k := range keys {
 		st := &streams[i]
@@ -335,9 +337,9 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 			m.push(st)
 		}
 	}
-	for len(m.heap) > 0 && len(m.out) < want {
-		st := m.heap[0]
-		m.out = append(m.out, st.cur)
+	for len(m.h) > 0 && len(out) < want {
+		st := m.h[0]
+		out = append(out, st.cur)
 		if st.advance() {
 			m.fix()
 		} else {
@@ -347,7 +349,7 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	for i := range streams {
 		streams[i].release()
 	}
-	return m.out, nil
+	return out, nil
 }
 
 // leadStream yields one key's leads of a page in the page's order: from a
@@ -484,51 +486,6 @@ func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
 		top[i] = r
 	}
 	return top
-}
-
-// leadMerge is a binary min-heap of streams by their current lead.
-type leadMerge struct {
-	less func(a, b *leadRec) bool
-	heap []*leadStream
-	out  []*leadRec
-}
-
-func (m *leadMerge) push(st *leadStream) {
-	m.heap = append(m.heap, st)
-	for i := len(m.heap) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !m.less(m.heap[i].cur, m.heap[p].cur) {
-			break
-		}
-		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
-		i = p
-	}
-}
-
-func (m *leadMerge) pop() {
-	n := len(m.heap) - 1
-	m.heap[0] = m.heap[n]
-	m.heap = m.heap[:n]
-	m.fix()
-}
-
-// fix restores the heap after the top's lead changed.
-func (m *leadMerge) fix() {
-	h := m.heap
-	for i := 0; ; {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(h) && m.less(h[l].cur, h[min].cur) {
-			min = l
-		}
-		if r < len(h) && m.less(h[r].cur, h[min].cur) {
-			min = r
-		}
-		if min == i {
-			return
-		}
-		h[i], h[min] = h[min], h[i]
-		i = min
-	}
 }
 
 // leadDayAggs are exact per-day aggregates of one anchor's leads of one key.

@@ -49,7 +49,7 @@ func randomLeads(r *rand.Rand, n int) []readmodel.Lead {
 }
 
 func randomFilter(r *rand.Rand) readmodel.LeadFilter {
-	f := readmodel.LeadFilter{GeoID: []string{lrState, lrCityA}[r.IntN(2)]}
+	f := readmodel.LeadFilter{Geo: readmodel.ParseGeoRef([]string{lrState, lrCityA}[r.IntN(2)])}
 	day := func() string {
 		return time.Date(2011+r.IntN(17), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 	}
@@ -80,7 +80,7 @@ func randomFilter(r *rand.Rand) readmodel.LeadFilter {
 
 // keep is the brute-force filter.
 func keep(f readmodel.LeadFilter, l readmodel.Lead) bool {
-	if !slices.Contains(l.GeoIDs, f.GeoID) || len(f.SignalKeys) > 0 && !slices.Contains(f.SignalKeys, l.SignalKey) {
+	if !slices.Contains(l.GeoIDs, f.Geo.ID()) || len(f.SignalKeys) > 0 && !slices.Contains(f.SignalKeys, l.SignalKey) {
 		return false
 	}
 	lo := max(f.FromDate, f.FreshSince)

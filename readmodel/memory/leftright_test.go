@@ -96,7 +96,7 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 	go func() {
 		reads <- func() error {
 			for _, sort := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
-				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: lrState}, Sort: sort, Limit: 100})
+				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrState)}, Sort: sort, Limit: 100})
 				if err != nil {
 					return err
 				}
@@ -106,11 +106,11 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 					}
 				}
 			}
-			st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: lrCityA}, Today: "2026-01-15", TopN: 5})
+			st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Today: "2026-01-15", TopN: 5})
 			if err != nil || st.Total != 300 {
 				return fmt.Errorf("stats %d, %v", st.Total, err)
 			}
-			l, err := s.Location(ctx, lrCityB)
+			l, err := s.Location(ctx, readmodel.ParseGeoRef(lrCityB))
 			if err != nil || l.Name != "Beta" {
 				return fmt.Errorf("location %q, %v", l.Name, err)
 			}
@@ -135,12 +135,12 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 	close(r.release)
 	require.NoError(t, <-applied)
 
-	page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: lrCityA}, Sort: readmodel.SortConfidenceDesc, Limit: 100})
+	page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Sort: readmodel.SortConfidenceDesc, Limit: 100})
 	require.NoError(t, err)
 	for _, l := range page.Leads {
 		require.EqualValues(t, 2, l.Version)
 	}
-	got, err := s.Location(ctx, lrCityB)
+	got, err := s.Location(ctx, readmodel.ParseGeoRef(lrCityB))
 	require.NoError(t, err)
 	require.Equal(t, "Beta Renamed", got.Name)
 	e, q := s.ReadVersion()
@@ -184,13 +184,13 @@ func TestConcurrentPagesNeverMixBatches(t *testing.T) {
 					return
 				default:
 				}
-				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: lrState, SignalKeys: []string{"k1", "k3"}}, Sort: sort, Limit: 100})
+				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrState), SignalKeys: []string{"k1", "k3"}}, Sort: sort, Limit: 100})
 				require.NoError(t, err)
 				require.Len(t, page.Leads, 100)
 				for _, l := range page.Leads {
 					require.Equal(t, page.Leads[0].Version, l.Version, "one page, two batches")
 				}
-				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: lrState}, Today: "2026-01-15", TopN: 3})
+				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrState)}, Today: "2026-01-15", TopN: 3})
 				require.NoError(t, err)
 				require.EqualValues(t, n, st.Total)
 				_, seq := s.ReadVersion()
@@ -242,7 +242,7 @@ func TestConcurrentStatsCacheByAnchor(t *testing.T) {
 	s := memory.New(memory.Options{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: append(lrLeads(lrCityA, 50, 1), lrLeads(lrCityB, 20, 1)...)})
 	require.NoError(t, err)
-	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: lrCityA}, Today: "2026-01-15", TopN: 5}
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Today: "2026-01-15", TopN: 5}
 	first, err := s.PermitStats(ctx, q)
 	require.NoError(t, err)
 	hits, misses, _ := s.StatsCacheCounts()

@@ -30,7 +30,7 @@ func TestStatsTopListsSpellLocations(t *testing.T) {
 		lead("a", "seattle", "king county"), lead("b", "seattle", "king county"), lead("c", "tukwila", "king county"),
 	}})
 	require.NoError(t, err)
-	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "state:WA"}, Today: "2026-01-15", TopN: 10}
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("state:WA")}, Today: "2026-01-15", TopN: 10}
 	st, err := s.PermitStats(ctx, q)
 	require.NoError(t, err)
 	require.Equal(t, []readmodel.ValueCount{{Value: "Seattle", Count: 2}, {Value: "tukwila", Count: 1}}, st.TopCities)

@@ -24,7 +24,7 @@ func benchFilteredPages(b *testing.B, filters []readmodel.PermitFilter) {
 	empty := 0
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
-		q := readmodel.PermitQuery{GeoID: geos[i%2], Desc: i%4 < 2, Limit: 25, Filter: filters[r.IntN(len(filters))]}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geos[i%2]), Desc: i%4 < 2, Limit: 25, Filter: filters[r.IntN(len(filters))]}
 		t0 := time.Now()
 		p, err := s.SearchPermits(ctx, q)
 		lat = append(lat, time.Since(t0))
@@ -109,7 +109,7 @@ func BenchmarkPermitMonthlyState(b *testing.B) {
 	lat := make(latencies, 0, n)
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
-		q := readmodel.MonthlyQuery{GeoID: events.GeoID("state", "WA"), FromDate: from.Format(time.DateOnly), ToDate: to.Format(time.DateOnly)}
+		q := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(events.GeoID("state", "WA")), FromDate: from.Format(time.DateOnly), ToDate: to.Format(time.DateOnly)}
 		t0 := time.Now()
 		_, err := s.PermitMonthly(ctx, q)
 		lat = append(lat, time.Since(t0))

@@ -165,7 +165,7 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 		for _, p := range byValue {
 			wantValue = append(wantValue, p.PermitID)
 		}
-		gotValue := walk(t, s, readmodel.PermitQuery{GeoID: geo, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortValuationDesc}, nil)
+		gotValue := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortValuationDesc}, nil)
 		if !slices.Equal(gotValue, wantValue) {
 			t.Fatalf("valuation order, filter %+v geo %s: got %d %v, want %d %v", f, geo, len(gotValue), head(gotValue), len(wantValue), head(wantValue))
 		}
@@ -190,7 +190,7 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 			for _, p := range near {
 				wantNear = append(wantNear, p.PermitID)
 			}
-			gotNear := walk(t, s, readmodel.PermitQuery{GeoID: geo, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortDistance}, nil)
+			gotNear := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f, Sort: readmodel.SortDistance}, nil)
 			if len(gotNear) > 0 {
 				nearHits++
 			}
@@ -200,7 +200,7 @@ func TestPermitFiltersMatchTheReference(t *testing.T) {
 		}
 		for _, desc := range []bool{true, false} {
 			want := expected(keep, desc, from, to)
-			got := walk(t, s, readmodel.PermitQuery{GeoID: geo, Desc: desc, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f}, nil)
+			got := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: desc, FromDate: from, ToDate: to, Limit: 1 + i%9, Filter: f}, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("filter %+v geo %s desc %v: got %d %v, want %d %v", f, geo, desc, len(got), head(got), len(want), head(want))
 			}

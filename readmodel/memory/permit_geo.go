@@ -75,29 +75,18 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 	f := &q.Filter
 	geo := uint32(0)
 	var propSet map[*cpermit]bool
-	switch ref, isProp := propRefIfKey(q.GeoID); {
-	case q.GeoID == "":
-	case isProp:
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		geo, propSet = selfProperty, map[*cpermit]bool{}
-		for _, c := range e.permits {
-			propSet[c] = true
-		}
-	default:
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		set, sym := s.geoPermits(q.GeoID)
-		if set == nil {
-			return nil, sym, nil
+	if !q.Geo.IsZero() {
+		set, sym, props, err := s.geoSet(q.Geo)
+		if err != nil || set == nil {
+			return nil, sym, err
 		}
 		geo = sym
-	}
-	if q.Sort == readmodel.SortDistance && f.Near == nil {
-		return nil, 0, fmt.Errorf("%w: distance order without near", readmodel.ErrInvalidQuery)
+		if geo == selfProperty {
+			propSet = make(map[*cpermit]bool, len(props))
+			for _, c := range props {
+				propSet[c] = true
+			}
+		}
 	}
 	plan := s.planOf(f)
 	ikLo, ikHi := int32(math.MinInt32), int32(undated)

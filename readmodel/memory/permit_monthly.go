@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -100,31 +99,22 @@ func (st *monthStats) median() *float64 {
 
 // PermitMonthly implements readmodel.PermitMonthlyReader.
 func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
-	from, to := parseDay(q.FromDate), parseDay(q.ToDate)
-	if from == noDate || to == noDate || from > to {
-		return nil, fmt.Errorf("%w: monthly window %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
+	from, to := parseDay(q.FromDate), parseDay(q.ToDate)
 	months := readmodel.MonthsOf(q.FromDate, q.ToDate)
 	out := make([]readmodel.MonthBucket, len(months))
 	for i, m := range months {
 		out[i].Month = m
 	}
 	first := monthOfIK(-from)
-	var set permitSet
-	var geo uint32
-	if ref, ok := propRefIfKey(q.GeoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, readmodel.ErrNotFound
-		}
-		set, geo = sliceSet(e.permits), selfProperty
-	} else {
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, readmodel.ErrNotFound
-		}
-		if set, geo = s.geoPermits(q.GeoID); set == nil {
-			return out, nil
-		}
+	set, geo, _, err := s.geoSet(q.Geo)
+	if err != nil {
+		return nil, err
+	}
+	if set == nil {
+		return out, nil
 	}
 	// Whole months of an unfiltered series come from the month stats.
 	whole := func(i int) bool {

@@ -40,7 +40,7 @@ func TestPermitMonthlyAgreesWithSearch(t *testing.T) {
 		}
 		geo := []string{zipA, zipB, city, state}[i%4]
 		w := windows[i%len(windows)]
-		got, err := s.PermitMonthly(context.Background(), readmodel.MonthlyQuery{GeoID: geo, Filter: f, FromDate: w[0], ToDate: w[1]})
+		got, err := s.PermitMonthly(context.Background(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), Filter: f, FromDate: w[0], ToDate: w[1]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestPermitMonthlyAgreesWithSearch(t *testing.T) {
 		}
 		count := map[string]int64{}
 		vals := map[string][]float64{}
-		q := readmodel.PermitQuery{GeoID: geo, Desc: true, FromDate: w[0], ToDate: w[1], Limit: 100, Filter: f}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, FromDate: w[0], ToDate: w[1], Limit: 100, Filter: f}
 		for {
 			page, err := s.SearchPermits(context.Background(), q)
 			if err != nil {

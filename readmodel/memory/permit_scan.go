@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -43,8 +42,8 @@ var _ readmodel.PermitScanner = (*Store)(nil)
 // (above). An unknown geography or a query search refuses is answered by
 // the first Next.
 func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, maxRows int) (readmodel.PermitScan, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return nil, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

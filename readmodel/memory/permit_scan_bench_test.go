@@ -32,7 +32,7 @@ func BenchmarkPermitScanOpenState(b *testing.B) {
 
 func benchScanOpen(b *testing.B) {
 	ctx := context.Background()
-	q := readmodel.PermitQuery{GeoID: events.GeoID("state", "WA"), Desc: true, Limit: 100}
+	q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(events.GeoID("state", "WA")), Desc: true, Limit: 100}
 	var total, longest time.Duration
 	b.ResetTimer()
 	for range b.N {

@@ -68,17 +68,14 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 		}
 		return c.ik != undated && c.ik >= lo && c.ik <= hi
 	}
-	var base permitSet
-	var geo uint32
+	base, geo, props, err := s.geoSet(q.Geo)
+	if err != nil {
+		return nil, 0, err
+	}
 	var walk func(pivot *cpermit, fn func(*cpermit) bool)
-	if ref, ok := propRefIfKey(q.GeoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		sorted := append([]*cpermit(nil), e.permits...)
+	if q.Geo.IsProperty() {
+		sorted := append([]*cpermit(nil), props...)
 		sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
-		base, geo = sliceSet(e.permits), selfProperty
 		walk = func(pivot *cpermit, fn func(*cpermit) bool) {
 			for _, c := range sorted[sort.Search(len(sorted), func(i int) bool { return !valueLess(sorted[i], pivot) }):] {
 				if !fn(c) {
@@ -87,15 +84,10 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 			}
 		}
 	} else {
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, 0, readmodel.ErrNotFound
+		t := s.pf.byValue[geo]
+		if base == nil || t == nil {
+			return nil, geo, nil
 		}
-		set, sym := s.geoPermits(q.GeoID)
-		t := s.pf.byValue[sym]
-		if set == nil || t == nil {
-			return nil, sym, nil
-		}
-		base, geo = set, sym
 		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
 	}
 	keep := s.filteredSet(geo, base, &q.Filter)

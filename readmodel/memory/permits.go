@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/permitd/permitd/readmodel"
@@ -86,6 +85,25 @@ func (s *side) unindexPermit(c *cpermit) {
 	s.unindexFilters(c)
 }
 
+// geoSet is what a permit read of g starts from: the permits g holds and
+// the geo they are matched on (a symbol, or selfProperty for a property,
+// whose permits are props too). ErrNotFound for an unknown geography; a
+// known location without permits has a nil set.
+func (s *side) geoSet(g readmodel.GeoRef) (set permitSet, geo uint32, props []*cpermit, err error) {
+	if g.IsProperty() {
+		e := s.liveProperty(g)
+		if e == nil {
+			return nil, 0, nil, readmodel.ErrNotFound
+		}
+		return sliceSet(e.permits), selfProperty, e.permits, nil
+	}
+	if _, ok := s.locations.get(g.ID()); !ok {
+		return nil, 0, nil, readmodel.ErrNotFound
+	}
+	set, geo = s.geoPermits(g.ID())
+	return set, geo, nil, nil
+}
+
 // geoPermits returns the permit set of a location's geo_id (a reader of the
 // side); nil when no permit is linked to it.
 func (s *side) geoPermits(geoID string) (permitSet, uint32) {
@@ -103,8 +121,8 @@ func (s *side) geoPermits(geoID string) (permitSet, uint32) {
 // SearchPermits implements readmodel.Reader. A property_id is a geo_id of
 // the property scope: its permits, matched by their property link.
 func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitPage{}, err
 	}
 	hits, geo, err := s.permitHits(ctx, &q, q.Limit+1)
 	if err != nil {
@@ -115,34 +133,18 @@ func (s *side) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (read
 
 // permitHits returns the permits q pages, in q's order, strictly after
 // q.After, at most n (the candidates of SearchPermits and of the export
-// scan, permit_scan.go), and the geo they are matched on (a symbol,
+// scan, permit_scan.go; q passed Validate), and the geo they are matched on (a symbol,
 // selfProperty, or 0 for a geometry without geo_id).
 func (s *side) permitHits(ctx context.Context, q *readmodel.PermitQuery, n int) ([]geoHit, uint32, error) {
-	if q.FromDate != "" && parseDay(q.FromDate) == noDate || q.ToDate != "" && parseDay(q.ToDate) == noDate {
-		return nil, 0, fmt.Errorf("%w: permit date bounds %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
-	}
 	if q.Filter.HasGeometry() {
 		return s.geometryHits(ctx, q, n) // permit_geo.go
 	}
 	if q.Sort == readmodel.SortValuationDesc {
 		return s.valuationHits(ctx, q, n) // permit_sort.go
 	}
-	var set permitSet
-	var geo uint32
-	if ref, ok := propRefIfKey(q.GeoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		set, geo = sliceSet(e.permits), selfProperty
-	} else {
-		if _, ok := s.locations.get(q.GeoID); !ok {
-			return nil, 0, readmodel.ErrNotFound
-		}
-		set, geo = s.geoPermits(q.GeoID)
-		if set == nil {
-			return nil, geo, nil
-		}
+	set, geo, _, err := s.geoSet(q.Geo)
+	if err != nil || set == nil {
+		return nil, geo, err
 	}
 	sp := newPageSpec(q.Desc, q.FromDate, q.ToDate, n)
 	if q.After != nil {
@@ -177,7 +179,7 @@ func (s *side) permitHit(q *readmodel.PermitQuery, geo uint32, h *geoHit, c *cpe
 	if geo != 0 {
 		m, ok := s.link(c, geo)
 		if !ok { // a permit of the property without a property link
-			m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			m = readmodel.GeoLink{GeoID: q.Geo.ID(), GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
 		}
 		hit.Match = m
 	}
@@ -195,34 +197,4 @@ func permitKeyOf(q *readmodel.PermitQuery, h *geoHit) *readmodel.PermitKey {
 		k.HasValuation, k.Valuation = true, h.c.valuation
 	}
 	return k
-}
-
-// PropertyPermits implements readmodel.Reader.
-func (s *side) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	ref, ok := propRefIfKey(q.PropertyID)
-	if !ok {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	e := s.props.entry(ref, false)
-	if e == nil || e.state != propLive {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	sp := newPageSpec(true, "", "", q.Limit+1)
-	if q.After != nil {
-		sp.after = &cpermit{ik: ikOf(q.After.IssueDate), id: q.After.PermitID}
-	}
-	items := page(sliceSet(e.permits), sp)
-	out := readmodel.PropertyPermitPage{Total: int64(len(e.permits)), Permits: make([]readmodel.Permit, 0, min(len(items), q.Limit))}
-	for i, c := range items {
-		if i == q.Limit {
-			last := items[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: issueOf(last.ik), PermitID: last.id}
-			break
-		}
-		out.Permits = append(out.Permits, s.expandPermit(c))
-	}
-	return out, nil
 }

@@ -223,7 +223,7 @@ func benchPages(b *testing.B, geoID string) {
 	s := bench.store
 	// cursors: positions spread over the whole walk
 	var keys []readmodel.PermitKey
-	q := readmodel.PermitQuery{GeoID: geoID, Desc: true, Limit: 100}
+	q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geoID), Desc: true, Limit: 100}
 	for {
 		p, err := s.SearchPermits(ctx, q)
 		if err != nil {
@@ -238,7 +238,7 @@ func benchPages(b *testing.B, geoID string) {
 		}
 		q.After = p.Next
 	}
-	loc, err := s.Location(ctx, geoID)
+	loc, err := s.Location(ctx, readmodel.ParseGeoRef(geoID))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func benchPages(b *testing.B, geoID string) {
 	lat := make(latencies, 0, n)
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
-		q := readmodel.PermitQuery{GeoID: geoID, Desc: i%2 == 0, Limit: 25}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geoID), Desc: i%2 == 0, Limit: 25}
 		if i%4 >= 2 && len(keys) > 0 {
 			k := keys[r.IntN(len(keys))]
 			q.After = &k

@@ -104,8 +104,8 @@ func walk(t testing.TB, s *memory.Store, q readmodel.PermitQuery, between func(p
 			t.Fatalf("page of %d > limit %d", len(res.Permits), q.Limit)
 		}
 		for _, h := range res.Permits {
-			if h.Match.GeoID != q.GeoID {
-				t.Fatalf("match %+v for %s", h.Match, q.GeoID)
+			if h.Match.GeoID != q.Geo.ID() {
+				t.Fatalf("match %+v for %s", h.Match, q.Geo.ID())
 			}
 			ids = append(ids, h.Permit.PermitID)
 		}
@@ -166,7 +166,7 @@ func TestPermitPagingWalksEveryPermitOnce(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, limit := range []int{1, 7, 100} {
-				got := walk(t, s, readmodel.PermitQuery{GeoID: zipA, Desc: tc.desc, FromDate: tc.from, ToDate: tc.to, Limit: limit}, nil)
+				got := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Desc: tc.desc, FromDate: tc.from, ToDate: tc.to, Limit: limit}, nil)
 				want := expected(ps, tc.desc, tc.from, tc.to)
 				if !slices.Equal(got, want) {
 					t.Fatalf("limit %d: got %d ids %v\nwant %d ids %v", limit, len(got), head(got), len(want), head(want))
@@ -174,7 +174,7 @@ func TestPermitPagingWalksEveryPermitOnce(t *testing.T) {
 			}
 		})
 	}
-	loc, err := s.Location(context.Background(), zipA)
+	loc, err := s.Location(context.Background(), readmodel.ParseGeoRef(zipA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestPermitPagingWhileWriting(t *testing.T) {
 			s := newStore(t)
 			apply(t, s, readmodel.Batch{Permits: ps})
 			var added []readmodel.Permit
-			got := walk(t, s, readmodel.PermitQuery{GeoID: zipA, Desc: desc, Limit: 7}, func(page int) {
+			got := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Desc: desc, Limit: 7}, func(page int) {
 				// new permits at every position of the order, some in other ZIPs
 				for i := range 3 {
 					p := permit(fmt.Sprintf("new-%d-%d", page, i), fmt.Sprintf("2024-%02d-%02d", 1+r.IntN(3), 1+r.IntN(5)), zipA, 1)
@@ -252,11 +252,11 @@ func TestPermitIndexesFollowChangesDeletesAndReplays(t *testing.T) {
 	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{p1, p2, p3}})
 	check := func(name string, geo string, count int64, latest string) {
 		t.Helper()
-		l, err := s.Location(ctx, geo)
+		l, err := s.Location(ctx, readmodel.ParseGeoRef(geo))
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := len(walk(t, s, readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 7}, nil))
+		n := len(walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 7}, nil))
 		if l.PermitCount != count || l.LatestPermitDate != latest || int64(n) != count {
 			t.Fatalf("%s: %s count %d (paged %d) latest %q, want %d %q", name, geo, l.PermitCount, n, l.LatestPermitDate, count, latest)
 		}
@@ -313,7 +313,7 @@ func TestPermitRoundTrip(t *testing.T) {
 	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{p, odd}, Properties: []readmodel.Property{{
 		PropertyID: p.PropertyID, CanonicalAddress: "77 MAIN ST, SEATTLE, WA 98101", NormalizedAddress: "77 MAIN ST", City: "SEATTLE", State: "WA", Version: 1,
 	}}})
-	page, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: zipA, Desc: true, Limit: 10})
+	page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Desc: true, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,21 +330,14 @@ func TestPermitRoundTrip(t *testing.T) {
 		t.Errorf("match %+v", m)
 	}
 	// the property scope
-	pp, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: p.PropertyID, Desc: true, Limit: 10})
+	pp, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(p.PropertyID), Desc: true, Limit: 10})
 	if err != nil || len(pp.Permits) != 1 || pp.Permits[0].Match.GeoType != readmodel.GeoProperty {
 		t.Fatalf("property scope %+v %v", pp, err)
 	}
-	hist, err := s.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: p.PropertyID, Limit: 5})
-	if err != nil || hist.Total != 1 || len(hist.Permits) != 1 || hist.Permits[0].PermitID != p.PermitID {
-		t.Fatalf("property permits %+v %v", hist, err)
-	}
 	for _, id := range []string{"gunknown", events.PropertyID("nothing")} {
-		if _, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: id, Limit: 1}); err != readmodel.ErrNotFound {
+		if _, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(id), Limit: 1}); err != readmodel.ErrNotFound {
 			t.Errorf("%s: %v", id, err)
 		}
-	}
-	if _, err := s.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: events.PropertyID("nothing"), Limit: 1}); err != readmodel.ErrNotFound {
-		t.Errorf("unknown property: %v", err)
 	}
 }
 
@@ -372,7 +365,7 @@ func TestLocationPermitFiguresComeFromTheIndex(t *testing.T) {
 	apply(t, s, readmodel.Batch{Locations: []readmodel.Location{
 		{GeoID: "g_empty", GeoType: readmodel.GeoCity, Name: "Nowhere", PermitCount: 7, LatestPermitDate: "2020-01-01", Version: 1},
 	}})
-	l, err := s.Location(context.Background(), "g_empty")
+	l, err := s.Location(context.Background(), readmodel.ParseGeoRef("g_empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +380,7 @@ func TestLocationPermitFiguresComeFromTheIndex(t *testing.T) {
 func TestTextsAreFreed(t *testing.T) {
 	s := newStore(t)
 	descs := func() map[string]string {
-		page, err := s.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: zipA, Limit: 100})
+		page, err := s.SearchPermits(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

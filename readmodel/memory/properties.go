@@ -2,7 +2,7 @@ package memory
 
 import (
 	"context"
-	"fmt"
+	"encoding/hex"
 	"hash/maphash"
 	"strings"
 
@@ -86,9 +86,21 @@ func (t *propertyTable) hash2(a string, b uint32) uint64 {
 	return h.Sum64()
 }
 
-func propRefIfKey(id string) (propRef, bool) {
-	k, ok := parsePropKey(id)
-	return propRef{key: k, kind: 1}, ok
+// liveProperty is the entry of the property geo names (geo.IsProperty),
+// nil when that property is not live.
+func (s *side) liveProperty(geo readmodel.GeoRef) *propEntry {
+	var k propKey
+	if !geo.IsProperty() {
+		return nil
+	}
+	if _, err := hex.Decode(k[:], []byte(geo.ID()[len("prop_"):])); err != nil {
+		return nil // IsProperty holds only for prop_ and 32 hex digits
+	}
+	e := s.props.entry(propRef{key: k, kind: 1}, false)
+	if e == nil || e.state != propLive {
+		return nil
+	}
+	return e
 }
 
 // entry returns the entry of ref, creating it when create is set.
@@ -234,8 +246,8 @@ const maxFuzzyScan = 20000
 // number and city), city, state and ZIP hints as filters, ambiguity
 // factor 0.8. An input without a house number matches nothing.
 func (s *side) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	pq, hits := s.propertyHits(q)
 	out := make([]readmodel.PropertyMatch, 0, len(hits))

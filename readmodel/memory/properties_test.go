@@ -100,7 +100,7 @@ func TestSearchProperties(t *testing.T) {
 		if got, _ := s.SearchProperties(ctx, readmodel.PropertyQuery{Address: "602 University St", City: "Seattle", Limit: 5}); len(got) != 0 {
 			t.Fatalf("deleted property matches: %+v", got)
 		}
-		if _, err := s.Location(ctx, uni.PropertyID); err != readmodel.ErrNotFound {
+		if _, err := s.Location(ctx, readmodel.ParseGeoRef(uni.PropertyID)); err != readmodel.ErrNotFound {
 			t.Fatalf("deleted property location: %v", err)
 		}
 		counts, _ := s.Counts(ctx)
@@ -142,7 +142,7 @@ func TestResolvePropertyScope(t *testing.T) {
 	if _, err := s.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Seattle", Limit: 5}); err != readmodel.ErrUnsupported {
 		t.Fatalf("no resolver: %v", err)
 	}
-	loc, err := s.Location(ctx, uni.PropertyID)
+	loc, err := s.Location(ctx, readmodel.ParseGeoRef(uni.PropertyID))
 	if err != nil || loc.GeoType != readmodel.GeoProperty || loc.DisplayName != uni.CanonicalAddress || loc.PermitCount != 1 {
 		t.Fatalf("property location %+v %v", loc, err)
 	}

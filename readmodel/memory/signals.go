@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -154,7 +153,8 @@ func (s *side) activeKey(state, key string) bool {
 }
 
 // GeoSignalsForLocation implements readmodel.Reader.
-func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
+func (s *side) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	geoID := geo.ID() // a property is no location: not found
 	loc, ok := s.locations.get(geoID)
 	if !ok {
 		return readmodel.LocationSignals{}, readmodel.ErrNotFound
@@ -174,8 +174,8 @@ func (s *side) GeoSignalsForLocation(ctx context.Context, geoID string, keys []s
 // score-ordered trees of the state's active keys (among q.SignalKeys) and
 // the asked geo type, each from the cursor, stopping after limit+1 rows.
 func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.GeoSignalPage{}, err
 	}
 	page := readmodel.GeoSignalPage{Signals: []readmodel.GeoSignal{}}
 	var after *readmodel.GeoSignal
@@ -184,7 +184,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 	}
 	// The state's active keys (among q.SignalKeys when given): the
 	// catalog is small, rows are many.
-	var m geoMerge
+	var streams []geoStream
 	s.catalog.each(func(_ string, _ int64, c readmodel.CatalogEntry) {
 		if c.State != q.State || c.Status != readmodel.CatalogActive || len(q.SignalKeys) > 0 && !slices.Contains(q.SignalKeys, c.SignalKey) {
 			return
@@ -194,7 +194,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 				continue
 			}
 			if t := s.signals.geoRows[geoRowsKey{state: q.State, key: c.SignalKey, typ: typ}]; t != nil {
-				m.streams = append(m.streams, geoStream{iter: t.Iter()})
+				streams = append(streams, geoStream{iter: t.Iter()})
 			}
 		}
 	})
@@ -207,8 +207,9 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		}
 		return q.Decision == "" || g.Decision == q.Decision, true
 	}
-	for i := range m.streams {
-		st := &m.streams[i]
+	m := mergeHeap[*geoStream]{less: func(a, b *geoStream) bool { return geoSignalLess(a.cur, b.cur) }}
+	for i := range streams {
+		st := &streams[i]
 		ok := st.iter.First()
 		if after != nil {
 			ok = st.iter.Seek(after)
@@ -218,8 +219,8 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		}
 	}
 	hits := make([]*readmodel.GeoSignal, 0, q.Limit+1)
-	for len(m.heap) > 0 && len(hits) <= q.Limit {
-		st := m.heap[0]
+	for len(m.h) > 0 && len(hits) <= q.Limit {
+		st := m.h[0]
 		hits = append(hits, st.cur)
 		if st.next(st.iter.Next(), accept) {
 			m.fix()
@@ -227,8 +228,8 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 			m.pop()
 		}
 	}
-	for i := range m.streams {
-		m.streams[i].iter.Release()
+	for i := range streams {
+		streams[i].iter.Release()
 	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
@@ -261,49 +262,6 @@ func (st *geoStream) next(ok bool, accept func(*readmodel.GeoSignal) (bool, bool
 	return false
 }
 
-// geoMerge is a binary min-heap of streams by their current row.
-type geoMerge struct {
-	streams []geoStream
-	heap    []*geoStream
-}
-
-func (m *geoMerge) push(st *geoStream) {
-	m.heap = append(m.heap, st)
-	for i := len(m.heap) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !geoSignalLess(m.heap[i].cur, m.heap[p].cur) {
-			break
-		}
-		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
-		i = p
-	}
-}
-
-func (m *geoMerge) pop() {
-	n := len(m.heap) - 1
-	m.heap[0] = m.heap[n]
-	m.heap = m.heap[:n]
-	m.fix()
-}
-
-func (m *geoMerge) fix() {
-	h := m.heap
-	for i := 0; ; {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(h) && geoSignalLess(h[l].cur, h[min].cur) {
-			min = l
-		}
-		if r < len(h) && geoSignalLess(h[r].cur, h[min].cur) {
-			min = r
-		}
-		if min == i {
-			return
-		}
-		h[i], h[min] = h[min], h[i]
-		i = min
-	}
-}
-
 // Catalog implements readmodel.Reader: signal_key ascending.
 func (s *side) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmodel.CatalogEntry, error) {
 	out := []readmodel.CatalogEntry{}
@@ -322,13 +280,10 @@ func (s *side) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmod
 
 // PermitLeads implements readmodel.Reader.
 func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.LeadPage{}, err
 	}
-	if q.Sort != readmodel.SortEventDateDesc && q.Sort != readmodel.SortConfidenceDesc {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead sort %q", readmodel.ErrInvalidQuery, q.Sort)
-	}
-	anchor, ok := s.locations.get(q.Filter.GeoID)
+	anchor, ok := s.locations.get(q.Filter.Geo.ID())
 	if !ok {
 		return readmodel.LeadPage{}, readmodel.ErrNotFound
 	}
@@ -348,7 +303,10 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 
 // PermitStats implements readmodel.Reader.
 func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	anchor, ok := s.locations.get(q.Filter.GeoID)
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitStats{}, err
+	}
+	anchor, ok := s.locations.get(q.Filter.Geo.ID())
 	if !ok {
 		return readmodel.PermitStats{}, readmodel.ErrNotFound
 	}

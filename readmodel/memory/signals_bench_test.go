@@ -261,7 +261,7 @@ func BenchmarkLeadsCityPage(b *testing.B) {
 			page := 0
 			timeIt(b, func(int) {
 				res, err := d.store.PermitLeads(ctx, readmodel.LeadQuery{
-					Filter: readmodel.LeadFilter{GeoID: d.city, FreshSince: freshSince(60)}, Sort: sort, Limit: 25, After: after,
+					Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(d.city), FreshSince: freshSince(60)}, Sort: sort, Limit: 25, After: after,
 				})
 				if err != nil || len(res.Leads) == 0 {
 					b.Fatalf("page: %d leads, %v", len(res.Leads), err)
@@ -321,7 +321,7 @@ func BenchmarkStatsState(b *testing.B) {
 			ctx := context.Background()
 			timeIt(b, func(i int) {
 				f := c.f(i)
-				f.GeoID = d.state
+				f.Geo = readmodel.ParseGeoRef(d.state)
 				_, err := d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: f, Today: benchNow.Format(time.DateOnly), TopN: 10})
 				if err != nil {
 					b.Fatalf("stats: %v", err)
@@ -356,7 +356,7 @@ func BenchmarkLeadsStatePage(b *testing.B) {
 			var after *readmodel.LeadKey
 			page := 0
 			timeIt(b, func(int) {
-				res, err := d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: d.state}, Sort: sort, Limit: 25, After: after})
+				res, err := d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(d.state)}, Sort: sort, Limit: 25, After: after})
 				if err != nil || len(res.Leads) == 0 {
 					b.Fatalf("page: %d leads, %v", len(res.Leads), err)
 				}
@@ -405,14 +405,14 @@ func readsDuringWrites(b *testing.B, move bool) {
 		var err error
 		switch i % 4 {
 		case 0:
-			_, err = d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: d.city, FreshSince: freshSince(60)}, Sort: readmodel.SortConfidenceDesc, Limit: 25})
+			_, err = d.store.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(d.city), FreshSince: freshSince(60)}, Sort: readmodel.SortConfidenceDesc, Limit: 25})
 		case 1:
 			f := float64(i%21) / 20
-			_, err = d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: d.state, MinConfidence: &f}, Today: benchNow.Format(time.DateOnly), TopN: 10})
+			_, err = d.store.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(d.state), MinConfidence: &f}, Today: benchNow.Format(time.DateOnly), TopN: 10})
 		case 2:
 			_, err = d.store.SearchGeoSignals(ctx, readmodel.GeoSignalQuery{State: "WA", Limit: 25})
 		case 3:
-			_, err = d.store.Location(ctx, d.city)
+			_, err = d.store.Location(ctx, readmodel.ParseGeoRef(d.city))
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -96,13 +96,13 @@ func cloneStats(st readmodel.PermitStats) readmodel.PermitStats {
 func (s *side) statsKey(q readmodel.StatsQuery) string {
 	var b strings.Builder
 	f := q.Filter
-	b.Grow(96 + len(f.GeoID))
+	b.Grow(96 + len(f.Geo.ID()))
 	field := func(v string) {
 		b.WriteString(strconv.Itoa(len(v)))
 		b.WriteByte(':')
 		b.WriteString(v)
 	}
-	field(f.GeoID)
+	field(f.Geo.ID())
 	b.WriteString(strconv.Itoa(len(f.SignalKeys)))
 	for _, k := range f.SignalKeys {
 		field(k)
@@ -115,7 +115,7 @@ func (s *side) statsKey(q readmodel.StatsQuery) string {
 	}
 	field(q.Today)
 	b.WriteString("|" + strconv.Itoa(q.TopN))
-	b.WriteString("|" + strconv.FormatUint(s.signals.leads.anchorVersion(f.GeoID), 10))
+	b.WriteString("|" + strconv.FormatUint(s.signals.leads.anchorVersion(f.Geo.ID()), 10))
 	b.WriteString("|" + strconv.FormatUint(s.locGen, 10))
 	return b.String()
 }

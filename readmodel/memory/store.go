@@ -228,8 +228,8 @@ func cloneBatch(b *readmodel.Batch) *readmodel.Batch {
 }
 
 // Location implements readmodel.Reader (store_side.go).
-func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	return read(s, func(d *side) (readmodel.Location, error) { return d.Location(ctx, geoID) })
+func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	return read(s, func(d *side) (readmodel.Location, error) { return d.Location(ctx, geo) })
 }
 
 // ResolveCandidates implements readmodel.Reader (store_side.go).
@@ -242,19 +242,14 @@ func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (rea
 	return read(s, func(d *side) (readmodel.PermitPage, error) { return d.SearchPermits(ctx, q) })
 }
 
-// PropertyPermits implements readmodel.Reader (permits.go).
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	return read(s, func(d *side) (readmodel.PropertyPermitPage, error) { return d.PropertyPermits(ctx, q) })
-}
-
 // SearchProperties implements readmodel.Reader (properties.go).
 func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
 	return read(s, func(d *side) ([]readmodel.PropertyMatch, error) { return d.SearchProperties(ctx, q) })
 }
 
 // GeoSignalsForLocation implements readmodel.Reader (signals.go).
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
-	return read(s, func(d *side) (readmodel.LocationSignals, error) { return d.GeoSignalsForLocation(ctx, geoID, keys) })
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	return read(s, func(d *side) (readmodel.LocationSignals, error) { return d.GeoSignalsForLocation(ctx, geo, keys) })
 }
 
 // SearchGeoSignals implements readmodel.Reader (signals.go).
@@ -292,24 +287,25 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	})
 }
 
-// Health implements readmodel.Reader.
+// Health implements readmodel.Reader: the active side's live counts.
 func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
-	counts, err := s.Counts(ctx)
-	return readmodel.Health{Backend: "memory", Counts: counts}, err
-}
-
-// Counts implements readmodel.Inspector, for the active side.
-func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
-	return read(s, func(d *side) (map[readmodel.Kind]int64, error) {
-		return map[readmodel.Kind]int64{
+	return read(s, func(d *side) (readmodel.Health, error) {
+		return readmodel.Health{Backend: "memory", Counts: map[readmodel.Kind]int64{
 			readmodel.KindLocation:  int64(d.locations.live),
 			readmodel.KindPermit:    int64(d.permits.live),
 			readmodel.KindProperty:  int64(d.props.live),
 			readmodel.KindGeoSignal: int64(d.geoSignals.live),
 			readmodel.KindLead:      int64(d.leads.live),
 			readmodel.KindCatalog:   int64(d.catalog.live),
-		}, nil
+		}}, nil
 	})
+}
+
+// Counts is Health's Counts, a shorthand for tests and tools that hold a
+// *Store.
+func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
+	h, err := s.Health(ctx)
+	return h.Counts, err
 }
 
 // Digest implements readmodel.Inspector (readmodel.Digest over every live

@@ -146,14 +146,15 @@ func (s *side) delete(d readmodel.Delete) (bool, error) {
 // are read from the permit index of the geo_id. A property_id is a geo_id
 // of the property scope: its location is the property (canonical address,
 // lat/lon, hierarchy from its links, its permits).
-func (s *side) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	if ref, ok := propRefIfKey(geoID); ok {
-		e := s.props.entry(ref, false)
-		if e == nil || e.state != propLive {
+func (s *side) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	if geo.IsProperty() {
+		e := s.liveProperty(geo)
+		if e == nil {
 			return readmodel.Location{}, readmodel.ErrNotFound
 		}
 		return s.propertyLocation(e, s.expandProperty(e)), nil
 	}
+	geoID := geo.ID()
 	l, ok := s.locations.get(geoID)
 	if !ok {
 		return readmodel.Location{}, readmodel.ErrNotFound
@@ -175,8 +176,8 @@ func (s *side) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) 
 	if s.resolver == nil && q.GeoType != readmodel.GeoProperty {
 		return nil, readmodel.ErrUnsupported
 	}
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	var out []readmodel.Candidate
 	if q.GeoType == "" || q.GeoType == readmodel.GeoProperty {

@@ -37,9 +37,12 @@ const (
 // readerCalls is every Reader method, with arguments that reach the
 // cluster.
 var readerCalls = map[string]func(context.Context, *Store) error{
-	"Location": func(ctx context.Context, s *Store) error { _, err := s.Location(ctx, "g1"); return err },
+	"Location": func(ctx context.Context, s *Store) error {
+		_, err := s.Location(ctx, readmodel.ParseGeoRef("g1"))
+		return err
+	},
 	"Location of a property": func(ctx context.Context, s *Store) error {
-		_, err := s.Location(ctx, prop)
+		_, err := s.Location(ctx, readmodel.ParseGeoRef(prop))
 		return err
 	},
 	"ResolveCandidates": func(ctx context.Context, s *Store) error {
@@ -51,19 +54,15 @@ var readerCalls = map[string]func(context.Context, *Store) error{
 		return err
 	},
 	"SearchPermits": func(ctx context.Context, s *Store) error {
-		_, err := s.SearchPermits(ctx, readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 10})
+		_, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 10})
 		return err
 	},
 	"SearchProperties": func(ctx context.Context, s *Store) error {
 		_, err := s.SearchProperties(ctx, readmodel.PropertyQuery{Address: "600 University St, Seattle, WA", Limit: 5})
 		return err
 	},
-	"PropertyPermits": func(ctx context.Context, s *Store) error {
-		_, err := s.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: prop, Limit: 10})
-		return err
-	},
 	"GeoSignalsForLocation": func(ctx context.Context, s *Store) error {
-		_, err := s.GeoSignalsForLocation(ctx, "g1", nil)
+		_, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef("g1"), nil)
 		return err
 	},
 	"SearchGeoSignals": func(ctx context.Context, s *Store) error {
@@ -75,15 +74,15 @@ var readerCalls = map[string]func(context.Context, *Store) error{
 		return err
 	},
 	"PermitLeads": func(ctx context.Context, s *Store) error {
-		_, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Sort: readmodel.SortEventDateDesc, Limit: 10})
+		_, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Sort: readmodel.SortEventDateDesc, Limit: 10})
 		return err
 	},
 	"PermitStats": func(ctx context.Context, s *Store) error {
-		_, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 5})
+		_, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Today: "2026-11-22", TopN: 5})
 		return err
 	},
 	"PermitMonthly": func(ctx context.Context, s *Store) error {
-		_, err := s.PermitMonthly(ctx, readmodel.MonthlyQuery{GeoID: "g1", FromDate: "2024-01-01", ToDate: "2024-12-31"})
+		_, err := s.PermitMonthly(ctx, readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef("g1"), FromDate: "2024-01-01", ToDate: "2024-12-31"})
 		return err
 	},
 	"Health": func(ctx context.Context, s *Store) error { _, err := s.Health(ctx); return err },
@@ -190,7 +189,7 @@ func requireFailClosed(t *testing.T, req string) {
 func TestWholeAnswersPass(t *testing.T) {
 	skipped := strings.Replace(goodAnswer, `"total":1,"successful":1,"skipped":0`, `"total":3,"successful":3,"skipped":2`, 1)
 	s, _ := partialCluster(t, http.StatusOK, skipped)
-	_, err := s.Location(context.Background(), "g1")
+	_, err := s.Location(context.Background(), readmodel.ParseGeoRef("g1"))
 	require.NoError(t, err)
 	_, err = s.Catalog(context.Background(), readmodel.CatalogQuery{State: "WA"})
 	require.NoError(t, err)
@@ -231,7 +230,7 @@ func TestStatsSpellTopLists(t *testing.T) {
 	s, seen := fakeAnswers(t,
 		`{"responses":[`+hits(1, locSrc)+`,`+stats+`]}`,
 		`{"responses":[`+hits(-1, named("king county", "King County"))+`,`+hits(-1, named("a ville", "Zz Ville"), named("b town", "Bee Town"))+`]}`)
-	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 1})
+	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Today: "2026-11-22", TopN: 1})
 	require.NoError(t, err)
 	require.Equal(t, []readmodel.ValueCount{{Value: "King County", Count: 6}}, st.TopCounties)
 	require.Equal(t, []readmodel.ValueCount{{Value: "Bee Town", Count: 3}}, st.TopCities, "ties ordered by the names shown, then cut")

@@ -31,11 +31,11 @@ const prop = "prop_0123456789abcdef0123456789abcdef"
 
 // TestQueryGoldens renders every query shape from the real builders.
 func TestQueryGoldens(t *testing.T) {
-	leadFilter := readmodel.LeadFilter{GeoID: geo, SignalKeys: []string{"framing_nowcast_early"}, FromDate: "2026-01-01", ToDate: "2026-06-30", MinConfidence: ptr(0.5), FreshSince: "2026-03-01"}
+	leadFilter := readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo), SignalKeys: []string{"framing_nowcast_early"}, FromDate: "2026-01-01", ToDate: "2026-06-30", MinConfidence: ptr(0.5), FreshSince: "2026-03-01"}
 	leadPage, err := leadPageBody(readmodel.LeadQuery{Filter: leadFilter, Sort: readmodel.SortEventDateDesc, Limit: 25,
 		After: &readmodel.LeadKey{EventDate: "2026-05-01", HasConfidence: true, Confidence: 0.8, LeadID: "lead_0001"}})
 	require.NoError(t, err)
-	leadConf, err := leadPageBody(readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: geo}, Sort: readmodel.SortConfidenceDesc, Limit: 25,
+	leadConf, err := leadPageBody(readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Sort: readmodel.SortConfidenceDesc, Limit: 25,
 		After: &readmodel.LeadKey{LeadID: "lead_0002"}})
 	require.NoError(t, err)
 	stats, err := statsBody(readmodel.StatsQuery{Filter: leadFilter, Today: "2026-06-30", TopN: 5})
@@ -46,7 +46,7 @@ func TestQueryGoldens(t *testing.T) {
 	zq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Bellevue, WA 98004", Limit: 5})
 	zpq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "981", State: "WA", Limit: 5})
 	aq := resolve.ParseQuery(readmodel.ResolveQuery{Text: "Pt Angeles", Limit: 5})
-	mq := readmodel.MonthlyQuery{GeoID: geo, FromDate: "2024-01-15", ToDate: "2025-12-31",
+	mq := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: "2024-01-15", ToDate: "2025-12-31",
 		Filter: readmodel.PermitFilter{Statuses: []string{"issued"}, MinValuation: ptr(1000.0)}}
 	ps, ok := propmatch.Parse(readmodel.PropertyQuery{Address: "600 University St, Seattle, WA 98101", Limit: 5})
 	require.True(t, ok)
@@ -57,25 +57,25 @@ func TestQueryGoldens(t *testing.T) {
 		"property_permit_count.search.json":  permitCountBody("property_id", prop),
 		"property_hierarchy.search.json":     hierarchyBody("permitd-properties", prop),
 		"locations_by_id.search.json":        locationsByIDBody([]string{geo, "gSTATE"}),
-		"permits_page_desc.search.json":      permitPageBody("geo_ids", geo, true, "", "", 25, nil, false),
-		"permits_page_asc_after.search.json": permitPageBody("geo_ids", geo, false, "2020-01-01", "2020-12-31", 7, &readmodel.PermitKey{IssueDate: "2020-03-04", PermitID: "src:9"}, false),
+		"permits_page_desc.search.json":      permitPageBody("geo_ids", geo, true, "", "", 25, nil),
+		"permits_page_asc_after.search.json": permitPageBody("geo_ids", geo, false, "2020-01-01", "2020-12-31", 7, &readmodel.PermitKey{IssueDate: "2020-03-04", PermitID: "src:9"}),
 		"permits_page_undated_after.search.json": permitPageBody("geo_ids", geo, true, "", "", 7,
-			&readmodel.PermitKey{PermitID: "src:10"}, false),
-		"property_permits_page.search.json": permitPageBody("property_id", prop, true, "", "", 10, nil, true),
-		"permits_filtered.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 25,
+			&readmodel.PermitKey{PermitID: "src:10"}),
+		"property_permits_page.search.json": permitPageBody("property_id", prop, true, "", "", 10, nil),
+		"permits_filtered.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 25,
 			Filter: readmodel.PermitFilter{PermitTypes: []string{"building", "electrical"}, WorkTypes: []string{"new"}, Statuses: []string{"issued"},
 				MinValuation: ptr(1000.0), MaxValuation: ptr(50000.0), Contractor: "acmeroofinginc"}}),
-		"permits_valuation_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Limit: 25, Sort: readmodel.SortValuationDesc,
+		"permits_valuation_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 25, Sort: readmodel.SortValuationDesc,
 			FromDate: "2024-01-01", After: &readmodel.PermitKey{IssueDate: "2024-02-03", PermitID: "src:9", HasValuation: true, Valuation: 12500},
 			Filter: readmodel.PermitFilter{Statuses: []string{"issued"}}}),
-		"permits_near_distance_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: "", Limit: 25, Sort: readmodel.SortDistance,
+		"permits_near_distance_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(""), Limit: 25, Sort: readmodel.SortDistance,
 			After:  &readmodel.PermitKey{IssueDate: "2024-02-03", PermitID: "src:9", DistanceM: 412.5},
 			Filter: readmodel.PermitFilter{Near: &readmodel.GeoPoint{Lat: 47.6097, Lon: -122.3331}, RadiusM: 1000}}),
-		"permits_bbox_in_geo.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 25,
+		"permits_bbox_in_geo.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 25,
 			Filter: readmodel.PermitFilter{BBox: &readmodel.BBox{MinLon: -122.36, MinLat: 47.59, MaxLon: -122.30, MaxLat: 47.63}}}),
-		"permits_text.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 25,
+		"permits_text.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 25,
 			Filter: readmodel.PermitFilter{Text: "kitchen remodel", Statuses: []string{"issued"}}}),
-		"permits_filtered_min_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, FromDate: "2024-01-01", Limit: 7,
+		"permits_filtered_min_after.search.json": permitSearchBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: "2024-01-01", Limit: 7,
 			After:  &readmodel.PermitKey{IssueDate: "2024-03-04", PermitID: "src:9"},
 			Filter: readmodel.PermitFilter{MinValuation: ptr(0.0)}}),
 		"geo_signals_of.search.json": geoSignalsOfBody(geo, []string{"permit_velocity"}),
@@ -101,12 +101,12 @@ func TestQueryGoldens(t *testing.T) {
 		"stats_names.search.json":               spellingBody(readmodel.GeoCounty, []string{"king county", "pierce county"}),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
-		"export_scan_first.search.json": scanPageBody("geo_ids", &readmodel.PermitQuery{GeoID: geo, Desc: true, Limit: 100, FromDate: "2024-01-01",
+		"export_scan_first.search.json": scanPageBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 100, FromDate: "2024-01-01",
 			Filter: readmodel.PermitFilter{PermitTypes: []string{"demolition"}}}, "pit-id"),
-		"export_scan_after.search.json": scanPageBody("property_id", &readmodel.PermitQuery{GeoID: prop, Desc: true, Limit: 100,
+		"export_scan_after.search.json": scanPageBody("property_id", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(prop), Desc: true, Limit: 100,
 			After: &readmodel.PermitKey{IssueDate: "2024-03-04", PermitID: "src:9"}}, "pit-id"),
 		"monthly.search.json":                   monthlyBody("geo_ids", &mq),
-		"monthly_pit.search.json":               withPIT(monthlyBody("property_id", &readmodel.MonthlyQuery{GeoID: prop, FromDate: "2024-01-01", ToDate: "2024-12-31"}), "pit-id"),
+		"monthly_pit.search.json":               withPIT(monthlyBody("property_id", &readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(prop), FromDate: "2024-01-01", ToDate: "2024-12-31"}), "pit-id"),
 		"monthly_ranks.search.json":             monthRanksBody("geo_ids", &mq, "2024-01-15", "2024-01-31", guideRanges([]float64{9000, 12500, 12500, 15000.5})),
 		"monthly_select.search.json":            withPIT(monthSelectBody("geo_ids", &mq, "2024-02-01", "2024-02-29", valRange{}, true, 4711, 2), "pit-id"),
 		"monthly_select_range_desc.search.json": monthSelectBody("geo_ids", &mq, "2024-02-01", "2024-02-29", valRange{ptr(12500.0), ptr(15000.5)}, false, 812, 1),

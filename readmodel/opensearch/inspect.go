@@ -10,10 +10,19 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Counts implements readmodel.Inspector: live documents per kind, one
+// Health implements readmodel.Reader: live documents per kind, one
 // _msearch of twelve cheap counts: every document (match_all, answered
 // from segment statistics) minus the tombstones.
-func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
+func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
+	counts, err := s.counts(ctx)
+	return readmodel.Health{Backend: "opensearch", Counts: counts}, err
+}
+
+// Counts is Health's Counts, a shorthand for tests and tools that hold a
+// *Store.
+func (s *Store) Counts(ctx context.Context) (map[readmodel.Kind]int64, error) { return s.counts(ctx) }
+
+func (s *Store) counts(ctx context.Context) (map[readmodel.Kind]int64, error) {
 	reqs := make([]msearchReq, 0, 2*len(readmodel.Kinds))
 	for _, k := range readmodel.Kinds {
 		reqs = append(reqs, msearchReq{index: s.read(k), body: countBody()}, msearchReq{index: s.read(k), body: countDeletedBody()})

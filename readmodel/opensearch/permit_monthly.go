@@ -78,7 +78,7 @@ func knownValuation() obj { return obj{"range": obj{"valuation_sort": obj{"gte":
 // monthlyQuery is the query of the permits SearchPermits pages for q's
 // anchor and filter, with issue dates in [from, to], and extra clauses.
 func monthlyQuery(field string, q *readmodel.MonthlyQuery, from, to string, extra ...obj) obj {
-	b := permitSearchBody(field, &readmodel.PermitQuery{GeoID: q.GeoID, FromDate: from, ToDate: to, Filter: q.Filter})
+	b := permitSearchBody(field, &readmodel.PermitQuery{Geo: q.Geo, FromDate: from, ToDate: to, Filter: q.Filter})
 	query := b["query"].(obj)
 	bl := query["bool"].(obj)
 	bl["filter"] = append(bl["filter"].([]obj), extra...)
@@ -231,10 +231,10 @@ func (p *monthPick) body(field string, q *readmodel.MonthlyQuery, pit string) (o
 // PermitMonthly implements readmodel.PermitMonthlyReader (see the rounds
 // above). Unknown GeoID: ErrNotFound.
 func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]readmodel.MonthBucket, error) {
-	if checkDate(q.FromDate) != nil || checkDate(q.ToDate) != nil || q.FromDate == "" || q.ToDate == "" || q.FromDate > q.ToDate {
-		return nil, fmt.Errorf("%w: monthly window %q..%q", readmodel.ErrInvalidQuery, q.FromDate, q.ToDate)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
-	if q.GeoID == "" {
+	if q.Geo.IsZero() {
 		return nil, readmodel.ErrNotFound
 	}
 	months := readmodel.MonthsOf(q.FromDate, q.ToDate)
@@ -243,10 +243,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 	for i, m := range months {
 		out[i].Month, at[m] = m, i
 	}
-	field := "geo_ids"
-	if readmodel.IsPropertyID(q.GeoID) {
-		field = "property_id"
-	}
+	field := permitField(q.Geo)
 	pit := s.openPIT(ctx, readmodel.KindPermit)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closePITTimeout)
@@ -267,7 +264,7 @@ func (s *Store) PermitMonthly(ctx context.Context, q readmodel.MonthlyQuery) ([]
 	}
 
 	// Round 1.
-	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{index: target(), body: withPIT(monthlyBody(field, &q), pit)})
+	rs, err := s.msearch(ctx, s.exists(q.Geo), msearchReq{index: target(), body: withPIT(monthlyBody(field, &q), pit)})
 	if err != nil {
 		return nil, err
 	}

@@ -300,7 +300,7 @@ func TestPermitMonthlyExact(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &monthlyCluster{permits: genPermits(rng, tc.sizes), guide: tc.guide}
 			s := c.store(t)
-			got, err := s.PermitMonthly(context.Background(), readmodel.MonthlyQuery{GeoID: "g1", FromDate: tc.from, ToDate: tc.to})
+			got, err := s.PermitMonthly(context.Background(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef("g1"), FromDate: tc.from, ToDate: tc.to})
 			require.NoError(t, err)
 			require.Equal(t, wantMonthly(c.permits, tc.from, tc.to), got)
 			require.LessOrEqual(t, c.rounds, tc.maxRounds, "msearch rounds")
@@ -323,7 +323,7 @@ func TestPermitMonthlyAllTiesDeep(t *testing.T) {
 		ps = append(ps, fakePermit{day: "2024-03-09", val: &v})
 	}
 	c := &monthlyCluster{permits: ps, guide: func(e float64, _ []float64) float64 { return e }}
-	got, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{GeoID: "g1", FromDate: "2024-03-01", ToDate: "2024-03-31"})
+	got, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef("g1"), FromDate: "2024-03-01", ToDate: "2024-03-31"})
 	require.NoError(t, err)
 	require.Equal(t, wantMonthly(ps, "2024-03-01", "2024-03-31"), got)
 	require.Equal(t, 2, c.rounds, "the median is a one-value range's: no sorted read")
@@ -340,7 +340,7 @@ func TestPermitMonthlyRefusesAnEstimate(t *testing.T) {
 		ps = append(ps, fakePermit{day: "2024-03-09", val: &v})
 	}
 	c := &monthlyCluster{permits: ps, guide: func(_ float64, vs []float64) float64 { return vs[len(vs)-1] + 1 }}
-	_, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{GeoID: "g1", FromDate: "2024-03-01", ToDate: "2024-03-31"})
+	_, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef("g1"), FromDate: "2024-03-01", ToDate: "2024-03-31"})
 	var ew errMedianWindow
 	require.ErrorAs(t, err, &ew)
 	require.Equal(t, []string{"pit-1"}, c.closed, "the point in time is closed on error")
@@ -359,7 +359,7 @@ func TestPermitMonthlyChangedWithoutPIT(t *testing.T) {
 				c.permits = append(c.permits, fakePermit{day: "2024-03-11", val: &w})
 			}
 		}}
-	_, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{GeoID: "g1", FromDate: "2024-03-01", ToDate: "2024-03-31"})
+	_, err := c.store(t).PermitMonthly(context.Background(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef("g1"), FromDate: "2024-03-01", ToDate: "2024-03-31"})
 	require.True(t, errors.Is(err, readmodel.ErrUnavailable), "%v", err)
 	require.Empty(t, c.closed)
 }

@@ -33,24 +33,14 @@ const closePITTimeout = 10 * time.Second
 // in time; the first Next checks the geography. Pages are read one at a
 // time, so max needs no use here.
 func (s *Store) OpenPermitScan(ctx context.Context, q readmodel.PermitQuery, _ int) (readmodel.PermitScan, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return nil, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if err := checkDate(q.FromDate); err != nil {
-		return nil, err
-	}
-	if err := checkDate(q.ToDate); err != nil {
+	if err := q.Validate(); err != nil {
 		return nil, err
 	}
 	pit, err := s.openPITErr(ctx, readmodel.KindPermit)
 	if err != nil {
 		return nil, err
 	}
-	field := "geo_ids"
-	if readmodel.IsPropertyID(q.GeoID) {
-		field = "property_id"
-	}
-	return &permitScan{s: s, q: q, field: field, pit: pit, base: context.WithoutCancel(ctx)}, nil
+	return &permitScan{s: s, q: q, field: permitField(q.Geo), pit: pit, base: context.WithoutCancel(ctx)}, nil
 }
 
 // openPITErr opens a point in time on kind k's read alias.
@@ -97,9 +87,9 @@ func (p *permitScan) Next(ctx context.Context) (readmodel.PermitPage, error) {
 	var err error
 	for attempt := 0; ; attempt++ {
 		body := scanPageBody(p.field, &p.q, p.pit)
-		if !p.started && p.q.GeoID != "" {
+		if !p.started && !p.q.Geo.IsZero() {
 			var rs []*searchResult
-			rs, err = p.s.msearch(ctx, p.s.exists(p.q.GeoID), msearchReq{index: "", body: body})
+			rs, err = p.s.msearch(ctx, p.s.exists(p.q.Geo), msearchReq{index: "", body: body})
 			if err == nil && !found(rs[0]) {
 				return readmodel.PermitPage{}, readmodel.ErrNotFound
 			}

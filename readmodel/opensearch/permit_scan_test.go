@@ -167,7 +167,7 @@ func scanAll(t *testing.T, s *Store, ctx context.Context, q readmodel.PermitQuer
 func TestPermitScanPages(t *testing.T) {
 	c := newScanCluster(t, 250)
 	s := c.store()
-	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100})
+	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100})
 	require.NoError(t, err)
 	require.Equal(t, c.ids, got)
 	require.Equal(t, []string{"", "src:0099", "src:0199"}, c.afters, "search_after is the last key of each page")
@@ -188,7 +188,7 @@ func TestPermitScanClosesOnError(t *testing.T) {
 		return 0, ""
 	}
 	s := c.store()
-	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100})
+	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100})
 	require.ErrorContains(t, err, "query_shard_exception")
 	require.Len(t, got, 100)
 	require.NoError(t, sc.Close())
@@ -199,7 +199,7 @@ func TestPermitScanClosesOnCancel(t *testing.T) {
 	c := newScanCluster(t, 250)
 	s := c.store()
 	ctx, cancel := context.WithCancel(context.Background())
-	sc, err := s.OpenPermitScan(ctx, readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100}, 0)
+	sc, err := s.OpenPermitScan(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100}, 0)
 	require.NoError(t, err)
 	_, err = sc.Next(ctx)
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestPermitScanClosesOnCancel(t *testing.T) {
 func TestPermitScanUnknownGeo(t *testing.T) {
 	c := newScanCluster(t, 10)
 	s := c.store()
-	sc, err := s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "gnosuch", Desc: true, Limit: 100}, 0)
+	sc, err := s.OpenPermitScan(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("gnosuch"), Desc: true, Limit: 100}, 0)
 	require.NoError(t, err)
 	_, err = sc.Next(context.Background())
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
@@ -234,7 +234,7 @@ func TestPermitScanReopensAnExpiredPIT(t *testing.T) {
 		return 0, ""
 	}
 	s := c.store()
-	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100})
+	got, sc, err := scanAll(t, s, context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100})
 	require.NoError(t, err)
 	require.Equal(t, c.ids, got)
 	require.NoError(t, sc.Close())
@@ -254,6 +254,6 @@ func TestPermitScanOpenFails(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s, err := New(Config{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
-	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 100}, 0)
+	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100}, 0)
 	require.ErrorContains(t, err, "security_exception")
 }

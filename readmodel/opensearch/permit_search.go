@@ -86,7 +86,7 @@ func permitFilterClauses(f *readmodel.PermitFilter) []obj {
 // in q.Sort: valuation_desc sorts on valuation_sort (the valuation, -1
 // when unknown) descending, then doc_id (the permit id).
 func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
-	b := permitPageBody(field, q.GeoID, q.Desc, q.FromDate, q.ToDate, q.Limit, q.After, false)
+	b := permitPageBody(field, q.Geo.ID(), q.Desc, q.FromDate, q.ToDate, q.Limit, q.After)
 	if q.Sort == readmodel.SortValuationDesc {
 		b["sort"] = []obj{{"valuation_sort": "desc"}, {"doc_id": "asc"}}
 		delete(b, "search_after")
@@ -99,7 +99,7 @@ func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
 		}
 	}
 	bl := b["query"].(obj)["bool"].(obj)
-	if q.GeoID == "" { // a geometry alone: every geo; drop the anchor term
+	if q.Geo.IsZero() { // a geometry alone: every geo; drop the anchor term
 		f := bl["filter"].([]obj)
 		bl["filter"] = append(f[:1:1], f[2:]...)
 	}
@@ -123,14 +123,14 @@ func permitSearchBody(field string, q *readmodel.PermitQuery) obj {
 // (ErrNotFound) when q has a geo_id, alone for a geometry without one.
 func (s *Store) permitSearchDocs(ctx context.Context, field string, q *readmodel.PermitQuery) ([]permitDoc, error) {
 	body := permitSearchBody(field, q)
-	if q.GeoID == "" {
+	if q.Geo.IsZero() {
 		r, err := s.search(ctx, s.read(readmodel.KindPermit), body)
 		if err != nil {
 			return nil, err
 		}
 		return decodeHits[permitDoc](r)
 	}
-	rs, err := s.msearch(ctx, s.exists(q.GeoID), msearchReq{index: s.read(readmodel.KindPermit), body: body})
+	rs, err := s.msearch(ctx, s.exists(q.Geo), msearchReq{index: s.read(readmodel.KindPermit), body: body})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package opensearch
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
@@ -15,8 +14,8 @@ import (
 
 // SearchProperties implements readmodel.Reader with one _search.
 func (s *Store) SearchProperties(ctx context.Context, q readmodel.PropertyQuery) ([]readmodel.PropertyMatch, error) {
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: property limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	pq, ok := propmatch.Parse(q)
 	if !ok {

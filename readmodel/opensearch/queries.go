@@ -85,7 +85,7 @@ func locationsByIDBody(ids []string) obj {
 // every day, so they come last in both orders), then doc_id (the permit
 // id): every sort value is present, and the engine can skip on the
 // first key.
-func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey, total bool) obj {
+func permitPageBody(field, id string, desc bool, from, to string, limit int, after *readmodel.PermitKey) obj {
 	clauses := []obj{term(field, id)}
 	if from != "" || to != "" {
 		clauses = append(clauses, dateRange("issue_date", from, to))
@@ -96,7 +96,7 @@ func permitPageBody(field, id string, desc bool, from, to string, limit int, aft
 	}
 	b := obj{
 		"size":             limit + 1,
-		"track_total_hits": total,
+		"track_total_hits": false,
 		"query":            filtered(clauses...),
 		"sort":             []obj{key, {"doc_id": "asc"}},
 	}
@@ -237,7 +237,7 @@ func leadQuery(f readmodel.LeadFilter) (obj, error) {
 	if err != nil {
 		return nil, err
 	}
-	clauses := []obj{term("geo_ids", f.GeoID)}
+	clauses := []obj{term("geo_ids", f.Geo.ID())}
 	if len(f.SignalKeys) > 0 {
 		clauses = append(clauses, terms("signal_key", f.SignalKeys))
 	}

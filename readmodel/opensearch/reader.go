@@ -207,8 +207,9 @@ func maxDate(r *searchResult, name string) string {
 // its permits' count and latest issue date. A property_id is a location
 // of the property scope (as in the memory backend): the property, its
 // permits and, by a terms lookup on its links, its hierarchy.
-func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
-	if readmodel.IsPropertyID(geoID) {
+func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
+	geoID := geo.ID()
+	if geo.IsProperty() {
 		rs, err := s.msearch(ctx,
 			msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)},
 			msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("property_id", geoID)},
@@ -264,12 +265,21 @@ func locationLookup(locs []locationDoc) func(geoID string) (readmodel.Location, 
 }
 
 // exists is the existence half of a geo-scoped read: the location, or for
-// a property_id the property.
-func (s *Store) exists(geoID string) msearchReq {
-	if readmodel.IsPropertyID(geoID) {
-		return msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)}
+// a property the property.
+func (s *Store) exists(geo readmodel.GeoRef) msearchReq {
+	if geo.IsProperty() {
+		return msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geo.ID())}
 	}
-	return msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)}
+	return msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geo.ID())}
+}
+
+// permitField is the permit field a geo-scoped permit read filters on:
+// property_id for a property, geo_ids (every link) for a location.
+func permitField(geo readmodel.GeoRef) string {
+	if geo.IsProperty() {
+		return "property_id"
+	}
+	return "geo_ids"
 }
 
 func found(r *searchResult) bool { return len(r.Hits.Hits) > 0 }
@@ -284,33 +294,14 @@ func anchor(r *searchResult) (readmodel.Location, error) {
 	return docs[0].location(), nil
 }
 
-func checkDate(s string) error {
-	if s == "" {
-		return nil
-	}
-	if _, ok := dayOf(s); !ok {
-		return fmt.Errorf("%w: date %q is not YYYY-MM-DD", readmodel.ErrInvalidQuery, s)
-	}
-	return nil
-}
-
 // SearchPermits implements readmodel.Reader: one _msearch of the
 // geography's existence and the page (limit+1 hits tell whether more
 // follow).
 func (s *Store) SearchPermits(ctx context.Context, q readmodel.PermitQuery) (readmodel.PermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PermitPage{}, fmt.Errorf("%w: permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if err := checkDate(q.FromDate); err != nil {
+	if err := q.Validate(); err != nil {
 		return readmodel.PermitPage{}, err
 	}
-	if err := checkDate(q.ToDate); err != nil {
-		return readmodel.PermitPage{}, err
-	}
-	field := "geo_ids"
-	if readmodel.IsPropertyID(q.GeoID) {
-		field = "property_id"
-	}
+	field := permitField(q.Geo)
 	docs, err := s.permitSearchDocs(ctx, field, &q) // permit_search.go
 	if err != nil {
 		return readmodel.PermitPage{}, err
@@ -336,10 +327,10 @@ func permitPage(q *readmodel.PermitQuery, field string, docs []permitDoc) readmo
 		}
 		p := d.permit()
 		var m readmodel.GeoLink
-		if q.GeoID != "" {
+		if !q.Geo.IsZero() {
 			var ok bool
-			if m, ok = matchLink(p, q.GeoID, field == "property_id"); !ok {
-				m = readmodel.GeoLink{GeoID: q.GeoID, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
+			if m, ok = matchLink(p, q.Geo); !ok {
+				m = readmodel.GeoLink{GeoID: q.Geo.ID(), GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}
 			}
 		}
 		hit := readmodel.PermitHit{Permit: p, Match: m}
@@ -354,47 +345,14 @@ func permitPage(q *readmodel.PermitQuery, field string, docs []permitDoc) readmo
 
 // matchLink is the permit's link to the queried geography; for a property
 // its own property link.
-func matchLink(p readmodel.Permit, geoID string, property bool) (readmodel.GeoLink, bool) {
+func matchLink(p readmodel.Permit, geo readmodel.GeoRef) (readmodel.GeoLink, bool) {
 	for _, l := range p.GeoLinks {
 		self := p.PropertyID != "" && l.GeoType == readmodel.GeoProperty && l.GeoID == p.PropertyID
-		if l.GeoID == geoID && self == property {
+		if l.GeoID == geo.ID() && self == geo.IsProperty() {
 			return l, true
 		}
 	}
 	return readmodel.GeoLink{}, false
-}
-
-// PropertyPermits implements readmodel.Reader: one _msearch of the
-// property and the page, whose total hits are the property's permit count.
-func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermitsQuery) (readmodel.PropertyPermitPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.PropertyPermitPage{}, fmt.Errorf("%w: property permit limit %d", readmodel.ErrInvalidQuery, q.Limit)
-	}
-	if !readmodel.IsPropertyID(q.PropertyID) {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	rs, err := s.msearch(ctx, s.exists(q.PropertyID),
-		msearchReq{index: s.read(readmodel.KindPermit), body: permitPageBody("property_id", q.PropertyID, true, "", "", q.Limit, q.After, true)})
-	if err != nil {
-		return readmodel.PropertyPermitPage{}, err
-	}
-	if !found(rs[0]) {
-		return readmodel.PropertyPermitPage{}, readmodel.ErrNotFound
-	}
-	docs, err := decodeHits[permitDoc](rs[1])
-	if err != nil {
-		return readmodel.PropertyPermitPage{}, err
-	}
-	out := readmodel.PropertyPermitPage{Total: rs[1].total(), Permits: make([]readmodel.Permit, 0, min(len(docs), q.Limit))}
-	for i, d := range docs {
-		if i == q.Limit {
-			last := docs[i-1]
-			out.Next = &readmodel.PermitKey{IssueDate: last.IssueDate, PermitID: last.DocID}
-			break
-		}
-		out.Permits = append(out.Permits, d.permit())
-	}
-	return out, nil
 }
 
 // GeoSignalsForLocation implements readmodel.Reader with one _msearch:
@@ -403,7 +361,8 @@ func (s *Store) PropertyPermits(ctx context.Context, q readmodel.PropertyPermits
 // whose (state, signal_key) is in that active set are served (keepActive).
 // More than maxActiveEntries active entries or maxRowsPerGeo rows fail the
 // read rather than answer a partial set.
-func (s *Store) GeoSignalsForLocation(ctx context.Context, geoID string, keys []string) (readmodel.LocationSignals, error) {
+func (s *Store) GeoSignalsForLocation(ctx context.Context, geo readmodel.GeoRef, keys []string) (readmodel.LocationSignals, error) {
+	geoID := geo.ID() // a property is no location: not found
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
 		msearchReq{index: s.read(readmodel.KindCatalog), body: activeCatalogBody("", keys, maxActiveEntries)},
@@ -481,8 +440,8 @@ func complete(r *searchResult, what, bound string, size int) error {
 // page with Next nil, without the second search. The two reads are not
 // one snapshot: a catalog change between them shows on the next page.
 func (s *Store) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery) (readmodel.GeoSignalPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.GeoSignalPage{}, fmt.Errorf("%w: geo signal limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.GeoSignalPage{}, err
 	}
 	active, err := s.activeKeys(ctx, q.State, q.SignalKeys)
 	if err != nil {
@@ -562,15 +521,15 @@ func (s *Store) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmo
 // PermitLeads implements readmodel.Reader (one _msearch: the anchor
 // location's existence and the page).
 func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	if q.Limit < 1 || q.Limit > 100 {
-		return readmodel.LeadPage{}, fmt.Errorf("%w: lead limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return readmodel.LeadPage{}, err
 	}
 	body, err := leadPageBody(q)
 	if err != nil {
 		return readmodel.LeadPage{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.Geo.ID())},
 		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.LeadPage{}, err
@@ -601,12 +560,15 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 // PermitStats implements readmodel.Reader (one _msearch: the anchor
 // location's existence and the aggregations, see statsAggs).
 func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
+	if err := q.Validate(); err != nil {
+		return readmodel.PermitStats{}, err
+	}
 	body, err := statsBody(q)
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
 	rs, err := s.msearch(ctx,
-		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
+		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.Geo.ID())},
 		msearchReq{index: s.read(readmodel.KindLead), body: body})
 	if err != nil {
 		return readmodel.PermitStats{}, err
@@ -805,8 +767,8 @@ func statsFrom(r *searchResult, topN int) (readmodel.PermitStats, error) {
 // the memory backend's resolver does. Property candidates need a second
 // _msearch for their hierarchy and permit counts (propertyCandidates).
 func (s *Store) ResolveCandidates(ctx context.Context, q readmodel.ResolveQuery) ([]readmodel.Candidate, error) {
-	if q.Limit < 1 || q.Limit > 20 {
-		return nil, fmt.Errorf("%w: resolve limit %d", readmodel.ErrInvalidQuery, q.Limit)
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	pq := resolve.ParseQuery(q)
 	withProps := (q.GeoType == "" || q.GeoType == readmodel.GeoProperty) && propmatch.LooksLikeAddress(q.Text)
@@ -937,10 +899,4 @@ func (s *Store) propertyCandidates(ctx context.Context, matches []readmodel.Prop
 		out = append(out, propmatch.ResolveCandidate(m, readmodel.PropertyLocation(m.Property, look, c.n, c.latest)))
 	}
 	return out, nil
-}
-
-// Health implements readmodel.Reader.
-func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
-	counts, err := s.Counts(ctx)
-	return readmodel.Health{Backend: "opensearch", Counts: counts}, err
 }

@@ -148,7 +148,7 @@ func TestGeoSignalsForLocationServesActiveRows(t *testing.T) {
 		hits(1, locSrc)+`,`+
 		hits(3, entrySrc("OR", "momentum", "active"), entrySrc("WA", "velocity", "active"), entrySrc("WA", "zeta", "active"))+`,`+
 		hits(3, rowSrc("g1", "WA", "momentum", 0.9), rowSrc("g1", "WA", "velocity", 0.5), rowSrc("g1", "WA", "zeta", 0.1))+`]}`)
-	got, err := s.GeoSignalsForLocation(context.Background(), "g1", []string{"momentum", "velocity", "zeta"})
+	got, err := s.GeoSignalsForLocation(context.Background(), readmodel.ParseGeoRef("g1"), []string{"momentum", "velocity", "zeta"})
 	require.NoError(t, err)
 	require.Equal(t, readmodel.GeoCity, got.GeoType, "the geo's type comes with its rows")
 	rows := got.Signals
@@ -170,7 +170,7 @@ func TestGeoSignalsForLocationServesActiveRows(t *testing.T) {
 
 func TestGeoSignalsForLocationUnknownGeo(t *testing.T) {
 	s, _ := fakeAnswers(t, `{"responses":[`+hits(0)+`,`+hits(1, entrySrc("WA", "velocity", "active"))+`,`+hits(0)+`]}`)
-	_, err := s.GeoSignalsForLocation(context.Background(), "g404", nil)
+	_, err := s.GeoSignalsForLocation(context.Background(), readmodel.ParseGeoRef("g404"), nil)
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
 }
 
@@ -179,7 +179,7 @@ func TestGeoSignalsForLocationUnknownGeo(t *testing.T) {
 func TestBoundedReadsFailOnOverflow(t *testing.T) {
 	ctx := context.Background()
 	geoRows := func(s *Store) (int, error) {
-		rows, err := s.GeoSignalsForLocation(ctx, "g1", nil)
+		rows, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef("g1"), nil)
 		return len(rows.Signals), err
 	}
 	for _, tc := range []struct {
@@ -278,7 +278,7 @@ func TestStatsFailOnTermsOverflow(t *testing.T) {
 			`"confidence":{"buckets":{"high":{"doc_count":4},"medium":{"doc_count":0}}},` +
 			`"freshness":{"buckets":{"d0_7":{"doc_count":4},"d8_14":{"doc_count":0},"d15_30":{"doc_count":0}}}}}`
 	}
-	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 5}
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Today: "2026-11-22", TopN: 5}
 	s, _ := fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+stats(0)+`]}`)
 	st, err := s.PermitStats(context.Background(), q)
 	require.NoError(t, err)

@@ -140,7 +140,7 @@ func TestResolvePoolGlobalStatistics(t *testing.T) {
 	s, seen := partialCluster(t, http.StatusOK, goodAnswer)
 	_, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
 	require.NoError(t, err)
-	_, err = s.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 5})
+	_, err = s.SearchPermits(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	reqs := seen()
 	require.Len(t, reqs, 2)

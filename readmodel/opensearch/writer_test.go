@@ -134,7 +134,7 @@ func TestLocationReadsOneMsearch(t *testing.T) {
 	s, seen := fakeCluster(t, 200, `{"responses":[
 	 {"status":200,"hits":{"hits":[{"_id":"g1","_source":{"doc_id":"g1","version":4,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","lat":47.6,"lon":-122.3}}]}},
 	 {"status":200,"hits":{"total":{"value":12},"hits":[]},"aggregations":{"latest":{"value":1719705600000,"value_as_string":"2024-06-30"}}}]}`)
-	l, err := s.Location(context.Background(), "g1")
+	l, err := s.Location(context.Background(), readmodel.ParseGeoRef("g1"))
 	require.NoError(t, err)
 	require.Equal(t, readmodel.Location{GeoID: "g1", GeoType: readmodel.GeoCity, Name: "Seattle", Lat: 47.6, Lon: -122.3, Version: 4,
 		PermitCount: 12, LatestPermitDate: "2024-06-30"}, l)
@@ -151,7 +151,7 @@ func TestPermitPageNextKey(t *testing.T) {
 	}
 	s, _ := fakeCluster(t, 200, `{"responses":[{"status":200,"hits":{"hits":[{"_id":"g1","_source":{"doc_id":"g1","version":1,"deleted":false}}]}},
 	 {"status":200,"hits":{"hits":[`+src("a", "2024-01-02", 0)+`,`+src("b", "", 1)+`,`+src("c", "", 1)+`]}}]}`)
-	page, err := s.SearchPermits(context.Background(), readmodel.PermitQuery{GeoID: "g1", Desc: true, Limit: 2})
+	page, err := s.SearchPermits(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 2})
 	require.NoError(t, err)
 	require.Len(t, page.Permits, 2)
 	require.Equal(t, &readmodel.PermitKey{IssueDate: "", PermitID: "b"}, page.Next)

@@ -44,7 +44,7 @@ func permitValuationSort(t *testing.T, e *Env) {
 		for _, p := range ps {
 			want = append(want, p.PermitID)
 		}
-		q := readmodel.PermitQuery{GeoID: geo, Limit: 4, Sort: readmodel.SortValuationDesc}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 4, Sort: readmodel.SortValuationDesc}
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, 200, "walk does not end")
 			page, err := e.B.SearchPermits(e.Ctx(), q)
@@ -143,7 +143,7 @@ func permitFilters(t *testing.T, e *Env) {
 				}
 			}
 			var got []string
-			q := readmodel.PermitQuery{GeoID: tc.geo, Desc: tc.desc, Limit: 3, Filter: tc.filter}
+			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, Limit: 3, Filter: tc.filter}
 			for pages := 0; ; pages++ {
 				require.Less(t, pages, 200, "walk does not end")
 				page, err := e.B.SearchPermits(e.Ctx(), q)
@@ -271,7 +271,7 @@ func permitGeometry(t *testing.T, e *Env) {
 			for _, p := range keep {
 				want = append(want, p.PermitID)
 			}
-			q := readmodel.PermitQuery{GeoID: tc.geo, Desc: tc.desc, Limit: 4, Sort: tc.sort, Filter: tc.f}
+			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, Limit: 4, Sort: tc.sort, Filter: tc.f}
 			for pages := 0; ; pages++ {
 				require.Less(t, pages, 200, "walk does not end")
 				page, err := e.B.SearchPermits(e.Ctx(), q)
@@ -347,14 +347,14 @@ func permitMonthly(t *testing.T, e *Env) {
 		{Zip98101, "2024-02-03", "2024-04-05", readmodel.PermitFilter{MaxValuation: ptrTo(12500.0), Text: "kitchen"}},
 		{WA, "2024-01-01", "2024-05-31", readmodel.PermitFilter{BBox: &readmodel.BBox{MinLon: -122.341, MinLat: 47.599, MaxLon: -122.333, MaxLat: 47.607}}},
 	} {
-		got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: tc.geo, Filter: tc.f, FromDate: tc.from, ToDate: tc.to})
+		got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(tc.geo), Filter: tc.f, FromDate: tc.from, ToDate: tc.to})
 		e.Check(t, CapMonthly, err)
 		require.NoError(t, err)
 		months := readmodel.MonthsOf(tc.from, tc.to)
 		require.Len(t, got, len(months))
 		count := map[string]int64{}
 		vals := map[string][]float64{}
-		q := readmodel.PermitQuery{GeoID: tc.geo, Desc: true, FromDate: tc.from, ToDate: tc.to, Limit: 100, Filter: tc.f}
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: true, FromDate: tc.from, ToDate: tc.to, Limit: 100, Filter: tc.f}
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, 100)
 			page, err := e.B.SearchPermits(e.Ctx(), q)
@@ -400,10 +400,10 @@ func permitMonthlyEdges(t *testing.T, e *Env) {
 		return
 	}
 	for _, geo := range []string{events.GeoID("city", "0000000000"), events.PropertyID("addr:1 NOWHERE ST|SEATTLE|WA")} {
-		_, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: geo, FromDate: "2024-01-01", ToDate: "2024-12-31"})
+		_, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: "2024-01-01", ToDate: "2024-12-31"})
 		require.ErrorIs(t, err, readmodel.ErrNotFound, geo)
 	}
-	got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: Seattle, FromDate: "1990-11-15", ToDate: "1991-02-02"})
+	got, err := mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(Seattle), FromDate: "1990-11-15", ToDate: "1991-02-02"})
 	e.Check(t, CapMonthly, err)
 	require.Equal(t, []readmodel.MonthBucket{{Month: "1990-11"}, {Month: "1990-12"}, {Month: "1991-01"}, {Month: "1991-02"}}, got)
 
@@ -415,7 +415,7 @@ func permitMonthlyEdges(t *testing.T, e *Env) {
 		}
 	}
 	require.NotEmpty(t, day, "the fixture has Seattle permits on 2024-03-02")
-	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: Seattle, FromDate: "2024-03-02", ToDate: "2024-03-02"})
+	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(Seattle), FromDate: "2024-03-02", ToDate: "2024-03-02"})
 	e.Check(t, CapMonthly, err)
 	var vals []float64
 	cents := int64(0)
@@ -429,7 +429,7 @@ func permitMonthlyEdges(t *testing.T, e *Env) {
 		MedianValuation: readmodel.Median(vals)}}, got)
 
 	// Unknown valuations only: permits G000, G005, ... have none.
-	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{GeoID: WA, FromDate: "2024-01-01", ToDate: "2024-05-31",
+	got, err = mr.PermitMonthly(e.Ctx(), readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(WA), FromDate: "2024-01-01", ToDate: "2024-05-31",
 		Filter: readmodel.PermitFilter{Text: "G005"}})
 	e.Check(t, CapMonthly, err)
 	var sum int64
@@ -480,9 +480,9 @@ func permitExportScan(t *testing.T, e *Env) {
 		return nil, nil
 	}
 	for _, q := range []readmodel.PermitQuery{
-		{GeoID: WA, Desc: true, Limit: 7},
-		{GeoID: Seattle, Desc: true, Limit: 5, FromDate: "2024-01-01", Filter: readmodel.PermitFilter{Statuses: []string{"issued", "expired"}}},
-		{GeoID: PropUniv, Desc: true, Limit: 2},
+		{Geo: readmodel.ParseGeoRef(WA), Desc: true, Limit: 7},
+		{Geo: readmodel.ParseGeoRef(Seattle), Desc: true, Limit: 5, FromDate: "2024-01-01", Filter: readmodel.PermitFilter{Statuses: []string{"issued", "expired"}}},
+		{Geo: readmodel.ParseGeoRef(PropUniv), Desc: true, Limit: 2},
 	} {
 		var want []string
 		sq := q
@@ -498,15 +498,15 @@ func permitExportScan(t *testing.T, e *Env) {
 			}
 			sq.After = p.Next
 		}
-		require.NotEmpty(t, want, q.GeoID)
+		require.NotEmpty(t, want, q.Geo.ID())
 		s := open(q)
 		got, err := walk(s)
 		require.NoError(t, err)
-		require.Equal(t, want, got, "%s %+v", q.GeoID, q.Filter)
+		require.Equal(t, want, got, "%s %+v", q.Geo.ID(), q.Filter)
 		require.NoError(t, s.Close())
 		require.NoError(t, s.Close())
 	}
-	s := open(readmodel.PermitQuery{GeoID: events.GeoID("city", "0000000000"), Desc: true, Limit: 10})
+	s := open(readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(events.GeoID("city", "0000000000")), Desc: true, Limit: 10})
 	_, err := s.Next(e.Ctx())
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
 	require.NoError(t, s.Close())

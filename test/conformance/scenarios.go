@@ -41,14 +41,14 @@ var Scenarios = []Scenario{
 func locationDetail(t *testing.T, e *Env) {
 	e.Load(t, AllEvents(t)...)
 	for _, id := range []string{Zip98101, Seattle, King, WA, MtVernon} {
-		got, err := e.B.Location(e.Ctx(), id)
+		got, err := e.B.Location(e.Ctx(), readmodel.ParseGeoRef(id))
 		require.NoError(t, err, id)
 		want := e.Locations[id].Clone()
 		want.PermitCount, want.LatestPermitDate = permitStats(e, id)
 		require.Equal(t, want, got, "location %s", id)
 	}
 	// A location without permits.
-	got, err := e.B.Location(e.Ctx(), Portland)
+	got, err := e.B.Location(e.Ctx(), readmodel.ParseGeoRef(Portland))
 	require.NoError(t, err)
 	require.Zero(t, got.PermitCount)
 	require.Empty(t, got.LatestPermitDate)
@@ -69,28 +69,28 @@ func permitStats(e *Env, geoID string) (int64, string) {
 func locationNotFound(t *testing.T, e *Env) {
 	e.Load(t, LocationEvents(t)...)
 	ctx := e.Ctx()
-	_, err := e.B.Location(ctx, Unknown)
+	_, err := e.B.Location(ctx, readmodel.ParseGeoRef(Unknown))
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
-	_, err = e.B.SearchPermits(ctx, readmodel.PermitQuery{GeoID: Unknown, Desc: true, Limit: 5})
+	_, err = e.B.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(Unknown), Desc: true, Limit: 5})
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
-	page, err := e.B.SearchPermits(ctx, readmodel.PermitQuery{GeoID: Seattle, Desc: true, Limit: 5})
+	page, err := e.B.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(Seattle), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	require.Empty(t, page.Permits, "a known geo without permits is an empty page")
 	require.Nil(t, page.Next)
 	if _, ok := e.h.Lacks[CapGeoSignals]; !ok {
-		_, err = e.B.GeoSignalsForLocation(ctx, Unknown, nil)
+		_, err = e.B.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(Unknown), nil)
 		require.ErrorIs(t, err, readmodel.ErrNotFound)
 	}
 	if _, ok := e.h.Lacks[CapLeads]; !ok {
-		_, err = e.B.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: Unknown}, Sort: readmodel.SortEventDateDesc, Limit: 5})
+		_, err = e.B.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(Unknown)}, Sort: readmodel.SortEventDateDesc, Limit: 5})
 		require.ErrorIs(t, err, readmodel.ErrNotFound)
 	}
 	if _, ok := e.h.Lacks[CapStats]; !ok {
-		_, err = e.B.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: Unknown}, Today: Today, TopN: 5})
+		_, err = e.B.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(Unknown)}, Today: Today, TopN: 5})
 		require.ErrorIs(t, err, readmodel.ErrNotFound)
 	}
 	if _, ok := e.h.Lacks[CapPropertyPermits]; !ok {
-		_, err = e.B.PropertyPermits(ctx, readmodel.PropertyPermitsQuery{PropertyID: PropUniv, Limit: 5})
+		_, err = e.B.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(PropUniv), Desc: true, Limit: 5})
 		require.ErrorIs(t, err, readmodel.ErrNotFound)
 	}
 }
@@ -107,23 +107,23 @@ func locationVersions(t *testing.T, e *Env) {
 	require.Equal(t, readmodel.ApplyResult{Applied: 1}, r)
 	r = e.Apply(t, v(2, "Mt Vernon Old"), v(3, "Mount Vernon Again"))
 	require.Equal(t, readmodel.ApplyResult{Stale: 2}, r, "older and equal versions are stale no-ops")
-	got, err := e.B.Location(ctx, MtVernon)
+	got, err := e.B.Location(ctx, readmodel.ParseGeoRef(MtVernon))
 	require.NoError(t, err)
 	require.Equal(t, "Mount Vernon", got.Name)
 	require.EqualValues(t, 3, got.Version)
 
 	r = e.Apply(t, del(5))
 	require.Equal(t, readmodel.ApplyResult{Applied: 1}, r)
-	_, err = e.B.Location(ctx, MtVernon)
+	_, err = e.B.Location(ctx, readmodel.ParseGeoRef(MtVernon))
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
 	r = e.Apply(t, v(4, "Resurrected"), del(5))
 	require.Equal(t, readmodel.ApplyResult{Stale: 2}, r, "an older upsert after a delete stays deleted")
-	_, err = e.B.Location(ctx, MtVernon)
+	_, err = e.B.Location(ctx, readmodel.ParseGeoRef(MtVernon))
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
 
 	r = e.Apply(t, v(6, "Mount Vernon"))
 	require.Equal(t, readmodel.ApplyResult{Applied: 1}, r, "a newer upsert revives")
-	got, err = e.B.Location(ctx, MtVernon)
+	got, err = e.B.Location(ctx, readmodel.ParseGeoRef(MtVernon))
 	require.NoError(t, err)
 	require.EqualValues(t, 6, got.Version)
 
@@ -132,11 +132,11 @@ func locationVersions(t *testing.T, e *Env) {
 	require.Equal(t, readmodel.ApplyResult{Applied: 1}, e.Apply(t, mustEnv(t, events.LocationDeleted, ghost, 9, nil)))
 	require.Equal(t, readmodel.ApplyResult{Stale: 1}, e.Apply(t, mustEnv(t, events.LocationUpserted, ghost, 8,
 		events.Location{GeoType: "city", Name: "Ghost", DisplayName: "Ghost, WA", State: "WA", StateName: "Washington"})))
-	_, err = e.B.Location(ctx, ghost)
+	_, err = e.B.Location(ctx, readmodel.ParseGeoRef(ghost))
 	require.ErrorIs(t, err, readmodel.ErrNotFound)
-	counts, err := e.B.Counts(ctx)
+	h, err := e.B.Health(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, len(e.Locations), counts[readmodel.KindLocation])
+	require.EqualValues(t, len(e.Locations), h.Counts[readmodel.KindLocation])
 }
 
 func resolveBasics(t *testing.T, e *Env) {
@@ -247,7 +247,7 @@ func permitsPaging(t *testing.T, e *Env) {
 			}
 			require.NotEmpty(t, want, "fixture gives every case permits")
 			var got []string
-			q := readmodel.PermitQuery{GeoID: tc.geo, Desc: tc.desc, FromDate: tc.from, ToDate: tc.to, Limit: 7}
+			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, FromDate: tc.from, ToDate: tc.to, Limit: 7}
 			for pages := 0; ; pages++ {
 				require.Less(t, pages, 100, "walk does not end")
 				page, err := e.B.SearchPermits(ctx, q)
@@ -299,12 +299,13 @@ func properties(t *testing.T, e *Env) {
 	want := permitsUnder(e, PropUniv)
 	sortPermits(want, true)
 	var got []readmodel.Permit
-	q := readmodel.PropertyPermitsQuery{PropertyID: PropUniv, Limit: 2}
+	q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(PropUniv), Desc: true, Limit: 2}
 	for {
-		page, err := e.B.PropertyPermits(ctx, q)
+		page, err := e.B.SearchPermits(ctx, q)
 		e.Check(t, CapPropertyPermits, err)
-		require.EqualValues(t, len(want), page.Total)
-		got = append(got, page.Permits...)
+		for _, h := range page.Permits {
+			got = append(got, h.Permit)
+		}
 		if page.Next == nil {
 			break
 		}
@@ -313,7 +314,7 @@ func properties(t *testing.T, e *Env) {
 	require.Equal(t, want, got)
 
 	e.Require(t, CapPropertyLocation)
-	loc, err := e.B.Location(ctx, PropUniv)
+	loc, err := e.B.Location(ctx, readmodel.ParseGeoRef(PropUniv))
 	e.Check(t, CapPropertyLocation, err)
 	require.Equal(t, readmodel.GeoProperty, loc.GeoType)
 	require.Equal(t, Seattle, loc.CityGeoID)
@@ -327,7 +328,7 @@ func properties(t *testing.T, e *Env) {
 
 // leadPasses applies a LeadFilter by its documented contract.
 func leadPasses(l readmodel.Lead, f readmodel.LeadFilter) bool {
-	if !slices.Contains(l.GeoIDs, f.GeoID) || len(f.SignalKeys) > 0 && !slices.Contains(f.SignalKeys, l.SignalKey) {
+	if !slices.Contains(l.GeoIDs, f.Geo.ID()) || len(f.SignalKeys) > 0 && !slices.Contains(f.SignalKeys, l.SignalKey) {
 		return false
 	}
 	d := l.EventDateUsed
@@ -389,12 +390,12 @@ func leadsStats(t *testing.T, e *Env) {
 		name string
 		f    readmodel.LeadFilter
 	}{
-		{"zip all", readmodel.LeadFilter{GeoID: Zip98101}},
-		{"city keys", readmodel.LeadFilter{GeoID: Seattle, SignalKeys: []string{"framing_nowcast_early", "rough_in_window_late"}}},
-		{"county window", readmodel.LeadFilter{GeoID: King, FromDate: "2026-06-01", ToDate: "2026-06-30"}},
-		{"state min confidence", readmodel.LeadFilter{GeoID: WA, MinConfidence: &minConf}},
-		{"fresh", readmodel.LeadFilter{GeoID: WA, FreshSince: "2026-06-16"}},
-		{"empty", readmodel.LeadFilter{GeoID: Portland}},
+		{"zip all", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(Zip98101)}},
+		{"city keys", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(Seattle), SignalKeys: []string{"framing_nowcast_early", "rough_in_window_late"}}},
+		{"county window", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(King), FromDate: "2026-06-01", ToDate: "2026-06-30"}},
+		{"state min confidence", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(WA), MinConfidence: &minConf}},
+		{"fresh", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(WA), FreshSince: "2026-06-16"}},
+		{"empty", readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(Portland)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var match []readmodel.Lead
@@ -412,7 +413,7 @@ func leadsStats(t *testing.T, e *Env) {
 					require.Less(t, pages, 100)
 					page, err := e.B.PermitLeads(ctx, q)
 					e.Check(t, CapLeads, err)
-					require.Equal(t, e.Locations[tc.f.GeoID].GeoType, page.GeoType, "the anchor's geo type")
+					require.Equal(t, e.Locations[tc.f.Geo.ID()].GeoType, page.GeoType, "the anchor's geo type")
 					got = append(got, page.Leads...)
 					if page.Next == nil {
 						break
@@ -431,7 +432,7 @@ func leadsStats(t *testing.T, e *Env) {
 			e.Require(t, CapStats)
 			st, err := e.B.PermitStats(ctx, readmodel.StatsQuery{Filter: tc.f, Today: Today, TopN: 2})
 			e.Check(t, CapStats, err)
-			require.Equal(t, e.Locations[tc.f.GeoID].GeoType, st.GeoType, "the anchor's geo type")
+			require.Equal(t, e.Locations[tc.f.Geo.ID()].GeoType, st.GeoType, "the anchor's geo type")
 			st.GeoType = ""
 			want := expectStats(match, 2)
 			if _, ok := e.h.Lacks[CapStatsNames]; !ok {
@@ -600,7 +601,7 @@ func geoSignalsOrdering(t *testing.T, e *Env) {
 	// The geo's type and state come with the rows.
 	signalsOf := func(geoID string, keys []string) []readmodel.GeoSignal {
 		t.Helper()
-		got, err := e.B.GeoSignalsForLocation(ctx, geoID, keys)
+		got, err := e.B.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(geoID), keys)
 		e.Check(t, CapGeoSignals, err)
 		loc := e.Locations[geoID]
 		require.Equal(t, loc.GeoType, got.GeoType)
@@ -620,7 +621,7 @@ func geoSignalsOrdering(t *testing.T, e *Env) {
 	require.Equal(t, "permit_velocity", rows[0].SignalKey)
 	require.Empty(t, signalsOf(WA, nil), "a known geo without rows")
 	for id := range e.Properties {
-		_, err := e.B.GeoSignalsForLocation(ctx, id, nil)
+		_, err := e.B.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(id), nil)
 		require.ErrorIs(t, err, readmodel.ErrNotFound, "a property has no geo signal rows")
 		break
 	}
@@ -673,8 +674,10 @@ func countsDigest(t *testing.T, e *Env) {
 	first := e.Load(t, all...)
 	require.Equal(t, len(all), first.Applied)
 	ctx := e.Ctx()
-	counts, err := e.B.Counts(ctx)
+	h, err := e.B.Health(ctx)
 	require.NoError(t, err)
+	require.NotEmpty(t, h.Backend)
+	counts := h.Counts
 	want := map[readmodel.Kind]int64{
 		readmodel.KindLocation: int64(len(e.Locations)), readmodel.KindPermit: int64(len(e.Permits)),
 		readmodel.KindProperty: int64(len(e.Properties)), readmodel.KindGeoSignal: int64(len(e.GeoSignals)),
@@ -697,18 +700,14 @@ func countsDigest(t *testing.T, e *Env) {
 	// Deletes are reflected in both.
 	lead := LeadEvents(t)[0].EntityID
 	e.Apply(t, mustEnv(t, events.LeadDeleted, lead, 5000, nil), mustEnv(t, events.PermitDeleted, events.PermitDocID("conformance", "P000"), 2, nil))
-	counts, err = e.B.Counts(ctx)
+	h, err = e.B.Health(ctx)
 	require.NoError(t, err)
+	counts = h.Counts
 	require.Equal(t, want[readmodel.KindLead]-1, counts[readmodel.KindLead])
 	require.Equal(t, want[readmodel.KindPermit]-1, counts[readmodel.KindPermit])
 	d3, err := e.B.Digest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, expectDigest(e), d3)
-
-	h, err := e.B.Health(ctx)
-	require.NoError(t, err)
-	require.Equal(t, counts, h.Counts)
-	require.NotEmpty(t, h.Backend)
 }
 
 func expectDigest(e *Env) string {

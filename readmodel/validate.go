@@ -1,0 +1,124 @@
+package readmodel
+
+import (
+	"fmt"
+	"time"
+)
+
+// Validate methods check a query struct's documented contract. The API
+// calls them on every query it builds, after its own parameter checks
+// (so a failure there is a programming error, a 500), and the backends
+// call them first thing instead of checking figures of their own: a
+// backend may rely on a query that passed Validate. Every error wraps
+// ErrInvalidQuery.
+
+// IsDay reports whether s is a real calendar date written YYYY-MM-DD.
+func IsDay(s string) bool {
+	if len(s) != len(time.DateOnly) {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+func invalidQuery(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidQuery}, args...)...)
+}
+
+func checkLimit(what string, n, hi int) error {
+	if n < 1 || n > hi {
+		return invalidQuery("%s limit %d is not in 1..%d", what, n, hi)
+	}
+	return nil
+}
+
+// checkDays: every non-empty date is YYYY-MM-DD.
+func checkDays(what string, days ...string) error {
+	for _, d := range days {
+		if d != "" && !IsDay(d) {
+			return invalidQuery("%s date %q is not YYYY-MM-DD", what, d)
+		}
+	}
+	return nil
+}
+
+// Validate checks Limit (1..MaxMatchLimit).
+func (q *ResolveQuery) Validate() error { return checkLimit("resolve", q.Limit, MaxMatchLimit) }
+
+// Validate checks Limit (1..MaxMatchLimit).
+func (q *PropertyQuery) Validate() error { return checkLimit("property", q.Limit, MaxMatchLimit) }
+
+// Validate checks Limit (1..MaxPageLimit), the date bounds, the sort
+// (SortDistance needs Filter.Near) and the cursor's issue date.
+func (q *PermitQuery) Validate() error {
+	if err := checkLimit("permit", q.Limit, MaxPageLimit); err != nil {
+		return err
+	}
+	if err := checkDays("permit", q.FromDate, q.ToDate); err != nil {
+		return err
+	}
+	switch q.Sort {
+	case SortIssueDate, SortValuationDesc:
+	case SortDistance:
+		if q.Filter.Near == nil {
+			return invalidQuery("distance order without near")
+		}
+	default:
+		return invalidQuery("permit sort %q", q.Sort)
+	}
+	if q.After != nil {
+		return checkDays("permit cursor", q.After.IssueDate)
+	}
+	return nil
+}
+
+// Validate checks Limit (1..MaxPageLimit).
+func (q *GeoSignalQuery) Validate() error { return checkLimit("geo signal", q.Limit, MaxPageLimit) }
+
+// Validate checks the filter's dates.
+func (f *LeadFilter) Validate() error {
+	return checkDays("lead", f.FromDate, f.ToDate, f.FreshSince)
+}
+
+// Validate checks Limit (1..MaxPageLimit), the sort, the filter and the
+// cursor's event date.
+func (q *LeadQuery) Validate() error {
+	if err := checkLimit("lead", q.Limit, MaxPageLimit); err != nil {
+		return err
+	}
+	if q.Sort != SortEventDateDesc && q.Sort != SortConfidenceDesc {
+		return invalidQuery("lead sort %q", q.Sort)
+	}
+	if err := q.Filter.Validate(); err != nil {
+		return err
+	}
+	if q.After != nil {
+		return checkDays("lead cursor", q.After.EventDate)
+	}
+	return nil
+}
+
+// Validate checks the filter and Today (required).
+func (q *StatsQuery) Validate() error {
+	if !IsDay(q.Today) {
+		return invalidQuery("stats need Today, got %q", q.Today)
+	}
+	return q.Filter.Validate()
+}
+
+// Validate checks the window: both dates YYYY-MM-DD, FromDate not after
+// ToDate, at most MaxMonths months.
+func (q *MonthlyQuery) Validate() error {
+	if !IsDay(q.FromDate) || !IsDay(q.ToDate) || q.FromDate > q.ToDate {
+		return invalidQuery("monthly window %q..%q", q.FromDate, q.ToDate)
+	}
+	if n := monthSpan(q.FromDate, q.ToDate); n > MaxMonths {
+		return invalidQuery("monthly window of %d months; the most is %d", n, MaxMonths)
+	}
+	return nil
+}
+
+// monthSpan is len(MonthsOf(from, to)) without the list.
+func monthSpan(from, to string) int {
+	return (atoi(to[:4])-atoi(from[:4]))*12 + atoi(to[5:7]) - atoi(from[5:7]) + 1
+}

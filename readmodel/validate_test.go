@@ -1,0 +1,55 @@
+package readmodel
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	near := &GeoPoint{Lat: 47.6, Lon: -122.3}
+	for _, tc := range []struct {
+		name string
+		q    interface{ Validate() error }
+		ok   bool
+	}{
+		{"resolve limit", &ResolveQuery{Limit: MaxMatchLimit}, true},
+		{"resolve limit 0", &ResolveQuery{}, false},
+		{"resolve limit over", &ResolveQuery{Limit: MaxMatchLimit + 1}, false},
+		{"property limit over", &PropertyQuery{Limit: MaxMatchLimit + 1}, false},
+		{"permits", &PermitQuery{Limit: MaxPageLimit, FromDate: "2024-02-29", ToDate: "2024-03-01"}, true},
+		{"permits limit over", &PermitQuery{Limit: MaxPageLimit + 1}, false},
+		{"permits bad date", &PermitQuery{Limit: 1, FromDate: "2023-02-29"}, false},
+		{"permits unknown sort", &PermitQuery{Limit: 1, Sort: "size"}, false},
+		{"permits distance without near", &PermitQuery{Limit: 1, Sort: SortDistance}, false},
+		{"permits distance", &PermitQuery{Limit: 1, Sort: SortDistance, Filter: PermitFilter{Near: near, RadiusM: 10}}, true},
+		{"permits cursor date", &PermitQuery{Limit: 1, After: &PermitKey{IssueDate: "24-01-01", PermitID: "p"}}, false},
+		{"geo signals limit 0", &GeoSignalQuery{}, false},
+		{"leads", &LeadQuery{Limit: 1, Sort: SortConfidenceDesc}, true},
+		{"leads sort", &LeadQuery{Limit: 1}, false},
+		{"leads fresh date", &LeadQuery{Limit: 1, Sort: SortEventDateDesc, Filter: LeadFilter{FreshSince: "2024-13-01"}}, false},
+		{"stats", &StatsQuery{Today: "2026-01-15", TopN: -1}, true},
+		{"stats without today", &StatsQuery{TopN: StatsTopN}, false},
+		{"monthly", &MonthlyQuery{FromDate: "2016-01-01", ToDate: "2025-12-31"}, true},
+		{"monthly reversed", &MonthlyQuery{FromDate: "2025-02-01", ToDate: "2025-01-31"}, false},
+		{"monthly too long", &MonthlyQuery{FromDate: "2016-01-01", ToDate: "2026-01-01"}, false},
+		{"monthly open", &MonthlyQuery{FromDate: "2025-01-01"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.q.Validate()
+			if tc.ok && err != nil {
+				t.Fatalf("Validate() = %v, want nil", err)
+			}
+			if !tc.ok && !errors.Is(err, ErrInvalidQuery) {
+				t.Fatalf("Validate() = %v, want ErrInvalidQuery", err)
+			}
+		})
+	}
+}
+
+func TestExportRowCap(t *testing.T) {
+	for plan, want := range map[string]int{"free": 10_000, "standard": 250_000, "enterprise": 5_000_000, "development": 5_000_000, "other": 10_000} {
+		if got := ExportRowCap(plan); got != want {
+			t.Errorf("ExportRowCap(%q) = %d, want %d", plan, got, want)
+		}
+	}
+}
