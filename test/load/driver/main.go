@@ -21,7 +21,8 @@
 // allocation profiles of each endpoint's load.
 //
 //	driver -permitd bin/permitd -floor bin/floor [-duration 5s] [-workers 32] [-procs 1]
-//	       [-rounds 5|20] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-pprof dir]
+//	       [-rounds 5|20] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-env-all K=V,...]
+//	       [-pprof dir]
 package main
 
 import (
@@ -71,6 +72,7 @@ type config struct {
 	cacheMB                      int
 	rounds                       int
 	pprofDir, tracing, env       string
+	envAll                       string
 }
 
 func main() {
@@ -90,6 +92,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 0, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike (0: 5, or 20 with a 2nd permitd, whose difference is read round by round)")
 	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there")
 	flag.StringVar(&c.env, "env", "", "comma-separated K=V: also run a second permitd with these variables added (with -tracing: the traced one) and compare it to the first in the same run, e.g. GOGC=400")
+	flag.StringVar(&c.envAll, "env-all", "", "comma-separated K=V added to every permitd's environment, e.g. GOMEMLIMIT=6GiB (under a memory limit serve's collector target is 400, as in the Kubernetes manifests)")
 	flag.StringVar(&c.tracing, "tracing", "", "also run a second permitd with tracing on and compare it to the first (metrics only) in the same run: discard (every span sampled and dropped by an in-process exporter), otlp-sink (every span exported over OTLP/HTTP to a sink here that drops it), off-sampler (OTEL_TRACES_SAMPLER=always_off)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -175,6 +178,9 @@ func run(c config) error {
 		}
 	}
 	permitdEnv := []string{procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel}
+	if c.envAll != "" {
+		permitdEnv = append(permitdEnv, strings.Split(c.envAll, ",")...)
+	}
 	srv, err := start(c.permitd, permitdArgs, permitdEnv, filepath.Join(tmp, "permitd.err"), true)
 	if err != nil {
 		return err
@@ -303,6 +309,9 @@ func run(c config) error {
 	fmt.Printf("load: %d workers, %s per endpoint and server in %d alternating rounds (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
 		c.workers, c.duration, c.rounds, c.warmup, c.procs, len(keys), len(eps[0].urls))
 	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB, metrics on\n", c.logLevel, c.cacheMB)
+	if c.envAll != "" {
+		fmt.Printf("load: every permitd with %s\n", c.envAll)
+	}
 	for _, p := range []*proc{srv, traced} {
 		if p != nil {
 			if err := settle(p); err != nil {
