@@ -57,14 +57,20 @@ func (w *reusableWriter) reset()                      { clear(w.h); w.code, w.n 
 // the read model's heap sooner. Variants: a path without a query, a query
 // already in canonical order, the same query in another order, a client
 // that accepts gzip (the body is under the gzip threshold), a revalidation
-// answered 304, and tracing on (every span dropped by the exporter; the
-// always_off sampler; and that sampler declared, so no span is started).
+// answered 304, and tracing on (every span sampled, recorded and dropped
+// as it ends, as OTEL_TRACES_EXPORTER=discard; every span handed to an
+// exporter that drops it; the always_off sampler; and that sampler
+// declared, so no span is started).
 func BenchmarkCacheHit(b *testing.B) {
 	env := seattle()
-	// As OTEL_TRACES_EXPORTER=discard: every span sampled and handed, as
-	// it ends, to an exporter that drops it.
-	sampled := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardSpans{}))
+	// As OTEL_TRACES_EXPORTER=discard: every span sampled and recorded,
+	// and dropped as it ends (no span processor).
+	sampled := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = sampled.Shutdown(b.Context()) })
+	// Every span sampled and handed, as it ends, to an exporter that drops
+	// it: the SDK's export path (a snapshot of the span per span).
+	exported := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardSpans{}))
+	b.Cleanup(func() { _ = exported.Shutdown(b.Context()) })
 	unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	newHarness := func(tr *api.Tracing) *apitest.Harness {
 		d := servingDeps(b)
@@ -75,6 +81,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	}
 	plain := newHarness(nil)
 	traced := newHarness(&api.Tracing{Provider: sampled})
+	tracedExported := newHarness(&api.Tracing{Provider: exported})
 	tracedOff := newHarness(&api.Tracing{Provider: unsampled})
 	tracedRootsOff := newHarness(&api.Tracing{Provider: unsampled, RootsUnsampled: true})
 	location := "/v1/locations/" + env.EntityID
@@ -91,6 +98,7 @@ func BenchmarkCacheHit(b *testing.B) {
 		{"accepts_gzip", plain, location, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, http.StatusOK},
 		{"revalidated_304", plain, location, nil, http.StatusNotModified},
 		{"traced_discard", traced, location, nil, http.StatusOK},
+		{"traced_exporter", tracedExported, location, nil, http.StatusOK},
 		{"traced_sampler_off", tracedOff, location, nil, http.StatusOK},
 		{"traced_roots_unsampled", tracedRootsOff, location, nil, http.StatusOK},
 	} {
@@ -121,5 +129,62 @@ func BenchmarkCacheHit(b *testing.B) {
 			}
 			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N)/1000, "µs/req")
 		})
+	}
+}
+
+// BenchmarkCacheHitTracing is the cost of a server span on a response-
+// cache hit, the serving chain of BenchmarkCacheHit: the router without
+// tracing and with it (every span sampled and recorded; dropped as it
+// ends, as OTEL_TRACES_EXPORTER=discard; or handed to an exporter that
+// drops it), in interleaved chunks so that the machine's noise and the
+// collector's cycles fall on every variant alike. It reports each
+// variant's mean µs per request (collections included) and what tracing
+// adds to the untraced mean, in µs and as a share of it.
+func BenchmarkCacheHitTracing(b *testing.B) {
+	env := seattle()
+	discard := sdktrace.NewTracerProvider()
+	exported := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardSpans{}))
+	b.Cleanup(func() { _ = exported.Shutdown(b.Context()) })
+	variants := []struct {
+		name string
+		tr   *api.Tracing
+	}{{"untraced", nil}, {"discard", &api.Tracing{Provider: discard}}, {"exporter", &api.Tracing{Provider: exported}}}
+	req := httptest.NewRequest(http.MethodGet, "/v1/locations/"+env.EntityID, nil)
+	req.Header.Set("X-API-Key", apitest.Key)
+	handlers := make([]http.Handler, len(variants))
+	w := &reusableWriter{h: http.Header{}}
+	for i, v := range variants {
+		d := servingDeps(b)
+		d.Tracing = v.tr
+		h := apitest.New(b, apitest.Options{Deps: d})
+		h.Publish(env)
+		handlers[i] = h.Handler
+		h.Handler.ServeHTTP(w, req) // fills the cache
+		if w.code != http.StatusOK {
+			b.Fatalf("%s: %d", v.name, w.code)
+		}
+		w.reset()
+	}
+	const chunk = 100
+	elapsed := make([]time.Duration, len(variants))
+	n := 0
+	for b.Loop() {
+		for i, h := range handlers {
+			start := time.Now()
+			for range chunk {
+				w.reset()
+				h.ServeHTTP(w, req)
+			}
+			elapsed[i] += time.Since(start)
+		}
+		n += chunk
+	}
+	us := func(i int) float64 { return float64(elapsed[i].Nanoseconds()) / float64(n) / 1000 }
+	for i, v := range variants {
+		b.ReportMetric(us(i), "µs/req_"+v.name)
+		if i > 0 {
+			b.ReportMetric(us(i)-us(0), "µs_added_"+v.name)
+			b.ReportMetric(us(i)/us(0)-1, "share_added_"+v.name)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -54,7 +55,9 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 	tracer := t.Provider.Tracer(tracerName)
 	names := &spanNames{}
 	names.m.Store(&map[spanKey]string{})
-	kind := trace.WithSpanKind(trace.SpanKindServer)
+	// Passed as a slice made once: a variadic list would be a new slice
+	// per request (the tracer is an interface, so it escapes).
+	startOpts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return func(c *gin.Context) {
 		req := c.Request
 		ctx := req.Context()
@@ -71,38 +74,55 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		ctx, span := tracer.Start(ctx, names.get(req.Method, c.FullPath()), kind)
+		ctx, span := tracer.Start(ctx, names.get(req.Method, c.FullPath()), startOpts...)
 		c.Request = req.WithContext(ctx)
 		c.Next()
 		if span.IsRecording() {
-			status := c.Writer.Status()
-			scheme := "http"
-			if req.TLS != nil {
-				scheme = "https"
-			}
-			route := c.FullPath()
-			if route == "" {
-				route = RouteUnmatched
-			}
-			client := req.RemoteAddr
-			if host, _, err := net.SplitHostPort(client); err == nil {
-				client = host
-			}
-			span.SetAttributes(
-				semconv.HTTPRequestMethodKey.String(methodLabel(req.Method)),
-				semconv.HTTPRoute(route),
-				semconv.URLPath(req.URL.Path),
-				semconv.URLScheme(scheme),
-				semconv.HTTPResponseStatusCode(status),
-				semconv.HTTPResponseBodySize(max(c.Writer.Size(), 0)),
-				semconv.ClientAddress(client),
-			)
-			if status >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(status))
-			}
+			setServerAttributes(span, c, req)
 		}
 		span.End()
 		c.Request = req
+	}
+}
+
+// serverAttrs is the scratch list of a server span's attributes: the
+// span copies them (SetAttributes), so one pooled array serves every
+// request instead of a variadic slice made per request.
+type serverAttrs [7]attribute.KeyValue
+
+var serverAttrsPool = sync.Pool{New: func() any { return new(serverAttrs) }}
+
+// setServerAttributes sets the HTTP semantic-convention attributes of a
+// server span once the response is written.
+func setServerAttributes(span trace.Span, c *gin.Context, req *http.Request) {
+	status := c.Writer.Status()
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	}
+	route := c.FullPath()
+	if route == "" {
+		route = RouteUnmatched
+	}
+	client := req.RemoteAddr
+	if host, _, err := net.SplitHostPort(client); err == nil {
+		client = host
+	}
+	a := serverAttrsPool.Get().(*serverAttrs)
+	*a = serverAttrs{
+		semconv.HTTPRequestMethodKey.String(methodLabel(req.Method)),
+		semconv.HTTPRoute(route),
+		semconv.URLPath(req.URL.Path),
+		semconv.URLScheme(scheme),
+		semconv.HTTPResponseStatusCode(status),
+		semconv.HTTPResponseBodySize(max(c.Writer.Size(), 0)),
+		semconv.ClientAddress(client),
+	}
+	span.SetAttributes(a[:]...)
+	*a = serverAttrs{} // keeps no request's strings alive in the pool
+	serverAttrsPool.Put(a)
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
 	}
 }
 

@@ -266,11 +266,12 @@ func (t telemetry) apiTracing() *api.Tracing {
 //	OTEL_SDK_DISABLED=true                      off
 //	OTEL_TRACES_EXPORTER=none                   off
 //	OTEL_TRACES_EXPORTER=otlp                   OTLP over HTTP/protobuf
-//	OTEL_TRACES_EXPORTER=discard                spans are made, ended into an exporter that
-//	                                            drops them (permitd's own value; no batch
-//	                                            queue): trace ids in the access log and
-//	                                            traceparent to the backends, and a way to
-//	                                            measure tracing's cost without a collector)
+//	OTEL_TRACES_EXPORTER=discard                spans are sampled and recorded, and dropped as
+//	                                            they end (permitd's own value; no span
+//	                                            processor, so no export copy and no queue):
+//	                                            trace ids in the access log and traceparent
+//	                                            to the backends, and a way to measure
+//	                                            tracing's cost without a collector
 //	OTEL_TRACES_EXPORTER unset                  otlp when OTEL_EXPORTER_OTLP_ENDPOINT
 //	                                            or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 //	                                            is set, else off
@@ -297,9 +298,11 @@ func newTracerProvider(ctx context.Context, getenv func(string) string) (*sdktra
 		if err != nil {
 			return nil, err
 		}
-		// Every span reaches the exporter as it ends, synchronously:
-		// batching spans that are dropped would only add a queue.
-		return sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardExporter{}), sdktrace.WithResource(res)), nil
+		// No span processor: spans are sampled and recorded as with an
+		// exporter (trace ids, propagation, attributes), and the SDK
+		// drops each as it ends, without building the read-only copy an
+		// exporter is handed.
+		return sdktrace.NewTracerProvider(sdktrace.WithResource(res)), nil
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: want otlp, discard or none", exp)
 	}
@@ -341,12 +344,6 @@ func traceResource(ctx context.Context) (*resource.Resource, error) {
 	}
 	return res, nil
 }
-
-// discardExporter drops every span (OTEL_TRACES_EXPORTER=discard).
-type discardExporter struct{}
-
-func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // newTelemetry builds serve's telemetry; stop flushes the spans still
 // buffered (call it once the servers have shut down).

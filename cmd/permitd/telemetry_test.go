@@ -169,6 +169,30 @@ func TestTracingIsOffUnlessAnExporterIsSet(t *testing.T) {
 	}
 }
 
+// TestDiscardRecordsSpans: OTEL_TRACES_EXPORTER=discard exports nothing
+// but still samples and records every span, so trace ids reach the access
+// log and traceparent the backends (what a collector would receive).
+func TestDiscardRecordsSpans(t *testing.T) {
+	tp, err := newTracerProvider(context.Background(), func(k string) string {
+		return map[string]string{"OTEL_TRACES_EXPORTER": "discard"}[k]
+	})
+	if err != nil || tp == nil {
+		t.Fatalf("discard: %v %v", tp, err)
+	}
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("test").Start(context.Background(), "root")
+	_, child := tp.Tracer("test").Start(ctx, "child")
+	if !span.IsRecording() || !span.SpanContext().IsSampled() || !child.IsRecording() ||
+		child.SpanContext().TraceID() != span.SpanContext().TraceID() {
+		t.Fatalf("root %v recording %v, child %v recording %v", span.SpanContext(), span.IsRecording(), child.SpanContext(), child.IsRecording())
+	}
+	child.End()
+	span.End()
+	if span.IsRecording() {
+		t.Fatal("an ended span still records")
+	}
+}
+
 // histogramCount is the sample count of the backend histogram series.
 func histogramCount(t *testing.T, reg *prometheus.Registry, name, backend, op string) uint64 {
 	t.Helper()

@@ -12,13 +12,17 @@
 // bounded in time.
 //
 // The measured time is split into rounds in which the servers take turns
-// (-rounds), so the machine's drift hits each alike. -tracing (or -env)
-// adds a second permitd with tracing on (or those variables) and prints
-// its ratio beside the first's (metrics
-// only); -pprof writes CPU and allocation profiles of each endpoint's load.
+// (-rounds; every other round in the reverse order), so the machine's
+// drift hits each alike. -tracing (or -env) adds a second permitd with
+// tracing on (or those variables) and prints its ratio beside the first's
+// (metrics only), the difference, two standard errors of the difference
+// from the rounds (each round a pair of the two permitds side by side),
+// and the mean difference over the endpoints; -pprof writes CPU and
+// allocation profiles of each endpoint's load.
 //
 //	driver -permitd bin/permitd -floor bin/floor [-duration 5s] [-workers 32] [-procs 1]
-//	       [-rounds 5] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-pprof dir]
+//	       [-rounds 5|20] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-env-all K=V,...]
+//	       [-pprof dir]
 package main
 
 import (
@@ -28,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -67,6 +72,7 @@ type config struct {
 	cacheMB                      int
 	rounds                       int
 	pprofDir, tracing, env       string
+	envAll                       string
 }
 
 func main() {
@@ -83,9 +89,10 @@ func main() {
 	flag.StringVar(&c.logLevel, "log-level", "info", "permitd's log level: info logs every request (the buffered access log), as in production")
 	flag.IntVar(&c.cacheMB, "response-cache-mb", 64, "permitd's -response-cache-mb (0: no response cache, every request reads the read model)")
 	flag.StringVar(&c.only, "only", "", "run only the endpoints whose name contains this")
-	flag.IntVar(&c.rounds, "rounds", 5, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike")
+	flag.IntVar(&c.rounds, "rounds", 0, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike (0: 5, or 20 with a 2nd permitd, whose difference is read round by round)")
 	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there")
 	flag.StringVar(&c.env, "env", "", "comma-separated K=V: also run a second permitd with these variables added (with -tracing: the traced one) and compare it to the first in the same run, e.g. GOGC=400")
+	flag.StringVar(&c.envAll, "env-all", "", "comma-separated K=V added to every permitd's environment, e.g. GOMEMLIMIT=6GiB (under a memory limit serve's collector target is 400, as in the Kubernetes manifests)")
 	flag.StringVar(&c.tracing, "tracing", "", "also run a second permitd with tracing on and compare it to the first (metrics only) in the same run: discard (every span sampled and dropped by an in-process exporter), otlp-sink (every span exported over OTLP/HTTP to a sink here that drops it), off-sampler (OTEL_TRACES_SAMPLER=always_off)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -171,6 +178,9 @@ func run(c config) error {
 		}
 	}
 	permitdEnv := []string{procs, "PERMITD_API_KEYS=" + strings.Join(keys, ","), "PERMITD_NOW=" + c.now, "PERMITD_LOG_LEVEL=" + c.logLevel}
+	if c.envAll != "" {
+		permitdEnv = append(permitdEnv, strings.Split(c.envAll, ",")...)
+	}
 	srv, err := start(c.permitd, permitdArgs, permitdEnv, filepath.Join(tmp, "permitd.err"), true)
 	if err != nil {
 		return err
@@ -199,6 +209,13 @@ func run(c config) error {
 		defer traced.stop()
 		if err := waitReady(traced.base, 5*time.Minute); err != nil {
 			return err
+		}
+	}
+
+	if c.rounds <= 0 {
+		c.rounds = 5
+		if traced != nil {
+			c.rounds = 20
 		}
 	}
 
@@ -292,6 +309,9 @@ func run(c config) error {
 	fmt.Printf("load: %d workers, %s per endpoint and server in %d alternating rounds (after %s warm-up), GOMAXPROCS=%d for permitd and the floor, %d keys, %d resolve queries\n",
 		c.workers, c.duration, c.rounds, c.warmup, c.procs, len(keys), len(eps[0].urls))
 	fmt.Printf("load: permitd log level %s (info: an access-log line per request), response cache %d MB, metrics on\n", c.logLevel, c.cacheMB)
+	if c.envAll != "" {
+		fmt.Printf("load: every permitd with %s\n", c.envAll)
+	}
 	for _, p := range []*proc{srv, traced} {
 		if p != nil {
 			if err := settle(p); err != nil {
@@ -303,9 +323,10 @@ func run(c config) error {
 	head := "endpoint\treq/s\tp50 ms\tp99 ms\tfloor req/s\tratio\tnon-2xx\t"
 	if traced != nil {
 		servers = append(servers, traced)
-		head += "2nd req/s\t2nd p99 ms\t2nd ratio\tdifference\t"
-		fmt.Printf("load: a 2nd permitd runs with tracing %q and variables %q; difference is its ratio minus the first's (metrics only, no tracing)\n", c.tracing, c.env)
+		head += "2nd req/s\t2nd p99 ms\t2nd ratio\tdifference\t±\t"
+		fmt.Printf("load: a 2nd permitd runs with tracing %q and variables %q; difference is its ratio minus the first's (metrics only, no tracing), ± two standard errors of it from the %d rounds, each a pair of the two permitds side by side\n", c.tracing, c.env, c.rounds)
 	}
+	var diffs, ses []float64 // per endpoint, with a 2nd permitd
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, head)
 	for i, ep := range eps {
@@ -331,7 +352,9 @@ func run(c config) error {
 		line := fmt.Sprintf("%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t", ep.name, s.rps, ms(s.p50), ms(s.p99), f.rps, s.rps/f.rps, non2xx)
 		if traced != nil {
 			t := res[traced]
-			line += fmt.Sprintf("%.0f\t%.2f\t%.2f\t%+.2f\t", t.rps, ms(t.p99), t.rps/f.rps, t.rps/f.rps-s.rps/f.rps)
+			d, se := t.rps/f.rps-s.rps/f.rps, pairedSE(t.rounds, s.rounds, f.rps)
+			diffs, ses = append(diffs, d), append(ses, se)
+			line += fmt.Sprintf("%.0f\t%.2f\t%.2f\t%+.3f\t%.3f\t", t.rps, ms(t.p99), t.rps/f.rps, d, 2*se)
 			if t.non2xx > 0 {
 				line += fmt.Sprintf(" (2nd non-2xx %d)", t.non2xx)
 			}
@@ -340,6 +363,16 @@ func run(c config) error {
 		fmt.Fprintf(os.Stderr, "load: %s done (%.2f)\n", ep.name, s.rps/f.rps)
 	}
 	_ = tw.Flush()
+	if len(diffs) > 0 {
+		var sum, v float64
+		for i := range diffs {
+			sum += diffs[i]
+			v += ses[i] * ses[i]
+		}
+		k := float64(len(diffs))
+		fmt.Printf("load: 2nd permitd's difference over the %d endpoints: mean %+.3f ± %.3f (two standard errors), median %+.3f, from %+.3f to %+.3f\n",
+			len(diffs), sum/k, 2*math.Sqrt(v)/k, median(diffs), slices.Min(diffs), slices.Max(diffs))
+	}
 	fmt.Println("cold permit stats (first request, one at a time, before the load):")
 	for _, l := range cold {
 		fmt.Println("  " + l)
@@ -349,10 +382,42 @@ func run(c config) error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// pairedSE is the standard error of the mean difference of a's and b's
+// req/s, round by round (the two ran side by side in each round), over
+// scale: the spread of a run's difference that the machine's drift
+// leaves, which comparing the two totals alone would not show.
+func pairedSE(a, b []float64, scale float64) float64 {
+	n := min(len(a), len(b))
+	if n < 2 {
+		return math.NaN()
+	}
+	d := make([]float64, n)
+	var mean float64
+	for i := range n {
+		d[i] = (a[i] - b[i]) / scale
+		mean += d[i]
+	}
+	mean /= float64(n)
+	var ss float64
+	for _, x := range d {
+		ss += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(ss / float64(n-1) / float64(n))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 type stats struct {
 	rps      float64
 	p50, p99 time.Duration
 	non2xx   uint64
+	rounds   []float64 // req/s in each round
 }
 
 // attackRounds drives ep at saturation against each server: a warm-up
@@ -365,6 +430,7 @@ func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profile
 		took     time.Duration
 		requests uint64
 		bad      uint64
+		rounds   []float64
 	}
 	accs := map[*proc]*acc{}
 	clients := map[*proc]*http.Client{}
@@ -383,9 +449,17 @@ func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profile
 	}
 	rounds := max(c.rounds, 1)
 	per := c.duration / time.Duration(rounds)
-	for range rounds {
-		for _, p := range servers {
+	for r := range rounds {
+		// Every other round in the reverse order, so that within an
+		// endpoint each server runs as often before as after the others.
+		order := servers
+		if r%2 == 1 {
+			order = slices.Clone(servers)
+			slices.Reverse(order)
+		}
+		for _, p := range order {
 			a := accs[p]
+			n := a.requests
 			t0 := time.Now()
 			attack(p.base, ep, keys, c, clients[p], per, func(res *vegeta.Result) {
 				if res.Code < 200 || res.Code > 299 {
@@ -394,7 +468,9 @@ func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profile
 				a.requests++
 				a.m.Add(res)
 			})
-			a.took += time.Since(t0)
+			took := time.Since(t0)
+			a.took += took
+			a.rounds = append(a.rounds, float64(a.requests-n)/took.Seconds())
 		}
 	}
 	if prof != nil {
@@ -408,7 +484,7 @@ func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profile
 	out := map[*proc]stats{}
 	for p, a := range accs {
 		a.m.Close()
-		out[p] = stats{rps: float64(a.requests) / a.took.Seconds(), p50: a.m.Latencies.P50, p99: a.m.Latencies.P99, non2xx: a.bad}
+		out[p] = stats{rps: float64(a.requests) / a.took.Seconds(), p50: a.m.Latencies.P50, p99: a.m.Latencies.P99, non2xx: a.bad, rounds: a.rounds}
 	}
 	return out
 }
