@@ -154,14 +154,15 @@ type Progress struct {
 	Stale       int64
 	DeadLetters int64
 	Retries     int64
-	Parked      int64 // messages waiting for a location now (see Settle)
-	Relinked    int64 // messages projected after waiting for a location
-	Awaited     int64 // messages projected again after waiting for the location source (SetLocationSource)
+	Parked      int64     // messages waiting for a location now (see Settle)
+	Relinked    int64     // messages projected after waiting for a location
+	Awaited     int64     // messages projected again after waiting for the location source (SetLocationSource)
+	LastApply   time.Time // zero before the first batch
+
 	// Unlinked: documents written without their ZIP location, remembered
 	// for a re-link when it arrives (relink.go); UnlinkedDropped: such
 	// documents not remembered because of Params.MaxUnlinkedBytes.
 	Unlinked, UnlinkedDropped int64
-	LastApply                 time.Time // zero before the first batch
 }
 
 // Progress returns the counts so far.
