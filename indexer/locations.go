@@ -89,6 +89,11 @@ type locations struct {
 	maxUnlinkedBytes int64
 	droppedUnlinked  int64
 	unlinkedCount    atomic.Int64 // len(unlinked), read without the lock
+	// Re-linked messages kept for the next re-link file (relink_save.go).
+	trackRetired bool
+	retired      []retired
+	retiredBytes int64
+	retireSeq    uint64
 }
 
 func newLocations(maxUnlinkedBytes int64) *locations {

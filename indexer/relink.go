@@ -147,6 +147,7 @@ func (t *locations) relinkDoneLocked(p parked) {
 	if q, ok := t.unlinked[p.key]; ok && q.version == p.version && q.geoID == p.geoID {
 		t.unlinkedBytes -= q.size()
 		t.dropUnlinkedLocked(p.key, p.geoID)
+		t.retireLocked(q)
 	}
 }
 
