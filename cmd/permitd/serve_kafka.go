@@ -227,6 +227,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 			return nil, fmt.Errorf("snapshot-file: only the memory backend takes snapshots (%s keeps its own state)", backend)
 		}
 		k.exporter = ex
+		ix.TrackRelinksForSnapshots() // re-link files beside the snapshots
 	}
 	return k, nil
 }
@@ -288,7 +289,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 		k.loaded.Store(true)
 		k.log.Info("snapshot loaded; replaying what came after it", "path", k.snapPath, "documents", info.Documents,
 			"bytes", info.Bytes, "created", info.Created, "partitions", countOffsets(info.Offsets), "took", time.Since(start).Round(time.Millisecond))
-		return nil
+		return k.restoreUnlinked(ctx)
 	case errors.Is(err, snapshot.ErrNone):
 		k.log.Info("no snapshot yet; replaying every partition from the earliest offset", "path", k.snapPath)
 		return nil
@@ -297,6 +298,27 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("load snapshot %s: %w", k.snapPath, err)
+}
+
+// restoreUnlinked hands the re-link file saved with the loaded snapshot
+// to the indexer, so that documents the snapshot holds without their
+// location are re-linked when it arrives (indexer/relink_save.go). A
+// missing or corrupt file is logged: those documents stay unlinked
+// until re-published, nothing is wrong.
+func (k *kafkaIndexer) restoreUnlinked(ctx context.Context) error {
+	path := indexer.UnlinkedPath(k.snapPath)
+	msgs, err := indexer.ReadUnlinked(path)
+	if err != nil {
+		k.log.Error("re-link file refused; documents of the snapshot written without their location are re-linked only if re-published", "path", path, "err", err)
+		return nil
+	}
+	if err := k.Indexer.RestoreUnlinked(ctx, msgs); err != nil {
+		return fmt.Errorf("restore re-link file %s: %w", path, err)
+	}
+	if len(msgs) > 0 {
+		k.log.Info("re-link file restored", "path", path, "messages", len(msgs))
+	}
+	return nil
 }
 
 func countOffsets(o snapshot.Offsets) int {
@@ -343,6 +365,13 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		offsets[p.Topic][p.Partition] = p.Position
 	}
 	start := time.Now()
+	// The re-link file first, never older than the snapshot (see
+	// indexer/relink_save.go).
+	unlinked, mark := k.Indexer.CaptureUnlinked()
+	if err := indexer.WriteUnlinked(indexer.UnlinkedPath(k.snapPath), unlinked); err != nil {
+		k.log.Error("snapshot failed; the previous one stays", "path", k.snapPath, "reason", why, "err", err)
+		return
+	}
 	info, err := snapshot.Write(k.snapPath, offsets, func(fn func(readmodel.Batch) error) error {
 		return k.exporter.Export(ctx, 4096, fn)
 	})
@@ -350,6 +379,7 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		k.log.Error("snapshot failed; the previous one stays", "path", k.snapPath, "reason", why, "err", err)
 		return
 	}
+	k.Indexer.SavedUnlinked(mark)
 	k.log.Info("snapshot written", "path", k.snapPath, "reason", why, "documents", info.Documents, "bytes", info.Bytes,
 		"partitions", countOffsets(offsets), "took", time.Since(start).Round(time.Millisecond))
 }
@@ -367,6 +397,7 @@ func (k *kafkaIndexer) Check() api.ReadinessCheck {
 			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
 			"dead_letters": p.DeadLetters, "retries": p.Retries,
 			"waiting_for_location": p.Parked, "linked_after_waiting": p.Relinked,
+			"unlinked_waiting_for_location": p.Unlinked, "unlinked_not_remembered": p.UnlinkedDropped,
 		}}
 	}
 }
