@@ -2,6 +2,8 @@ package indexer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -230,4 +232,53 @@ func (ix *Indexer) warnDropped(geoID string) {
 		ix.p.Logger.Warn("documents written without their ZIP location are not all remembered for a re-link: the bound on remembered messages is reached; they stay unlinked until re-published",
 			"not_remembered", n, "missing_geo_id", geoID, "max_unlinked_bytes", ix.loc.maxUnlinkedBytes)
 	}
+}
+
+// RelinkFromLookup re-links the remembered documents whose location the
+// fallback Lookup (Params.Lookup: the read model) holds now, and returns
+// how many it wrote. It is for a member of a consumer group on a durable
+// backend: another member may own the locations partitions, so this
+// indexer never sees the location arrive in a batch of its own. It reads
+// one location per distinct geo_id waited for (not per document), keeps
+// what it finds in the table, and writes the re-links as one batch. A
+// Lookup failure is returned (nothing is lost: the entries stay). No
+// Lookup: nothing to do.
+func (ix *Indexer) RelinkFromLookup(ctx context.Context) (int, error) {
+	if ix.p.Lookup == nil || ix.loc.unlinkedCount.Load() == 0 {
+		return 0, nil
+	}
+	ix.loc.mu.RLock()
+	geos := make([]string, 0, len(ix.loc.relinks))
+	for g := range ix.loc.relinks {
+		geos = append(geos, g)
+	}
+	ix.loc.mu.RUnlock()
+	var found []readmodel.Location
+	for _, g := range geos {
+		l, err := ix.p.Lookup.Location(ctx, g)
+		if errors.Is(err, readmodel.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("indexer: re-link: look up %s: %w", g, err)
+		}
+		if l.GeoType != readmodel.GeoProperty {
+			found = append(found, l)
+		}
+	}
+	ps := ix.loc.apply(found, nil) // into the table; what waits for them
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	var b readmodel.Batch
+	msgs, errs, err := ix.project(ctx, ps, &b, missFinal)
+	if err != nil {
+		return 0, err
+	}
+	if err := ix.write(ctx, b, msgs, errs); err != nil {
+		return 0, err
+	}
+	ix.loc.done(ps)
+	ix.relinked.Add(int64(len(ps)))
+	return len(ps), nil
 }

@@ -198,3 +198,55 @@ func TestRelinkForgets(t *testing.T) {
 	require.Equal(t, int64(0), p.Unlinked)
 	require.Equal(t, int64(2), p.UnlinkedDropped)
 }
+
+// TestRelinkFromLookup: in a consumer group another member may project
+// the location; the member that remembers the permit finds it in the
+// read model (one read per geography) and re-links, as exactly as if it
+// had seen the location itself.
+func TestRelinkFromLookup(t *testing.T) {
+	ctx := context.Background()
+	f := newRelinkFixture(t)
+	clean, cleanStore := storeIndexer(t, nil)
+	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.state, f.zip}))
+	require.NoError(t, clean.Settle(ctx))
+	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.noZip}))
+	wantDigest, want := contents(t, cleanStore)
+
+	s := memory.New(memory.Options{})
+	lookups := &countingLookup{Lookup: s}
+	member := func(look indexer.Lookup) *indexer.Indexer {
+		ix, err := indexer.New(indexer.Params{Writer: s, Lookup: look, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
+		require.NoError(t, err)
+		require.NoError(t, ix.Settle(ctx))
+		return ix
+	}
+	permits, locations := member(lookups), member(nil)
+	require.NoError(t, locations.HandleBatch(ctx, []indexer.Message{f.state}))
+	require.NoError(t, permits.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.noZip}))
+	require.Equal(t, int64(3), permits.Progress().Unlinked)
+
+	n, err := permits.RelinkFromLookup(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the ZIP is not in the read model yet")
+	require.NoError(t, locations.HandleBatch(ctx, []indexer.Message{f.zip}))
+	lookups.n = 0
+	n, err = permits.RelinkFromLookup(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, 2, lookups.n, "one read per geography waited for (98101 and 99999), not per document")
+	require.Equal(t, int64(1), permits.Progress().Unlinked)
+
+	gotDigest, got := contents(t, s)
+	require.Equal(t, want, got)
+	require.Equal(t, wantDigest, gotDigest)
+}
+
+type countingLookup struct {
+	indexer.Lookup
+	n int
+}
+
+func (c *countingLookup) Location(ctx context.Context, id string) (readmodel.Location, error) {
+	c.n++
+	return c.Lookup.Location(ctx, id)
+}

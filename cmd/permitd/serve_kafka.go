@@ -247,6 +247,7 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	if k.exporter != nil {
 		snaps.Go(func() { k.snapshotEvery(ctx, stop) })
 	}
+	snaps.Go(func() { k.relinkEvery(ctx, stop) })
 	err := k.Consumer.Run(ctx)
 	close(stop)
 	snaps.Wait()
@@ -327,6 +328,46 @@ func countOffsets(o snapshot.Offsets) int {
 		n += len(ps)
 	}
 	return n
+}
+
+// relinkEvery re-links documents written without a location that the
+// read model holds now although this indexer never consumed it (another
+// member of the group owns the locations partitions, or serve's embedded
+// feed wrote it): indexer.RelinkFromLookup, one read per geography waited
+// for. Every 5 s while documents wait and rounds find something, backing
+// off to every 5 min while they find nothing (back to 5 s when more
+// documents wait).
+func (k *kafkaIndexer) relinkEvery(ctx context.Context, stop <-chan struct{}) {
+	const minEvery, maxEvery = 5 * time.Second, 5 * time.Minute
+	every, waiting := minEvery, int64(0)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w := k.Indexer.Progress().Unlinked; w > waiting {
+			every = minEvery
+			waiting = w
+		}
+		n, err := k.Indexer.RelinkFromLookup(ctx)
+		switch {
+		case err != nil:
+			k.log.Warn("re-link from the read model failed; retrying later", "err", err)
+			every = min(2*every, maxEvery)
+		case n > 0:
+			k.log.Info("re-linked documents to locations found in the read model", "documents", n)
+			every = minEvery
+		default:
+			every = min(2*every, maxEvery)
+		}
+		waiting = min(waiting, k.Indexer.Progress().Unlinked)
+		t.Reset(every)
+	}
 }
 
 // snapshotEvery writes a snapshot every snapEach while caught up.
