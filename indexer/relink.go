@@ -207,13 +207,14 @@ func (ix *Indexer) noteLinks(ctx context.Context, env events.Envelope, m Message
 	if env.Type != events.PermitUpserted && env.Type != events.PropertyUpserted {
 		return nil
 	}
-	key := entityKey(env)
 	geo := missingGeo(env, b)
 	if geo == "" {
-		ix.loc.forget(key, env.EntityVersion, false)
+		if ix.loc.unlinkedCount.Load() > 0 { // no key built on the hot path
+			ix.loc.forget(entityKey(env), env.EntityVersion, false)
+		}
 		return nil
 	}
-	ok, dropped := ix.loc.remember(key, env.EntityVersion, geo, m)
+	ok, dropped := ix.loc.remember(entityKey(env), env.EntityVersion, geo, m)
 	if dropped {
 		ix.warnDropped(geo)
 	}
