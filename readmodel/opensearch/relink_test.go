@@ -12,10 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
 // versionEngine is a fake _bulk endpoint with the engine's documented
@@ -172,4 +175,27 @@ func TestExternalVersionLimit(t *testing.T) {
 	res, err = s.Apply(context.Background(), readmodel.Batch{Catalog: b.Catalog[1:]})
 	require.Equal(t, readmodel.ApplyResult{}, res)
 	require.ErrorAs(t, err, &ie, "a batch of refused items sends nothing")
+}
+
+// TestBulkRelinkGolden: the _bulk body of a permit written without its
+// ZIP (external version 2*7) and of its re-link (2*7+1), checked against
+// the OpenSearch specification like every golden.
+func TestBulkRelinkGolden(t *testing.T) {
+	s := &Store{prefix: mappings.DefaultPrefix, now: func() time.Time { return time.UnixMilli(goldenIndexedAt) }}
+	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
+	unlinked := readmodel.Permit{PermitID: "seattle:7", PermitNumber: "7", PermitType: "Building", Source: "seattle",
+		Address: readmodel.Address{FullAddress: "7 PINE ST, SEATTLE, WA 98101", City: "SEATTLE", State: "WA", Zipcode: "98101"},
+		GeoLinks: []readmodel.GeoLink{st}, Version: 7}
+	linked := unlinked.Clone()
+	linked.Address.County, linked.Address.Jurisdiction = "King County", "City of Seattle"
+	linked.GeoLinks = []readmodel.GeoLink{{GeoID: "gZIP", GeoType: readmodel.GeoZip, Confidence: 0.7, Method: "derived_zip"}, st}
+	var body []byte
+	for _, p := range []readmodel.Permit{unlinked, linked} {
+		b, _, err := s.bulkBody(readmodel.Batch{Permits: []readmodel.Permit{p}})
+		require.NoError(t, err)
+		body = append(body, b...)
+	}
+	require.Contains(t, string(body), `"version":14,"version_type":"external"`)
+	require.Contains(t, string(body), `"version":15,"version_type":"external"`)
+	osgolden.Compare(t, "apply_relink.bulk.ndjson", body)
 }
