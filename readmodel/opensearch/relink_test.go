@@ -184,7 +184,7 @@ func TestBulkRelinkGolden(t *testing.T) {
 	s := &Store{prefix: mappings.DefaultPrefix, now: func() time.Time { return time.UnixMilli(goldenIndexedAt) }}
 	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
 	unlinked := readmodel.Permit{PermitID: "seattle:7", PermitNumber: "7", PermitType: "Building", Source: "seattle",
-		Address: readmodel.Address{FullAddress: "7 PINE ST, SEATTLE, WA 98101", City: "SEATTLE", State: "WA", Zipcode: "98101"},
+		Address:  readmodel.Address{FullAddress: "7 PINE ST, SEATTLE, WA 98101", City: "SEATTLE", State: "WA", Zipcode: "98101"},
 		GeoLinks: []readmodel.GeoLink{st}, Version: 7}
 	linked := unlinked.Clone()
 	linked.Address.County, linked.Address.Jurisdiction = "King County", "City of Seattle"
