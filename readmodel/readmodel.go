@@ -155,11 +155,12 @@ type Writer interface {
 	// error. Applying the same batch twice leaves the same state.
 	//
 	// Re-links (the one exception to "newer only"): a permit or property
-	// projected while its ZIP's location was unknown is written linked
-	// only to what was known (Linked reports false); when the location
-	// arrives the indexer writes the same entity again at the SAME Version,
-	// linked. Equal versions are therefore ordered by link completeness,
-	// the key being (Version, Linked) with false < true:
+	// projected while its ZIP's location was unknown, or a lead whose
+	// anchor's location was unknown, is written linked only to what was
+	// known (Linked reports false); when the location arrives the indexer
+	// writes the same entity again at the SAME Version, linked. Equal
+	// versions are therefore ordered by link completeness, the key being
+	// (Version, Linked) with false < true:
 	//   - a linked document replaces a live unlinked one of equal Version
 	//     (Applied): the re-link;
 	//   - an unlinked one never replaces a linked one of equal Version
@@ -315,6 +316,14 @@ func (p Permit) Linked() bool { return p.Address.Zipcode == "" || hasZipLink(p.G
 
 // Linked reports whether p's geo links are complete, as Permit.Linked.
 func (p Property) Linked() bool { return p.Zipcode == "" || hasZipLink(p.GeoLinks) }
+
+// Linked reports whether l is anchored below its state: to a geography
+// and its hierarchy (more than one geo_id). A lead whose anchor location
+// was unknown when it was projected is anchored to its state alone
+// (false); so is a lead its producer anchored to a state, which no
+// re-link ever changes (every copy of it is unlinked, so the rule of
+// Writer.Apply orders them as equals).
+func (l Lead) Linked() bool { return len(l.GeoIDs) > 1 }
 
 func hasZipLink(links []GeoLink) bool {
 	for _, l := range links {

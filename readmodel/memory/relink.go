@@ -2,8 +2,8 @@ package memory
 
 import "github.com/permitd/permitd/readmodel"
 
-// Re-links (readmodel.Writer): at an equal version a linked permit or
-// property replaces a live unlinked one; every other equal-version write
+// Re-links (readmodel.Writer): at an equal version a linked permit,
+// property or lead replaces a live unlinked one; every other equal-version write
 // stays stale. Only the stale path of a put reaches here, so the ingest
 // of new versions pays nothing for the rule.
 
@@ -39,6 +39,9 @@ func (s *side) permitLinked(c *cpermit) bool {
 func (s *side) relinkPermit(c *cpermit) (prev *cpermit, ok bool) {
 	return s.permits.replace(c.id, c.version, c, s.permitLinked)
 }
+
+// leadLinked is readmodel.Lead.Linked of a stored lead.
+func leadLinked(r *leadRec) bool { return r.lead.Linked() }
 
 // relinksProperty reports whether p (linked) replaces e's live unlinked
 // document of the same version.

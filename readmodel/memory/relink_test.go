@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -109,6 +111,41 @@ func TestEqualVersionRelink(t *testing.T) {
 			if loc.PermitCount != want {
 				t.Errorf("ZIP permit_count %d, want %d", loc.PermitCount, want)
 			}
+		})
+	}
+}
+
+// TestEqualVersionRelinkLeads: a lead anchored to its state alone because
+// its anchor was unknown is replaced by the same version anchored below
+// the state, never the reverse.
+func TestEqualVersionRelinkLeads(t *testing.T) {
+	unlinked := readmodel.Lead{LeadID: "lead_1", SignalKey: "framing_window_late", SignalBasis: "inferred_timing",
+		ReasonCodes: []string{}, Location: readmodel.LeadLocation{State: "WA"}, GeoIDs: []string{state}, Version: 5}
+	linked := unlinked.Clone()
+	linked.GeoIDs = []string{zipA, city, state}
+	linked.Location.County = "King County"
+	for _, tc := range []struct {
+		name    string
+		order   []readmodel.Lead
+		applied int
+	}{
+		{"relink", []readmodel.Lead{unlinked, linked}, 2},
+		{"late unlinked copy", []readmodel.Lead{linked, unlinked}, 1},
+		{"replay", []readmodel.Lead{unlinked, linked, linked, unlinked}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			n := 0
+			for _, l := range tc.order {
+				n += apply(t, s, readmodel.Batch{Leads: []readmodel.Lead{l}}).Applied
+			}
+			require.Equal(t, tc.applied, n)
+			got := exported(t, s)
+			require.Len(t, got.Leads, 1)
+			require.Equal(t, linked.GeoIDs, got.Leads[0].GeoIDs)
+			page, err := s.PermitLeads(context.Background(), readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: zipA}, Sort: readmodel.SortEventDateDesc, Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Leads, 1, "the ZIP's leads list the re-linked lead")
 		})
 	}
 }

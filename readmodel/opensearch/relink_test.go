@@ -199,3 +199,45 @@ func TestBulkRelinkGolden(t *testing.T) {
 	require.Contains(t, string(body), `"version":15,"version_type":"external"`)
 	osgolden.Compare(t, "apply_relink.bulk.ndjson", body)
 }
+
+// TestExternalVersionsOrderLeadRelinks: the same rule for a lead anchored
+// to its state alone (its anchor unknown) and its re-link.
+func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
+	unlinked := readmodel.Lead{LeadID: "lead_1", SignalKey: "framing_window_late", SignalBasis: "inferred_timing",
+		ReasonCodes: []string{}, Location: readmodel.LeadLocation{State: "WA"}, GeoIDs: []string{"gWA"}, Version: 5}
+	linked := unlinked.Clone()
+	linked.GeoIDs = []string{"gZIP", "gCITY", "gWA"}
+	for _, tc := range []struct {
+		name    string
+		order   []readmodel.Lead
+		applied int
+	}{
+		{"relink", []readmodel.Lead{unlinked, linked}, 2},
+		{"late unlinked copy", []readmodel.Lead{linked, unlinked}, 1},
+		{"replay", []readmodel.Lead{unlinked, linked, linked, unlinked}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &versionEngine{docs: map[string]storedDoc{}}
+			srv := httptest.NewServer(eng)
+			t.Cleanup(srv.Close)
+			s, err := New(Config{Addresses: []string{srv.URL}})
+			require.NoError(t, err)
+			n := 0
+			for _, l := range tc.order {
+				res, err := s.Apply(context.Background(), readmodel.Batch{Leads: []readmodel.Lead{l}})
+				require.NoError(t, err)
+				n += res.Applied
+			}
+			require.Equal(t, tc.applied, n)
+			var src struct {
+				GeoIDs []string `json:"geo_ids"`
+			}
+			require.Len(t, eng.docs, 1)
+			for _, d := range eng.docs {
+				require.NoError(t, json.Unmarshal(d.source, &src))
+				require.Equal(t, int64(11), d.version)
+			}
+			require.Equal(t, linked.GeoIDs, src.GeoIDs)
+		})
+	}
+}

@@ -19,8 +19,8 @@ type bulkItem struct {
 	id      string
 	version int64
 	doc     any
-	// unlinked: a permit or property whose ZIP location was unknown at
-	// projection (readmodel Permit.Linked false); see externalVersion.
+	// unlinked: a permit, property or lead whose location was unknown at
+	// projection (its Linked is false); see externalVersion.
 	unlinked bool
 }
 
@@ -32,8 +32,8 @@ type bulkItem struct {
 // external_gte would also take an equal one, so a state-level copy
 // replayed after the re-link would undo it, and a re-link would
 // resurrect a tombstone of its version). So the external version
-// encodes the pair: 2*version for an unlinked document, 2*version+1 for
-// every other document and every tombstone. Newer versions still win
+// encodes the pair: 2*version for an unlinked permit, property or lead,
+// 2*version+1 for every other document and every tombstone. Newer versions still win
 // whatever their links (2v+1 < 2(v+1)), equal pairs conflict (409,
 // stale: replays stay idempotent), and a re-link (2v+1 over 2v) is the
 // only equal-version write that takes. The _source keeps the entity
@@ -83,7 +83,7 @@ func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	for _, l := range b.Leads {
 		d := leadDocOf(l)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d, false})
+		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d, !l.Linked()})
 	}
 	for _, c := range b.Catalog {
 		d := catalogDocOf(c)
