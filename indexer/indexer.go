@@ -56,7 +56,7 @@ type Params struct {
 	BackoffMin, BackoffMax time.Duration
 	Metrics                *Metrics // optional
 	// MaxUnlinkedBytes bounds the messages of documents written without
-	// their ZIP location that the indexer keeps for a re-link (relink.go);
+	// a location they name that the indexer keeps for a re-link (relink.go);
 	// 0 means 64 MiB.
 	MaxUnlinkedBytes int64
 }
@@ -159,7 +159,7 @@ type Progress struct {
 	Awaited     int64     // messages projected again after waiting for the location source (SetLocationSource)
 	LastApply   time.Time // zero before the first batch
 
-	// Unlinked: documents written without their ZIP location, remembered
+	// Unlinked: documents written without a location they name, remembered
 	// for a re-link when it arrives (relink.go); UnlinkedDropped: such
 	// documents not remembered because of Params.MaxUnlinkedBytes.
 	Unlinked, UnlinkedDropped int64

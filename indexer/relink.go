@@ -12,9 +12,9 @@ import (
 // Re-links: documents written without a location they name.
 //
 // Once the table is settled (locations.go), a permit or property whose
-// ZIP location is still unknown after the source's wait is written
-// linked to what is known without it (its property and state:
-// readmodel.Permit.Linked is false). The indexer remembers its message
+// ZIP location, or a lead whose anchor location, is still unknown after
+// the source's wait is written linked to what is known without it (its
+// property and state; a lead to its state: Linked is false). The indexer remembers its message
 // here, keyed by the missing geo_id, and when that location arrives it
 // projects the message again, in the batch that brings the location, and
 // writes the same entity at the same version, linked: the document a
@@ -23,12 +23,12 @@ import (
 // versions by link completeness (readmodel.Writer), so the re-link
 // replaces the unlinked copy and a replayed unlinked copy never undoes it.
 //
-// Which documents: permits and properties, the documents whose links come
-// from a location they name (the ZIP; a city link comes from the ZIP's
-// hierarchy, so a ZIP is the one location a permit or property waits
-// for). A lead whose anchor is unknown is anchored to its state and a
-// geo signal of an unknown geography is a dead letter; neither is
-// re-linked (see docs/kafka.md).
+// Which documents: those whose links come from a location they name.
+// Permits and properties: the ZIP (a city link comes from the ZIP's
+// hierarchy, so a ZIP is the one location they wait for). Leads: the
+// anchor (a lead whose anchor is unknown is anchored to its state alone).
+// A geo signal of an unknown geography is a dead letter, not written, so
+// there is nothing to re-link (re-publish it from the dead-letter topic).
 //
 // The entry is the raw message (newest version of the entity only),
 // removed once the re-link is durable, or when a newer version or a
@@ -173,6 +173,15 @@ func missingGeo(env events.Envelope, b *readmodel.Batch) string {
 		if p := b.Properties[len(b.Properties)-1]; !p.Linked() {
 			return zipIDs.of(p.Zipcode)
 		}
+	case events.LeadUpserted:
+		// Anchored to its state alone: missing its anchor, unless the
+		// anchor is that state (or a property, never a location).
+		if l := b.Leads[len(b.Leads)-1]; !l.Linked() {
+			d, err := events.Payload[events.Lead](env)
+			if err == nil && len(l.GeoIDs) == 1 && l.GeoIDs[0] != d.AnchorGeoID && !readmodel.IsPropertyID(d.AnchorGeoID) {
+				return d.AnchorGeoID
+			}
+		}
 	}
 	return ""
 }
@@ -186,6 +195,9 @@ func unappend(env events.Envelope, b *readmodel.Batch) {
 	case events.PropertyUpserted:
 		b.Properties[len(b.Properties)-1] = readmodel.Property{}
 		b.Properties = b.Properties[:len(b.Properties)-1]
+	case events.LeadUpserted:
+		b.Leads[len(b.Leads)-1] = readmodel.Lead{}
+		b.Leads = b.Leads[:len(b.Leads)-1]
 	}
 }
 
@@ -204,7 +216,7 @@ func (ix *Indexer) projectFinal(ctx context.Context, env events.Envelope, m Mess
 // versions) when it is linked. When the location arrived meanwhile, the
 // document is projected again, linked, in place.
 func (ix *Indexer) noteLinks(ctx context.Context, env events.Envelope, m Message, b *readmodel.Batch) error {
-	if env.Type != events.PermitUpserted && env.Type != events.PropertyUpserted {
+	if env.Type != events.PermitUpserted && env.Type != events.PropertyUpserted && env.Type != events.LeadUpserted {
 		return nil
 	}
 	geo := missingGeo(env, b)
@@ -230,7 +242,7 @@ func (ix *Indexer) noteLinks(ctx context.Context, env events.Envelope, m Message
 func (ix *Indexer) warnDropped(geoID string) {
 	_, n := ix.loc.unlinkedLen()
 	if n == 1 || n%10000 == 0 {
-		ix.p.Logger.Warn("documents written without their ZIP location are not all remembered for a re-link: the bound on remembered messages is reached; they stay unlinked until re-published",
+		ix.p.Logger.Warn("documents written without their location are not all remembered for a re-link: the bound on remembered messages is reached; they stay unlinked until re-published",
 			"not_remembered", n, "missing_geo_id", geoID, "max_unlinked_bytes", ix.loc.maxUnlinkedBytes)
 	}
 }

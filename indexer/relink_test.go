@@ -19,7 +19,7 @@ import (
 // the re-link must reproduce the exact link confidences and methods, not
 // defaults), its property, and a permit whose ZIP is in no gazetteer.
 type relinkFixture struct {
-	zip, state, permit, property, noZip indexer.Message
+	zip, state, permit, property, noZip, lead indexer.Message
 }
 
 func newRelinkFixture(t *testing.T) relinkFixture {
@@ -32,6 +32,12 @@ func newRelinkFixture(t *testing.T) relinkFixture {
 		property: msgOf(t, "permitd.properties.v1", propertyEnv(t, nil)),
 		noZip: msgOf(t, "permitd.permits.v1", permitEnv(t, func(p *events.Permit) {
 			p.PermitNumber, p.Address.Zipcode = "1", "99999"
+		})),
+		lead: msgOf(t, "permitd.permit-leads.v1", mustEnv(t, events.LeadUpserted, events.LeadID("src:1", "framing_window_late"), 2, events.Lead{
+			SignalKey: "framing_window_late", PermitID: "src:1", PermitNumber: "1", EventDateUsed: "2025-12-01",
+			SignalBasis: events.BasisInferredTiming, ReasonCodes: []string{"NEW_CONSTRUCTION"},
+			Address:     events.LeadAddress{FullAddress: "600 PINE ST", City: "SEATTLE", State: "WA", Zipcode: "98101"},
+			AnchorGeoID: zip98101, SignalVersion: "1.0.0",
 		})),
 	}
 }
@@ -80,8 +86,10 @@ func TestRelinkEqualsACleanReplay(t *testing.T) {
 	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.state, f.zip}))
 	require.NoError(t, clean.Settle(ctx))
 	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.permit, f.noZip}))
-	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.property}))
+	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.property, f.lead}))
 	wantDigest, want := contents(t, cleanStore)
+	require.Len(t, want.Leads, 1)
+	require.True(t, want.Leads[0].Linked(), "fixture: the lead is anchored to its ZIP in a clean replay")
 	require.Len(t, want.Permits, 2)
 	require.True(t, want.Permits[1].Linked(), "fixture: the permit is linked in a clean replay")
 	require.False(t, want.Permits[0].Linked(), "fixture: a ZIP outside the gazetteer is never linked")
@@ -94,10 +102,10 @@ func TestRelinkEqualsACleanReplay(t *testing.T) {
 		batches [][]indexer.Message
 		relinks bool // the permit and the property were written unlinked first
 	}{
-		{"location before permit", nil, [][]indexer.Message{{f.state}, {f.zip}, {f.permit, f.noZip}, {f.property}}, false},
-		{"permit before location, after settling", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property}, {f.zip}}, true},
-		{"permit before location, after the source's wait", noWait, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property}, {f.zip}}, true},
-		{"location in the permits' batch", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip, f.zip}, {f.property}}, false},
+		{"location before permit", nil, [][]indexer.Message{{f.state}, {f.zip}, {f.permit, f.noZip}, {f.property, f.lead}}, false},
+		{"permit before location, after settling", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true},
+		{"permit before location, after the source's wait", noWait, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true},
+		{"location in the permits' batch", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip, f.zip}, {f.property, f.lead}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix, s := storeIndexer(t, tc.await)
@@ -109,7 +117,8 @@ func TestRelinkEqualsACleanReplay(t *testing.T) {
 					require.Len(t, before.Permits, 2)
 					require.False(t, before.Permits[1].Linked(), "written before its ZIP: state level")
 					require.False(t, before.Properties[0].Linked())
-					require.Equal(t, int64(3), ix.Progress().Unlinked, "the permit, the property and the permit outside the gazetteer wait")
+					require.Equal(t, []string{waState}, before.Leads[0].GeoIDs, "the lead is anchored to its state")
+					require.Equal(t, int64(4), ix.Progress().Unlinked, "the permit, the property, the lead and the permit outside the gazetteer wait")
 				}
 				require.NoError(t, ix.HandleBatch(ctx, b))
 			}
@@ -134,13 +143,14 @@ func TestRelinkIsIdempotent(t *testing.T) {
 	ix, s := storeIndexer(t, nil)
 	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.state}))
 	require.NoError(t, ix.Settle(ctx))
-	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.permit, f.property}))
+	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.lead}))
 	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.zip}))
 	wantDigest, want := contents(t, s)
 	require.True(t, want.Permits[0].Linked())
+	require.True(t, want.Leads[0].Linked())
 	applied := ix.Progress().Applied
 
-	for _, order := range [][]indexer.Message{{f.zip, f.permit, f.property}, {f.permit, f.property, f.zip}, {f.state}} {
+	for _, order := range [][]indexer.Message{{f.zip, f.permit, f.property, f.lead}, {f.permit, f.lead, f.property, f.zip}, {f.state}} {
 		require.NoError(t, ix.HandleBatch(ctx, order))
 	}
 	require.Equal(t, applied, ix.Progress().Applied, "every replayed document is stale")
@@ -149,9 +159,10 @@ func TestRelinkIsIdempotent(t *testing.T) {
 	other, err := indexer.New(indexer.Params{Writer: s, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
 	require.NoError(t, err)
 	require.NoError(t, other.Settle(ctx))
-	require.NoError(t, other.HandleBatch(ctx, []indexer.Message{f.permit, f.property}))
+	require.NoError(t, other.HandleBatch(ctx, []indexer.Message{f.state}))
+	require.NoError(t, other.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.lead}))
 	require.Equal(t, int64(0), other.Progress().Applied, "the state-level copies are stale against the re-linked documents")
-	require.Equal(t, int64(2), other.Progress().Unlinked)
+	require.Equal(t, int64(3), other.Progress().Unlinked)
 
 	gotDigest, got := contents(t, s)
 	require.Equal(t, want, got)
