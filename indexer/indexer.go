@@ -74,6 +74,8 @@ type Indexer struct {
 	awaited    atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
 
+	preloadedUnlinked atomic.Int64 // unlinked documents of a loaded snapshot (Preload)
+
 	// batches' documents are reused: Writer.Apply keeps none of a
 	// batch's slices, so once it returns the slices go back here for the
 	// next batch instead of to the garbage collector.
@@ -343,6 +345,7 @@ func (ix *Indexer) Settle(ctx context.Context) error {
 // to its locations.
 func (ix *Indexer) Preload(b readmodel.Batch) {
 	ix.loc.apply(b.Locations, b.Deletes)
+	ix.preloadedUnlinked.Add(countUnlinked(&b)) // relink_save.go
 }
 
 // Settled reports whether Settle was called.

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/permitd/permitd/readmodel"
 )
 
 // Re-links across a restart from a snapshot.
@@ -237,3 +239,31 @@ func ReadUnlinked(path string) ([]Message, error) {
 	}
 	return msgs, nil
 }
+
+// countUnlinked counts the documents of b written without a location
+// they name.
+func countUnlinked(b *readmodel.Batch) int64 {
+	var n int64
+	for _, p := range b.Permits {
+		if !p.Linked() {
+			n++
+		}
+	}
+	for _, p := range b.Properties {
+		if !p.Linked() {
+			n++
+		}
+	}
+	for _, l := range b.Leads {
+		if !l.Linked() {
+			n++
+		}
+	}
+	return n
+}
+
+// PreloadedUnlinked is the number of documents the batches given to
+// Preload hold without a location they name (including leads anchored to
+// a state by their producer): what a re-link file restores, or what
+// stays unlinked without one.
+func (ix *Indexer) PreloadedUnlinked() int64 { return ix.preloadedUnlinked.Load() }

@@ -107,6 +107,7 @@ func TestSnapshotRestartRelinks(t *testing.T) {
 	require.NoError(t, os.Remove(indexer.UnlinkedPath(snap)))
 	without, logs := indexOnce(t, brokers, snap, time.Hour, nil)
 	require.Contains(t, logs, "re-link file refused")
+	require.Contains(t, logs, "unlinked_documents=40")
 	for _, p := range permitsOf(t, without) {
 		require.False(t, p.Linked())
 	}

@@ -310,14 +310,15 @@ func (k *kafkaIndexer) restoreUnlinked(ctx context.Context) error {
 	path := indexer.UnlinkedPath(k.snapPath)
 	msgs, err := indexer.ReadUnlinked(path)
 	if err != nil {
-		k.log.Error("re-link file refused; documents of the snapshot written without their location are re-linked only if re-published", "path", path, "err", err)
+		k.log.Error("re-link file refused; documents of the snapshot written without their location are re-linked only if re-published",
+			"path", path, "unlinked_documents", k.Indexer.PreloadedUnlinked(), "err", err)
 		return nil
 	}
 	if err := k.Indexer.RestoreUnlinked(ctx, msgs); err != nil {
 		return fmt.Errorf("restore re-link file %s: %w", path, err)
 	}
 	if len(msgs) > 0 {
-		k.log.Info("re-link file restored", "path", path, "messages", len(msgs))
+		k.log.Info("re-link file restored", "path", path, "messages", len(msgs), "unlinked_documents", k.Indexer.PreloadedUnlinked())
 	}
 	return nil
 }
