@@ -55,6 +55,10 @@ type Params struct {
 	// Backoff bounds the write retries: first delay, doubled up to Max.
 	BackoffMin, BackoffMax time.Duration
 	Metrics                *Metrics // optional
+	// MaxUnlinkedBytes bounds the messages of documents written without
+	// a location they name that the indexer keeps for a re-link (relink.go);
+	// 0 means 64 MiB.
+	MaxUnlinkedBytes int64
 }
 
 // Indexer applies message batches to the read model.
@@ -69,6 +73,8 @@ type Indexer struct {
 	relinked   atomic.Int64
 	awaited    atomic.Int64
 	lastApply  atomic.Int64 // unix nanos
+
+	preloadedUnlinked atomic.Int64 // unlinked documents of a loaded snapshot (Preload)
 
 	// batches' documents are reused: Writer.Apply keeps none of a
 	// batch's slices, so once it returns the slices go back here for the
@@ -133,7 +139,10 @@ func New(p Params) (*Indexer, error) {
 	if p.BackoffMax <= 0 {
 		p.BackoffMax = 5 * time.Second
 	}
-	loc := newLocations()
+	if p.MaxUnlinkedBytes <= 0 {
+		p.MaxUnlinkedBytes = defaultMaxUnlinkedBytes
+	}
+	loc := newLocations(p.MaxUnlinkedBytes)
 	return &Indexer{p: p, loc: loc,
 		parking: &resolver{t: loc, fallback: p.Lookup, park: true},
 		final:   &resolver{t: loc, fallback: p.Lookup},
@@ -151,6 +160,11 @@ type Progress struct {
 	Relinked    int64     // messages projected after waiting for a location
 	Awaited     int64     // messages projected again after waiting for the location source (SetLocationSource)
 	LastApply   time.Time // zero before the first batch
+
+	// Unlinked: documents written without a location they name, remembered
+	// for a re-link when it arrives (relink.go); UnlinkedDropped: such
+	// documents not remembered because of Params.MaxUnlinkedBytes.
+	Unlinked, UnlinkedDropped int64
 }
 
 // Progress returns the counts so far.
@@ -165,6 +179,8 @@ func (ix *Indexer) Progress() Progress {
 		Relinked:    ix.relinked.Load(),
 		Awaited:     ix.awaited.Load(),
 	}
+	n, dropped := ix.loc.unlinkedLen()
+	p.Unlinked, p.UnlinkedDropped = int64(n), dropped
 	if n := ix.lastApply.Load(); n != 0 {
 		p.LastApply = time.Unix(0, n)
 	}
@@ -329,6 +345,7 @@ func (ix *Indexer) Settle(ctx context.Context) error {
 // to its locations.
 func (ix *Indexer) Preload(b readmodel.Batch) {
 	ix.loc.apply(b.Locations, b.Deletes)
+	ix.preloadedUnlinked.Add(countUnlinked(&b)) // relink_save.go
 }
 
 // Settled reports whether Settle was called.
@@ -446,13 +463,15 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mo
 	if env.Type.IsDelete() && env.Type != events.LocationDeleted {
 		ix.loc.unpark(entityKey(env), env.EntityVersion)
 	}
-	r := ix.final
-	if mode != missFinal {
-		r = ix.parking
+	if mode == missFinal {
+		return ix.projectFinal(ctx, env, m, b)
 	}
-	err = projectInto(ctx, env, r, b)
+	err = projectInto(ctx, env, ix.parking, b)
+	if err == nil {
+		return ix.noteLinks(ctx, env, m, b) // linked: forgets older versions (relink.go)
+	}
 	var miss *errMissing
-	if err == nil || !errors.As(err, &miss) {
+	if !errors.As(err, &miss) {
 		return err
 	}
 	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
@@ -462,7 +481,7 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mo
 	if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
 		return errLate
 	}
-	return projectInto(ctx, env, ix.final, b)
+	return ix.projectFinal(ctx, env, m, b)
 }
 
 // entityKey names an entity across families for parking.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -40,11 +41,11 @@ import (
 // consumer happens to read first; the batch is made durable (and its
 // offset committed) only after that, so nothing waits outside the source
 // and a crash loses nothing. Only a location still unknown after the
-// wait is missing for good: the message links what it can without it,
-// and a location published later does not re-link documents already
-// written (the read model keeps one document per entity version;
-// re-publish them). A source without such a wait (the embedded feed,
-// which settles once it has no more locations) takes the miss at once.
+// wait is missing for that write: the message links what it can without
+// it, and the indexer remembers it (relink.go) so that the location, when
+// it is published later, re-links the document at the same version. A
+// source without such a wait (the embedded feed, which settles once it
+// has no more locations) takes the miss at once, and the re-link too.
 //
 // Once settled, a miss falls back to Params.Lookup (the read model), once
 // per geography found, and the answer is kept in the table: with a
@@ -78,10 +79,26 @@ type locations struct {
 	// version only; waiting lists the keys parked on each geo_id.
 	parked  map[string]parked
 	waiting map[string][]string
+
+	// Documents written without a location, for a re-link (relink.go):
+	// by entity key, the newest version only; relinks lists the keys
+	// remembered for each geo_id.
+	unlinked         map[string]parked
+	relinks          map[string][]string
+	unlinkedBytes    int64
+	maxUnlinkedBytes int64
+	droppedUnlinked  int64
+	unlinkedCount    atomic.Int64 // len(unlinked), read without the lock
+	// Re-linked messages kept for the next re-link file (relink_save.go).
+	trackRetired bool
+	retired      []retired
+	retiredBytes int64
+	retireSeq    uint64
 }
 
-func newLocations() *locations {
-	return &locations{rows: make(map[string]locRow, 1024), parked: map[string]parked{}, waiting: map[string][]string{}}
+func newLocations(maxUnlinkedBytes int64) *locations {
+	return &locations{rows: make(map[string]locRow, 1024), parked: map[string]parked{}, waiting: map[string][]string{},
+		unlinked: map[string]parked{}, relinks: map[string][]string{}, maxUnlinkedBytes: maxUnlinkedBytes}
 }
 
 // tableRow keeps what projections read of l (not aliases or names used
@@ -129,7 +146,7 @@ func (t *locations) apply(locs []readmodel.Location, dels []readmodel.Delete) []
 			t.rows[d.ID] = locRow{loc: readmodel.Location{GeoID: d.ID, Version: d.Version}, deleted: true}
 		}
 	}
-	if len(t.parked) == 0 {
+	if len(t.parked) == 0 && len(t.unlinked) == 0 {
 		return nil
 	}
 	var out []parked
@@ -142,6 +159,7 @@ func (t *locations) apply(locs []readmodel.Location, dels []readmodel.Delete) []
 				out = append(out, p)
 			}
 		}
+		out = t.relinksOf(l.GeoID, out) // documents written without it (relink.go)
 	}
 	return out
 }
@@ -159,6 +177,7 @@ func (t *locations) done(ps []parked) {
 		if q, ok := t.parked[p.key]; ok && q.version == p.version && q.geoID == p.geoID {
 			delete(t.parked, p.key)
 		}
+		t.relinkDoneLocked(p)
 		geos[p.geoID] = true
 	}
 	for g := range geos {
@@ -224,6 +243,7 @@ func (t *locations) unpark(key string, version int64) {
 		delete(t.parked, key)
 	}
 	t.mu.Unlock()
+	t.forget(key, version, true)
 }
 
 // settle marks the table settled and returns every parked message; they

@@ -154,6 +154,25 @@ type Writer interface {
 	// tombstone left by a delete) is a no-op counted in Result.Stale, not an
 	// error. Applying the same batch twice leaves the same state.
 	//
+	// Re-links (the one exception to "newer only"): a permit or property
+	// projected while its ZIP's location was unknown, or a lead whose
+	// anchor's location was unknown, is written linked only to what was
+	// known (Linked reports false); when the location arrives the indexer
+	// writes the same entity again at the SAME Version, linked. Equal
+	// versions are therefore ordered by link completeness, the key being
+	// (Version, Linked) with false < true:
+	//   - a linked document replaces a live unlinked one of equal Version
+	//     (Applied): the re-link;
+	//   - an unlinked one never replaces a linked one of equal Version
+	//     (Stale): a late or replayed state-level copy cannot undo a
+	//     re-link;
+	//   - equal (Version, Linked) is Stale, as before: replays stay
+	//     idempotent, and a replay of the whole log ends in the document a
+	//     replay with the locations first produces;
+	//   - a tombstone at Version v outranks both documents of version v
+	//     (a re-link never resurrects a deleted entity).
+	// Other kinds have no link completeness: equal versions are Stale.
+	//
 	// A *ItemErrors error means every document of the batch but the ones
 	// it lists is applied (and counted in the result), and the listed ones
 	// can never be: the caller does not retry them but dead-letters the
@@ -285,4 +304,31 @@ type ApplyResult struct {
 type Health struct {
 	Backend string
 	Counts  map[Kind]int64
+}
+
+// Linked reports whether p's geo links are complete: it names no ZIP, or
+// it is linked to its ZIP (the projection found the ZIP's location and
+// linked its hierarchy). A permit whose ZIP location was unknown when it
+// was projected is linked to its property and state only; see the
+// re-link rule of Writer.Apply.
+func (p Permit) Linked() bool { return p.Address.Zipcode == "" || hasZipLink(p.GeoLinks) }
+
+// Linked reports whether p's geo links are complete, as Permit.Linked.
+func (p Property) Linked() bool { return p.Zipcode == "" || hasZipLink(p.GeoLinks) }
+
+// Linked reports whether l is anchored below its state: to a geography
+// and its hierarchy (more than one geo_id). A lead whose anchor location
+// was unknown when it was projected is anchored to its state alone
+// (false); so is a lead its producer anchored to a state, which no
+// re-link ever changes (every copy of it is unlinked, so the rule of
+// Writer.Apply orders them as equals).
+func (l Lead) Linked() bool { return len(l.GeoIDs) > 1 }
+
+func hasZipLink(links []GeoLink) bool {
+	for _, l := range links {
+		if l.GeoType == GeoZip {
+			return true
+		}
+	}
+	return false
 }

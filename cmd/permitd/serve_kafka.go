@@ -227,6 +227,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 			return nil, fmt.Errorf("snapshot-file: only the memory backend takes snapshots (%s keeps its own state)", backend)
 		}
 		k.exporter = ex
+		ix.TrackRelinksForSnapshots() // re-link files beside the snapshots
 	}
 	return k, nil
 }
@@ -246,6 +247,7 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	if k.exporter != nil {
 		snaps.Go(func() { k.snapshotEvery(ctx, stop) })
 	}
+	snaps.Go(func() { k.relinkEvery(ctx, stop) })
 	err := k.Consumer.Run(ctx)
 	close(stop)
 	snaps.Wait()
@@ -288,7 +290,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 		k.loaded.Store(true)
 		k.log.Info("snapshot loaded; replaying what came after it", "path", k.snapPath, "documents", info.Documents,
 			"bytes", info.Bytes, "created", info.Created, "partitions", countOffsets(info.Offsets), "took", time.Since(start).Round(time.Millisecond))
-		return nil
+		return k.restoreUnlinked(ctx)
 	case errors.Is(err, snapshot.ErrNone):
 		k.log.Info("no snapshot yet; replaying every partition from the earliest offset", "path", k.snapPath)
 		return nil
@@ -299,12 +301,74 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	return fmt.Errorf("load snapshot %s: %w", k.snapPath, err)
 }
 
+// restoreUnlinked hands the re-link file saved with the loaded snapshot
+// to the indexer, so that documents the snapshot holds without their
+// location are re-linked when it arrives (indexer/relink_save.go). A
+// missing or corrupt file is logged: those documents stay unlinked
+// until re-published, nothing is wrong.
+func (k *kafkaIndexer) restoreUnlinked(ctx context.Context) error {
+	path := indexer.UnlinkedPath(k.snapPath)
+	msgs, err := indexer.ReadUnlinked(path)
+	if err != nil {
+		k.log.Error("re-link file refused; documents of the snapshot written without their location are re-linked only if re-published",
+			"path", path, "unlinked_documents", k.Indexer.PreloadedUnlinked(), "err", err)
+		return nil
+	}
+	if err := k.Indexer.RestoreUnlinked(ctx, msgs); err != nil {
+		return fmt.Errorf("restore re-link file %s: %w", path, err)
+	}
+	if len(msgs) > 0 {
+		k.log.Info("re-link file restored", "path", path, "messages", len(msgs), "unlinked_documents", k.Indexer.PreloadedUnlinked())
+	}
+	return nil
+}
+
 func countOffsets(o snapshot.Offsets) int {
 	n := 0
 	for _, ps := range o {
 		n += len(ps)
 	}
 	return n
+}
+
+// relinkEvery re-links documents written without a location that the
+// read model holds now although this indexer never consumed it (another
+// member of the group owns the locations partitions, or serve's embedded
+// feed wrote it): indexer.RelinkFromLookup, one read per geography waited
+// for. Every 5 s while documents wait and rounds find something, backing
+// off to every 5 min while they find nothing (back to 5 s when more
+// documents wait).
+func (k *kafkaIndexer) relinkEvery(ctx context.Context, stop <-chan struct{}) {
+	const minEvery, maxEvery = 5 * time.Second, 5 * time.Minute
+	every, waiting := minEvery, int64(0)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w := k.Indexer.Progress().Unlinked; w > waiting {
+			every = minEvery
+			waiting = w
+		}
+		n, err := k.Indexer.RelinkFromLookup(ctx)
+		switch {
+		case err != nil:
+			k.log.Warn("re-link from the read model failed; retrying later", "err", err)
+			every = min(2*every, maxEvery)
+		case n > 0:
+			k.log.Info("re-linked documents to locations found in the read model", "documents", n)
+			every = minEvery
+		default:
+			every = min(2*every, maxEvery)
+		}
+		waiting = min(waiting, k.Indexer.Progress().Unlinked)
+		t.Reset(every)
+	}
 }
 
 // snapshotEvery writes a snapshot every snapEach while caught up.
@@ -343,6 +407,13 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		offsets[p.Topic][p.Partition] = p.Position
 	}
 	start := time.Now()
+	// The re-link file first, never older than the snapshot (see
+	// indexer/relink_save.go).
+	unlinked, mark := k.Indexer.CaptureUnlinked()
+	if err := indexer.WriteUnlinked(indexer.UnlinkedPath(k.snapPath), unlinked); err != nil {
+		k.log.Error("snapshot failed; the previous one stays", "path", k.snapPath, "reason", why, "err", err)
+		return
+	}
 	info, err := snapshot.Write(k.snapPath, offsets, func(fn func(readmodel.Batch) error) error {
 		return k.exporter.Export(ctx, 4096, fn)
 	})
@@ -350,6 +421,7 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		k.log.Error("snapshot failed; the previous one stays", "path", k.snapPath, "reason", why, "err", err)
 		return
 	}
+	k.Indexer.SavedUnlinked(mark)
 	k.log.Info("snapshot written", "path", k.snapPath, "reason", why, "documents", info.Documents, "bytes", info.Bytes,
 		"partitions", countOffsets(offsets), "took", time.Since(start).Round(time.Millisecond))
 }
@@ -367,6 +439,7 @@ func (k *kafkaIndexer) Check() api.ReadinessCheck {
 			"batches_applied": p.Batches, "events_applied": p.Applied, "events_stale": p.Stale,
 			"dead_letters": p.DeadLetters, "retries": p.Retries,
 			"waiting_for_location": p.Parked, "linked_after_waiting": p.Relinked,
+			"unlinked_waiting_for_location": p.Unlinked, "unlinked_not_remembered": p.UnlinkedDropped,
 		}}
 	}
 }

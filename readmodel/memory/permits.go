@@ -23,6 +23,10 @@ import (
 func (s *side) putPermit(p readmodel.Permit) bool {
 	c := s.compactPermit(p)
 	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
+	if !ok && p.Linked() {
+		prev, ok = s.relinkPermit(c) // equal version: a re-link (relink.go)
+		hadPrev = ok
+	}
 	if !ok {
 		s.releaseTexts(c) // stale: never stored
 		return false

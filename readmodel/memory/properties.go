@@ -177,7 +177,7 @@ func (s *side) putProperty(p readmodel.Property) bool {
 	ref := s.propRefOf(p.PropertyID)
 	t := s.props
 	e := t.entry(ref, true)
-	if e.state != propNone && p.Version <= e.version {
+	if e.state != propNone && p.Version <= e.version && !s.relinksProperty(e, p) {
 		return false
 	}
 	c := &cproperty{

@@ -111,6 +111,10 @@ func (s *side) delGeoSignal(id string, version int64) bool {
 // putLead stores a lead (the side's writer); true when it took.
 func (s *side) putLead(l readmodel.Lead) bool {
 	prev, hadPrev, ok := s.leads.put(l.LeadID, l.Version, nil)
+	if !ok && l.Linked() {
+		prev, ok = s.leads.replace(l.LeadID, l.Version, nil, leadLinked) // equal version: a re-link (relink.go)
+		hadPrev = ok
+	}
 	if !ok {
 		return false
 	}

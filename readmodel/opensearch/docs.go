@@ -16,7 +16,8 @@ import (
 // Documents as they are stored (dbmodel): one struct per index, mapped
 // field for field by mappings/templates/*.json (dynamic: strict). Every
 // document carries doc_id (its _id, the sort tie-breaker of full scans),
-// version (the entity version, also the external _version) and deleted.
+// version (the entity version; the external _version encodes it with
+// the link completeness, see externalVersion) and deleted.
 // A permit, property or lead keeps its id in doc_id only: the entity id
 // is not stored twice.
 //

@@ -19,6 +19,38 @@ type bulkItem struct {
 	id      string
 	version int64
 	doc     any
+	// unlinked: a permit, property or lead whose location was unknown at
+	// projection (its Linked is false); see externalVersion.
+	unlinked bool
+}
+
+// Re-links and external versions. The Writer contract orders equal
+// entity versions by link completeness (readmodel.Writer: an unlinked
+// permit or property below the linked one, a tombstone above both), and
+// external versioning compares one long and takes a write only when it
+// is strictly greater than the stored _version (version_type external;
+// external_gte would also take an equal one, so a state-level copy
+// replayed after the re-link would undo it, and a re-link would
+// resurrect a tombstone of its version). So the external version
+// encodes the pair: 2*version for an unlinked permit, property or lead,
+// 2*version+1 for every other document and every tombstone. Newer versions still win
+// whatever their links (2v+1 < 2(v+1)), equal pairs conflict (409,
+// stale: replays stay idempotent), and a re-link (2v+1 over 2v) is the
+// only equal-version write that takes. The _source keeps the entity
+// version in "version"; the engine's limit on versions (a long below
+// about 9.2e18) bounds entity versions to maxEntityVersion, and a
+// larger one is refused as an item error. A reindex copies _version as
+// is, so the encoding survives it. An index written by a build before
+// this encoding (external version = entity version) must be rebuilt by
+// a replay, not reindexed: its stored versions are not comparable.
+const maxEntityVersion = (1<<63 - 1 - 1) / 2
+
+// externalVersion is the _version of it under the encoding above.
+func externalVersion(it bulkItem) int64 {
+	if it.unlinked {
+		return 2 * it.version
+	}
+	return 2*it.version + 1
 }
 
 // items lists the batch in the order the memory backend applies it:
@@ -31,35 +63,35 @@ func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	for _, l := range b.Locations {
 		d := locationDocOf(l)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindLocation, l.GeoID, l.Version, d})
+		out = append(out, bulkItem{readmodel.KindLocation, l.GeoID, l.Version, d, false})
 	}
 	for _, p := range b.Permits {
 		d := permitDocOf(p)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindPermit, p.PermitID, p.Version, d})
+		out = append(out, bulkItem{readmodel.KindPermit, p.PermitID, p.Version, d, !p.Linked()})
 	}
 	for _, p := range b.Properties {
 		d := propertyDocOf(p)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindProperty, p.PropertyID, p.Version, d})
+		out = append(out, bulkItem{readmodel.KindProperty, p.PropertyID, p.Version, d, !p.Linked()})
 	}
 	for _, g := range b.GeoSignals {
 		d := geoSignalDocOf(g)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindGeoSignal, g.ID(), g.Version, d})
+		out = append(out, bulkItem{readmodel.KindGeoSignal, g.ID(), g.Version, d, false})
 	}
 	for _, l := range b.Leads {
 		d := leadDocOf(l)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d})
+		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d, !l.Linked()})
 	}
 	for _, c := range b.Catalog {
 		d := catalogDocOf(c)
 		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindCatalog, c.ID(), c.Version, d})
+		out = append(out, bulkItem{readmodel.KindCatalog, c.ID(), c.Version, d, false})
 	}
 	for _, d := range b.Deletes {
-		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}})
+		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}, false})
 	}
 	return out
 }
@@ -83,7 +115,9 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 }
 
 // bulkLines renders each item's action and document lines once, so a
-// retry of some items resends their bytes without encoding again.
+// retry of some items resends their bytes without encoding again. An
+// item whose version is above maxEntityVersion gets no lines (nil): Apply
+// refuses it as an item error.
 func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
 	its := items(b, s.indexedAt())
 	lines := make([][]byte, len(its))
@@ -94,8 +128,11 @@ func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
 		if it.version < 1 {
 			return nil, nil, fmt.Errorf("opensearch: %s %q: version %d, want >= 1 (external versioning)", it.kind, it.id, it.version)
 		}
+		if it.version > maxEntityVersion {
+			continue
+		}
 		action := map[string]any{"index": map[string]any{
-			"_index": s.write(it.kind), "_id": it.id, "version": it.version, "version_type": "external",
+			"_index": s.write(it.kind), "_id": it.id, "version": externalVersion(it), "version_type": "external",
 		}}
 		var buf bytes.Buffer
 		for _, v := range []any{action, it.doc} {
@@ -194,14 +231,19 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	if err != nil {
 		return res, err
 	}
-	pending := make([]int, len(its))
-	for i := range pending {
-		pending[i] = i
-	}
+	pending := make([]int, 0, len(its))
 	var permanent []readmodel.ItemError
+	for i := range its {
+		if lines[i] == nil {
+			permanent = append(permanent, readmodel.ItemError{Kind: its[i].kind, ID: its[i].id, Version: its[i].version,
+				Reason: fmt.Sprintf("version above %d, the largest the external version encoding takes", int64(maxEntityVersion))})
+			continue
+		}
+		pending = append(pending, i)
+	}
 	delay := itemBackoffMin
 	giveUp := time.Now().Add(itemRetryBudget)
-	for {
+	for len(pending) > 0 {
 		var body bytes.Buffer
 		for _, i := range pending {
 			body.Write(lines[i])

@@ -453,3 +453,68 @@ func TestLivePublishLinksLocations(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestLivePermitBeforeItsZip: a server that settled, then permits
+// published before their ZIP's location (only the state's exists): the
+// permits are served at once, linked to their state; the ZIP and city
+// published afterwards re-link them, and the counts of Washington,
+// Seattle and ZIP 98101 equal a clean replay's.
+func TestLivePermitBeforeItsZip(t *testing.T) {
+	permitd, brokers := binaries(t)
+	file, zip, state, permits := writeEvents(t)
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	lines := bytes.SplitAfter(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	require.Len(t, lines, permits+4) // permits, one outside any ZIP, state, city, ZIP
+	dir := t.TempDir()
+	part := func(name string, ls [][]byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, bytes.Join(ls, nil), 0o600))
+		return p
+	}
+	stateFile := part("state.ndjson", lines[permits+1:permits+2])
+	permitsFile := part("permits.ndjson", lines[:permits+1])
+	zipFile := part("zip.ndjson", lines[permits+2:])
+
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	publish := func(f string) {
+		out, err := exec.CommandContext(ctx, permitd, "publish", "--brokers", brokers, "--file", f, "--log-level", "error").CombinedOutput()
+		require.NoError(t, err, "publish %s: %s", f, out)
+	}
+	serve := func() (*process, string) {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p := startProcess(t, permitd, "serve", "--data", "none", "--kafka-brokers", brokers, "--addr", addr,
+			"--admin-addr", "127.0.0.1:0", "--api-keys", "e2e-test-key-0123456789", "--log-level", "info")
+		return p, "http://" + addr
+	}
+	city := events.GeoID("city", "1840021117")
+	counts := func(base string) []int64 {
+		return []int64{permitCount(t, base, state), permitCount(t, base, city), permitCount(t, base, zip)}
+	}
+	waitCounts := func(p *process, base string, want []int64) {
+		for {
+			got := counts(base)
+			if slices.Equal(got, want) && ready(base) {
+				return
+			}
+			require.NoError(t, ctx.Err(), "Washington, Seattle, ZIP 98101 permit counts %v, want %v\n%s", got, want, p.output())
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	publish(stateFile)
+	live, liveBase := serve()
+	for !strings.Contains(live.output(), "kafka consumer caught up") {
+		require.NoError(t, ctx.Err(), "the server did not settle:\n%s", live.output())
+		time.Sleep(20 * time.Millisecond)
+	}
+	publish(permitsFile)
+	// Served at once at state level: the city and ZIP are unknown (-1).
+	waitCounts(live, liveBase, []int64{int64(permits + 1), -1, -1})
+	publish(zipFile)
+	waitCounts(live, liveBase, []int64{int64(permits + 1), int64(permits), int64(permits)})
+
+	replay, replayBase := serve()
+	waitCounts(replay, replayBase, []int64{int64(permits + 1), int64(permits), int64(permits)})
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// relinkEvents writes an NDJSON file of n permits in ZIP 98101 with a
+// derived ZIP of their own confidence (with the state's location, not
+// the ZIP's), or, with zip, only the ZIP's location.
+func relinkEvents(t *testing.T, n int, zip bool) string {
+	t.Helper()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	add := func(typ events.Type, id string, v int64, data any) {
+		env, err := events.New(typ, id, v, at, "test", data)
+		require.NoError(t, err)
+		raw, _ := json.Marshal(env)
+		buf.Write(append(raw, '\n'))
+	}
+	state := events.GeoID("state", "WA")
+	if zip {
+		add(events.LocationUpserted, events.GeoID("zip", "98101"), 1, events.Location{GeoType: "zip", Name: "98101", DisplayName: "98101 (Seattle, WA)",
+			State: "WA", StateName: "Washington", City: "Seattle", County: "King County", Zipcode: "98101", StateGeoID: state,
+			CityGeoID: events.GeoID("city", "seattle"), CountyGeoID: events.GeoID("county", "king"), Lat: 47.6, Lon: -122.3})
+	} else {
+		add(events.LocationUpserted, state, 1, events.Location{GeoType: "state", Name: "Washington", DisplayName: "Washington", State: "WA", StateName: "Washington", Lat: 47, Lon: -120})
+		for i := 1; i <= n; i++ {
+			num := fmt.Sprintf("R%05d", i)
+			add(events.PermitUpserted, events.PermitDocID("test", num), 1, events.Permit{
+				PermitNumber: num, PermitType: "Building", IssueDate: "2025-01-02", Source: "test",
+				Address: events.PermitAddress{Line: fmt.Sprintf("%d PINE ST", i), City: "TUKWILA", State: "WA", Zipcode: "98101", ZipSource: "nearest_zip", ZipConfidence: 0.7},
+			})
+		}
+	}
+	file := filepath.Join(t.TempDir(), "events.ndjson")
+	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
+	return file
+}
+
+// permitsOf is every permit of s, by id.
+func permitsOf(t *testing.T, s *memory.Store) []readmodel.Permit {
+	t.Helper()
+	var all readmodel.Batch
+	require.NoError(t, s.Export(t.Context(), 0, func(b readmodel.Batch) error { all.Append(b); return nil }))
+	slices.SortFunc(all.Permits, func(a, b readmodel.Permit) int { return strings.Compare(a.PermitID, b.PermitID) })
+	return all.Permits
+}
+
+// TestSnapshotRestartRelinks: permits written without their ZIP (the
+// indexer settled before the ZIP was published) are in the snapshot
+// unlinked; after a restart from it, the ZIP published meanwhile
+// re-links them, and the read model equals a clean replay's, document
+// for document. Without the re-link file beside the snapshot they would
+// stay unlinked (and the refusal is logged).
+func TestSnapshotRestartRelinks(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+
+	publishFile(t, brokers, relinkEvents(t, 40, false))
+	first, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, `msg="snapshot written"`)
+	for _, p := range permitsOf(t, first) {
+		require.False(t, p.Linked(), "%s: written before its ZIP", p.PermitID)
+	}
+	saved, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	unlinked, err := indexer.ReadUnlinked(indexer.UnlinkedPath(snap))
+	require.NoError(t, err)
+	require.Len(t, unlinked, 40, "the re-link file holds the 40 permits' messages")
+
+	publishFile(t, brokers, relinkEvents(t, 0, true))
+	restarted, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, "snapshot loaded; replaying what came after it")
+	require.Contains(t, logs, `msg="re-link file restored"`)
+	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
+	want := permitsOf(t, clean)
+	require.Len(t, want, 40)
+	require.True(t, want[0].Linked())
+	require.Equal(t, want, permitsOf(t, restarted), "re-linked exactly as a clean replay links them")
+	require.Equal(t, digest(t, clean), digest(t, restarted))
+	zip, err := restarted.Location(t.Context(), events.GeoID("zip", "98101"))
+	require.NoError(t, err)
+	require.Equal(t, int64(40), zip.PermitCount)
+
+	// The same restart without the re-link file: logged, and the
+	// permits stay as the snapshot holds them.
+	require.NoError(t, os.WriteFile(snap, saved, 0o600))
+	require.NoError(t, os.Remove(indexer.UnlinkedPath(snap)))
+	without, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, "re-link file refused")
+	require.Contains(t, logs, "unlinked_documents=40")
+	for _, p := range permitsOf(t, without) {
+		require.False(t, p.Linked())
+	}
+}

@@ -1,0 +1,243 @@
+package opensearch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
+)
+
+// versionEngine is a fake _bulk endpoint with the engine's documented
+// external versioning: an index action with version_type external takes
+// when no document exists or the given version is strictly greater than
+// the stored _version; otherwise it answers 409 and keeps the document.
+type versionEngine struct {
+	mu   sync.Mutex
+	docs map[string]storedDoc // index + "/" + id
+}
+
+type storedDoc struct {
+	version int64
+	source  json.RawMessage
+}
+
+func (e *versionEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	body, _ := io.ReadAll(r.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	var items []string
+	for sc.Scan() {
+		var action struct {
+			Index struct {
+				Index       string `json:"_index"`
+				ID          string `json:"_id"`
+				Version     int64  `json:"version"`
+				VersionType string `json:"version_type"`
+			} `json:"index"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &action); err != nil || !sc.Scan() {
+			http.Error(w, "bad bulk body", http.StatusBadRequest)
+			return
+		}
+		a := action.Index
+		if a.VersionType != "external" {
+			http.Error(w, "want version_type external", http.StatusBadRequest)
+			return
+		}
+		key := a.Index + "/" + a.ID
+		status := http.StatusCreated
+		if d, ok := e.docs[key]; ok && a.Version <= d.version {
+			status = http.StatusConflict
+		} else {
+			e.docs[key] = storedDoc{a.Version, append(json.RawMessage(nil), sc.Bytes()...)}
+		}
+		items = append(items, fmt.Sprintf(`{"index":{"_id":%q,"status":%d}}`, a.ID, status))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"errors":false,"items":[`+strings.Join(items, ",")+`]}`)
+}
+
+// TestExternalVersionsOrderRelinks holds the OpenSearch writer to the
+// re-link rule of readmodel.Writer against the engine's external
+// versioning (versionEngine): at an equal version a linked permit or
+// property replaces an unlinked one, never the reverse; replays are
+// stale; a tombstone outranks both; a newer version wins either way.
+func TestExternalVersionsOrderRelinks(t *testing.T) {
+	zip := readmodel.GeoLink{GeoID: "gZIP", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
+	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
+	permit := func(v int64, linked bool) readmodel.Permit {
+		p := readmodel.Permit{PermitID: "seattle:1", PermitNumber: "1", PermitType: "Building", Source: "seattle",
+			Address: readmodel.Address{FullAddress: "1 MAIN ST", State: "WA", Zipcode: "98101"}, Version: v,
+			GeoLinks: []readmodel.GeoLink{st}}
+		if linked {
+			p.GeoLinks = []readmodel.GeoLink{zip, st}
+		}
+		return p
+	}
+	property := func(v int64, linked bool) readmodel.Property {
+		p := readmodel.Property{PropertyID: "prop_0123456789abcdef0123456789abcdef", CanonicalAddress: "1 MAIN ST, SEATTLE, WA 98101",
+			NormalizedAddress: "1 MAIN ST", State: "WA", Zipcode: "98101", Version: v, GeoLinks: []readmodel.GeoLink{st}}
+		if linked {
+			p.GeoLinks = []readmodel.GeoLink{zip, st}
+		}
+		return p
+	}
+	both := func(v int64, linked bool) readmodel.Batch {
+		return readmodel.Batch{Permits: []readmodel.Permit{permit(v, linked)}, Properties: []readmodel.Property{property(v, linked)}}
+	}
+	deleted := func(v int64) readmodel.Batch {
+		return readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "seattle:1", Version: v},
+			{Kind: readmodel.KindProperty, ID: "prop_0123456789abcdef0123456789abcdef", Version: v}}}
+	}
+	type step struct {
+		b       readmodel.Batch
+		applied int
+	}
+	for _, tc := range []struct {
+		name       string
+		steps      []step
+		wantLinks  int // geo_links of the stored permit and property; -1: a tombstone
+		wantSource int64
+	}{
+		{"relink replaces the unlinked copy", []step{{both(5, false), 2}, {both(5, true), 2}}, 2, 5},
+		{"a late unlinked copy is stale", []step{{both(5, true), 2}, {both(5, false), 0}}, 2, 5},
+		{"replays are stale", []step{{both(5, false), 2}, {both(5, false), 0}, {both(5, true), 2}, {both(5, true), 0}}, 2, 5},
+		{"a tombstone outranks the relink of its version", []step{{both(5, false), 2}, {deleted(6), 2}, {both(6, true), 0}}, -1, 6},
+		{"a newer unlinked version wins", []step{{both(5, true), 2}, {both(6, false), 2}, {both(5, true), 0}}, 1, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &versionEngine{docs: map[string]storedDoc{}}
+			srv := httptest.NewServer(eng)
+			t.Cleanup(srv.Close)
+			s, err := New(Config{Addresses: []string{srv.URL}})
+			require.NoError(t, err)
+			for i, st := range tc.steps {
+				res, err := s.Apply(context.Background(), st.b)
+				require.NoError(t, err)
+				require.Equal(t, readmodel.ApplyResult{Applied: st.applied, Stale: st.b.Len() - st.applied}, res, "step %d", i)
+			}
+			require.Len(t, eng.docs, 2)
+			for key, d := range eng.docs {
+				var src struct {
+					Version  int64             `json:"version"`
+					Deleted  bool              `json:"deleted"`
+					GeoLinks []json.RawMessage `json:"geo_links"`
+				}
+				require.NoError(t, json.Unmarshal(d.source, &src))
+				require.Equal(t, tc.wantSource, src.Version, key)
+				if tc.wantLinks < 0 {
+					require.True(t, src.Deleted, key)
+					continue
+				}
+				require.False(t, src.Deleted, key)
+				require.Len(t, src.GeoLinks, tc.wantLinks, key)
+			}
+		})
+	}
+}
+
+// TestExternalVersionLimit: a version the encoding cannot hold is refused
+// as an item error (dead-lettered by the indexer), the rest applied.
+func TestExternalVersionLimit(t *testing.T) {
+	eng := &versionEngine{docs: map[string]storedDoc{}}
+	srv := httptest.NewServer(eng)
+	t.Cleanup(srv.Close)
+	s, err := New(Config{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+	b := readmodel.Batch{Catalog: []readmodel.CatalogEntry{
+		{State: "WA", SignalKey: "a", Family: "geo", Spec: json.RawMessage(`{}`), Version: maxEntityVersion},
+		{State: "WA", SignalKey: "b", Family: "geo", Spec: json.RawMessage(`{}`), Version: maxEntityVersion + 1},
+	}}
+	res, err := s.Apply(context.Background(), b)
+	require.Equal(t, readmodel.ApplyResult{Applied: 1}, res)
+	var ie *readmodel.ItemErrors
+	require.ErrorAs(t, err, &ie)
+	require.Len(t, ie.Items, 1)
+	require.Equal(t, "WA|b", ie.Items[0].ID)
+	require.Equal(t, int64(1<<63-1), eng.docs["permitd-catalog-write/WA|a"].version, "the largest external version")
+
+	res, err = s.Apply(context.Background(), readmodel.Batch{Catalog: b.Catalog[1:]})
+	require.Equal(t, readmodel.ApplyResult{}, res)
+	require.ErrorAs(t, err, &ie, "a batch of refused items sends nothing")
+}
+
+// TestBulkRelinkGolden: the _bulk body of a permit written without its
+// ZIP (external version 2*7) and of its re-link (2*7+1), checked against
+// the OpenSearch specification like every golden.
+func TestBulkRelinkGolden(t *testing.T) {
+	s := &Store{prefix: mappings.DefaultPrefix, now: func() time.Time { return time.UnixMilli(goldenIndexedAt) }}
+	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
+	unlinked := readmodel.Permit{PermitID: "seattle:7", PermitNumber: "7", PermitType: "Building", Source: "seattle",
+		Address:  readmodel.Address{FullAddress: "7 PINE ST, SEATTLE, WA 98101", City: "SEATTLE", State: "WA", Zipcode: "98101"},
+		GeoLinks: []readmodel.GeoLink{st}, Version: 7}
+	linked := unlinked.Clone()
+	linked.Address.County, linked.Address.Jurisdiction = "King County", "City of Seattle"
+	linked.GeoLinks = []readmodel.GeoLink{{GeoID: "gZIP", GeoType: readmodel.GeoZip, Confidence: 0.7, Method: "derived_zip"}, st}
+	var body []byte
+	for _, p := range []readmodel.Permit{unlinked, linked} {
+		b, _, err := s.bulkBody(readmodel.Batch{Permits: []readmodel.Permit{p}})
+		require.NoError(t, err)
+		body = append(body, b...)
+	}
+	require.Contains(t, string(body), `"version":14,"version_type":"external"`)
+	require.Contains(t, string(body), `"version":15,"version_type":"external"`)
+	osgolden.Compare(t, "apply_relink.bulk.ndjson", body)
+}
+
+// TestExternalVersionsOrderLeadRelinks: the same rule for a lead anchored
+// to its state alone (its anchor unknown) and its re-link.
+func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
+	unlinked := readmodel.Lead{LeadID: "lead_1", SignalKey: "framing_window_late", SignalBasis: "inferred_timing",
+		ReasonCodes: []string{}, Location: readmodel.LeadLocation{State: "WA"}, GeoIDs: []string{"gWA"}, Version: 5}
+	linked := unlinked.Clone()
+	linked.GeoIDs = []string{"gZIP", "gCITY", "gWA"}
+	for _, tc := range []struct {
+		name    string
+		order   []readmodel.Lead
+		applied int
+	}{
+		{"relink", []readmodel.Lead{unlinked, linked}, 2},
+		{"late unlinked copy", []readmodel.Lead{linked, unlinked}, 1},
+		{"replay", []readmodel.Lead{unlinked, linked, linked, unlinked}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &versionEngine{docs: map[string]storedDoc{}}
+			srv := httptest.NewServer(eng)
+			t.Cleanup(srv.Close)
+			s, err := New(Config{Addresses: []string{srv.URL}})
+			require.NoError(t, err)
+			n := 0
+			for _, l := range tc.order {
+				res, err := s.Apply(context.Background(), readmodel.Batch{Leads: []readmodel.Lead{l}})
+				require.NoError(t, err)
+				n += res.Applied
+			}
+			require.Equal(t, tc.applied, n)
+			var src struct {
+				GeoIDs []string `json:"geo_ids"`
+			}
+			require.Len(t, eng.docs, 1)
+			for _, d := range eng.docs {
+				require.NoError(t, json.Unmarshal(d.source, &src))
+				require.Equal(t, int64(11), d.version)
+			}
+			require.Equal(t, linked.GeoIDs, src.GeoIDs)
+		})
+	}
+}
