@@ -268,7 +268,7 @@ func (ix *Indexer) RelinkFromLookup(ctx context.Context) (int, error) {
 	ix.loc.mu.RUnlock()
 	var found []readmodel.Location
 	for _, g := range geos {
-		l, err := ix.p.Lookup.Location(ctx, g)
+		l, err := ix.p.Lookup.Location(ctx, readmodel.ParseGeoRef(g))
 		if errors.Is(err, readmodel.ErrNotFound) {
 			continue
 		}

@@ -126,7 +126,7 @@ func TestRelinkEqualsACleanReplay(t *testing.T) {
 			require.Equal(t, want, got, "the same documents as a replay with the locations first")
 			require.Equal(t, wantDigest, gotDigest)
 			require.Equal(t, int64(1), ix.Progress().Unlinked, "only the permit outside the gazetteer still waits")
-			zip, err := s.Location(ctx, zip98101)
+			zip, err := s.Location(ctx, readmodel.ParseGeoRef(zip98101))
 			require.NoError(t, err)
 			require.Equal(t, int64(1), zip.PermitCount, "the ZIP counts the re-linked permit")
 		})
@@ -257,7 +257,7 @@ type countingLookup struct {
 	n int
 }
 
-func (c *countingLookup) Location(ctx context.Context, id string) (readmodel.Location, error) {
+func (c *countingLookup) Location(ctx context.Context, id readmodel.GeoRef) (readmodel.Location, error) {
 	c.n++
 	return c.Lookup.Location(ctx, id)
 }

@@ -97,7 +97,7 @@ func TestSnapshotRestartRelinks(t *testing.T) {
 	require.True(t, want[0].Linked())
 	require.Equal(t, want, permitsOf(t, restarted), "re-linked exactly as a clean replay links them")
 	require.Equal(t, digest(t, clean), digest(t, restarted))
-	zip, err := restarted.Location(t.Context(), events.GeoID("zip", "98101"))
+	zip, err := restarted.Location(t.Context(), readmodel.ParseGeoRef(events.GeoID("zip", "98101")))
 	require.NoError(t, err)
 	require.Equal(t, int64(40), zip.PermitCount)
 

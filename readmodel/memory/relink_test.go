@@ -98,7 +98,7 @@ func TestEqualVersionRelink(t *testing.T) {
 			}
 			// The indexes follow the document: the ZIP counts the permit
 			// only when the live document links it.
-			loc, err := s.Location(context.Background(), zipA)
+			loc, err := s.Location(context.Background(), readmodel.ParseGeoRef(zipA))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestEqualVersionRelinkLeads(t *testing.T) {
 			got := exported(t, s)
 			require.Len(t, got.Leads, 1)
 			require.Equal(t, linked.GeoIDs, got.Leads[0].GeoIDs)
-			page, err := s.PermitLeads(context.Background(), readmodel.LeadQuery{Filter: readmodel.LeadFilter{GeoID: zipA}, Sort: readmodel.SortEventDateDesc, Limit: 10})
+			page, err := s.PermitLeads(context.Background(), readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(zipA)}, Sort: readmodel.SortEventDateDesc, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, page.Leads, 1, "the ZIP's leads list the re-linked lead")
 		})
