@@ -16,8 +16,10 @@ import (
 // one goroutine each, from the batches as they are (it takes them over),
 // with the permit indexes bulk loaded: permits in index order (Export
 // writes them so) append to their B-trees instead of being inserted, and
-// the filter postings are collected as lists and built one tree at a
-// time at the end; any other order gives the same state, only slower. Commit then makes
+// the per-geo indexes derived from a geo's permits (filter postings,
+// valuation order, month stats) are built once at the end, one geo at a
+// time (permit_bulk.go); any other order gives the same state, only
+// slower. Commit then makes
 // the new sides the Store's, replacing what it held; readers see the old
 // state until then and the whole new one after, never a part.
 //
@@ -51,7 +53,7 @@ func (s *Store) NewImport() *Import {
 			r = s.newResolver()
 		}
 		d := newSide(r)
-		d.bulk, d.staged = true, map[fkey]*[]*cpermit{}
+		d.bulk, d.deferGeo = true, true
 		im.sides[i] = d
 		ch := make(chan *readmodel.Batch, 8)
 		im.in[i] = ch
@@ -59,8 +61,7 @@ func (s *Store) NewImport() *Import {
 			for b := range ch {
 				d.apply(b)
 			}
-			d.flushStaged()
-			d.staged = nil
+			d.buildGeoIndexes()
 		})
 	}
 	return im

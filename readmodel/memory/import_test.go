@@ -77,9 +77,11 @@ func TestImportReplacesTheState(t *testing.T) {
 	require.Equal(t, 50, res.Applied)
 }
 
-// An Import answers filtered permit queries as Apply's state does, also
-// when its batches change and delete permits it already holds (the bulk
-// load's staged postings are flushed before a permit leaves them).
+// An Import answers filtered permit queries, valuation pages and monthly
+// series as Apply's state does: when its batches only add permits (the
+// per-geo indexes built once at the end, permit_bulk.go), in index
+// order or not, and when they change and delete permits it already
+// holds (the deferred indexes built before a permit leaves them).
 func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ps := filterPermits(r, 400)
@@ -96,37 +98,61 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	for i := 3; i < len(ps); i += 11 {
 		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
 	}
-	batches := []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}
+	shuffled := slices.Clone(ps)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, tc := range []struct {
+		name    string
+		batches []readmodel.Batch
+	}{
+		{"adds only", []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:]}}},
+		{"adds in no order", []readmodel.Batch{{Permits: shuffled}}},
+		{"changes and deletes", []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			applied := newStore(t)
+			for _, b := range tc.batches {
+				apply(t, applied, b)
+			}
+			imported := memory.New(memory.Options{})
+			im := imported.NewImport()
+			locs := newStore(t)
+			require.NoError(t, locs.Export(context.Background(), 100, im.Add))
+			for _, b := range tc.batches {
+				require.NoError(t, im.Add(b))
+			}
+			require.NoError(t, im.Commit())
 
-	applied := newStore(t)
-	for _, b := range batches {
-		apply(t, applied, b)
+			ctx := context.Background()
+			da, err := applied.Digest(ctx)
+			require.NoError(t, err)
+			di, err := imported.Digest(ctx)
+			require.NoError(t, err)
+			require.Equal(t, da, di)
+			found := 0
+			for i := range 300 {
+				f := randomPermitFilter(r)
+				if i%4 == 0 {
+					f = readmodel.PermitFilter{}
+				}
+				geo := []string{zipA, zipB, city, state}[i%4]
+				q := readmodel.PermitQuery{GeoID: geo, Limit: 1 + i%9, Filter: f}
+				if i%2 == 1 {
+					q.Sort = readmodel.SortValuationDesc
+				}
+				want := walk(t, applied, q, nil)
+				require.Equal(t, want, walk(t, imported, q, nil), "filter %+v", f)
+				found += len(want)
+				mq := readmodel.MonthlyQuery{GeoID: geo, Filter: f, FromDate: "2023-12-01", ToDate: "2024-05-31"}
+				if i%3 == 0 {
+					mq.FromDate = "2024-02-03"
+				}
+				wm, err := applied.PermitMonthly(ctx, mq)
+				require.NoError(t, err)
+				gm, err := imported.PermitMonthly(ctx, mq)
+				require.NoError(t, err)
+				require.Equal(t, wm, gm, "monthly %+v", mq)
+			}
+			require.Positive(t, found)
+		})
 	}
-	imported := memory.New(memory.Options{})
-	im := imported.NewImport()
-	locs := newStore(t)
-	require.NoError(t, locs.Export(context.Background(), 100, im.Add))
-	for _, b := range batches {
-		require.NoError(t, im.Add(b))
-	}
-	require.NoError(t, im.Commit())
-
-	ctx := context.Background()
-	da, err := applied.Digest(ctx)
-	require.NoError(t, err)
-	di, err := imported.Digest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, da, di)
-	found := 0
-	for i := range 300 {
-		f := randomPermitFilter(r)
-		q := readmodel.PermitQuery{GeoID: []string{zipA, zipB, city}[i%3], Limit: 1 + i%9, Filter: f}
-		if i%2 == 1 {
-			q.Sort = readmodel.SortValuationDesc
-		}
-		want := walk(t, applied, q, nil)
-		require.Equal(t, want, walk(t, imported, q, nil), "filter %+v", f)
-		found += len(want)
-	}
-	require.Positive(t, found)
 }

@@ -1,0 +1,154 @@
+package memory
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/btree"
+)
+
+// An Import's side defers the permit indexes that are per geo_id and
+// derived from the geo's own set (filter postings, valuation order, month
+// stats: permit_filters.go, permit_sort.go, permit_monthly.go) while it
+// loads, then builds them in one pass per geo (buildGeoIndexes): the
+// geo's permits, already in index order, append to their postings; the
+// valuation order and each month's valuations are sorted once and
+// appended. Per permit that is a few slice appends instead of a few
+// dozen map lookups and B-tree inserts. The result is the state the
+// per-permit path builds, in any order of the permits.
+
+// buildGeoIndexes ends the deferral: it builds the deferred indexes from
+// the geo sets, after which every write indexes as usual. The deferred
+// indexes are empty until then (deferral starts on a new side, and ends
+// before a permit leaves a geo set: unindexPermit).
+func (s *side) buildGeoIndexes() {
+	if !s.deferGeo {
+		return
+	}
+	s.deferGeo = false
+	b := geoBuilder{s: s, trees: map[uint64]treeSet{}}
+	for geo, set := range s.pi.geoIdx {
+		b.build(geo, set)
+	}
+}
+
+// geoBuilder holds buildGeoIndexes' scratch space, reused across geos.
+type geoBuilder struct {
+	s     *side
+	items []*cpermit
+	byVal []*cpermit
+	vals  []valKey
+	trees map[uint64]treeSet // field<<32 | symbol (or bucket) -> posting; nil tree: not indexed
+}
+
+func (b *geoBuilder) build(geo uint32, set treeSet) {
+	s := b.s
+	items := b.items[:0]
+	set.t.Scan(func(k pkey) bool {
+		items = append(items, k.p)
+		return true
+	})
+	b.items = items
+
+	// Postings: items are in index order, so every Load appends.
+	clear(b.trees)
+	post := func(f filterField, sym uint32, c *cpermit) {
+		key := uint64(f)<<32 | uint64(sym)
+		t, ok := b.trees[key]
+		if !ok {
+			var v string
+			switch f {
+			case ffContractor:
+				v = s.contractorSym(sym)
+			case ffValue:
+				v = bucketNames[sym]
+			default:
+				v = s.foldSym(sym)
+			}
+			if v != "" { // empty values are not indexed (filterKeys)
+				k := fkey{geo, f, v}
+				if t, ok = s.pf.postings[k]; !ok {
+					t = newPosting()
+					s.pf.postings[k] = t
+				}
+			}
+			b.trees[key] = t
+		}
+		if t.t != nil {
+			t.t.Load(keyOf(c))
+		}
+	}
+	for _, c := range items {
+		post(ffType, c.typ, c)
+		post(ffWork, c.work, c)
+		post(ffStatus, c.status, c)
+		post(ffContractor, c.contractor, c)
+		if !math.IsNaN(c.valuation) {
+			post(ffValue, uint32(valueBucket(c.valuation)), c)
+		}
+	}
+
+	// Valuation order.
+	byVal := append(b.byVal[:0], items...)
+	slices.SortFunc(byVal, valueCmp)
+	vt := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+	for _, c := range byVal {
+		vt.Load(c)
+	}
+	s.pf.byValue[geo] = vt
+	clear(byVal)
+	b.byVal = byVal[:0]
+
+	// Month stats: dated items come month by month (newest first),
+	// undated ones last.
+	for i := 0; i < len(items) && items[i].ik != undated; {
+		m := monthOfIK(items[i].ik)
+		lo := -monthFirstDay(m) // the largest ik of month m
+		st := &monthStats{vals: btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})}
+		vals := b.vals[:0]
+		for ; i < len(items) && items[i].ik <= lo; i++ {
+			c := items[i]
+			st.count++
+			if !math.IsNaN(c.valuation) {
+				st.cents += cents(c.valuation)
+				vals = append(vals, valKey{c.valuation, c.id})
+			}
+		}
+		slices.SortFunc(vals, func(x, y valKey) int {
+			if c := cmp.Compare(x.v, y.v); c != 0 {
+				return c
+			}
+			return strings.Compare(x.id, y.id)
+		})
+		for _, v := range vals {
+			st.vals.Load(v)
+		}
+		s.pf.months[monthKey{geo, m}] = st
+		clear(vals)
+		b.vals = vals[:0]
+	}
+	clear(items)
+}
+
+// valueCmp is valueLess as a comparison.
+func valueCmp(a, b *cpermit) int {
+	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
+	switch {
+	case an != bn && bn:
+		return -1
+	case an != bn:
+		return 1
+	case !an && a.valuation != b.valuation:
+		return -cmp.Compare(a.valuation, b.valuation)
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// monthFirstDay is the first day (days since 1970) of month m
+// (year*12 + month-1).
+func monthFirstDay(m int32) int32 {
+	return int32(time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
