@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -155,4 +156,51 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 			require.Positive(t, found)
 		})
 	}
+}
+
+// Commit makes an Import's first side readable while its second side is
+// built in the background; the next write waits for the second side.
+// The sides are built apart and share no index: a change written after
+// the load is seen on either side (each write makes the other side the
+// active one), and the state equals that of a store that applied the
+// same batches, before and after Settle.
+func TestImportSecondSide(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	ps := filterPermits(r, 300)
+	applied := newStore(t)
+	apply(t, applied, readmodel.Batch{Permits: ps})
+	imported := memory.New(memory.Options{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
+	require.NoError(t, im.Commit())
+	same := func(msg string) {
+		t.Helper()
+		da, err := applied.Digest(ctx)
+		require.NoError(t, err)
+		di, err := imported.Digest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, da, di, msg)
+		for _, geo := range []string{zipA, zipB, city} {
+			for _, f := range []readmodel.PermitFilter{{}, {Statuses: []string{"withdrawn"}}, {PermitTypes: []string{"building"}}} {
+				q := readmodel.PermitQuery{GeoID: geo, Limit: 50, Filter: f}
+				require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: %s %+v", msg, geo, f)
+			}
+		}
+	}
+	same("readable at Commit")
+	for i := range 4 {
+		p := ps[7*i]
+		p.Version = int64(2 + i)
+		p.Status, p.PermitType = "Withdrawn", "Building"
+		b := readmodel.Batch{Permits: []readmodel.Permit{p}}
+		apply(t, applied, b)
+		res, err := imported.Apply(ctx, b)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Applied)
+		same(fmt.Sprintf("after write %d", i))
+	}
+	imported.Settle()
+	same("settled")
 }
