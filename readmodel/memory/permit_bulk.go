@@ -29,7 +29,11 @@ func (s *side) buildGeoIndexes() {
 		return
 	}
 	s.deferGeo = false
-	b := geoBuilder{s: s, trees: map[uint64]treeSet{}}
+	b := geoBuilder{s: s}
+	for f := range b.trees {
+		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
+	}
+	b.trees[ffValue] = make([]genTree, valueBuckets)
 	for geo, set := range s.pi.geoIdx {
 		b.build(geo, set)
 	}
@@ -41,7 +45,16 @@ type geoBuilder struct {
 	items []*cpermit
 	byVal []*cpermit
 	vals  []valKey
-	trees map[uint64]treeSet // field<<32 | symbol (or bucket) -> posting; nil tree: not indexed
+	// trees[field][symbol, or bucket for ffValue] is the geo's posting
+	// of that value when its gen is the builder's (a nil tree: the value
+	// is not indexed); gen changes per geo, so nothing is cleared.
+	trees [ffValue + 1][]genTree
+	gen   uint32
+}
+
+type genTree struct {
+	gen uint32
+	t   treeSet
 }
 
 func (b *geoBuilder) build(geo uint32, set treeSet) {
@@ -54,11 +67,11 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 	b.items = items
 
 	// Postings: items are in index order, so every Load appends.
-	clear(b.trees)
+	b.gen++
 	post := func(f filterField, sym uint32, c *cpermit) {
-		key := uint64(f)<<32 | uint64(sym)
-		t, ok := b.trees[key]
-		if !ok {
+		g := &b.trees[f][sym]
+		if g.gen != b.gen {
+			g.gen, g.t = b.gen, treeSet{}
 			var v string
 			switch f {
 			case ffContractor:
@@ -70,15 +83,16 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 			}
 			if v != "" { // empty values are not indexed (filterKeys)
 				k := fkey{geo, f, v}
-				if t, ok = s.pf.postings[k]; !ok {
+				t, ok := s.pf.postings[k]
+				if !ok {
 					t = newPosting()
 					s.pf.postings[k] = t
 				}
+				g.t = t
 			}
-			b.trees[key] = t
 		}
-		if t.t != nil {
-			t.t.Load(keyOf(c))
+		if g.t.t != nil {
+			g.t.t.Load(keyOf(c))
 		}
 	}
 	for _, c := range items {
