@@ -204,3 +204,29 @@ func TestImportSecondSide(t *testing.T) {
 	imported.Settle()
 	same("settled")
 }
+
+// A permit linked to no geo (only to its property) is found by a
+// filtered page of its property after an Import as after Apply: its
+// values' folds are known although no geo posting holds it.
+func TestImportedPropertyOnlyPermitFilters(t *testing.T) {
+	ctx := context.Background()
+	const prop = "prop_0123456789abcdef0123456789abcdef"
+	p := permit("solo", "2024-03-01", zipA, 1)
+	p.PropertyID, p.Status, p.PermitType, p.Contractor = prop, "Under Review", "Fence", "Solo Fencing LLC"
+	p.GeoLinks = []readmodel.GeoLink{{GeoID: prop, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "address"}}
+	b := readmodel.Batch{Properties: []readmodel.Property{property("1 Solo Way", "Seattle", "WA", "98101", 1)}, Permits: []readmodel.Permit{p}}
+	b.Properties[0].PropertyID = prop
+	applied := newStore(t)
+	apply(t, applied, b)
+	imported := memory.New(memory.Options{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	require.NoError(t, im.Add(b))
+	require.NoError(t, im.Commit())
+	for _, f := range []readmodel.PermitFilter{{Statuses: []string{"under review"}}, {PermitTypes: []string{"fence"}}, {Contractor: readmodel.ContractorKey("Solo Fencing LLC")}} {
+		q := readmodel.PermitQuery{GeoID: prop, Limit: 10, Filter: f}
+		want := walk(t, applied, q, nil)
+		require.Equal(t, []string{p.PermitID}, want, "%+v", f)
+		require.Equal(t, want, walk(t, imported, q, nil), "%+v", f)
+	}
+}

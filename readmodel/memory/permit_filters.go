@@ -119,11 +119,11 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 func (s *side) indexFilters(c *cpermit) {
 	s.indexText(c)
 	s.indexCell(c)
+	var kvs [5]fieldValue
+	kv := kvs[:s.filterKeys(c, &kvs)] // also caches the folds readers look up (match)
 	if s.deferGeo {
 		return
 	}
-	var kvs [5]fieldValue
-	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
