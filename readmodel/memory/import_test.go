@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -82,7 +83,8 @@ func TestImportReplacesTheState(t *testing.T) {
 // series as Apply's state does: when its batches only add permits (the
 // per-geo indexes built once at the end, permit_bulk.go), in index
 // order or not, and when they change and delete permits it already
-// holds (the deferred indexes built before a permit leaves them).
+// holds (the deferred indexes built before a permit leaves them), with
+// one builder or several.
 func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ps := filterPermits(r, 400)
@@ -108,8 +110,12 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 		{"adds only", []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:]}}},
 		{"adds in no order", []readmodel.Batch{{Permits: shuffled}}},
 		{"changes and deletes", []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}},
+		{"adds, builders side by side", []readmodel.Batch{{Permits: shuffled}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasSuffix(tc.name, "side by side") {
+				defer memory.SetParallelGeos(1)()
+			}
 			applied := newStore(t)
 			for _, b := range tc.batches {
 				apply(t, applied, b)

@@ -2,9 +2,12 @@ package memory
 
 import (
 	"cmp"
+	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -23,33 +26,74 @@ import (
 // buildGeoIndexes ends the deferral: it builds the deferred indexes from
 // the geo sets, after which every write indexes as usual. The deferred
 // indexes are empty until then (deferral starts on a new side, and ends
-// before a permit leaves a geo set: unindexPermit).
+// before a permit leaves a geo set: unindexPermit). Geos are independent,
+// so up to GOMAXPROCS builders share them, each with its own output
+// maps but the first's, which are the side's; the folds they read were
+// cached as the permits were indexed (indexFilters), so the side is only
+// read while they run.
 func (s *side) buildGeoIndexes() {
 	if !s.deferGeo {
 		return
 	}
 	s.deferGeo = false
-	b := geoBuilder{s: s}
-	for f := range b.trees {
-		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
+	geos := make([]uint32, 0, len(s.pi.geoIdx))
+	for geo := range s.pi.geoIdx {
+		geos = append(geos, geo)
 	}
-	b.trees[ffValue] = make([]genTree, valueBuckets)
-	for geo, set := range s.pi.geoIdx {
-		b.build(geo, set)
+	n := 1
+	if len(geos) >= parallelGeos {
+		n = min(runtime.GOMAXPROCS(0), 4)
+	}
+	bs := make([]*geoBuilder, n)
+	var wg sync.WaitGroup
+	for w := range bs {
+		b := newGeoBuilder(s, w == 0)
+		bs[w] = b
+		wg.Go(func() {
+			for i := w; i < len(geos); i += n {
+				b.build(geos[i], s.pi.geoIdx[geos[i]])
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range bs[1:] {
+		maps.Copy(s.pf.postings, b.postings)
+		maps.Copy(s.pf.byValue, b.byValue)
+		maps.Copy(s.pf.months, b.months)
 	}
 }
 
-// geoBuilder holds buildGeoIndexes' scratch space, reused across geos.
+// parallelGeos is the number of geos from which buildGeoIndexes shares
+// them among builders (a variable for tests).
+var parallelGeos = 4096
+
+// geoBuilder builds the deferred indexes of some geos, with its scratch
+// space reused across them.
 type geoBuilder struct {
-	s     *side
-	items []*cpermit
-	byVal []*cpermit
-	vals  []valKey
+	s        *side
+	postings map[fkey]treeSet // the side's (first builder), or merged after
+	byValue  map[uint32]valueTree
+	months   map[monthKey]*monthStats
+	items    []*cpermit
+	byVal    []*cpermit
+	vals     []valKey
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
 	// of that value when its gen is the builder's (a nil tree: the value
 	// is not indexed); gen changes per geo, so nothing is cleared.
 	trees [ffValue + 1][]genTree
 	gen   uint32
+}
+
+func newGeoBuilder(s *side, own bool) *geoBuilder {
+	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, months: s.pf.months}
+	if !own {
+		b.postings, b.byValue, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[monthKey]*monthStats{}
+	}
+	for f := range b.trees {
+		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
+	}
+	b.trees[ffValue] = make([]genTree, valueBuckets)
+	return b
 }
 
 type genTree struct {
@@ -75,18 +119,18 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 			var v string
 			switch f {
 			case ffContractor:
-				v = s.contractorSym(sym)
+				v = s.pf.ckey[sym]
 			case ffValue:
 				v = bucketNames[sym]
 			default:
-				v = s.foldSym(sym)
+				v = s.pf.fold[sym]
 			}
 			if v != "" { // empty values are not indexed (filterKeys)
 				k := fkey{geo, f, v}
-				t, ok := s.pf.postings[k]
+				t, ok := b.postings[k]
 				if !ok {
 					t = newPosting()
-					s.pf.postings[k] = t
+					b.postings[k] = t
 				}
 				g.t = t
 			}
@@ -112,7 +156,7 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 	for _, c := range byVal {
 		vt.Load(c)
 	}
-	s.pf.byValue[geo] = vt
+	b.byValue[geo] = vt
 	clear(byVal)
 	b.byVal = byVal[:0]
 
@@ -140,7 +184,7 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 		for _, v := range vals {
 			st.vals.Load(v)
 		}
-		s.pf.months[monthKey{geo, m}] = st
+		b.months[monthKey{geo, m}] = st
 		clear(vals)
 		b.vals = vals[:0]
 	}
