@@ -3,9 +3,9 @@ package memory_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
