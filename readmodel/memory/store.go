@@ -21,6 +21,11 @@
 // side). The bytes/permit metric of BenchmarkPermitsPageState measures
 // it.
 //
+// An Import (import.go) builds a whole state, a snapshot's, without
+// Apply's turns: one side first, readable from Commit on, then the other
+// in the background; the first write after Commit waits for the second
+// side, as a write needs both.
+//
 // Nothing internal is handed out: every document returned is a copy.
 package memory
 
