@@ -89,7 +89,7 @@ func newGeoBuilder(s *side, own bool) *geoBuilder {
 	if !own {
 		b.postings, b.byValue, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[monthKey]*monthStats{}
 	}
-	for f := range b.trees {
+	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
 	}
 	b.trees[ffValue] = make([]genTree, valueBuckets)
