@@ -217,12 +217,14 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 		mutate func([]byte) []byte
 		want   error
 	}{
-		"flipped byte":   {func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }, snapshot.ErrCorrupt},
-		"truncated":      {func(b []byte) []byte { return b[:len(b)*2/3] }, snapshot.ErrCorrupt},
-		"no trailer":     {func(b []byte) []byte { return b[:len(b)-32] }, snapshot.ErrCorrupt},
-		"header only":    {func(b []byte) []byte { return b[:10] }, snapshot.ErrCorrupt},
-		"old format":     {func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 0); return b }, snapshot.ErrFormat},
-		"not a snapshot": {func(b []byte) []byte { return []byte(`{"hello":"world"} and more bytes than a header`) }, snapshot.ErrFormat},
+		"flipped byte":    {func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }, snapshot.ErrCorrupt},
+		"truncated":       {func(b []byte) []byte { return b[:len(b)*2/3] }, snapshot.ErrCorrupt},
+		"no trailer":      {func(b []byte) []byte { return b[:len(b)-4] }, snapshot.ErrCorrupt},
+		"trailer flipped": {func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, snapshot.ErrCorrupt},
+		"header only":     {func(b []byte) []byte { return b[:10] }, snapshot.ErrCorrupt},
+		"old format":      {func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 0); return b }, snapshot.ErrFormat},
+		"version 2":       {func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 2); return b }, snapshot.ErrFormat},
+		"not a snapshot":  {func(b []byte) []byte { return []byte(`{"hello":"world"} and more bytes than a header`) }, snapshot.ErrFormat},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name)

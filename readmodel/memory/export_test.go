@@ -25,3 +25,12 @@ func SetWholeTexts(n int) func() {
 	wholeTexts = n
 	return func() { wholeTexts = old }
 }
+
+// SetParallelGeos sets the number of geos from which an Import's bulk
+// build runs builders side by side (permit_bulk.go), until the returned
+// func restores it.
+func SetParallelGeos(n int) func() {
+	old := parallelGeos
+	parallelGeos = n
+	return func() { parallelGeos = old }
+}

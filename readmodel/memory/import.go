@@ -12,18 +12,28 @@ import (
 // consistent state (a snapshot, Export's output), faster than Apply can:
 // Apply clones each batch, waits for the standby side's readers and
 // applies every batch to the two sides one after the other, inserting
-// into each index item by item. An Import builds two new sides at once,
-// one goroutine each, from the batches as they are (it takes them over),
-// with the permit indexes bulk loaded: permits in index order (Export
-// writes them so) append to their B-trees instead of being inserted, and
-// the filter postings are collected as lists and built one tree at a
-// time at the end; any other order gives the same state, only slower. Commit then makes
-// the new sides the Store's, replacing what it held; readers see the old
-// state until then and the whole new one after, never a part.
+// into each index item by item. An Import builds the new state's first
+// side while the batches arrive, from the batches as they are (it takes
+// them over), with the permit indexes bulk loaded: permits in index
+// order (Export writes them so) append to their B-trees instead of being
+// inserted, and the per-geo indexes derived from a geo's permits (filter
+// postings, valuation order, month stats) are built once at the end, one
+// geo at a time (permit_bulk.go); any other order gives the same state,
+// only slower.
+//
+// Commit makes that first side the Store's active side: readers see the
+// old state until then and the whole new one after, never a part. The
+// second side is built after it, in the background, from the same
+// batches (so the two builds do not share the CPU before readers have
+// the first); until it is in place the Store's next write (Apply, or
+// another Import's Commit) waits for it, since a write needs both sides.
+// Settle waits for it too. A restart is thus ready to read after one
+// side is built, and writes the moment both are; the Store holds the
+// import's batches until the second side has taken them.
 //
 // Batches written with Apply while an Import runs (serve's embedded feed
 // runs beside the Kafka indexer that loads the snapshot) are kept and
-// applied to the new sides too when it commits, so none is lost; the
+// applied to both new sides too when it commits, so none is lost; the
 // version rule makes their order against the imported documents
 // irrelevant.
 //
@@ -31,42 +41,59 @@ import (
 // Import at a time.
 type Import struct {
 	s       *Store
-	sides   [2]*side
-	in      [2]chan *readmodel.Batch
+	first   *side
+	in      chan *readmodel.Batch // to the first side's builder
+	batches []*readmodel.Batch    // every batch, for the second side
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
 	done    bool
 	journal []*readmodel.Batch // Apply's batches meanwhile (Store.journal)
 }
 
+// standbyBuild is an Import's second side, built in the background after
+// Commit (Store.standby, settle).
+type standbyBuild struct {
+	side    *side
+	journal []*readmodel.Batch // Apply's batches during the Import
+	locGen  uint64             // added to the side's locGen (Commit)
+	done    chan struct{}      // closed once side holds the imported batches
+}
+
 // NewImport starts an Import into s.
 func (s *Store) NewImport() *Import {
-	im := &Import{s: s}
+	im := &Import{s: s, first: s.bulkSide(), in: make(chan *readmodel.Batch, 8)}
 	s.wmu.Lock()
 	s.journal = &im.journal
 	s.wmu.Unlock()
-	for i := range im.sides {
-		var r Resolver
-		if s.newResolver != nil {
-			r = s.newResolver()
+	d := im.first
+	im.wg.Go(func() {
+		for b := range im.in {
+			d.apply(b)
 		}
-		d := newSide(r)
-		d.bulk, d.staged = true, map[fkey]*[]*cpermit{}
-		im.sides[i] = d
-		ch := make(chan *readmodel.Batch, 8)
-		im.in[i] = ch
-		im.wg.Go(func() {
-			for b := range ch {
-				d.apply(b)
-			}
-			d.flushStaged()
-			d.staged = nil
-		})
-	}
+		d.endBulk()
+	})
 	return im
 }
 
-// Add hands b to both new sides; the Import owns b from now on (its
+// bulkSide is a new, empty side for an Import.
+func (s *Store) bulkSide() *side {
+	var r Resolver
+	if s.newResolver != nil {
+		r = s.newResolver()
+	}
+	d := newSide(r)
+	d.bulk, d.deferGeo = true, true
+	return d
+}
+
+// endBulk ends the bulk load of a side: the deferred indexes are built
+// and writes index as usual from now on.
+func (d *side) endBulk() {
+	d.buildGeoIndexes()
+	d.bulk = false
+}
+
+// Add hands b to the new sides; the Import owns b from now on (its
 // documents are stored as they are: the caller must not change them).
 // It fails, applying nothing of b, on a delete of an unknown kind.
 func (im *Import) Add(b readmodel.Batch) error {
@@ -81,68 +108,78 @@ func (im *Import) Add(b readmodel.Batch) error {
 		}
 	}
 	own := &b
-	for _, ch := range im.in {
-		ch <- own // both sides read it, neither changes it
-	}
+	im.batches = append(im.batches, own) // both sides read it, neither changes it
+	im.in <- own
 	return nil
 }
 
-// Commit waits for both sides to be built, applies to them what Apply
-// wrote meanwhile, and makes them the Store's state, as one new version
-// for readers. After an Add failed it changes nothing and returns that
-// error.
+// Commit waits for the first side to be built, applies to it what Apply
+// wrote meanwhile, and makes it the Store's state, as one new version for
+// readers; the second side follows in the background (see Import). After
+// an Add failed it changes nothing and returns that error.
 func (im *Import) Commit() error {
 	im.finish()
 	s := im.s
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.settle() // an earlier Import's second side
 	im.detach()
 	if im.err != nil {
 		return im.err
 	}
-	for _, d := range im.sides {
-		d.bulk = false
-		for _, b := range im.journal {
-			d.apply(b)
-		}
+	a := im.first
+	for _, b := range im.journal {
+		a.apply(b)
 	}
 	// The standby side has no reader once drained, and a reader only
 	// takes a side it found active: replacing it, then making it active,
 	// is what Apply does to a side's contents.
 	j := 1 - s.active.Load()
 	s.drain(j)
+	// The stats cache keys on locGen: the new state must not meet
+	// answers computed on the old one.
 	gen := max(s.sides[0].locGen, s.sides[1].locGen) + 1
-	for _, d := range im.sides {
-		// The stats cache keys on locGen: the new state must not meet
-		// answers computed on the old one.
-		d.locGen += gen
-	}
-	s.sides[j] = im.sides[0]
+	a.locGen += gen
+	s.sides[j] = a
 	s.pending = nil
 	s.active.Store(j)
 	s.seq.Add(1)
-	s.drain(1 - j)
-	s.sides[1-j] = im.sides[1]
+	// The side j left is stale now: no write may use it before settle
+	// has put the second side in its place.
+	st := &standbyBuild{side: s.bulkSide(), journal: im.journal, locGen: gen, done: make(chan struct{})}
+	s.standby = st
+	batches := im.batches
+	im.batches = nil
+	go func() {
+		for i, b := range batches {
+			st.side.apply(b)
+			batches[i] = nil // the Store lets go of what both sides have taken
+		}
+		st.side.endBulk()
+		close(st.done)
+		s.wmu.Lock()
+		s.settle()
+		s.wmu.Unlock()
+	}()
 	return nil
 }
 
 // Abort stops the Import; the Store keeps what it held.
 func (im *Import) Abort() {
 	im.finish()
+	im.batches = nil
 	im.s.wmu.Lock()
 	im.detach()
 	im.s.wmu.Unlock()
 }
 
-// finish ends the Add stream and waits for both sides.
+// finish ends the Add stream and waits for the first side.
 func (im *Import) finish() {
 	if im.done {
 		return
 	}
 	im.done = true
-	for _, ch := range im.in {
-		close(ch)
-	}
+	close(im.in)
 	im.wg.Wait()
 }
 
@@ -151,4 +188,35 @@ func (im *Import) detach() {
 	if im.s.journal == &im.journal {
 		im.s.journal = nil
 	}
+}
+
+// settle puts an Import's second side in place once built (under the
+// Store's writer lock; it waits for the build). The side then holds what
+// the active side holds: the imported batches and the journal.
+func (s *Store) settle() {
+	st := s.standby
+	if st == nil {
+		return
+	}
+	<-st.done
+	d := st.side
+	for _, b := range st.journal {
+		d.apply(b)
+	}
+	d.locGen += st.locGen
+	i := 1 - s.active.Load()
+	s.drain(i)
+	s.sides[i] = d
+	s.pending = nil
+	s.standby = nil
+}
+
+// Settle returns once both sides hold the Store's state: at once but
+// after an Import, whose second side is built after Commit (import.go).
+// Writes wait for that by themselves; tests and benchmarks call Settle to
+// measure or check it.
+func (s *Store) Settle() {
+	s.wmu.Lock()
+	s.settle()
+	s.wmu.Unlock()
 }

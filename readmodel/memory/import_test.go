@@ -2,8 +2,10 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,9 +79,12 @@ func TestImportReplacesTheState(t *testing.T) {
 	require.Equal(t, 50, res.Applied)
 }
 
-// An Import answers filtered permit queries as Apply's state does, also
-// when its batches change and delete permits it already holds (the bulk
-// load's staged postings are flushed before a permit leaves them).
+// An Import answers filtered permit queries, valuation pages and monthly
+// series as Apply's state does: when its batches only add permits (the
+// per-geo indexes built once at the end, permit_bulk.go), in index
+// order or not, and when they change and delete permits it already
+// holds (the deferred indexes built before a permit leaves them), with
+// one builder or several.
 func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ps := filterPermits(r, 400)
@@ -96,37 +101,138 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	for i := 3; i < len(ps); i += 11 {
 		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
 	}
-	batches := []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}
+	shuffled := slices.Clone(ps)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, tc := range []struct {
+		name    string
+		batches []readmodel.Batch
+	}{
+		{"adds only", []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:]}}},
+		{"adds in no order", []readmodel.Batch{{Permits: shuffled}}},
+		{"changes and deletes", []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}},
+		{"adds, builders side by side", []readmodel.Batch{{Permits: shuffled}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasSuffix(tc.name, "side by side") {
+				defer memory.SetParallelGeos(1)()
+			}
+			applied := newStore(t)
+			for _, b := range tc.batches {
+				apply(t, applied, b)
+			}
+			imported := memory.New(memory.Options{})
+			im := imported.NewImport()
+			locs := newStore(t)
+			require.NoError(t, locs.Export(context.Background(), 100, im.Add))
+			for _, b := range tc.batches {
+				require.NoError(t, im.Add(b))
+			}
+			require.NoError(t, im.Commit())
 
-	applied := newStore(t)
-	for _, b := range batches {
-		apply(t, applied, b)
+			ctx := context.Background()
+			da, err := applied.Digest(ctx)
+			require.NoError(t, err)
+			di, err := imported.Digest(ctx)
+			require.NoError(t, err)
+			require.Equal(t, da, di)
+			found := 0
+			for i := range 300 {
+				f := randomPermitFilter(r)
+				if i%4 == 0 {
+					f = readmodel.PermitFilter{}
+				}
+				geo := []string{zipA, zipB, city, state}[i%4]
+				q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 1 + i%9, Filter: f}
+				if i%2 == 1 {
+					q.Sort = readmodel.SortValuationDesc
+				}
+				want := walk(t, applied, q, nil)
+				require.Equal(t, want, walk(t, imported, q, nil), "filter %+v", f)
+				found += len(want)
+				mq := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), Filter: f, FromDate: "2023-12-01", ToDate: "2024-05-31"}
+				if i%3 == 0 {
+					mq.FromDate = "2024-02-03"
+				}
+				wm, err := applied.PermitMonthly(ctx, mq)
+				require.NoError(t, err)
+				gm, err := imported.PermitMonthly(ctx, mq)
+				require.NoError(t, err)
+				require.Equal(t, wm, gm, "monthly %+v", mq)
+			}
+			require.Positive(t, found)
+		})
 	}
+}
+
+// Commit makes an Import's first side readable while its second side is
+// built in the background; the next write waits for the second side.
+// The sides are built apart and share no index: a change written after
+// the load is seen on either side (each write makes the other side the
+// active one), and the state equals that of a store that applied the
+// same batches, before and after Settle.
+func TestImportSecondSide(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	ps := filterPermits(r, 300)
+	applied := newStore(t)
+	apply(t, applied, readmodel.Batch{Permits: ps})
 	imported := memory.New(memory.Options{})
 	im := imported.NewImport()
-	locs := newStore(t)
-	require.NoError(t, locs.Export(context.Background(), 100, im.Add))
-	for _, b := range batches {
-		require.NoError(t, im.Add(b))
-	}
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
 	require.NoError(t, im.Commit())
-
-	ctx := context.Background()
-	da, err := applied.Digest(ctx)
-	require.NoError(t, err)
-	di, err := imported.Digest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, da, di)
-	found := 0
-	for i := range 300 {
-		f := randomPermitFilter(r)
-		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef([]string{zipA, zipB, city}[i%3]), Limit: 1 + i%9, Filter: f}
-		if i%2 == 1 {
-			q.Sort = readmodel.SortValuationDesc
+	same := func(msg string) {
+		t.Helper()
+		da, err := applied.Digest(ctx)
+		require.NoError(t, err)
+		di, err := imported.Digest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, da, di, msg)
+		for _, geo := range []string{zipA, zipB, city} {
+			for _, f := range []readmodel.PermitFilter{{}, {Statuses: []string{"withdrawn"}}, {PermitTypes: []string{"building"}}} {
+				q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 50, Filter: f}
+				require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: %s %+v", msg, geo, f)
+			}
 		}
-		want := walk(t, applied, q, nil)
-		require.Equal(t, want, walk(t, imported, q, nil), "filter %+v", f)
-		found += len(want)
 	}
-	require.Positive(t, found)
+	same("readable at Commit")
+	for i := range 4 {
+		p := ps[7*i]
+		p.Version = int64(2 + i)
+		p.Status, p.PermitType = "Withdrawn", "Building"
+		b := readmodel.Batch{Permits: []readmodel.Permit{p}}
+		apply(t, applied, b)
+		res, err := imported.Apply(ctx, b)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Applied)
+		same(fmt.Sprintf("after write %d", i))
+	}
+	imported.Settle()
+	same("settled")
+}
+
+// A permit linked to no geo (only to its property) is found by a
+// filtered page of its property after an Import as after Apply: its
+// values' folds are known although no geo posting holds it.
+func TestImportedPropertyOnlyPermitFilters(t *testing.T) {
+	ctx := context.Background()
+	const prop = "prop_0123456789abcdef0123456789abcdef"
+	p := permit("solo", "2024-03-01", zipA, 1)
+	p.PropertyID, p.Status, p.PermitType, p.Contractor = prop, "Under Review", "Fence", "Solo Fencing LLC"
+	p.GeoLinks = []readmodel.GeoLink{{GeoID: prop, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "address"}}
+	b := readmodel.Batch{Properties: []readmodel.Property{property("1 Solo Way", "Seattle", "WA", "98101", 1)}, Permits: []readmodel.Permit{p}}
+	b.Properties[0].PropertyID = prop
+	applied := newStore(t)
+	apply(t, applied, b)
+	imported := memory.New(memory.Options{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	require.NoError(t, im.Add(b))
+	require.NoError(t, im.Commit())
+	for _, f := range []readmodel.PermitFilter{{Statuses: []string{"under review"}}, {PermitTypes: []string{"fence"}}, {Contractor: readmodel.ContractorKey("Solo Fencing LLC")}} {
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(prop), Limit: 10, Filter: f}
+		want := walk(t, applied, q, nil)
+		require.Equal(t, []string{p.PermitID}, want, "%+v", f)
+		require.Equal(t, want, walk(t, imported, q, nil), "%+v", f)
+	}
 }

@@ -113,37 +113,41 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 	return n
 }
 
-// indexFilters adds c to its postings (the side's writer).
+// indexFilters adds c to its postings (the side's writer). While an
+// Import defers them (deferGeo, permit_bulk.go), the per-geo indexes
+// (postings, valuation order, month stats) are left to buildGeoIndexes.
 func (s *side) indexFilters(c *cpermit) {
+	s.indexText(c)
+	s.indexCell(c)
 	var kvs [5]fieldValue
-	kv := kvs[:s.filterKeys(c, &kvs)]
+	kv := kvs[:s.filterKeys(c, &kvs)] // also caches the folds readers look up (match)
+	if s.deferGeo {
+		return
+	}
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
 		}
 		for _, x := range kv {
 			k := fkey{l.geo, x.f, x.v}
-			if s.staged != nil {
-				s.stage(k, c)
-				continue
-			}
 			t, ok := s.pf.postings[k]
 			if !ok {
-				t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
+				t = newPosting()
 				s.pf.postings[k] = t
 			}
 			s.setIn(t, c)
 		}
 	}
-	s.indexText(c)
 	s.indexValue(c)
-	s.indexCell(c)
 	s.indexMonthly(c, true)
+}
+
+func newPosting() treeSet {
+	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
 }
 
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
-	s.flushStaged() // c may still be staged
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
@@ -164,36 +168,6 @@ func (s *side) unindexFilters(c *cpermit) {
 	s.unindexValue(c)
 	s.unindexCell(c)
 	s.indexMonthly(c, false)
-}
-
-// stage keeps c for posting k until flushStaged (an Import's bulk load:
-// one slice append per posting instead of a B-tree insert, the trees
-// then built one at a time from their whole lists).
-func (s *side) stage(k fkey, c *cpermit) {
-	l := s.staged[k]
-	if l == nil {
-		l = new([]*cpermit)
-		s.staged[k] = l
-	}
-	*l = append(*l, c)
-}
-
-// flushStaged moves the staged permits into their postings.
-func (s *side) flushStaged() {
-	if len(s.staged) == 0 {
-		return
-	}
-	for k, l := range s.staged {
-		t, ok := s.pf.postings[k]
-		if !ok {
-			t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
-			s.pf.postings[k] = t
-		}
-		for _, c := range *l {
-			t.t.Load(keyOf(c)) // appends when in index order (setIn)
-		}
-	}
-	clear(s.staged)
 }
 
 // filterPlan is a filter in the side's terms.

@@ -69,6 +69,7 @@ func (s *side) indexPermit(c *cpermit) {
 }
 
 func (s *side) unindexPermit(c *cpermit) {
+	s.buildGeoIndexes() // an Import's deferred indexes hold c (permit_bulk.go)
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue

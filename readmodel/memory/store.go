@@ -21,6 +21,11 @@
 // side). The bytes/permit metric of BenchmarkPermitsPageState measures
 // it.
 //
+// An Import (import.go) builds a whole state, a snapshot's, without
+// Apply's turns: one side first, readable from Commit on, then the other
+// in the background; the first write after Commit waits for the second
+// side, as a write needs both.
+//
 // Nothing internal is handed out: every document returned is a copy.
 package memory
 
@@ -74,6 +79,10 @@ type Store struct {
 	// journal, while an Import runs, keeps the batches Apply wrote
 	// meanwhile, for Commit to apply to the new sides too (import.go).
 	journal *[]*readmodel.Batch
+	// standby, after an Import's Commit, is its second side being built
+	// in the background: the standby slot is stale until settle puts it
+	// there, so every write settles first (import.go).
+	standby *standbyBuild
 }
 
 // readerCount counts the readers of one side, alone on its cache line.
@@ -153,6 +162,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	own := cloneBatch(&b)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.settle() // an Import's second side is built (import.go)
 	j := 1 - s.active.Load()
 	s.drain(j)
 	standby := s.sides[j]

@@ -29,10 +29,11 @@ type side struct {
 	// locGen counts location writes that took: stats name locations, so
 	// the stats cache keys on it (statscache.go).
 	locGen uint64
-	// bulk is set while an Import builds the side (setIn); staged holds
-	// the permit filter postings meanwhile (permit_filters.go, stage).
-	bulk   bool
-	staged map[fkey]*[]*cpermit
+	// bulk is set while an Import builds the side (setIn); deferGeo
+	// while its per-geo permit indexes wait for buildGeoIndexes
+	// (permit_bulk.go).
+	bulk     bool
+	deferGeo bool
 }
 
 func newSide(r Resolver) *side {

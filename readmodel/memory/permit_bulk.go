@@ -1,0 +1,212 @@
+package memory
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/btree"
+)
+
+// An Import's side defers the permit indexes that are per geo_id and
+// derived from the geo's own set (filter postings, valuation order, month
+// stats: permit_filters.go, permit_sort.go, permit_monthly.go) while it
+// loads, then builds them in one pass per geo (buildGeoIndexes): the
+// geo's permits, already in index order, append to their postings; the
+// valuation order and each month's valuations are sorted once and
+// appended. Per permit that is a few slice appends instead of a few
+// dozen map lookups and B-tree inserts. The result is the state the
+// per-permit path builds, in any order of the permits.
+
+// buildGeoIndexes ends the deferral: it builds the deferred indexes from
+// the geo sets, after which every write indexes as usual. The deferred
+// indexes are empty until then (deferral starts on a new side, and ends
+// before a permit leaves a geo set: unindexPermit). Geos are independent,
+// so up to GOMAXPROCS builders share them, each with its own output
+// maps but the first's, which are the side's; the folds they read were
+// cached as the permits were indexed (indexFilters), so the side is only
+// read while they run.
+func (s *side) buildGeoIndexes() {
+	if !s.deferGeo {
+		return
+	}
+	s.deferGeo = false
+	geos := make([]uint32, 0, len(s.pi.geoIdx))
+	for geo := range s.pi.geoIdx {
+		geos = append(geos, geo)
+	}
+	n := 1
+	if len(geos) >= parallelGeos {
+		n = min(runtime.GOMAXPROCS(0), 4)
+	}
+	bs := make([]*geoBuilder, n)
+	var wg sync.WaitGroup
+	for w := range bs {
+		b := newGeoBuilder(s, w == 0)
+		bs[w] = b
+		wg.Go(func() {
+			for i := w; i < len(geos); i += n {
+				b.build(geos[i], s.pi.geoIdx[geos[i]])
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range bs[1:] {
+		maps.Copy(s.pf.postings, b.postings)
+		maps.Copy(s.pf.byValue, b.byValue)
+		maps.Copy(s.pf.months, b.months)
+	}
+}
+
+// parallelGeos is the number of geos from which buildGeoIndexes shares
+// them among builders (a variable for tests).
+var parallelGeos = 4096
+
+// geoBuilder builds the deferred indexes of some geos, with its scratch
+// space reused across them.
+type geoBuilder struct {
+	s        *side
+	postings map[fkey]treeSet // the side's (first builder), or merged after
+	byValue  map[uint32]valueTree
+	months   map[monthKey]*monthStats
+	items    []*cpermit
+	byVal    []*cpermit
+	vals     []valKey
+	// trees[field][symbol, or bucket for ffValue] is the geo's posting
+	// of that value when its gen is the builder's (a nil tree: the value
+	// is not indexed); gen changes per geo, so nothing is cleared.
+	trees [ffValue + 1][]genTree
+	gen   uint32
+}
+
+func newGeoBuilder(s *side, own bool) *geoBuilder {
+	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, months: s.pf.months}
+	if !own {
+		b.postings, b.byValue, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[monthKey]*monthStats{}
+	}
+	for f := ffType; f < ffValue; f++ { // the symbol fields
+		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
+	}
+	b.trees[ffValue] = make([]genTree, valueBuckets)
+	return b
+}
+
+type genTree struct {
+	gen uint32
+	t   treeSet
+}
+
+func (b *geoBuilder) build(geo uint32, set treeSet) {
+	s := b.s
+	items := b.items[:0]
+	set.t.Scan(func(k pkey) bool {
+		items = append(items, k.p)
+		return true
+	})
+	b.items = items
+
+	// Postings: items are in index order, so every Load appends.
+	b.gen++
+	post := func(f filterField, sym uint32, c *cpermit) {
+		g := &b.trees[f][sym]
+		if g.gen != b.gen {
+			g.gen, g.t = b.gen, treeSet{}
+			var v string
+			switch f {
+			case ffContractor:
+				v = s.pf.ckey[sym]
+			case ffValue:
+				v = bucketNames[sym]
+			default:
+				v = s.pf.fold[sym]
+			}
+			if v != "" { // empty values are not indexed (filterKeys)
+				k := fkey{geo, f, v}
+				t, ok := b.postings[k]
+				if !ok {
+					t = newPosting()
+					b.postings[k] = t
+				}
+				g.t = t
+			}
+		}
+		if g.t.t != nil {
+			g.t.t.Load(keyOf(c))
+		}
+	}
+	for _, c := range items {
+		post(ffType, c.typ, c)
+		post(ffWork, c.work, c)
+		post(ffStatus, c.status, c)
+		post(ffContractor, c.contractor, c)
+		if !math.IsNaN(c.valuation) {
+			post(ffValue, uint32(valueBucket(c.valuation)), c)
+		}
+	}
+
+	// Valuation order.
+	byVal := append(b.byVal[:0], items...)
+	slices.SortFunc(byVal, valueCmp)
+	vt := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+	for _, c := range byVal {
+		vt.Load(c)
+	}
+	b.byValue[geo] = vt
+	clear(byVal)
+	b.byVal = byVal[:0]
+
+	// Month stats: dated items come month by month (newest first),
+	// undated ones last.
+	for i := 0; i < len(items) && items[i].ik != undated; {
+		m := monthOfIK(items[i].ik)
+		lo := -monthFirstDay(m) // the largest ik of month m
+		st := &monthStats{vals: btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})}
+		vals := b.vals[:0]
+		for ; i < len(items) && items[i].ik <= lo; i++ {
+			c := items[i]
+			st.count++
+			if !math.IsNaN(c.valuation) {
+				st.cents += cents(c.valuation)
+				vals = append(vals, valKey{c.valuation, c.id})
+			}
+		}
+		slices.SortFunc(vals, func(x, y valKey) int {
+			if c := cmp.Compare(x.v, y.v); c != 0 {
+				return c
+			}
+			return strings.Compare(x.id, y.id)
+		})
+		for _, v := range vals {
+			st.vals.Load(v)
+		}
+		b.months[monthKey{geo, m}] = st
+		clear(vals)
+		b.vals = vals[:0]
+	}
+	clear(items)
+}
+
+// valueCmp is valueLess as a comparison.
+func valueCmp(a, b *cpermit) int {
+	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
+	switch {
+	case an != bn && bn:
+		return -1
+	case an != bn:
+		return 1
+	case !an && a.valuation != b.valuation:
+		return -cmp.Compare(a.valuation, b.valuation)
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// monthFirstDay is the first day (days since 1970) of month m
+// (year*12 + month-1).
+func monthFirstDay(m int32) int32 {
+	return int32(time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
