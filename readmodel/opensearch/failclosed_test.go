@@ -32,7 +32,7 @@ const (
 		`"type":"rejected_execution_exception","reason":"rejected execution of org.opensearch.action.search.SearchTask"},"status":429}`
 	goodAnswer = `{"took":1,"timed_out":false,"_shards":{"total":1,"successful":1,"skipped":0,"failed":0},` +
 		`"hits":{"total":{"value":1,"relation":"eq"},"hits":[{"_id":"g1","_source":` +
-		`{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","state":"WA","lat":0,"lon":0}}]},"status":200}`
+		`{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","state":"WA","lat":0,"lon":0}}]},"aggregations":{"permits":{"value":0}},"status":200}`
 )
 
 // readerCalls is every Reader method, with arguments that reach the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
@@ -204,14 +205,16 @@ func maxDate(r *searchResult, name string) string {
 }
 
 // Location implements readmodel.Reader with one _msearch: the document and
-// its permits' count and latest issue date. A property_id is a location
+// its permits' count and latest issue date, read from the permit count
+// cells (cells.go: one small document per issue day of the anchor, not
+// every permit). A property_id is a location
 // of the property scope (as in the memory backend): the property, its
 // permits and, by a terms lookup on its links, its hierarchy.
 func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location, error) {
 	if readmodel.IsPropertyID(geoID) {
 		rs, err := s.msearch(ctx,
 			msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)},
-			msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("property_id", geoID)},
+			msearchReq{index: s.read(mappings.KindPermitCell), body: cellCountBody(geoID)},
 			msearchReq{index: s.read(readmodel.KindLocation), body: hierarchyBody(s.read(readmodel.KindProperty), geoID)},
 		)
 		if err != nil {
@@ -225,11 +228,15 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		if err != nil {
 			return readmodel.Location{}, err
 		}
-		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), rs[1].total(), maxDate(rs[1], "latest")), nil
+		n, err := cellCount(rs[1])
+		if err != nil {
+			return readmodel.Location{}, err
+		}
+		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), n, maxDate(rs[1], "latest")), nil
 	}
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
-		msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("geo_ids", geoID)},
+		msearchReq{index: s.read(mappings.KindPermitCell), body: cellCountBody(geoID)},
 	)
 	if err != nil {
 		return readmodel.Location{}, err
@@ -239,7 +246,10 @@ func (s *Store) Location(ctx context.Context, geoID string) (readmodel.Location,
 		return readmodel.Location{}, errOr(err, readmodel.ErrNotFound)
 	}
 	l := docs[0].location()
-	l.PermitCount, l.LatestPermitDate = rs[1].total(), maxDate(rs[1], "latest")
+	if l.PermitCount, err = cellCount(rs[1]); err != nil {
+		return readmodel.Location{}, err
+	}
+	l.LatestPermitDate = maxDate(rs[1], "latest")
 	return l, nil
 }
 

@@ -275,7 +275,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.do(ctx, http.MethodGet, "/_cluster/health", nil, "", nil); err != nil {
 		return err
 	}
-	for _, k := range readmodel.Kinds {
+	for _, k := range indexKinds() {
 		if err := s.do(ctx, http.MethodHead, "/"+s.read(k), nil, "", nil); err != nil {
 			if isStatus(err, http.StatusNotFound) {
 				return fmt.Errorf("opensearch: alias %s missing: run permitd opensearch init", s.read(k))

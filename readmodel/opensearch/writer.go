@@ -75,7 +75,7 @@ func (s *Store) indexedAt() int64 {
 // bulkBody renders a batch as _bulk NDJSON: one index action per item
 // with the entity version as external version, into the write alias.
 func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
-	its, lines, err := s.bulkLines(b)
+	its, lines, err := s.bulkLines(b, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,11 +83,24 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 }
 
 // bulkLines renders each item's action and document lines once, so a
-// retry of some items resends their bytes without encoding again.
-func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
+// retry of some items resends their bytes without encoding again. A
+// permit version with a pending move of its count cells carries it
+// (cells.go).
+func (s *Store) bulkLines(b readmodel.Batch, pc *permitCells) ([]bulkItem, [][]byte, error) {
 	its := items(b, s.indexedAt())
 	lines := make([][]byte, len(its))
 	for i, it := range its {
+		if p := pc.pendingOf(it); p != nil {
+			switch d := it.doc.(type) {
+			case permitDoc:
+				it.doc = struct {
+					permitDoc
+					CellsPending *cellsPending `json:"cells_pending"`
+				}{d, p}
+			case meta:
+				it.doc = permitTombstone{meta: d, CellsPending: p}
+			}
+		}
 		if _, ok := kindKnown[it.kind]; !ok {
 			return nil, nil, fmt.Errorf("opensearch: unknown kind %q", it.kind)
 		}
@@ -190,10 +203,39 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	if b.Len() == 0 {
 		return res, ctx.Err()
 	}
-	its, lines, err := s.bulkLines(b)
+	// The permit count cells (cells.go): what each permit version owes
+	// them goes into its document, and is counted once it is stored.
+	pc, err := s.planPermitCells(ctx, b)
 	if err != nil {
 		return res, err
 	}
+	if pc != nil && len(pc.recover) > 0 {
+		if err := s.finishPermitCells(ctx, pc.recover); err != nil {
+			return res, err
+		}
+	}
+	its, lines, err := s.bulkLines(b, pc)
+	if err != nil {
+		return res, err
+	}
+	permanent, err := s.bulkItems(ctx, its, lines, &res)
+	if err != nil {
+		return res, err
+	}
+	if pc != nil {
+		if err := s.finishPermitCells(ctx, pc.ids); err != nil {
+			return res, err
+		}
+	}
+	if len(permanent) > 0 {
+		return res, &readmodel.ItemErrors{Items: permanent}
+	}
+	return res, nil
+}
+
+// bulkItems writes the items (see Apply), counting them in res; it
+// returns the items refused for good.
+func (s *Store) bulkItems(ctx context.Context, its []bulkItem, lines [][]byte, res *readmodel.ApplyResult) ([]readmodel.ItemError, error) {
 	pending := make([]int, len(its))
 	for i := range pending {
 		pending[i] = i
@@ -208,10 +250,10 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 		}
 		var out bulkResponse
 		if err := s.do(ctx, http.MethodPost, bulkPath, body.Bytes(), "application/x-ndjson", &out); err != nil {
-			return res, err
+			return nil, err
 		}
 		if len(out.Items) != len(pending) {
-			return res, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(pending))
+			return nil, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(pending))
 		}
 		var retry []int
 		var cluster []error
@@ -219,7 +261,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			i := pending[n]
 			r, ok := item["index"]
 			if !ok {
-				return res, fmt.Errorf("%w: bulk item %d: no index result", readmodel.ErrUnavailable, n)
+				return nil, fmt.Errorf("%w: bulk item %d: no index result", readmodel.ErrUnavailable, n)
 			}
 			reason := strconv.Itoa(r.Status)
 			if r.Error != nil {
@@ -241,29 +283,26 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			}
 		}
 		if len(cluster) > 0 {
-			return res, fmt.Errorf("%w: bulk: %w", readmodel.ErrUnavailable, errors.Join(cluster...))
+			return nil, fmt.Errorf("%w: bulk: %w", readmodel.ErrUnavailable, errors.Join(cluster...))
 		}
 		if len(retry) == 0 {
 			break
 		}
 		first := its[retry[0]]
 		if time.Now().Add(delay).After(giveUp) {
-			return res, fmt.Errorf("%w: bulk: %d items still rejected after %s (first %s %q)",
+			return nil, fmt.Errorf("%w: bulk: %d items still rejected after %s (first %s %q)",
 				readmodel.ErrUnavailable, len(retry), itemRetryBudget, first.kind, first.id)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return res, fmt.Errorf("%w: bulk: %d items still rejected (first %s %q) when the context ended: %w",
+			return nil, fmt.Errorf("%w: bulk: %d items still rejected (first %s %q) when the context ended: %w",
 				readmodel.ErrUnavailable, len(retry), first.kind, first.id, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, itemBackoffMax)
 		pending = retry
 	}
-	if len(permanent) > 0 {
-		return res, &readmodel.ItemErrors{Items: permanent}
-	}
-	return res, nil
+	return permanent, nil
 }
