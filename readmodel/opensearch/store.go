@@ -48,6 +48,13 @@
 // PermitStats looks up how the locations spell the keys of its county
 // and city top lists (spellTops).
 //
+// # Pre-aggregates
+//
+// Location's permit count and latest issue date come from the permit
+// count cells (one small document per anchor and issue day), which Apply
+// keeps exactly through crashes and replays; cells.go says how, and
+// docs/operations.md what it costs.
+//
 // # Failing closed
 //
 // Every _search and every search of an _msearch refuses partial results
