@@ -54,6 +54,7 @@ var bases = map[readmodel.Kind]string{
 	readmodel.KindLead:      "leads",
 	readmodel.KindCatalog:   "catalog",
 	KindPermitCell:          "permit_cells",
+	KindLeadCell:            "lead_cells",
 }
 
 // KindPermitCell names the permit count cells: per (anchor, issue day)
@@ -63,8 +64,14 @@ var bases = map[readmodel.Kind]string{
 // reindex; Init creates it beside the others.
 const KindPermitCell readmodel.Kind = "permit_cell"
 
+// KindLeadCell names the lead stats cells: per (anchor, signal key,
+// day, month or year) the leads' counts by confidence class and their
+// top-list counters, which the OpenSearch Writer keeps and PermitStats
+// reads. Like KindPermitCell, not a readmodel.Kind.
+const KindLeadCell readmodel.Kind = "lead_cell"
+
 // CellKinds are the pre-aggregate indices, after readmodel.Kinds.
-var CellKinds = []readmodel.Kind{KindPermitCell}
+var CellKinds = []readmodel.Kind{KindPermitCell, KindLeadCell}
 
 // Base is the index base name of a kind ("permits").
 func Base(k readmodel.Kind) string { return bases[k] }

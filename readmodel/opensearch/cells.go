@@ -426,16 +426,17 @@ func (s *Store) finishPermitCells(ctx context.Context, ids []string) error {
 	if err := s.countCells(ctx, &plan); err != nil {
 		return err
 	}
-	if err := s.rewritePermits(ctx, rewrite); err != nil {
+	if err := s.rewriteDocs(ctx, rewrite); err != nil {
 		return err
 	}
 	return s.clearTags(ctx, &plan)
 }
 
-// rewritePermits writes stored permits again at their own version
-// (version_type external_gte) without their pending. A 409 means a newer
-// version is stored (it carries its own pending): nothing to do.
-func (s *Store) rewritePermits(ctx context.Context, its []bulkItem) error {
+// rewriteDocs writes stored documents (permits, leads) again at their
+// own version (version_type external_gte) without their pending. A 409
+// means a newer version is stored (it carries its own pending): nothing
+// to do.
+func (s *Store) rewriteDocs(ctx context.Context, its []bulkItem) error {
 	lines := make([][]byte, len(its))
 	for i, it := range its {
 		action := obj{"index": obj{"_index": s.write(it.kind), "_id": it.id, "version": it.version, "version_type": "external_gte"}}
@@ -456,7 +457,7 @@ func (s *Store) rewritePermits(ctx context.Context, its []bulkItem) error {
 		return err
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("%w: permit %q stored but refused without its cells_pending: %s", readmodel.ErrUnavailable, refused[0].ID, refused[0].Reason)
+		return fmt.Errorf("%w: %s %q stored but refused without its cells_pending: %s", readmodel.ErrUnavailable, refused[0].Kind, refused[0].ID, refused[0].Reason)
 	}
 	return nil
 }
@@ -520,23 +521,19 @@ type cellBulkResponse struct {
 type cellWrite struct {
 	id          string
 	seqNo, term *int64
-	doc         cellDoc
+	doc         any
 }
 
-// cellBulkBody renders cell writes as _bulk NDJSON into the cells'
-// write alias (golden: cells.bulk.ndjson).
-func (s *Store) cellBulkBody(ws []cellWrite) ([]byte, error) {
+// cellBulkBody renders cell writes as _bulk NDJSON into index, a cells'
+// write alias (goldens: cells_*.bulk.ndjson).
+func cellBulkBody(index string, ws []cellWrite) ([]byte, error) {
 	var buf bytes.Buffer
-	index := s.write(mappings.KindPermitCell)
 	for _, w := range ws {
 		var action obj
 		if w.seqNo == nil || w.term == nil {
 			action = obj{"create": obj{"_index": index, "_id": w.id}}
 		} else {
 			action = obj{"index": obj{"_index": index, "_id": w.id, "if_seq_no": *w.seqNo, "if_primary_term": *w.term}}
-		}
-		if w.doc.Pending.Tags == nil {
-			w.doc.Pending.Tags = []string{}
 		}
 		for _, v := range []any{action, w.doc} {
 			line, err := json.Marshal(v)
@@ -558,19 +555,31 @@ func (s *Store) cellBulkBody(ws []cellWrite) ([]byte, error) {
 // batch (and so the partition), because skipping it would make every
 // later answer of that cell wrong.
 func (s *Store) updateCells(ctx context.Context, ids []string, next func(id string, cur *cellDoc) (cellDoc, bool)) error {
+	return updateCellsIn(ctx, s, s.write(mappings.KindPermitCell), ids, func(id string, cur *cellDoc) (cellDoc, bool) {
+		d, ok := next(id, cur)
+		if d.Pending.Tags == nil {
+			d.Pending.Tags = []string{}
+		}
+		return d, ok
+	})
+}
+
+// updateCellsIn is updateCells for the cells of index (a write alias)
+// whose documents are Ds.
+func updateCellsIn[D any](ctx context.Context, s *Store, index string, ids []string, next func(id string, cur *D) (D, bool)) error {
 	pending := ids
 	delay := itemBackoffMin
 	giveUp := time.Now().Add(itemRetryBudget)
 	for len(pending) > 0 {
-		r, err := s.mget(ctx, s.write(mappings.KindPermitCell), "", pending)
+		r, err := s.mget(ctx, index, "", pending)
 		if err != nil {
 			return err
 		}
 		var ws []cellWrite
 		for i, d := range r.Docs {
-			var cur *cellDoc
+			var cur *D
 			if d.Found {
-				cur = &cellDoc{}
+				cur = new(D)
 				if err := json.Unmarshal(d.Source, cur); err != nil {
 					return fmt.Errorf("opensearch: cell %q: %w", pending[i], err)
 				}
@@ -591,7 +600,7 @@ func (s *Store) updateCells(ctx context.Context, ids []string, next func(id stri
 		if len(ws) == 0 {
 			return nil
 		}
-		body, err := s.cellBulkBody(ws)
+		body, err := cellBulkBody(index, ws)
 		if err != nil {
 			return err
 		}

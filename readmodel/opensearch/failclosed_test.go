@@ -232,7 +232,8 @@ func TestStatsSpellTopLists(t *testing.T) {
 	s, seen := fakeAnswers(t,
 		`{"responses":[`+hits(1, locSrc)+`,`+stats+`]}`,
 		`{"responses":[`+hits(-1, named("king county", "King County"))+`,`+hits(-1, named("a ville", "Zz Ville"), named("b town", "Bee Town"))+`]}`)
-	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-11-22", TopN: 1})
+	// A floor between the class bounds: the leads themselves are aggregated.
+	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1", MinConfidence: ptr(0.6)}, Today: "2026-11-22", TopN: 1})
 	require.NoError(t, err)
 	require.Equal(t, []readmodel.ValueCount{{Value: "King County", Count: 6}}, st.TopCounties)
 	require.Equal(t, []readmodel.ValueCount{{Value: "Bee Town", Count: 3}}, st.TopCities, "ties ordered by the names shown, then cut")

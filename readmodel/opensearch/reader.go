@@ -609,15 +609,28 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 }
 
 // PermitStats implements readmodel.Reader (one _msearch: the anchor
-// location's existence and the aggregations, see statsAggs).
+// location's existence and the aggregations). Without a confidence floor,
+// or with one at a class bound (0.5, 0.75, or 0 and below), it reads the
+// lead stats cells (leadcells.go: a few roll-ups and edge days per key,
+// not the leads); another floor needs each lead's confidence and
+// aggregates the leads (statsAggs).
 func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	body, err := statsBody(q)
+	classes, fromCells := cellClasses(q.Filter.MinConfidence)
+	var body obj
+	var err error
+	index := s.read(readmodel.KindLead)
+	if fromCells {
+		body, err = leadCellStatsBody(q, classes)
+		index = s.read(mappings.KindLeadCell)
+	} else {
+		body, err = statsBody(q)
+	}
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.GeoID)},
-		msearchReq{index: s.read(readmodel.KindLead), body: body})
+		msearchReq{index: index, body: body})
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
@@ -625,7 +638,12 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	st, err := statsFrom(rs[1], -1)
+	var st readmodel.PermitStats
+	if fromCells {
+		st, err = statsFromCells(rs[1], classes)
+	} else {
+		st, err = statsFrom(rs[1], -1)
+	}
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}

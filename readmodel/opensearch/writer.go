@@ -75,7 +75,7 @@ func (s *Store) indexedAt() int64 {
 // bulkBody renders a batch as _bulk NDJSON: one index action per item
 // with the entity version as external version, into the write alias.
 func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
-	its, lines, err := s.bulkLines(b, nil)
+	its, lines, err := s.bulkLines(b, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,10 +86,21 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 // retry of some items resends their bytes without encoding again. A
 // permit version with a pending move of its count cells carries it
 // (cells.go).
-func (s *Store) bulkLines(b readmodel.Batch, pc *permitCells) ([]bulkItem, [][]byte, error) {
+func (s *Store) bulkLines(b readmodel.Batch, pc *permitCells, lc *leadCells) ([]bulkItem, [][]byte, error) {
 	its := items(b, s.indexedAt())
 	lines := make([][]byte, len(its))
 	for i, it := range its {
+		if p := lc.pendingOf(it); p != nil {
+			switch d := it.doc.(type) {
+			case leadDoc:
+				it.doc = struct {
+					leadDoc
+					CellsPending *leadPending `json:"cells_pending"`
+				}{d, p}
+			case meta:
+				it.doc = leadTombstone{meta: d, CellsPending: p}
+			}
+		}
 		if p := pc.pendingOf(it); p != nil {
 			switch d := it.doc.(type) {
 			case permitDoc:
@@ -203,8 +214,9 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	if b.Len() == 0 {
 		return res, ctx.Err()
 	}
-	// The permit count cells (cells.go): what each permit version owes
-	// them goes into its document, and is counted once it is stored.
+	// The permit count and lead stats cells (cells.go, leadcells.go):
+	// what each permit or lead version owes them goes into its document,
+	// and is counted once it is stored.
 	pc, err := s.planPermitCells(ctx, b)
 	if err != nil {
 		return res, err
@@ -214,7 +226,16 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			return res, err
 		}
 	}
-	its, lines, err := s.bulkLines(b, pc)
+	lc, err := s.planLeadCells(ctx, b)
+	if err != nil {
+		return res, err
+	}
+	if lc != nil && len(lc.recover) > 0 {
+		if err := s.finishLeadCells(ctx, lc.recover); err != nil {
+			return res, err
+		}
+	}
+	its, lines, err := s.bulkLines(b, pc, lc)
 	if err != nil {
 		return res, err
 	}
@@ -224,6 +245,11 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	}
 	if pc != nil {
 		if err := s.finishPermitCells(ctx, pc.ids); err != nil {
+			return res, err
+		}
+	}
+	if lc != nil {
+		if err := s.finishLeadCells(ctx, lc.ids); err != nil {
 			return res, err
 		}
 	}
