@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,3 +111,74 @@ func locationCountsFollow(t *testing.T, e *Env) {
 	e.record(b)
 	checkCounts(t, e, "after a batch with two versions of one permit")
 }
+
+// leadStatsFollow: stats (which a backend may answer from pre-aggregated
+// cells) after leads move to other days, confidences and anchors, are
+// deleted and the topic is replayed in batches, for every kind of
+// confidence floor (none, a class bound, zero, between bounds) and
+// windows that cut months and years and reach into the freshness days.
+func leadStatsFollow(t *testing.T, e *Env) {
+	e.Require(t, CapStats)
+	e.Load(t, AllEvents(t)...)
+	leads := LeadEvents(t)
+	anchors := []string{Zip98101, Zip98104, Zip98004}
+	var moves []events.Envelope
+	for i, env := range leads {
+		switch {
+		case i%4 == 0:
+			var d events.Lead
+			require.NoError(t, json.Unmarshal(env.Data, &d))
+			d.AnchorGeoID = anchors[(i/4)%3]
+			if i%8 == 0 {
+				d.EventDateUsed = ""
+			} else {
+				d.EventDateUsed = t0.AddDate(-1, 0, -i).Format(time.DateOnly)
+			}
+			c := float64(i%10) / 10
+			d.Confidence = &c
+			moves = append(moves, mustEnv(t, events.LeadUpserted, env.EntityID, 2000, d))
+		case i%9 == 1:
+			moves = append(moves, mustEnv(t, events.LeadDeleted, env.EntityID, 2000, nil))
+		}
+	}
+	e.Apply(t, moves...)
+	all := append(leads[:len(leads):len(leads)], moves...)
+	for i := 0; i < len(all); i += 4 {
+		var b readmodel.Batch
+		for _, env := range all[i:min(i+4, len(all))] {
+			p, err := indexer.Project(e.Ctx(), env, e.B)
+			require.NoError(t, err)
+			b.Append(p)
+		}
+		r, err := e.B.Apply(e.Ctx(), b)
+		require.NoError(t, err)
+		require.Zero(t, r.Applied, "a replay is stale")
+	}
+	e.refresh(t)
+	floors := []*float64{nil, ptrF(0.5), ptrF(0.75), ptrF(0), ptrF(0.6)}
+	windows := [][2]string{{"", ""}, {t0.AddDate(-1, -2, 0).Format(time.DateOnly), ""}, {"", t0.AddDate(0, 0, -20).Format(time.DateOnly)},
+		{t0.AddDate(-2, 0, 0).Format(time.DateOnly), t0.AddDate(0, 0, -3).Format(time.DateOnly)}}
+	for _, g := range []string{Zip98101, Seattle, King, WA} {
+		for _, f := range floors {
+			for _, w := range windows {
+				filter := readmodel.LeadFilter{GeoID: g, MinConfidence: f, FromDate: w[0], ToDate: w[1]}
+				var match []readmodel.Lead
+				for _, l := range e.Leads {
+					if leadPasses(l, filter) {
+						match = append(match, l)
+					}
+				}
+				st, err := e.B.PermitStats(e.Ctx(), readmodel.StatsQuery{Filter: filter, Today: Today, TopN: 3})
+				e.Check(t, CapStats, err)
+				st.GeoType = ""
+				want := expectStats(match, 3)
+				if _, ok := e.h.Lacks[CapStatsNames]; !ok {
+					want = e.spellStats(match, 3)
+				}
+				require.Equal(t, want, normStats(st), "%s floor %v window %v", g, f, w)
+			}
+		}
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }

@@ -39,6 +39,7 @@ var Scenarios = []Scenario{
 	{"resolve/compact_city_of", resolveCompact},
 	// Issue 13 item 4 (counts.go): counts kept as pre-aggregates.
 	{"locations/counts_follow_moves_and_replays", locationCountsFollow},
+	{"leads/stats_follow_moves_and_replays", leadStatsFollow},
 }
 
 func locationDetail(t *testing.T, e *Env) {
