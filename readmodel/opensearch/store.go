@@ -51,8 +51,11 @@
 // # Pre-aggregates
 //
 // Location's permit count and latest issue date come from the permit
-// count cells (one small document per anchor and issue day), which Apply
-// keeps exactly through crashes and replays; cells.go says how, and
+// count cells (one small document per anchor and issue day), and
+// PermitStats from the lead cells (per anchor, signal key and day, month
+// or year: counts by confidence class and top-list counters) unless its
+// confidence floor lies between class bounds. Apply keeps both exactly
+// through crashes and replays; cells.go and leadcells.go say how, and
 // docs/operations.md what it costs.
 //
 // # Failing closed
