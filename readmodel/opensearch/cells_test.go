@@ -45,7 +45,7 @@ type fakeDoc struct {
 	version int64
 }
 
-func newFakeDocs(t *testing.T) (*Store, *fakeDocs) {
+func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
 	t.Helper()
 	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
@@ -568,4 +568,57 @@ func TestLeadPeriodsCoverTheWindow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkApplyCells writes new permits and leads (10 geographies, 60
+// days, 3 keys) in batches of 500 through the Writer into the stateful
+// fake and reports what the cells cost on the write path: requests per
+// batch, and the bytes sent per event in all and for cell documents.
+//
+//	go test -run '^$' -bench ApplyCells -benchtime 1x ./readmodel/opensearch/
+func BenchmarkApplyCells(b *testing.B) {
+	const events, batch = 4000, 500
+	r := rand.New(rand.NewPCG(1, 1))
+	var batches []readmodel.Batch
+	for lo := 0; lo < events; lo += batch {
+		var bt readmodel.Batch
+		for i := lo; i < lo+batch; i++ {
+			day := time.Date(2026, 1, 1+r.IntN(60), 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+			geos := []string{"gstate", fmt.Sprint("gcounty", r.IntN(3)), fmt.Sprint("gzip", r.IntN(10))}
+			if i%2 == 0 {
+				var links []readmodel.GeoLink
+				for _, g := range geos {
+					links = append(links, readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"})
+				}
+				bt.Permits = append(bt.Permits, readmodel.Permit{PermitID: fmt.Sprint("p", i), Version: 1, IssueDate: day, PermitNumber: "N", GeoLinks: links})
+				continue
+			}
+			c := r.Float64()
+			bt.Leads = append(bt.Leads, readmodel.Lead{LeadID: fmt.Sprint("l", i), Version: 1, SignalKey: fmt.Sprint("k", r.IntN(3)), EventDateUsed: day,
+				Confidence: &c, GeoIDs: geos, Location: readmodel.LeadLocation{CityNorm: fmt.Sprint("city", r.IntN(20)), ZipcodeNorm: fmt.Sprint("98", r.IntN(50)), CountyNorm: "king county"}})
+		}
+		batches = append(batches, bt)
+	}
+	var reqs, bytesAll, bytesCells int
+	for range b.N {
+		s, f := newFakeDocs(b)
+		for _, bt := range batches {
+			_, err := s.Apply(context.Background(), bt)
+			require.NoError(b, err)
+		}
+		f.mu.Lock()
+		reqs += len(f.requests)
+		for _, q := range f.requests {
+			bytesAll += len(q)
+			if strings.Contains(q, "_cells-write") {
+				bytesCells += len(q)
+			}
+		}
+		f.mu.Unlock()
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(reqs)/n/float64(len(batches)), "requests/batch")
+	b.ReportMetric(float64(bytesAll)/n/events, "bytes-sent/event")
+	b.ReportMetric(float64(bytesCells)/n/events, "cell-bytes-sent/event")
+	b.ReportMetric(0, "ns/op")
 }
