@@ -105,18 +105,6 @@ func cellID(anchor, day string) string {
 	return anchor + "|" + day
 }
 
-// cellKeys are the cells a state counts in.
-func (st permitState) cellKeys() []string {
-	if !st.live {
-		return nil
-	}
-	out := make([]string, len(st.anchors))
-	for i, a := range st.anchors {
-		out[i] = cellID(a, st.day)
-	}
-	return out
-}
-
 // cellDoc is one cell document.
 type cellDoc struct {
 	Anchor  string      `json:"anchor"`
