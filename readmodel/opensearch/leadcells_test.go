@@ -334,3 +334,48 @@ func TestLeadCellStatsGolden(t *testing.T) {
 	require.NoError(t, err)
 	osgolden.Compare(t, "stats_cells_quarter.search.json", render(t, quarter))
 }
+
+// TestPermitStatsFromCells: without a floor (and with one at a class
+// bound) PermitStats asks the lead cells, in the same _msearch as the
+// anchor, and reads their sums and counters as the lead scan's answer
+// (spellings looked up after); a floor between the bounds asks the leads.
+func TestPermitStatsFromCells(t *testing.T) {
+	sums := func(h, m, l, n int) string {
+		return fmt.Sprintf(`"high":{"value":%d.0},"medium":{"value":%d.0},"low":{"value":%d.0},"null":{"value":%d.0}`, h, m, l, n)
+	}
+	counters := func(buckets string) string {
+		return `{"doc_count":1,"keys":{"sum_other_doc_count":0,"buckets":[` + buckets + `]}}`
+	}
+	cells := `{"status":200,"hits":{"hits":[]},"aggregations":{` + sums(3, 2, 1, 1) + `,` +
+		`"by_signal":{"sum_other_doc_count":0,"buckets":[{"key":"k1","doc_count":4,` + sums(1, 0, 1, 1) + `},{"key":"k2","doc_count":2,` + sums(2, 2, 0, 0) + `}]},` +
+		`"freshness":{"doc_count":5,"ranges":{"buckets":{"d0_7":{"doc_count":2,` + sums(1, 1, 0, 0) + `},"d8_14":{"doc_count":1,` + sums(0, 0, 1, 0) +
+		`},"d15_30":{"doc_count":0,` + sums(0, 0, 0, 0) + `}}}},` +
+		`"tops":{"doc_count":20,"kept":{"doc_count":20,` +
+		`"county":` + counters(`{"key":"king county","doc_count":3,"n":{"value":7.0}}`) + `,` +
+		`"city":` + counters(`{"key":"bellevue","doc_count":2,"n":{"value":2.0}},{"key":"seattle","doc_count":3,"n":{"value":5.0}}`) + `,` +
+		`"zip":` + counters(`{"key":"98101","doc_count":1,"n":{"value":0.0}}`) + `}}}}`
+	named := `{"name":"King County","name_key":"king county"}`
+	s, seen := fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+cells+`]}`,
+		`{"responses":[`+hits(-1, named)+`,`+hits(-1)+`]}`)
+	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1"}, Today: "2026-06-30", TopN: 5})
+	require.NoError(t, err)
+	require.Equal(t, []readmodel.ValueCount{{Value: "k2", Count: 4}, {Value: "k1", Count: 3}}, st.BySignal, "count desc")
+	require.Equal(t, int64(7), st.Total)
+	require.Equal(t, [3]int64{3, 2, 2}, [3]int64{st.ConfidenceHigh, st.ConfidenceMedium, st.ConfidenceLow}, "low holds the nulls")
+	require.Equal(t, [4]int64{2, 1, 0, 4}, [4]int64{st.Fresh0to7, st.Fresh8to14, st.Fresh15to30, st.Fresh31Plus})
+	require.Equal(t, []readmodel.ValueCount{{Value: "King County", Count: 7}}, st.TopCounties)
+	require.Equal(t, []readmodel.ValueCount{{Value: "seattle", Count: 5}, {Value: "bellevue", Count: 2}}, st.TopCities)
+	require.Empty(t, st.TopZips, "zero counters are not listed")
+	require.Equal(t, readmodel.GeoCity, st.GeoType)
+	require.Contains(t, (*seen)[0], `{"allow_partial_search_results":false,"index":"permitd-lead_cells"}`)
+
+	for _, tc := range []struct {
+		floor *float64
+		index string
+	}{{ptr(0.75), "permitd-lead_cells"}, {ptr(0.5), "permitd-lead_cells"}, {ptr(0.0), "permitd-lead_cells"}, {ptr(0.6), "permitd-leads"}} {
+		s, seen := fakeAnswers(t, `{"responses":[`+hits(0)+`,`+hits(0)+`]}`)
+		_, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{GeoID: "g1", MinConfidence: tc.floor}, Today: "2026-06-30", TopN: 5})
+		require.ErrorIs(t, err, readmodel.ErrNotFound)
+		require.Contains(t, (*seen)[0], `"index":"`+tc.index+`"}`, "floor %v", *tc.floor)
+	}
+}
