@@ -36,7 +36,7 @@ var files embed.FS
 
 // TemplateVersion is stamped on every rendered template; raise it with
 // any mapping change (a changed template needs a reindex to take effect).
-const TemplateVersion = 2
+const TemplateVersion = 3
 
 // DefaultRefresh is the refresh interval of every index unless Settings
 // says otherwise: the visibility bound of the OpenSearch Writer.
@@ -53,7 +53,25 @@ var bases = map[readmodel.Kind]string{
 	readmodel.KindGeoSignal: "geo_signals",
 	readmodel.KindLead:      "leads",
 	readmodel.KindCatalog:   "catalog",
+	KindPermitCell:          "permit_cells",
+	KindLeadCell:            "lead_cells",
 }
+
+// KindPermitCell names the permit count cells: per (anchor, issue day)
+// the number of live permits, which the OpenSearch Writer keeps and
+// Location reads (see the opensearch package, Pre-aggregates). It is not
+// a readmodel.Kind of Reader documents: no entity, no tombstone, no
+// reindex; Init creates it beside the others.
+const KindPermitCell readmodel.Kind = "permit_cell"
+
+// KindLeadCell names the lead stats cells: per (anchor, signal key,
+// day, month or year) the leads' counts by confidence class and their
+// top-list counters, which the OpenSearch Writer keeps and PermitStats
+// reads. Like KindPermitCell, not a readmodel.Kind.
+const KindLeadCell readmodel.Kind = "lead_cell"
+
+// CellKinds are the pre-aggregate indices, after readmodel.Kinds.
+var CellKinds = []readmodel.Kind{KindPermitCell, KindLeadCell}
 
 // Base is the index base name of a kind ("permits").
 func Base(k readmodel.Kind) string { return bases[k] }

@@ -46,6 +46,30 @@ func TestTemplatesGolden(t *testing.T) {
 	}
 }
 
+// TestCellTemplatesGolden: the pre-aggregate indices are templated and
+// aliased like the others, strict, without the entity fields.
+func TestCellTemplatesGolden(t *testing.T) {
+	for _, k := range mappings.CellKinds {
+		t.Run(string(k), func(t *testing.T) {
+			body, err := mappings.Template(k, goldenSettings)
+			require.NoError(t, err)
+			osgolden.Compare(t, mappings.Base(k)+".template.json", body)
+			var tpl struct {
+				Template struct {
+					Mappings map[string]any `json:"mappings"`
+				} `json:"template"`
+			}
+			require.NoError(t, json.Unmarshal(body, &tpl))
+			require.Equal(t, "strict", tpl.Template.Mappings["dynamic"])
+			props, _ := tpl.Template.Mappings["properties"].(map[string]any)
+			require.Contains(t, props, "pending", "the cells keep their pending transitions")
+			idx, err := mappings.IndexBody("", k, true)
+			require.NoError(t, err)
+			osgolden.Compare(t, mappings.Base(k)+".index.json", idx)
+		})
+	}
+}
+
 func TestLocationsHaveFuzzyPlaceFields(t *testing.T) {
 	m, err := mappings.Mappings(readmodel.KindLocation)
 	require.NoError(t, err)

@@ -5,18 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 )
 
+// indexKinds are every index of a store: the Reader documents' kinds,
+// then the pre-aggregate cells (mappings.CellKinds).
+func indexKinds() []readmodel.Kind {
+	return append(slices.Clip(readmodel.Kinds), mappings.CellKinds...)
+}
+
 // Init puts every index template and creates version 1 of each index
-// behind its read and write aliases when the read alias does not exist
-// yet. It is idempotent: run it before the first index or serve.
+// (the pre-aggregate cells too) behind its read and write aliases when
+// the read alias does not exist yet. It is idempotent: run it before the
+// first index or serve.
 func (s *Store) Init(ctx context.Context, set mappings.Settings) error {
 	set.Prefix = s.prefix
-	for _, k := range readmodel.Kinds {
+	for _, k := range indexKinds() {
 		if err := s.putTemplate(ctx, k, set); err != nil {
 			return err
 		}
@@ -70,7 +78,7 @@ func (s *Store) aliasIndex(ctx context.Context, alias string) (string, error) {
 
 // Drop deletes every index, alias and template of the store's prefix (tests).
 func (s *Store) Drop(ctx context.Context) error {
-	for _, k := range readmodel.Kinds {
+	for _, k := range indexKinds() {
 		n := mappings.NamesOf(s.prefix, k)
 		if err := s.do(ctx, http.MethodDelete, "/"+n.Pattern+"?expand_wildcards=all", nil, "", nil); err != nil && !isStatus(err, http.StatusNotFound) {
 			return err

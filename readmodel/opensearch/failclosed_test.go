@@ -31,7 +31,7 @@ const (
 		`"type":"rejected_execution_exception","reason":"rejected execution of org.opensearch.action.search.SearchTask"},"status":429}`
 	goodAnswer = `{"took":1,"timed_out":false,"_shards":{"total":1,"successful":1,"skipped":0,"failed":0},` +
 		`"hits":{"total":{"value":1,"relation":"eq"},"hits":[{"_id":"g1","_source":` +
-		`{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","state":"WA","lat":0,"lon":0}}]},"status":200}`
+		`{"doc_id":"g1","version":1,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","state":"WA","lat":0,"lon":0}}]},"aggregations":{"permits":{"value":0}},"status":200}`
 )
 
 // readerCalls is every Reader method, with arguments that reach the
@@ -230,7 +230,8 @@ func TestStatsSpellTopLists(t *testing.T) {
 	s, seen := fakeAnswers(t,
 		`{"responses":[`+hits(1, locSrc)+`,`+stats+`]}`,
 		`{"responses":[`+hits(-1, named("king county", "King County"))+`,`+hits(-1, named("a ville", "Zz Ville"), named("b town", "Bee Town"))+`]}`)
-	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Today: "2026-11-22", TopN: 1})
+	// A floor between the class bounds: the leads themselves are aggregated.
+	st, err := s.PermitStats(context.Background(), readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1"), MinConfidence: ptr(0.6)}, Today: "2026-11-22", TopN: 1})
 	require.NoError(t, err)
 	require.Equal(t, []readmodel.ValueCount{{Value: "King County", Count: 6}}, st.TopCounties)
 	require.Equal(t, []readmodel.ValueCount{{Value: "Bee Town", Count: 3}}, st.TopCities, "ties ordered by the names shown, then cut")

@@ -53,8 +53,7 @@ func TestQueryGoldens(t *testing.T) {
 
 	for name, body := range map[string]any{
 		"location_by_id.search.json":         byIDBody(geo),
-		"location_permit_count.search.json":  permitCountBody("geo_ids", geo),
-		"property_permit_count.search.json":  permitCountBody("property_id", prop),
+		"location_permit_cells.search.json":  cellCountBody(geo),
 		"property_hierarchy.search.json":     hierarchyBody("permitd-properties", prop),
 		"locations_by_id.search.json":        locationsByIDBody([]string{geo, "gSTATE"}),
 		"permits_page_desc.search.json":      permitPageBody("geo_ids", geo, true, "", "", 25, nil),

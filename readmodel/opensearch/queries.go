@@ -52,14 +52,34 @@ func byIDBody(id string) obj {
 	return obj{"size": 1, "query": filtered(obj{"ids": obj{"values": []string{id}}})}
 }
 
-// permitCountBody is a location's permit_count (total hits) and
-// latest_permit_date (max issue_date) over the permits under field=id.
-func permitCountBody(field, id string) obj {
+// cellCountBody is a location's permit_count (the sum of its cells'
+// counts) and latest_permit_date (the newest day of a cell that counts a
+// permit: a cell that fell to zero stays, see cells.go) from the permit
+// count cells of anchor (a geo_id or a property_id): at most one cell
+// per issue day, whatever the number of permits.
+func cellCountBody(anchor string) obj {
 	return obj{
-		"size": 0, "track_total_hits": true,
-		"query": filtered(term(field, id)),
-		"aggs":  obj{"latest": obj{"max": obj{"field": "issue_date", "format": "strict_date"}}},
+		"size": 0, "track_total_hits": false,
+		"query": obj{"bool": obj{"filter": []obj{
+			term("anchor", anchor),
+			{"range": obj{"count": obj{"gt": 0}}},
+		}}},
+		"aggs": obj{
+			"permits": obj{"sum": obj{"field": "count"}},
+			"latest":  obj{"max": obj{"field": "day", "format": "strict_date"}},
+		},
 	}
+}
+
+// cellCount reads cellCountBody's sum.
+func cellCount(r *searchResult) (int64, error) {
+	var a struct {
+		Value *float64 `json:"value"`
+	}
+	if err := json.Unmarshal(r.Aggregations["permits"], &a); err != nil || a.Value == nil {
+		return 0, fmt.Errorf("opensearch: permit count cells: no sum in %s", r.Aggregations["permits"])
+	}
+	return int64(math.Round(*a.Value)), nil
 }
 
 // hierarchyBody fetches the live locations a property links to, by a terms

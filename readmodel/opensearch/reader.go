@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
@@ -204,7 +205,9 @@ func maxDate(r *searchResult, name string) string {
 }
 
 // Location implements readmodel.Reader with one _msearch: the document and
-// its permits' count and latest issue date. A property_id is a location
+// its permits' count and latest issue date, read from the permit count
+// cells (cells.go: one small document per issue day of the anchor, not
+// every permit). A property_id is a location
 // of the property scope (as in the memory backend): the property, its
 // permits and, by a terms lookup on its links, its hierarchy.
 func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.Location, error) {
@@ -212,7 +215,7 @@ func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.L
 	if geo.IsProperty() {
 		rs, err := s.msearch(ctx,
 			msearchReq{index: s.read(readmodel.KindProperty), body: byIDBody(geoID)},
-			msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("property_id", geoID)},
+			msearchReq{index: s.read(mappings.KindPermitCell), body: cellCountBody(geoID)},
 			msearchReq{index: s.read(readmodel.KindLocation), body: hierarchyBody(s.read(readmodel.KindProperty), geoID)},
 		)
 		if err != nil {
@@ -226,11 +229,15 @@ func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.L
 		if err != nil {
 			return readmodel.Location{}, err
 		}
-		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), rs[1].total(), maxDate(rs[1], "latest")), nil
+		n, err := cellCount(rs[1])
+		if err != nil {
+			return readmodel.Location{}, err
+		}
+		return readmodel.PropertyLocation(props[0].property(), locationLookup(locs), n, maxDate(rs[1], "latest")), nil
 	}
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(geoID)},
-		msearchReq{index: s.read(readmodel.KindPermit), body: permitCountBody("geo_ids", geoID)},
+		msearchReq{index: s.read(mappings.KindPermitCell), body: cellCountBody(geoID)},
 	)
 	if err != nil {
 		return readmodel.Location{}, err
@@ -240,7 +247,10 @@ func (s *Store) Location(ctx context.Context, geo readmodel.GeoRef) (readmodel.L
 		return readmodel.Location{}, errOr(err, readmodel.ErrNotFound)
 	}
 	l := docs[0].location()
-	l.PermitCount, l.LatestPermitDate = rs[1].total(), maxDate(rs[1], "latest")
+	if l.PermitCount, err = cellCount(rs[1]); err != nil {
+		return readmodel.Location{}, err
+	}
+	l.LatestPermitDate = maxDate(rs[1], "latest")
 	return l, nil
 }
 
@@ -558,18 +568,31 @@ func (s *Store) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmod
 }
 
 // PermitStats implements readmodel.Reader (one _msearch: the anchor
-// location's existence and the aggregations, see statsAggs).
+// location's existence and the aggregations). Without a confidence floor,
+// or with one at a class bound (0.5, 0.75, or 0 and below), it reads the
+// lead stats cells (leadcells.go: a few roll-ups and edge days per key,
+// not the leads); another floor needs each lead's confidence and
+// aggregates the leads (statsAggs).
 func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
 	if err := q.Validate(); err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	body, err := statsBody(q)
+	classes, fromCells := cellClasses(q.Filter.MinConfidence)
+	var body obj
+	var err error
+	index := s.read(readmodel.KindLead)
+	if fromCells {
+		body, err = leadCellStatsBody(q, classes)
+		index = s.read(mappings.KindLeadCell)
+	} else {
+		body, err = statsBody(q)
+	}
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
 	rs, err := s.msearch(ctx,
 		msearchReq{index: s.read(readmodel.KindLocation), body: byIDBody(q.Filter.Geo.ID())},
-		msearchReq{index: s.read(readmodel.KindLead), body: body})
+		msearchReq{index: index, body: body})
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
@@ -577,7 +600,12 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}
-	st, err := statsFrom(rs[1], -1)
+	var st readmodel.PermitStats
+	if fromCells {
+		st, err = statsFromCells(rs[1], classes)
+	} else {
+		st, err = statsFrom(rs[1], -1)
+	}
 	if err != nil {
 		return readmodel.PermitStats{}, err
 	}

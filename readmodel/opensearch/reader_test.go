@@ -278,7 +278,8 @@ func TestStatsFailOnTermsOverflow(t *testing.T) {
 			`"confidence":{"buckets":{"high":{"doc_count":4},"medium":{"doc_count":0}}},` +
 			`"freshness":{"buckets":{"d0_7":{"doc_count":4},"d8_14":{"doc_count":0},"d15_30":{"doc_count":0}}}}}`
 	}
-	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1")}, Today: "2026-11-22", TopN: 5}
+	// A floor between the class bounds: the leads themselves are aggregated.
+	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("g1"), MinConfidence: ptr(0.6)}, Today: "2026-11-22", TopN: 5}
 	s, _ := fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+stats(0)+`]}`)
 	st, err := s.PermitStats(context.Background(), q)
 	require.NoError(t, err)

@@ -90,7 +90,7 @@ const catchUpMargin = 10 * time.Minute
 //     current index's shard count unless o.Shards says otherwise, and
 //     {from: v<N>} in its _meta;
 //  2. copy v<N> into it as a server-side task (_reindex with
-//     wait_for_completion=false, slices=auto, version_type external,
+//     wait_for_completion=false, slices=auto, version_type external_gte,
 //     conflicts proceed), its id recorded in the _meta, polling the tasks
 //     API with a progress report; writes go on into v<N> meanwhile;
 //  3. catch up: copy again what was indexed since the copy began
@@ -395,9 +395,13 @@ func reindexTargetBody(from string, shards int) ([]byte, error) {
 	}, "", "  ")
 }
 
-// reindexBody copies from into to under external versions: a document
-// whose version the destination already holds (or a newer one) is a
-// conflict, counted and skipped; tombstones are copied as they are.
+// reindexBody copies from into to under external versions, equal ones
+// included (external_gte): a document whose newer version the
+// destination holds is a conflict, counted and skipped; one at the same
+// version is copied again, so a catch-up carries a permit the Writer
+// rewrote at its version without its cells_pending (cells.go, stamped
+// anew) instead of leaving the pending copy, which the next batch of
+// that permit would count twice; tombstones are copied as they are.
 // query (nil: every document) selects what a catch-up copies.
 func reindexBody(from, to string, query obj) obj {
 	source := obj{"index": from, "size": 2000}
@@ -407,7 +411,7 @@ func reindexBody(from, to string, query obj) obj {
 	return obj{
 		"conflicts": "proceed",
 		"source":    source,
-		"dest":      obj{"index": to, "version_type": "external"},
+		"dest":      obj{"index": to, "version_type": "external_gte"},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,55 +22,110 @@ import (
 	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
-// versionEngine is a fake _bulk endpoint with the engine's documented
-// external versioning: an index action with version_type external takes
-// when no document exists or the given version is strictly greater than
-// the stored _version; otherwise it answers 409 and keeps the document.
+// versionEngine is a fake _bulk and _mget endpoint with the engine's
+// documented external versioning: an index action with version_type
+// external takes when no document exists or the given version is
+// strictly greater than the stored _version (external_gte: greater or
+// equal, the cells' debt-clearing rewrite); otherwise it answers 409 and
+// keeps the document. The cells' own writes (create, if_seq_no) follow
+// the sequence rules, and _mget answers the stored _version and _seq_no.
 type versionEngine struct {
 	mu   sync.Mutex
+	seq  int64
 	docs map[string]storedDoc // index + "/" + id
 }
 
 type storedDoc struct {
 	version int64
+	seq     int64
 	source  json.RawMessage
+}
+
+// docsOf are the stored documents of one write alias.
+func (e *versionEngine) docsOf(index string) map[string]storedDoc {
+	out := map[string]storedDoc{}
+	for key, d := range e.docs {
+		if strings.HasPrefix(key, index+"/") {
+			out[key] = d
+		}
+	}
+	return out
 }
 
 func (e *versionEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	if strings.HasSuffix(r.URL.Path, "/_mget") {
+		index := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_mget")
+		var q struct {
+			IDs []string `json:"ids"`
+		}
+		_ = json.Unmarshal(body, &q)
+		docs := []any{}
+		for _, id := range q.IDs {
+			d, ok := e.docs[index+"/"+id]
+			if !ok {
+				docs = append(docs, map[string]any{"_id": id, "found": false})
+				continue
+			}
+			docs = append(docs, map[string]any{"_id": id, "found": true, "_version": d.version, "_seq_no": d.seq, "_primary_term": 1, "_source": d.source})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"docs": docs})
+		return
+	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 1<<20)
 	var items []string
 	for sc.Scan() {
-		var action struct {
-			Index struct {
-				Index       string `json:"_index"`
-				ID          string `json:"_id"`
-				Version     int64  `json:"version"`
-				VersionType string `json:"version_type"`
-			} `json:"index"`
+		var action map[string]struct {
+			Index       string `json:"_index"`
+			ID          string `json:"_id"`
+			Version     int64  `json:"version"`
+			VersionType string `json:"version_type"`
+			IfSeqNo     *int64 `json:"if_seq_no"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &action); err != nil || !sc.Scan() {
+		if err := json.Unmarshal(sc.Bytes(), &action); err != nil || len(action) != 1 || !sc.Scan() {
 			http.Error(w, "bad bulk body", http.StatusBadRequest)
 			return
 		}
-		a := action.Index
-		if a.VersionType != "external" {
-			http.Error(w, "want version_type external", http.StatusBadRequest)
-			return
+		for op, a := range action {
+			key := a.Index + "/" + a.ID
+			d, exists := e.docs[key]
+			status := http.StatusCreated
+			switch {
+			case op == "create":
+				if exists {
+					status = http.StatusConflict
+				}
+			case op == "index" && a.IfSeqNo != nil:
+				if !exists || d.seq != *a.IfSeqNo {
+					status = http.StatusConflict
+				}
+			case op == "index" && a.VersionType == "external":
+				if exists && a.Version <= d.version {
+					status = http.StatusConflict
+				}
+			case op == "index" && a.VersionType == "external_gte":
+				if exists && a.Version < d.version {
+					status = http.StatusConflict
+				}
+			default:
+				http.Error(w, "want version_type external or external_gte, or a cell write", http.StatusBadRequest)
+				return
+			}
+			if status == http.StatusCreated {
+				v := a.Version
+				if a.VersionType == "" {
+					v = d.version + 1
+				}
+				e.seq++
+				e.docs[key] = storedDoc{v, e.seq, append(json.RawMessage(nil), sc.Bytes()...)}
+			}
+			items = append(items, fmt.Sprintf(`{%q:{"_id":%q,"status":%d}}`, op, a.ID, status))
 		}
-		key := a.Index + "/" + a.ID
-		status := http.StatusCreated
-		if d, ok := e.docs[key]; ok && a.Version <= d.version {
-			status = http.StatusConflict
-		} else {
-			e.docs[key] = storedDoc{a.Version, append(json.RawMessage(nil), sc.Bytes()...)}
-		}
-		items = append(items, fmt.Sprintf(`{"index":{"_id":%q,"status":%d}}`, a.ID, status))
 	}
-	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"errors":false,"items":[`+strings.Join(items, ",")+`]}`)
 }
 
@@ -132,8 +188,10 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, readmodel.ApplyResult{Applied: st.applied, Stale: st.b.Len() - st.applied}, res, "step %d", i)
 			}
-			require.Len(t, eng.docs, 2)
-			for key, d := range eng.docs {
+			docs := eng.docsOf("permitd-permits-write")
+			maps.Copy(docs, eng.docsOf("permitd-properties-write"))
+			require.Len(t, docs, 2)
+			for key, d := range docs {
 				var src struct {
 					Version  int64             `json:"version"`
 					Deleted  bool              `json:"deleted"`
@@ -232,8 +290,9 @@ func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
 			var src struct {
 				GeoIDs []string `json:"geo_ids"`
 			}
-			require.Len(t, eng.docs, 1)
-			for _, d := range eng.docs {
+			docs := eng.docsOf("permitd-leads-write")
+			require.Len(t, docs, 1)
+			for _, d := range docs {
 				require.NoError(t, json.Unmarshal(d.source, &src))
 				require.Equal(t, int64(11), d.version)
 			}

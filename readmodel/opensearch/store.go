@@ -48,6 +48,16 @@
 // PermitStats looks up how the locations spell the keys of its county
 // and city top lists (spellTops).
 //
+// # Pre-aggregates
+//
+// Location's permit count and latest issue date come from the permit
+// count cells (one small document per anchor and issue day), and
+// PermitStats from the lead cells (per anchor, signal key and day, month
+// or year: counts by confidence class and top-list counters) unless its
+// confidence floor lies between class bounds. Apply keeps both exactly
+// through crashes and replays; cells.go and leadcells.go say how, and
+// docs/operations.md what it costs.
+//
 // # Failing closed
 //
 // Every _search and every search of an _msearch refuses partial results
@@ -275,7 +285,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.do(ctx, http.MethodGet, "/_cluster/health", nil, "", nil); err != nil {
 		return err
 	}
-	for _, k := range readmodel.Kinds {
+	for _, k := range indexKinds() {
 		if err := s.do(ctx, http.MethodHead, "/"+s.read(k), nil, "", nil); err != nil {
 			if isStatus(err, http.StatusNotFound) {
 				return fmt.Errorf("opensearch: alias %s missing: run permitd opensearch init", s.read(k))

@@ -107,7 +107,7 @@ func (s *Store) indexedAt() int64 {
 // bulkBody renders a batch as _bulk NDJSON: one index action per item
 // with the entity version as external version, into the write alias.
 func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
-	its, lines, err := s.bulkLines(b)
+	its, lines, err := s.bulkLines(b, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,11 +117,34 @@ func (s *Store) bulkBody(b readmodel.Batch) ([]byte, []bulkItem, error) {
 // bulkLines renders each item's action and document lines once, so a
 // retry of some items resends their bytes without encoding again. An
 // item whose version is above maxEntityVersion gets no lines (nil): Apply
-// refuses it as an item error.
-func (s *Store) bulkLines(b readmodel.Batch) ([]bulkItem, [][]byte, error) {
+// refuses it as an item error. A permit or lead version with a pending
+// move of its cells carries it (cells.go, leadcells.go).
+func (s *Store) bulkLines(b readmodel.Batch, pc *permitCells, lc *leadCells) ([]bulkItem, [][]byte, error) {
 	its := items(b, s.indexedAt())
 	lines := make([][]byte, len(its))
 	for i, it := range its {
+		if p := lc.pendingOf(it); p != nil {
+			switch d := it.doc.(type) {
+			case leadDoc:
+				it.doc = struct {
+					leadDoc
+					CellsPending *leadPending `json:"cells_pending"`
+				}{d, p}
+			case meta:
+				it.doc = leadTombstone{meta: d, CellsPending: p}
+			}
+		}
+		if p := pc.pendingOf(it); p != nil {
+			switch d := it.doc.(type) {
+			case permitDoc:
+				it.doc = struct {
+					permitDoc
+					CellsPending *cellsPending `json:"cells_pending"`
+				}{d, p}
+			case meta:
+				it.doc = permitTombstone{meta: d, CellsPending: p}
+			}
+		}
 		if _, ok := kindKnown[it.kind]; !ok {
 			return nil, nil, fmt.Errorf("opensearch: unknown kind %q", it.kind)
 		}
@@ -227,10 +250,54 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 	if b.Len() == 0 {
 		return res, ctx.Err()
 	}
-	its, lines, err := s.bulkLines(b)
+	// The permit count and lead stats cells (cells.go, leadcells.go):
+	// what each permit or lead version owes them goes into its document,
+	// and is counted once it is stored.
+	pc, err := s.planPermitCells(ctx, b)
 	if err != nil {
 		return res, err
 	}
+	if pc != nil && len(pc.recover) > 0 {
+		if err := s.finishPermitCells(ctx, pc.recover); err != nil {
+			return res, err
+		}
+	}
+	lc, err := s.planLeadCells(ctx, b)
+	if err != nil {
+		return res, err
+	}
+	if lc != nil && len(lc.recover) > 0 {
+		if err := s.finishLeadCells(ctx, lc.recover); err != nil {
+			return res, err
+		}
+	}
+	its, lines, err := s.bulkLines(b, pc, lc)
+	if err != nil {
+		return res, err
+	}
+	permanent, err := s.bulkItems(ctx, its, lines, &res)
+	if err != nil {
+		return res, err
+	}
+	if pc != nil {
+		if err := s.finishPermitCells(ctx, pc.ids); err != nil {
+			return res, err
+		}
+	}
+	if lc != nil {
+		if err := s.finishLeadCells(ctx, lc.ids); err != nil {
+			return res, err
+		}
+	}
+	if len(permanent) > 0 {
+		return res, &readmodel.ItemErrors{Items: permanent}
+	}
+	return res, nil
+}
+
+// bulkItems writes the items (see Apply), counting them in res; it
+// returns the items refused for good.
+func (s *Store) bulkItems(ctx context.Context, its []bulkItem, lines [][]byte, res *readmodel.ApplyResult) ([]readmodel.ItemError, error) {
 	pending := make([]int, 0, len(its))
 	var permanent []readmodel.ItemError
 	for i := range its {
@@ -250,10 +317,10 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 		}
 		var out bulkResponse
 		if err := s.do(ctx, http.MethodPost, bulkPath, body.Bytes(), "application/x-ndjson", &out); err != nil {
-			return res, err
+			return nil, err
 		}
 		if len(out.Items) != len(pending) {
-			return res, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(pending))
+			return nil, fmt.Errorf("%w: bulk answered %d items for %d", readmodel.ErrUnavailable, len(out.Items), len(pending))
 		}
 		var retry []int
 		var cluster []error
@@ -261,7 +328,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			i := pending[n]
 			r, ok := item["index"]
 			if !ok {
-				return res, fmt.Errorf("%w: bulk item %d: no index result", readmodel.ErrUnavailable, n)
+				return nil, fmt.Errorf("%w: bulk item %d: no index result", readmodel.ErrUnavailable, n)
 			}
 			reason := strconv.Itoa(r.Status)
 			if r.Error != nil {
@@ -283,29 +350,26 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			}
 		}
 		if len(cluster) > 0 {
-			return res, fmt.Errorf("%w: bulk: %w", readmodel.ErrUnavailable, errors.Join(cluster...))
+			return nil, fmt.Errorf("%w: bulk: %w", readmodel.ErrUnavailable, errors.Join(cluster...))
 		}
 		if len(retry) == 0 {
 			break
 		}
 		first := its[retry[0]]
 		if time.Now().Add(delay).After(giveUp) {
-			return res, fmt.Errorf("%w: bulk: %d items still rejected after %s (first %s %q)",
+			return nil, fmt.Errorf("%w: bulk: %d items still rejected after %s (first %s %q)",
 				readmodel.ErrUnavailable, len(retry), itemRetryBudget, first.kind, first.id)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return res, fmt.Errorf("%w: bulk: %d items still rejected (first %s %q) when the context ended: %w",
+			return nil, fmt.Errorf("%w: bulk: %d items still rejected (first %s %q) when the context ended: %w",
 				readmodel.ErrUnavailable, len(retry), first.kind, first.id, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, itemBackoffMax)
 		pending = retry
 	}
-	if len(permanent) > 0 {
-		return res, &readmodel.ItemErrors{Items: permanent}
-	}
-	return res, nil
+	return permanent, nil
 }

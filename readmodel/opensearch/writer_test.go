@@ -133,13 +133,14 @@ func TestUnavailableOn5xx(t *testing.T) {
 func TestLocationReadsOneMsearch(t *testing.T) {
 	s, seen := fakeCluster(t, 200, `{"responses":[
 	 {"status":200,"hits":{"hits":[{"_id":"g1","_source":{"doc_id":"g1","version":4,"deleted":false,"geo_id":"g1","geo_type":"city","name":"Seattle","lat":47.6,"lon":-122.3}}]}},
-	 {"status":200,"hits":{"total":{"value":12},"hits":[]},"aggregations":{"latest":{"value":1719705600000,"value_as_string":"2024-06-30"}}}]}`)
+	 {"status":200,"hits":{"hits":[]},"aggregations":{"permits":{"value":12.0},"latest":{"value":1719705600000,"value_as_string":"2024-06-30"}}}]}`)
 	l, err := s.Location(context.Background(), readmodel.ParseGeoRef("g1"))
 	require.NoError(t, err)
 	require.Equal(t, readmodel.Location{GeoID: "g1", GeoType: readmodel.GeoCity, Name: "Seattle", Lat: 47.6, Lon: -122.3, Version: 4,
 		PermitCount: 12, LatestPermitDate: "2024-06-30"}, l)
 	require.Len(t, *seen, 1, "one request per read")
 	require.True(t, strings.HasPrefix((*seen)[0], "POST /_msearch\n"))
+	require.Contains(t, (*seen)[0], `{"allow_partial_search_results":false,"index":"permitd-permit_cells"}`, "counted from the cells, not the permits")
 }
 
 func TestPermitPageNextKey(t *testing.T) {

@@ -36,6 +36,9 @@ var Scenarios = []Scenario{
 	{"resolve/focus_and_coordinates", resolveFocus},
 	// Issue 13 item 6 (resolve_words.go): joined names and "City of".
 	{"resolve/compact_city_of", resolveCompact},
+	// Issue 13 item 4 (counts.go): counts kept as pre-aggregates.
+	{"locations/counts_follow_moves_and_replays", locationCountsFollow},
+	{"leads/stats_follow_moves_and_replays", leadStatsFollow},
 }
 
 func locationDetail(t *testing.T, e *Env) {

@@ -1,0 +1,624 @@
+package opensearch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
+)
+
+// fakeDocs is a stateful fake of the document APIs the Writer uses:
+// _bulk (index under external versions or if_seq_no/if_primary_term,
+// create) and _mget, with the engine's version and sequence rules. It
+// can crash: after crashAfter more item writes it stops in the middle of
+// a bulk and answers 503 (the items before are written), as a node or
+// the indexer dying mid-batch leaves a batch. A permit whose number is
+// "BAD" is refused for good (400), as a mapping rejection is.
+type fakeDocs struct {
+	mu         sync.Mutex
+	seq        int64
+	docs       map[string]map[string]*fakeDoc // index (alias, "-write" dropped) -> id
+	crashAfter int                            // 0: never
+	crashes    int
+	requests   []string
+}
+
+type fakeDoc struct {
+	src     json.RawMessage
+	seq     int64
+	version int64
+}
+
+func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
+	t.Helper()
+	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	s, err := New(Config{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+	return s, f
+}
+
+func (f *fakeDocs) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI()+"\n"+string(body))
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.URL.Path == "/_bulk":
+		out, crashed := f.bulk(body)
+		if crashed {
+			// 500 ends the Apply (the indexer replays the batch); 503 is
+			// retried by the client first, which then sees 409 for what
+			// the first attempt wrote.
+			f.crashes++
+			status := http.StatusInternalServerError
+			if f.crashes%2 == 0 {
+				status = http.StatusServiceUnavailable
+			}
+			w.WriteHeader(status)
+			_, _ = fmt.Fprintf(w, `{"error":{"type":"node_closed_exception","reason":"crashed mid-bulk"},"status":%d}`, status)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	case strings.HasSuffix(r.URL.Path, "/_mget"):
+		index := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/_mget"), "/"), "-write")
+		var q struct {
+			IDs []string `json:"ids"`
+		}
+		_ = json.Unmarshal(body, &q)
+		docs := []any{}
+		for _, id := range q.IDs {
+			d := f.docs[index][id]
+			if d == nil {
+				docs = append(docs, map[string]any{"_index": index, "_id": id, "found": false})
+				continue
+			}
+			docs = append(docs, map[string]any{"_index": index, "_id": id, "found": true, "_version": d.version,
+				"_seq_no": d.seq, "_primary_term": 1, "_source": d.src})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"docs": docs})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":{"type":"not_found","reason":"fake"},"status":404}`)
+	}
+}
+
+// bulk applies a _bulk body; crashed when it stopped midway.
+func (f *fakeDocs) bulk(body []byte) (map[string]any, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<24)
+	var items []any
+	for sc.Scan() {
+		var action map[string]struct {
+			Index       string `json:"_index"`
+			ID          string `json:"_id"`
+			Version     *int64 `json:"version"`
+			VersionType string `json:"version_type"`
+			IfSeqNo     *int64 `json:"if_seq_no"`
+			IfTerm      *int64 `json:"if_primary_term"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
+			panic(err)
+		}
+		sc.Scan()
+		src := json.RawMessage(slices.Clone(sc.Bytes()))
+		if f.crashAfter > 0 {
+			f.crashAfter--
+			if f.crashAfter == 0 {
+				return nil, true
+			}
+		}
+		for op, a := range action {
+			index := strings.TrimSuffix(a.Index, "-write")
+			if f.docs[index] == nil {
+				f.docs[index] = map[string]*fakeDoc{}
+			}
+			cur := f.docs[index][a.ID]
+			status := http.StatusOK
+			switch {
+			case strings.Contains(string(src), `"permit_number":"BAD"`):
+				status = http.StatusBadRequest
+			case op == "create" && cur != nil:
+				status = http.StatusConflict
+			case a.IfSeqNo != nil && (cur == nil || cur.seq != *a.IfSeqNo || *a.IfTerm != 1):
+				status = http.StatusConflict
+			case a.VersionType == "external" && cur != nil && cur.version >= *a.Version:
+				status = http.StatusConflict
+			case a.VersionType == "external_gte" && cur != nil && cur.version > *a.Version:
+				status = http.StatusConflict
+			}
+			item := map[string]any{"_index": index, "_id": a.ID, "status": status}
+			if status == http.StatusOK {
+				f.seq++
+				v := int64(1)
+				if a.Version != nil {
+					v = *a.Version
+				} else if cur != nil {
+					v = cur.version + 1
+				}
+				f.docs[index][a.ID] = &fakeDoc{src: src, seq: f.seq, version: v}
+				item["_seq_no"], item["_primary_term"] = f.seq, 1
+			} else {
+				item["error"] = map[string]any{"type": fmt.Sprintf("fake_%d", status), "reason": "fake"}
+			}
+			items = append(items, map[string]any{op: item})
+		}
+	}
+	return map[string]any{"errors": true, "items": items}, false
+}
+
+// cellCounts are the counts of the fake's cells, zero counts left out.
+func (f *fakeDocs) cellCounts(t *testing.T) map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int64{}
+	for id, d := range f.docs["permitd-permit_cells"] {
+		var c cellDoc
+		require.NoError(t, json.Unmarshal(d.src, &c))
+		require.Equal(t, id, cellID(c.Anchor, c.Day))
+		require.GreaterOrEqual(t, c.Count, int64(0), "cell %s", id)
+		if c.Count != 0 {
+			out[id] = c.Count
+		}
+	}
+	return out
+}
+
+// recount counts the fake's live permit documents per (anchor, day) the
+// plain way: what Location counted with terms on geo_ids and property_id.
+func (f *fakeDocs) recount(t *testing.T) map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int64{}
+	for _, d := range f.docs["permitd-permits"] {
+		var p permitDoc
+		require.NoError(t, json.Unmarshal(d.src, &p))
+		if p.Deleted {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, g := range p.GeoIDs {
+			if !readmodel.IsPropertyID(g) && !seen[g] {
+				seen[g] = true
+				out[cellID(g, p.IssueDate)]++
+			}
+		}
+		if p.PropertyID != "" {
+			out[cellID(p.PropertyID, p.IssueDate)]++
+		}
+	}
+	return out
+}
+
+const cellProp = "prop_00000000000000000000000000000001"
+
+// randomPermitStream is a topic of permit upserts and deletes over a few
+// permits, geographies and days, versions mostly rising with some
+// redelivered or late, and a few documents the cluster refuses. One
+// version of a permit is one event: a redelivery repeats it.
+func randomPermitStream(r *rand.Rand, n int) []readmodel.Batch {
+	geos := []string{"gcity", "gzip1", "gzip2", "gstate", cellProp}
+	days := []string{"", "2024-01-01", "2024-01-02", "2024-02-10"}
+	version := map[string]int64{}
+	events := map[string]readmodel.Batch{}
+	var out []readmodel.Batch
+	for range n {
+		id := fmt.Sprintf("src:%d", r.IntN(6))
+		v := version[id] + 1 + int64(r.IntN(2))
+		if r.IntN(6) == 0 && version[id] > 1 {
+			v = version[id] - 1 // late or redelivered: stale
+		}
+		version[id] = max(version[id], v)
+		key := fmt.Sprintf("%s@%d", id, v)
+		if e, ok := events[key]; ok {
+			out = append(out, e)
+			continue
+		}
+		if r.IntN(7) == 0 {
+			events[key] = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: id, Version: v}}}
+			out = append(out, events[key])
+			continue
+		}
+		p := readmodel.Permit{PermitID: id, Version: v, IssueDate: days[r.IntN(len(days))], PermitNumber: "N"}
+		if r.IntN(12) == 0 {
+			p.PermitNumber = "BAD"
+		}
+		for _, g := range geos {
+			if r.IntN(2) == 0 {
+				if g == cellProp {
+					p.PropertyID = g
+					p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"})
+				} else {
+					p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"})
+				}
+			}
+		}
+		events[key] = readmodel.Batch{Permits: []readmodel.Permit{p}}
+		out = append(out, events[key])
+	}
+	return out
+}
+
+// TestPermitCellsExactThroughCrashes drives the Writer as the indexer
+// does: batches of random sizes from the last committed message, a crash
+// at a random item write (the batch is then replayed from the committed
+// message, with other boundaries), refused documents dead-lettered. The
+// cells must count exactly the permits the documents hold.
+func TestPermitCellsExactThroughCrashes(t *testing.T) {
+	for seed := range uint64(150) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			s, f := newFakeDocs(t)
+			msgs := randomPermitStream(r, 30)
+			crashes := 0
+			for committed, attempts := 0, 0; committed < len(msgs); attempts++ {
+				require.Less(t, attempts, 500, "the stream makes progress")
+				n := min(1+r.IntN(5), len(msgs)-committed)
+				var b readmodel.Batch
+				for _, m := range msgs[committed : committed+n] {
+					b.Append(m)
+				}
+				if r.IntN(3) == 0 {
+					f.mu.Lock()
+					f.crashAfter = 1 + r.IntN(8)
+					f.mu.Unlock()
+				}
+				_, err := s.Apply(context.Background(), b)
+				f.mu.Lock()
+				f.crashAfter = 0
+				f.mu.Unlock()
+				var ie *readmodel.ItemErrors
+				switch {
+				case err == nil, errors.As(err, &ie):
+					committed += n // dead letters for the refused ones
+				default:
+					require.ErrorIs(t, err, readmodel.ErrUnavailable)
+					crashes++
+				}
+			}
+			require.Equal(t, f.recount(t), f.cellCounts(t), "cells after %d crashes, %d replays", f.crashes, crashes)
+		})
+	}
+}
+
+// TestPermitCellsMove: a permit moving to another day and geography
+// leaves its old cells and enters the new ones; a delete leaves them;
+// a rewrite with only other fields changed writes no cell.
+func TestPermitCellsMove(t *testing.T) {
+	s, f := newFakeDocs(t)
+	link := func(g string) []readmodel.GeoLink {
+		return []readmodel.GeoLink{{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}, {GeoID: "gstate", GeoType: readmodel.GeoState, Confidence: 1, Method: "state"}}
+	}
+	apply := func(b readmodel.Batch) {
+		t.Helper()
+		_, err := s.Apply(context.Background(), b)
+		require.NoError(t, err)
+	}
+	apply(readmodel.Batch{Permits: []readmodel.Permit{
+		{PermitID: "a", Version: 1, IssueDate: "2024-01-01", GeoLinks: link("gzip1")},
+		{PermitID: "b", Version: 1, IssueDate: "2024-01-01", GeoLinks: link("gzip1")},
+	}})
+	require.Equal(t, map[string]int64{"gzip1|2024-01-01": 2, "gstate|2024-01-01": 2}, f.cellCounts(t))
+	apply(readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "a", Version: 2, IssueDate: "2024-01-02", GeoLinks: link("gzip2")}}})
+	require.Equal(t, map[string]int64{"gzip1|2024-01-01": 1, "gstate|2024-01-01": 1, "gzip2|2024-01-02": 1, "gstate|2024-01-02": 1}, f.cellCounts(t))
+	f.mu.Lock()
+	before := len(f.requests)
+	f.mu.Unlock()
+	apply(readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "a", Version: 3, IssueDate: "2024-01-02", GeoLinks: link("gzip2"), Status: "final"}}})
+	f.mu.Lock()
+	require.Len(t, f.requests[before:], 3, "the permits' _mget, the documents' bulk, the stored permits' _mget: no cell changes")
+	f.mu.Unlock()
+	apply(readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "b", Version: 2}}})
+	require.Equal(t, map[string]int64{"gzip2|2024-01-02": 1, "gstate|2024-01-02": 1}, f.cellCounts(t))
+	for id, d := range f.docs["permitd-permit_cells"] {
+		var c cellDoc
+		require.NoError(t, json.Unmarshal(d.src, &c))
+		require.Empty(t, c.Pending.Tags, "cell %s: every tag cleared once the documents are written", id)
+	}
+	for id, d := range f.docs["permitd-permits"] {
+		require.NotContains(t, string(d.src), "cells_pending", "permit %s: the pending dropped once counted", id)
+	}
+}
+
+// TestPermitCellsGolden renders the requests of one batch's cells: the
+// permits' _mget, the documents' bulk (the new version carries what it
+// owes the cells), the stored permits' _mget, the cells' _mget and bulk
+// (create for a new cell, index under its sequence number for an
+// existing one), the permit rewritten without its pending, the cells'
+// tags cleared.
+func TestPermitCellsGolden(t *testing.T) {
+	s, f := newFakeDocs(t)
+	s.now = func() time.Time { return time.UnixMilli(1719705600000) }
+	_, err := s.Apply(context.Background(), readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "src:1", Version: 1, IssueDate: "2024-06-30",
+		PropertyID: prop, GeoLinks: []readmodel.GeoLink{{GeoID: geo, GeoType: readmodel.GeoCity, Confidence: 1, Method: "source_city"}}}}})
+	require.NoError(t, err)
+	f.mu.Lock()
+	first := len(f.requests)
+	f.mu.Unlock()
+	_, err = s.Apply(context.Background(), readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "src:2", Version: 3, IssueDate: "2024-06-30",
+		GeoLinks: []readmodel.GeoLink{{GeoID: geo, GeoType: readmodel.GeoCity, Confidence: 1, Method: "source_city"}}}}})
+	require.NoError(t, err)
+	f.mu.Lock()
+	reqs := slices.Clone(f.requests)
+	f.mu.Unlock()
+	var heads []string
+	for _, r := range reqs[first:] {
+		heads = append(heads, strings.SplitN(r, "\n", 2)[0])
+	}
+	require.Equal(t, []string{
+		"POST /permitd-permits-write/_mget?_source_includes=" + permitSourceFields, // plan
+		"POST /_bulk?require_alias=true",                                           // the documents
+		"POST /permitd-permits-write/_mget",                                        // what is stored
+		"POST /permitd-permit_cells-write/_mget",                                   // count: read the cells
+		"POST /_bulk?require_alias=true",                                           // count: write them
+		"POST /_bulk?require_alias=true",                                           // the permit without its pending
+		"POST /permitd-permit_cells-write/_mget",                                   // clear: read the cells
+		"POST /_bulk?require_alias=true",                                           // clear: write them
+	}, heads)
+	body := func(i int) []byte { return []byte(strings.SplitN(reqs[i], "\n", 2)[1]) }
+	osgolden.Compare(t, "cells_create.bulk.ndjson", body(4))
+	osgolden.Compare(t, "cells_permit_pending.bulk.ndjson", body(first+1))
+	osgolden.Compare(t, "cells_update.bulk.ndjson", body(first+4))
+	osgolden.Compare(t, "cells_permit_rewrite.bulk.ndjson", body(first+5))
+	osgolden.Compare(t, "cells_clear.bulk.ndjson", body(first+7))
+	var mget map[string]any
+	require.NoError(t, json.Unmarshal(body(first+3), &mget))
+	require.Equal(t, map[string]any{"ids": []any{geo + "|2024-06-30"}}, mget)
+}
+
+// leadCellCounts are the fake's lead cells without their tags, empty
+// ones left out.
+func (f *fakeDocs) leadCellCounts(t *testing.T) map[string]leadCellDoc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]leadCellDoc{}
+	for id, d := range f.docs["permitd-lead_cells"] {
+		var c leadCellDoc
+		require.NoError(t, json.Unmarshal(d.src, &c))
+		require.Equal(t, id, leadCellID(c.Anchor, c.SignalKey, c.Level, c.Day))
+		for _, n := range []int64{c.High, c.Medium, c.Low, c.Null} {
+			require.GreaterOrEqual(t, n, int64(0), "cell %s", id)
+		}
+		c.Pending = cellPending{}
+		if c.High+c.Medium+c.Low+c.Null == 0 {
+			require.Empty(t, c.Tops, "an empty cell has no counters: %s", id)
+			continue
+		}
+		out[id] = c
+	}
+	return out
+}
+
+// recountLeads builds the lead cells from the fake's live lead documents
+// the plain way.
+func (f *fakeDocs) recountLeads(t *testing.T) map[string]leadCellDoc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]leadCellDoc{}
+	for _, d := range f.docs["permitd-leads"] {
+		var l leadDoc
+		require.NoError(t, json.Unmarshal(d.src, &l))
+		if l.Deleted {
+			continue
+		}
+		st := leadStateOf(&l, d.version)
+		for _, id := range st.side.Cells {
+			c, ok := out[id]
+			if !ok {
+				c.Anchor, c.SignalKey, c.Level, c.Day = splitLeadCellID(id)
+				c.Tops = []leadTop{}
+			}
+			c.add(&st.side, 1)
+			out[id] = c
+		}
+	}
+	return out
+}
+
+func randomLeadStream(r *rand.Rand, n int) []readmodel.Batch {
+	geos := []string{"gcity", "gzip1", "gzip2", "gstate"}
+	days := []string{"", "2024-01-01", "2024-01-31", "2024-02-10", "2025-02-10"}
+	confs := []*float64{nil, ptr(0.2), ptr(0.5), ptr(0.74), ptr(0.75), ptr(1.0)}
+	version := map[string]int64{}
+	events := map[string]readmodel.Batch{}
+	var out []readmodel.Batch
+	for range n {
+		id := fmt.Sprintf("lead:%d", r.IntN(6))
+		v := version[id] + 1 + int64(r.IntN(2))
+		if r.IntN(6) == 0 && version[id] > 1 {
+			v = version[id] - 1
+		}
+		version[id] = max(version[id], v)
+		key := fmt.Sprintf("%s@%d", id, v)
+		if e, ok := events[key]; ok {
+			out = append(out, e)
+			continue
+		}
+		if r.IntN(7) == 0 {
+			events[key] = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindLead, ID: id, Version: v}}}
+			out = append(out, events[key])
+			continue
+		}
+		l := readmodel.Lead{LeadID: id, Version: v, SignalKey: []string{"k1", "k2"}[r.IntN(2)], EventDateUsed: days[r.IntN(len(days))],
+			Confidence: confs[r.IntN(len(confs))], PermitNumber: "N",
+			Location: readmodel.LeadLocation{CityNorm: []string{"", "seattle", "bellevue"}[r.IntN(3)],
+				ZipcodeNorm: []string{"", "98101"}[r.IntN(2)], CountyNorm: "king county"}}
+		if r.IntN(12) == 0 {
+			l.PermitNumber = "BAD"
+		}
+		for _, g := range geos {
+			if r.IntN(2) == 0 {
+				l.GeoIDs = append(l.GeoIDs, g)
+			}
+		}
+		events[key] = readmodel.Batch{Leads: []readmodel.Lead{l}}
+		out = append(out, events[key])
+	}
+	return out
+}
+
+// TestLeadCellsExactThroughCrashes is TestPermitCellsExactThroughCrashes
+// for the lead stats cells (counts by class and top-list counters in
+// day, month and year cells), with permits in the same batches.
+func TestLeadCellsExactThroughCrashes(t *testing.T) {
+	for seed := range uint64(100) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 11))
+			s, f := newFakeDocs(t)
+			leads, permits := randomLeadStream(r, 30), randomPermitStream(r, 10)
+			msgs := append(leads, permits...)
+			r.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
+			replays := 0
+			for committed, attempts := 0, 0; committed < len(msgs); attempts++ {
+				require.Less(t, attempts, 500, "the stream makes progress")
+				n := min(1+r.IntN(5), len(msgs)-committed)
+				var b readmodel.Batch
+				for _, m := range msgs[committed : committed+n] {
+					b.Append(m)
+				}
+				if r.IntN(3) == 0 {
+					f.mu.Lock()
+					f.crashAfter = 1 + r.IntN(10)
+					f.mu.Unlock()
+				}
+				_, err := s.Apply(context.Background(), b)
+				f.mu.Lock()
+				f.crashAfter = 0
+				f.mu.Unlock()
+				var ie *readmodel.ItemErrors
+				switch {
+				case err == nil, errors.As(err, &ie):
+					committed += n
+				default:
+					require.ErrorIs(t, err, readmodel.ErrUnavailable)
+					replays++
+				}
+			}
+			require.Equal(t, f.recountLeads(t), f.leadCellCounts(t), "lead cells after %d crashes, %d replays", f.crashes, replays)
+			require.Equal(t, f.recount(t), f.cellCounts(t), "permit cells")
+		})
+	}
+}
+
+// TestLeadPeriodsCoverTheWindow: every day of a window is in exactly one
+// planned period, no other day is, and the days from fresh on are read
+// as day cells (the freshness buckets need them).
+func TestLeadPeriodsCoverTheWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	start := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	day := func(i int) time.Time { return start.AddDate(0, 0, i) }
+	const span = 6 * 366
+	in := func(s, from, to string) bool { return (from == "" || s >= from) && (to == "" || s <= to) }
+	for range 400 {
+		lo, hi := "", ""
+		if r.IntN(4) > 0 {
+			lo = day(r.IntN(span)).Format(time.DateOnly)
+		}
+		if r.IntN(4) > 0 {
+			hi = day(r.IntN(span)).Format(time.DateOnly)
+		}
+		fresh := day(r.IntN(span))
+		ps := leadPeriods(lo, hi, fresh)
+		require.Equal(t, lo == "" && hi == "", slices.ContainsFunc(ps, func(p leadPeriod) bool { return p.level == levelNone }))
+		for i := range span {
+			d := day(i)
+			s := d.Format(time.DateOnly)
+			var by []string
+			for _, p := range ps {
+				var key string
+				switch p.level {
+				case levelDay:
+					key = s
+				case levelMonth:
+					key = s[:8] + "01"
+				case levelYear:
+					key = s[:5] + "01-01"
+				default:
+					continue
+				}
+				if in(key, p.from, p.to) {
+					by = append(by, p.level)
+				}
+			}
+			if !in(s, lo, hi) {
+				require.Empty(t, by, "window [%s, %s] fresh %s: %s outside, read by %v (%v)", lo, hi, fresh.Format(time.DateOnly), s, by, ps)
+				continue
+			}
+			require.Len(t, by, 1, "window [%s, %s] fresh %s: %s read by %v (%v)", lo, hi, fresh.Format(time.DateOnly), s, by, ps)
+			if !d.Before(fresh) {
+				require.Equal(t, levelDay, by[0], "%s is fresh", s)
+			}
+		}
+	}
+}
+
+// BenchmarkApplyCells writes new permits and leads (10 geographies, 60
+// days, 3 keys) in batches of 500 through the Writer into the stateful
+// fake and reports what the cells cost on the write path: requests per
+// batch, and the bytes sent per event in all and for cell documents.
+//
+//	go test -run '^$' -bench ApplyCells -benchtime 1x ./readmodel/opensearch/
+func BenchmarkApplyCells(b *testing.B) {
+	const events, batch = 4000, 500
+	r := rand.New(rand.NewPCG(1, 1))
+	var batches []readmodel.Batch
+	for lo := 0; lo < events; lo += batch {
+		var bt readmodel.Batch
+		for i := lo; i < lo+batch; i++ {
+			day := time.Date(2026, 1, 1+r.IntN(60), 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+			geos := []string{"gstate", fmt.Sprint("gcounty", r.IntN(3)), fmt.Sprint("gzip", r.IntN(10))}
+			if i%2 == 0 {
+				var links []readmodel.GeoLink
+				for _, g := range geos {
+					links = append(links, readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"})
+				}
+				bt.Permits = append(bt.Permits, readmodel.Permit{PermitID: fmt.Sprint("p", i), Version: 1, IssueDate: day, PermitNumber: "N", GeoLinks: links})
+				continue
+			}
+			c := r.Float64()
+			bt.Leads = append(bt.Leads, readmodel.Lead{LeadID: fmt.Sprint("l", i), Version: 1, SignalKey: fmt.Sprint("k", r.IntN(3)), EventDateUsed: day,
+				Confidence: &c, GeoIDs: geos, Location: readmodel.LeadLocation{CityNorm: fmt.Sprint("city", r.IntN(20)), ZipcodeNorm: fmt.Sprint("98", r.IntN(50)), CountyNorm: "king county"}})
+		}
+		batches = append(batches, bt)
+	}
+	var reqs, bytesAll, bytesCells int
+	for range b.N {
+		s, f := newFakeDocs(b)
+		for _, bt := range batches {
+			_, err := s.Apply(context.Background(), bt)
+			require.NoError(b, err)
+		}
+		f.mu.Lock()
+		reqs += len(f.requests)
+		for _, q := range f.requests {
+			bytesAll += len(q)
+			if strings.Contains(q, "_cells-write") {
+				bytesCells += len(q)
+			}
+		}
+		f.mu.Unlock()
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(reqs)/n/float64(len(batches)), "requests/batch")
+	b.ReportMetric(float64(bytesAll)/n/events, "bytes-sent/event")
+	b.ReportMetric(float64(bytesCells)/n/events, "cell-bytes-sent/event")
+	b.ReportMetric(0, "ns/op")
+}
