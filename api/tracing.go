@@ -24,9 +24,11 @@ import (
 // The middleware is written on the OpenTelemetry API rather than otelgin,
 // for its cost per request: it reads the propagation headers only when
 // the request has one, names spans from a table made once per route,
-// computes attributes only for a span that records, and, with
-// RootsUnsampled, starts no span at all for a request the sampler would
-// drop.
+// computes attributes only for a span that records (from a pooled array
+// the SDK copies), and, with RootsUnsampled, starts no span at all for a
+// request the sampler would drop. A sampled request allocates the SDK's
+// span, its attribute slice and context, and the request copy carrying
+// that context; nothing of the middleware's own.
 type Tracing struct {
 	Provider trace.TracerProvider
 	// Propagator reads the caller's trace context; nil: W3C trace context
