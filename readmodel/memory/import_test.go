@@ -21,7 +21,7 @@ import (
 // it (the race detector watches the sides being swapped).
 func TestImportReplacesTheState(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations()[:1]})
 	require.NoError(t, err)
 	_, seq0 := s.ReadVersion()
@@ -102,7 +102,7 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	for _, b := range batches {
 		apply(t, applied, b)
 	}
-	imported := memory.New(memory.Options{})
+	imported := memory.New(memory.Params{})
 	im := imported.NewImport()
 	locs := newStore(t)
 	require.NoError(t, locs.Export(context.Background(), 100, im.Add))
