@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -259,26 +258,9 @@ func anchorsOf(l readmodel.Location) []string {
 	return out
 }
 
-// NormName is the *_norm form of a city or county name: lower case,
-// letters and digits only, single spaces ("Seattle" -> "seattle",
-// "  King  County" -> "king county", "Coeur d'Alene" -> "coeur d alene").
-// "" stays "".
-func NormName(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = false
-			b.WriteRune(r)
-		} else {
-			space = true
-		}
-	}
-	return b.String()
-}
+// NormName is the *_norm form of a city or county name
+// (readmodel.NormName).
+func NormName(s string) string { return readmodel.NormName(s) }
 
 // mapsURL links a lead to a map: its coordinates when known, else its
 // address; "" when there is neither.

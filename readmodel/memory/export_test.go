@@ -18,9 +18,6 @@ func SetRollMin(n int64) func() {
 	return func() { rollMin = old }
 }
 
-// NormName is the store's copy of the projection's name normaliser.
-func NormName(s string) string { return normName(s) }
-
 // SetWholeTexts sets the export scan's choice of text copy (permit_scan.go)
 // until the returned func restores it.
 func SetWholeTexts(n int) func() {

@@ -1,9 +1,6 @@
 package memory
 
 import (
-	"strings"
-	"unicode"
-
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -32,7 +29,7 @@ func (d displayNames) table(t readmodel.GeoType) map[string]string {
 // put records a location's spelling (the side's writer).
 func (d displayNames) put(l readmodel.Location) {
 	if m := d.table(l.GeoType); m != nil && l.Name != "" {
-		m[normName(l.Name)] = l.Name
+		m[readmodel.NormName(l.Name)] = l.Name
 	}
 }
 
@@ -42,7 +39,7 @@ func (d displayNames) remove(l readmodel.Location) {
 	if m == nil {
 		return
 	}
-	if k := normName(l.Name); m[k] == l.Name {
+	if k := readmodel.NormName(l.Name); m[k] == l.Name {
 		delete(m, k)
 	}
 }
@@ -52,24 +49,4 @@ func spell(m map[string]string, key string) string {
 		return s
 	}
 	return key
-}
-
-// normName is the projection's *_norm form of a city or county name
-// (indexer.NormName; a test holds them equal): lower case, letters and
-// digits only, single spaces.
-func normName(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = false
-			b.WriteRune(r)
-		} else {
-			space = true
-		}
-	}
-	return b.String()
 }

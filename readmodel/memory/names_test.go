@@ -6,18 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
-
-// TestNormNameAgrees: the store's normaliser keys names exactly as the
-// projection does.
-func TestNormNameAgrees(t *testing.T) {
-	for _, s := range []string{"", "Seattle", "  King  County ", "Coeur d'Alene", "SEDRO-WOOLLEY", "Mount Vernon", "Ñandú 2", "St. John", "---", "Élan\tVital"} {
-		require.Equal(t, indexer.NormName(s), memory.NormName(s), "%q", s)
-	}
-}
 
 // TestStatsTopListsSpellLocations: top lists name cities and counties as
 // their locations spell them, follow a rename (and the cached answer

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
@@ -93,27 +92,13 @@ func locationDocOf(l readmodel.Location) locationDoc {
 }
 
 // nameKey is a city's or county's name in the *_norm form leads are
-// counted under (indexer.NormName: lower case, letters and digits, one
-// space between words), for spelling stats top lists (spellTops); ""
-// for other geo types.
+// counted under (readmodel.NormName), for spelling stats top lists
+// (spellTops); "" for other geo types.
 func nameKey(l readmodel.Location) string {
 	if l.GeoType != readmodel.GeoCity && l.GeoType != readmodel.GeoCounty {
 		return ""
 	}
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToLower(l.Name) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = false
-			b.WriteRune(r)
-		} else {
-			space = true
-		}
-	}
-	return b.String()
+	return readmodel.NormName(l.Name)
 }
 
 // namesNorm are the name and aliases in the resolver's matching form
