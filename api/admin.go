@@ -9,8 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// AdminOptions configure the admin listener's handler.
-type AdminOptions struct {
+// AdminParams configure the admin listener's handler.
+type AdminParams struct {
 	// Metrics is served at /metrics.
 	Metrics http.Handler
 	// Pprof serves Go's profiles under /debug/pprof/.
@@ -23,7 +23,7 @@ type AdminOptions struct {
 // o.Pprof, /debug/pprof/. It has no key check: bind it to a private
 // address. Its requests are not in the access log nor in the HTTP
 // metrics, so probes and scrapes do not drown the traffic.
-func NewAdmin(d Deps, o AdminOptions) http.Handler {
+func NewAdmin(d Params, o AdminParams) http.Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -33,7 +33,7 @@ func NewAdmin(d Deps, o AdminOptions) http.Handler {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{Deps: d, log: d.Logger}
+	s := &server{Params: d, log: d.Logger}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	// The health answers carry an X-Request-ID as on the public port (the

@@ -46,7 +46,7 @@ type stdError struct {
 }
 
 func TestEveryBusinessRouteRequiresAKey(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	for _, path := range businessRoutes {
 		for name, hdr := range map[string]http.Header{
 			"missing": {},
@@ -70,7 +70,7 @@ func TestEveryBusinessRouteRequiresAKey(t *testing.T) {
 }
 
 func TestPublicRoutesNeedNoKey(t *testing.T) {
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{OpenAPI: []byte(`{"openapi":"3.0.3"}`)}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{OpenAPI: []byte(`{"openapi":"3.0.3"}`)}})
 	for _, path := range []string{"/v1/health/live", "/v1/openapi.json"} {
 		if r := h.Do(path, nil); r.Status != http.StatusOK {
 			t.Fatalf("%s: status %d", path, r.Status)
@@ -85,7 +85,7 @@ func TestPublicRoutesNeedNoKey(t *testing.T) {
 
 func TestReadiness(t *testing.T) {
 	ready := false
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Checks: []api.ReadinessCheck{
+	h := apitest.New(t, apitest.Params{Server: api.Params{Checks: []api.ReadinessCheck{
 		func(context.Context) api.Check {
 			return api.Check{Name: "indexer", OK: ready, Detail: map[string]any{"lag": 3}}
 		},
@@ -121,7 +121,7 @@ func seattle() events.Envelope {
 }
 
 func TestLocationDetail(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	env := seattle()
 	h.Publish(env)
 	r := h.Get("/v1/locations/" + env.EntityID)
@@ -147,7 +147,7 @@ func TestLocationDetail(t *testing.T) {
 }
 
 func TestNotFoundCarriesRequestID(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	r := h.Do("/v1/locations/gunknown", http.Header{"X-Api-Key": {apitest.Key}, "X-Request-Id": {"trace-42"}})
 	if r.Status != http.StatusNotFound {
 		t.Fatalf("status %d", r.Status)
@@ -160,7 +160,7 @@ func TestNotFoundCarriesRequestID(t *testing.T) {
 }
 
 func TestRequestIDIsRegeneratedWhenUnsafe(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	r := h.Do("/v1/locations/gunknown", http.Header{"X-Api-Key": {apitest.Key}, "X-Request-Id": {"bad id <script>"}})
 	id := r.Header.Get("X-Request-ID")
 	if id == "" || strings.ContainsAny(id, " <>") {
@@ -174,7 +174,7 @@ func TestRequestIDIsRegeneratedWhenUnsafe(t *testing.T) {
 }
 
 func TestResolveValidation(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	long := strings.Repeat("a", 201)
 	cases := map[string]struct{ query, param string }{
 		"201 characters":    {"query=" + long, "query"},
@@ -215,7 +215,7 @@ func TestResolveValidation(t *testing.T) {
 }
 
 func TestLocationIDValidation(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	for _, id := range []string{strings.Repeat("g", 129), url.PathEscape("g'; drop"), url.PathEscape("ü")} {
 		r := h.Get("/v1/locations/" + id)
 		if r.Status != http.StatusUnprocessableEntity {
@@ -243,13 +243,13 @@ func TestInternalErrorsKeepTheirDetailInTheLog(t *testing.T) {
 		status int
 		code   string
 	}{
-		"unavailable": {failingReader{Reader: memory.New(memory.Options{}), err: readmodel.ErrUnavailable}, http.StatusServiceUnavailable, "BACKEND_UNAVAILABLE"},
-		"unknown":     {failingReader{Reader: memory.New(memory.Options{}), err: errors.New("secret detail")}, http.StatusInternalServerError, "INTERNAL"},
-		"panic":       {failingReader{Reader: memory.New(memory.Options{}), panic: true}, http.StatusInternalServerError, "INTERNAL"},
+		"unavailable": {failingReader{Reader: memory.New(memory.Params{}), err: readmodel.ErrUnavailable}, http.StatusServiceUnavailable, "BACKEND_UNAVAILABLE"},
+		"unknown":     {failingReader{Reader: memory.New(memory.Params{}), err: errors.New("secret detail")}, http.StatusInternalServerError, "INTERNAL"},
+		"panic":       {failingReader{Reader: memory.New(memory.Params{}), panic: true}, http.StatusInternalServerError, "INTERNAL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: tc.reader, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
+			h := apitest.New(t, apitest.Params{Server: api.Params{Reader: tc.reader, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 			r := h.Get("/v1/locations/gabc")
 			if r.Status != tc.status {
 				t.Fatalf("status %d", r.Status)
@@ -271,7 +271,7 @@ func TestInternalErrorsKeepTheirDetailInTheLog(t *testing.T) {
 
 func TestAccessLogNeverHoldsTheKey(t *testing.T) {
 	var logs bytes.Buffer
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 	h.Get("/v1/locations/gabc")
 	h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {"wrong-key-value"}})
 	out := logs.String()
@@ -285,7 +285,7 @@ func TestAccessLogNeverHoldsTheKey(t *testing.T) {
 }
 
 func TestUnknownRouteIs404(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/v1/locations/gabc/extra", nil)
 	req.Header.Set("X-API-Key", apitest.Key)

@@ -17,17 +17,17 @@ import (
 	"github.com/permitd/permitd/api/quota"
 )
 
-// servingDeps is the middleware chain `permitd serve` runs: request
+// servingParams is the middleware chain `permitd serve` runs: request
 // metrics, a buffered text access log at info (one line per request), the
 // in-process limiter (a plan it never denies here, so every request pays
 // the decision), the response cache.
-func servingDeps(tb testing.TB) api.Deps {
+func servingParams(tb testing.TB) api.Params {
 	buf := api.NewBufferedWriter(io.Discard, 0)
 	tb.Cleanup(func() { _ = buf.Flush() })
 	// The load's development plan (a rate, no monthly quota), at a rate
 	// no benchmark reaches.
 	plan := apikey.Plan{Name: "bench", RatePerSecond: 1_000_000, Burst: apikey.DefaultDevPlan.Burst}
-	return api.Deps{
+	return api.Params{
 		Auth:        apikey.NewDevKeys([]string{apitest.Key}, plan),
 		Limiter:     quota.NewMemory(nil, quota.NewMetrics(prometheus.NewRegistry())),
 		AccessLog:   slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -73,9 +73,9 @@ func BenchmarkCacheHit(b *testing.B) {
 	b.Cleanup(func() { _ = exported.Shutdown(b.Context()) })
 	unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	newHarness := func(tr *api.Tracing) *apitest.Harness {
-		d := servingDeps(b)
+		d := servingParams(b)
 		d.Tracing = tr
-		h := apitest.New(b, apitest.Options{Deps: d})
+		h := apitest.New(b, apitest.Params{Server: d})
 		h.Publish(env)
 		return h
 	}
@@ -154,9 +154,9 @@ func BenchmarkCacheHitTracing(b *testing.B) {
 	handlers := make([]http.Handler, len(variants))
 	w := &reusableWriter{h: http.Header{}}
 	for i, v := range variants {
-		d := servingDeps(b)
+		d := servingParams(b)
 		d.Tracing = v.tr
-		h := apitest.New(b, apitest.Options{Deps: d})
+		h := apitest.New(b, apitest.Params{Server: d})
 		h.Publish(env)
 		handlers[i] = h.Handler
 		h.Handler.ServeHTTP(w, req) // fills the cache

@@ -88,7 +88,7 @@ func bigSeattleAs(display string, version int64) events.Envelope {
 }
 
 func conditionalHarness(t *testing.T, r readmodel.Reader, lim quota.Limiter) *apitest.Harness {
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+	h := apitest.New(t, apitest.Params{Server: api.Params{
 		Reader: r, Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan),
 	}})
 	switch r := r.(type) {
@@ -275,7 +275,7 @@ func TestExhaustedMonthlyQuotaStillAnswers304(t *testing.T) {
 	for name, r := range map[string]readmodel.Reader{"versioned": &versionedReader{}, "body hash": &countingReader{}} {
 		t.Run(name, func(t *testing.T) {
 			p := apikey.Plan{Name: "tiny", RatePerSecond: 1000, Burst: 1000, MonthlyQuota: 2}
-			h := apitest.New(t, apitest.Options{Deps: api.Deps{
+			h := apitest.New(t, apitest.Params{Server: api.Params{
 				Reader: r, Limiter: quota.NewMemory(nil, nil), Auth: apikey.NewDevKeys([]string{apitest.Key}, p),
 			}})
 			switch r := r.(type) {
@@ -341,7 +341,7 @@ func TestResponseCachePerVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vr := &versionedReader{}
 			lim := &chargeLimiter{}
-			h := apitest.New(t, apitest.Options{Deps: api.Deps{
+			h := apitest.New(t, apitest.Params{Server: api.Params{
 				Reader: vr, Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan),
 				ResponseCacheBytes: tc.cacheSize,
 			}})
@@ -383,7 +383,7 @@ func TestResponseCachePerVersion(t *testing.T) {
 // order or with other escapes is the same query (same ETag, a cache hit).
 func TestCacheHitAnswersAsTheMiss(t *testing.T) {
 	vr := &versionedReader{}
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: vr}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Reader: vr}})
 	vr.Reader = h.Store
 	h.Publish(bigSeattle())
 	path := "/v1/locations/" + bigSeattle().EntityID
@@ -443,7 +443,7 @@ func TestCacheHitAnswersAsTheMiss(t *testing.T) {
 // -race in make test) each get their own request id, key and ETag.
 func TestConcurrentRequestsKeepTheirOwnState(t *testing.T) {
 	vr := &versionedReader{}
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: vr}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Reader: vr}})
 	vr.Reader = h.Store
 	h.Publish(gazetteer()...)
 	paths := []string{"/v1/locations/" + bigSeattle().EntityID, "/v1/signals/geo/search?state=WA&limit=25", "/v1/signals/geo/search?state=WA&limit=5"}

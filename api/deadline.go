@@ -7,7 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// defaultRequestTimeout bounds a business request when Deps leaves it 0.
+// defaultRequestTimeout bounds a business request when Params leaves it 0.
 const defaultRequestTimeout = 10 * time.Second
 
 // withDeadline bounds everything a business request waits on (the read

@@ -43,7 +43,7 @@ var encNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 func bundledStore(t *testing.T) *memory.Store { return bundledStoreB(t) }
 
 func bundledStoreB(t testing.TB) *memory.Store {
-	store := memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	store := memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
 			t.Errorf("dead letter at offset %d: %v", m.Offset, reason)

@@ -14,7 +14,7 @@ import (
 // BenchmarkPermitExport streams 100,000 permits of one ZIP as NDJSON and
 // reports MB/s (issue 14: at least 50 MB/s).
 func BenchmarkPermitExport(b *testing.B) {
-	h := apitest.New(b, apitest.Options{})
+	h := apitest.New(b, apitest.Params{})
 	h.Publish(gazetteer()...)
 	const n = 100_000
 	envs := make([]events.Envelope, 0, 4096)

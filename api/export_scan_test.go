@@ -57,7 +57,7 @@ func (s *recordingScan) Close() error { s.r.closed.Add(1); return s.inner.Close(
 // scanningReader.
 func scanExportServer(t *testing.T, failNext int64) (http.Handler, *scanningReader) {
 	t.Helper()
-	base := apitest.New(t, apitest.Options{})
+	base := apitest.New(t, apitest.Params{})
 	base.Publish(gazetteer()...)
 	var envs []events.Envelope
 	for i := range 350 {
@@ -66,7 +66,7 @@ func scanExportServer(t *testing.T, failNext int64) (http.Handler, *scanningRead
 	}
 	base.Publish(envs...)
 	sr := &scanningReader{Reader: base.Store, failNext: failNext}
-	h, err := api.NewServer(api.Deps{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
+	h, err := api.NewServer(api.Params{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("apitest-cursor-secret-0123456789")})
 	if err != nil {
 		t.Fatal(err)

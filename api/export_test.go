@@ -118,7 +118,7 @@ func (w cancelWriter) Flush() {}
 // TestPermitExportStopsWhenTheClientLeaves: a client that disconnects
 // after the first bytes stops the scan at the next page.
 func TestPermitExportStopsWhenTheClientLeaves(t *testing.T) {
-	base := apitest.New(t, apitest.Options{})
+	base := apitest.New(t, apitest.Params{})
 	base.Publish(gazetteer()...)
 	var envs []events.Envelope
 	for i := range 350 { // four pages of the export
@@ -127,7 +127,7 @@ func TestPermitExportStopsWhenTheClientLeaves(t *testing.T) {
 	}
 	base.Publish(envs...)
 	cr := &exportCountingReader{Reader: base.Store}
-	srv, err := api.NewServer(api.Deps{Reader: cr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
+	srv, err := api.NewServer(api.Params{Reader: cr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("apitest-cursor-secret-0123456789")})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func (l *exportLimiter) Allow(_ context.Context, p apikey.Principal) (quota.Deci
 func TestPermitExportQuota(t *testing.T) {
 	lim := &exportLimiter{}
 	plan := apikey.Plan{Name: "standard", MonthlyQuota: 1000}
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan)}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan)}})
 	h.Publish(gazetteer()...)
 	var envs []events.Envelope
 	for i := range 3500 {
@@ -210,7 +210,7 @@ func (s *slowReader) SearchPermits(ctx context.Context, q readmodel.PermitQuery)
 // a slowReader with delay per page, under the request timeout given.
 func exportServer(t *testing.T, delay, timeout time.Duration) (*httptest.Server, *slowReader) {
 	t.Helper()
-	base := apitest.New(t, apitest.Options{})
+	base := apitest.New(t, apitest.Params{})
 	base.Publish(gazetteer()...)
 	var envs []events.Envelope
 	for i := range 350 {
@@ -220,7 +220,7 @@ func exportServer(t *testing.T, delay, timeout time.Duration) (*httptest.Server,
 	base.Publish(envs...)
 	sr := &slowReader{Reader: base.Store}
 	sr.delay.Store(int64(delay))
-	h, err := api.NewServer(api.Deps{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
+	h, err := api.NewServer(api.Params{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("apitest-cursor-secret-0123456789"), RequestTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -318,12 +318,12 @@ func TestPermitExportSlowLaterPage(t *testing.T) {
 // that is not Versioned defers the request's monthly charge to the 200;
 // the export (which never answers 304) charges it before streaming.
 func TestPermitExportConditionalIsCharged(t *testing.T) {
-	base := apitest.New(t, apitest.Options{})
+	base := apitest.New(t, apitest.Params{})
 	base.Publish(gazetteer()...)
 	base.Publish(filterEvent(t, "C001", "2024-03-01", "Building", "New", "Issued", "", nil))
 	lim := &exportLimiter{}
 	plan := apikey.Plan{Name: "standard", MonthlyQuota: 1000}
-	srv, err := api.NewServer(api.Deps{Reader: &exportCountingReader{Reader: base.Store}, Limiter: lim,
+	srv, err := api.NewServer(api.Params{Reader: &exportCountingReader{Reader: base.Store}, Limiter: lim,
 		Auth: apikey.NewDevKeys([]string{apitest.Key}, plan), CursorSecret: []byte("apitest-cursor-secret-0123456789")})
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ var endpoints = []struct {
 // of every endpoint (alone and given twice): each answer is 200, 404 or a
 // 422 naming the parameter, in the documented shape, never a 500.
 func TestHostileInputNeverFails(t *testing.T) {
-	h := apitest.New(t, apitest.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	h := apitest.New(t, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	h.Publish(conformance.LocationEvents(t)...)
 	h.Publish(conformance.AllEvents(t)...)
 	seen := map[int]int{}

@@ -32,17 +32,17 @@ func BenchmarkEdgeMiddleware(b *testing.B) {
 	unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	variants := []struct {
 		name string
-		deps api.Deps
+		deps api.Params
 	}{
-		{"bare", api.Deps{}},
-		{"metrics", api.Deps{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry())}},
-		{"metrics+tracing", api.Deps{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry()), Tracing: &api.Tracing{Provider: sampled}}},
-		{"metrics+tracing_off_sampler", api.Deps{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry()), Tracing: &api.Tracing{Provider: unsampled}}},
+		{"bare", api.Params{}},
+		{"metrics", api.Params{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry())}},
+		{"metrics+tracing", api.Params{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry()), Tracing: &api.Tracing{Provider: sampled}}},
+		{"metrics+tracing_off_sampler", api.Params{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry()), Tracing: &api.Tracing{Provider: unsampled}}},
 	}
 	env := seattle()
 	handlers := make([]http.Handler, len(variants))
 	for i, v := range variants {
-		h := apitest.New(b, apitest.Options{Deps: v.deps})
+		h := apitest.New(b, apitest.Params{Server: v.deps})
 		h.Publish(env)
 		handlers[i] = h.Handler
 	}
@@ -86,8 +86,8 @@ func BenchmarkEdgeMiddleware(b *testing.B) {
 // route that does nothing: its allocations per request are the
 // middleware's own (0 once the series are cached).
 func BenchmarkHTTPMetricsAllocs(b *testing.B) {
-	h := apitest.New(b, apitest.Options{Deps: api.Deps{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry())}})
-	bare := apitest.New(b, apitest.Options{})
+	h := apitest.New(b, apitest.Params{Server: api.Params{HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry())}})
+	bare := apitest.New(b, apitest.Params{})
 	req := httptest.NewRequest(http.MethodGet, "/v1/health/live", nil)
 	w := httptest.NewRecorder()
 	for _, c := range []struct {

@@ -55,7 +55,7 @@ func labelsAre(m *dto.Metric, want map[string]string) bool {
 
 func TestHTTPMetricsLabelRoutesNotPaths(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{HTTPMetrics: api.NewHTTPMetrics(reg)}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{HTTPMetrics: api.NewHTTPMetrics(reg)}})
 	h.Get("/v1/locations/gabc")
 	h.Get("/v1/locations/gdef")
 	h.Do("/v1/locations/gabc", nil) // no key: 403
@@ -91,7 +91,7 @@ func TestHTTPMetricsLabelRoutesNotPaths(t *testing.T) {
 }
 
 func TestCORSOffByDefault(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	r := h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Origin": {"https://dash.example.com"}})
 	if v := r.Header.Get("Access-Control-Allow-Origin"); v != "" {
 		t.Fatalf("CORS header %q with CORS off", v)
@@ -100,7 +100,7 @@ func TestCORSOffByDefault(t *testing.T) {
 
 func TestCORSListedOrigins(t *testing.T) {
 	const origin = "https://dash.example.com"
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{CORS: api.CORS{Origins: []string{origin}}}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{CORS: api.CORS{Origins: []string{origin}}}})
 
 	r := h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "Origin": {origin}})
 	if r.Header.Get("Access-Control-Allow-Origin") != origin || r.Status != http.StatusNotFound {
@@ -141,7 +141,7 @@ func TestTraceIDInAccessLog(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
 	var logs bytes.Buffer
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+	h := apitest.New(t, apitest.Params{Server: api.Params{
 		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
 		Tracing: &api.Tracing{Provider: tp},
 	}})
@@ -158,7 +158,7 @@ func TestTraceIDInAccessLog(t *testing.T) {
 
 	// Tracing off: no trace id is made up.
 	logs.Reset()
-	h = apitest.New(t, apitest.Options{Deps: api.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
+	h = apitest.New(t, apitest.Params{Server: api.Params{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 	h.Get("/v1/locations/gabc")
 	if strings.Contains(logs.String(), "trace_id") {
 		t.Fatalf("trace_id with tracing off: %s", logs.String())
@@ -172,7 +172,7 @@ func TestServerSpanAttributes(t *testing.T) {
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	spans := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Tracing: &api.Tracing{Provider: tp}}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Tracing: &api.Tracing{Provider: tp}}})
 	h.Publish(seattle())
 	h.Do("/v1/locations/"+seattle().EntityID, http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
 	h.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/nowhere", nil))
@@ -214,7 +214,7 @@ func TestRootsUnsampledStartNoSpan(t *testing.T) {
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans), trace.WithSampler(trace.ParentBased(trace.NeverSample())))
 	var logs bytes.Buffer
 	var seen []oteltrace.SpanContext
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+	h := apitest.New(t, apitest.Params{Server: api.Params{
 		AccessLog: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Tracing:   &api.Tracing{Provider: tp, RootsUnsampled: true},
 		Auth: authFunc(func(ctx context.Context, key string) (apikey.Principal, error) {

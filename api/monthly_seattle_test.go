@@ -20,7 +20,7 @@ func TestPermitMonthlySeattle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
 	}
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	var buf []events.Envelope
 	flush := func() {
 		for i := 0; i < len(buf); i += 4096 {

@@ -14,7 +14,7 @@ import (
 // 422 VALIDATION_ERROR naming it, while the endpoint's own parameters
 // still answer.
 func TestUnknownParamIs422(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(conformance.LocationEvents(t)...)
 	paths := []string{"/v1/health/live", "/v1/health/ready", "/v1/openapi.json"}
 	for _, ep := range endpoints {

@@ -35,7 +35,7 @@ func filterEvent(t testing.TB, number, issue, typ, work, status, contractor stri
 }
 
 func filterHarness(t *testing.T) *apitest.Harness {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(gazetteer()...)
 	v := func(f float64) *float64 { return &f }
 	types := []string{"Building", "ELECTRICAL", "Demolition"}

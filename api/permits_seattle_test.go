@@ -23,7 +23,7 @@ func TestSeattleRealPermits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
 	}
-	h := apitest.New(t, apitest.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	h := apitest.New(t, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	var buf []events.Envelope
 	flush := func() {
 		for i := 0; i < len(buf); i += 4096 {

@@ -169,7 +169,7 @@ func sortedAs(ids, dates []string, desc bool) bool {
 }
 
 func seattlePermits(t *testing.T, n int) (*apitest.Harness, []events.Envelope) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(gazetteer()...)
 	r := rand.New(rand.NewPCG(7, 8))
 	var envs []events.Envelope
@@ -400,7 +400,7 @@ type propertyMatch struct {
 }
 
 func TestPropertySearch(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(gazetteer()...)
 	h.Publish(propertyEvent(t, "600 University Street", "98101"), propertyEvent(t, "1500 Pike Place", "98101"))
 	uni := address.PropertyID(address.Normalize("600 University St"), "Seattle", "WA")
@@ -456,7 +456,7 @@ func TestPropertySearch(t *testing.T) {
 }
 
 func TestPropertyPermits(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(gazetteer()...)
 	h.Publish(propertyEvent(t, "600 University Street", "98101"), propertyEvent(t, "1 Empty Way", "98101"))
 	var envs []events.Envelope
@@ -531,7 +531,7 @@ func firstCursor(t *testing.T, h *apitest.Harness, prop string) string {
 }
 
 func TestResolveFindsProperties(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	h.Publish(gazetteer()...)
 	h.Publish(propertyEvent(t, "600 University Street", "98101"))
 	r := h.Get("/v1/locations/resolve?geo_type=property&query=" + url.QueryEscape("600 University Street, Seattle"))

@@ -43,7 +43,7 @@ const quotaRoute = "/v1/locations/resolve?query=Seattle"
 
 func newQuotaAPI(t testing.TB, auth apikey.Authenticator, lim quota.Limiter, log *slog.Logger) http.Handler {
 	t.Helper()
-	h, err := api.NewServer(api.Deps{
+	h, err := api.NewServer(api.Params{
 		Reader: quotaReader{}, Auth: auth, Limiter: lim, Logger: log,
 		CursorSecret: []byte("quota-test-cursor-secret-0123456789"),
 	})

@@ -15,7 +15,7 @@ import (
 // a focus point keeps the exact match first and says near_focus for the
 // candidates it lifts; filler words are dropped with filler_dropped.
 func TestResolveCoordinatesAndFocus(t *testing.T) {
-	h := apitest.New(t, apitest.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	h := apitest.New(t, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	h.Publish(conformance.LocationEvents(t)...)
 	type cand struct {
 		GeoID   string   `json:"geo_id"`

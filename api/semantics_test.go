@@ -44,10 +44,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func newSemanticsServer(t *testing.T, d api.Deps) *httptest.Server {
+func newSemanticsServer(t *testing.T, d api.Params) *httptest.Server {
 	t.Helper()
 	d.Limiter = quota.NewMemory(nil, nil)
-	h := apitest.New(t, apitest.Options{Deps: d})
+	h := apitest.New(t, apitest.Params{Server: d})
 	srv := httptest.NewServer(h.Handler)
 	t.Cleanup(srv.Close)
 	return srv
@@ -69,7 +69,7 @@ func do(t *testing.T, method, url string, hdr http.Header) (*http.Response, []by
 }
 
 func TestHEADAnswersLikeGETWithoutBody(t *testing.T) {
-	srv := newSemanticsServer(t, api.Deps{})
+	srv := newSemanticsServer(t, api.Params{})
 	key := http.Header{"X-Api-Key": {apitest.Key}}
 	paths := append([]string{"/v1/health/live", "/v1/health/ready", "/v1/openapi.json"}, businessRoutes...)
 	for _, path := range paths {
@@ -92,7 +92,7 @@ func TestHEADAnswersLikeGETWithoutBody(t *testing.T) {
 }
 
 func TestOtherMethodsAre405WithAllow(t *testing.T) {
-	srv := newSemanticsServer(t, api.Deps{})
+	srv := newSemanticsServer(t, api.Params{})
 	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions} {
 		for _, path := range []string{"/v1/health/ready", "/v1/locations/resolve", "/v1/locations/gabc"} {
 			t.Run(method+" "+path, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestOtherMethodsAre405WithAllow(t *testing.T) {
 }
 
 func TestEncodedSlashStaysInItsSegment(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	for _, path := range []string{
 		"/v1/locations/gabc%2Fpermits",
 		"/v1/locations/resolve%2F",
@@ -135,7 +135,7 @@ func (storeDownAuth) Authenticate(context.Context, string) (apikey.Principal, er
 
 func TestKeyStoreDownIs503WithRetryAfter(t *testing.T) {
 	var logs lockedBuffer
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{
+	h := apitest.New(t, apitest.Params{Server: api.Params{
 		Auth:   apikey.Chain(apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan), storeDownAuth{}),
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	}})
@@ -156,7 +156,7 @@ func TestKeyStoreDownIs503WithRetryAfter(t *testing.T) {
 
 func TestFailedAuthenticationsAreThrottledPerAddress(t *testing.T) {
 	var logs lockedBuffer
-	h := apitest.New(t, apitest.Options{Deps: api.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 	from := func(ip, key string) apitest.Response {
 		return h.Do(businessRoutes[0], http.Header{"X-Api-Key": {key}, "X-Forwarded-For": {ip}})
 	}

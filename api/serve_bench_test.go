@@ -16,7 +16,7 @@ import (
 // beside the read's. Profile with -cpuprofile to split them.
 func BenchmarkEndpoints(b *testing.B) {
 	store := bundledStoreB(b)
-	h, err := NewServer(Deps{
+	h, err := NewServer(Params{
 		Reader: store, Auth: apikey.NewDevKeys([]string{"bench-key-0123456789"}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("bench-cursor-secret-0123456789"), Now: func() time.Time { return encNow },
 	})

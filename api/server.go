@@ -18,8 +18,8 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Deps is everything the API needs.
-type Deps struct {
+// Params is everything the API needs.
+type Params struct {
 	Reader  readmodel.Reader
 	Auth    apikey.Authenticator
 	Limiter quota.Limiter // nil admits everything
@@ -73,7 +73,7 @@ type Check struct {
 
 // server holds the wired dependencies for the handlers.
 type server struct {
-	Deps
+	Params
 	log       *slog.Logger
 	access    *slog.Logger
 	cursors   *cursor.Codec
@@ -82,7 +82,7 @@ type server struct {
 }
 
 // NewServer validates deps and returns the HTTP handler.
-func NewServer(d Deps) (http.Handler, error) {
+func NewServer(d Params) (http.Handler, error) {
 	if d.Reader == nil || d.Auth == nil {
 		return nil, errors.New("api: Reader and Auth are required")
 	}
@@ -107,7 +107,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.AccessLog == nil {
 		d.AccessLog = d.Logger
 	}
-	s := &server{Deps: d, log: d.Logger, access: d.AccessLog, cursors: cursor.New(d.CursorSecret)}
+	s := &server{Params: d, log: d.Logger, access: d.AccessLog, cursors: cursor.New(d.CursorSecret)}
 	s.versioned, _ = d.Reader.(readmodel.Versioned)
 	if s.versioned != nil {
 		size := d.ResponseCacheBytes

@@ -125,7 +125,7 @@ func sigPermits(n int, seed uint64) []events.Envelope {
 // the reference pipeline derives from n random permits.
 func signalHarness(t testing.TB, n int) *apitest.Harness {
 	t.Helper()
-	h := apitest.New(t, apitest.Options{Now: sigNow})
+	h := apitest.New(t, apitest.Params{Now: sigNow})
 	locs := sigLocations()
 	h.Publish(locs...)
 	var out []events.Envelope
@@ -563,7 +563,7 @@ func TestPermitLeadsAndStatsAgreeRealAndGenerated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: loads the bundled gazetteer and permits")
 	}
-	h := apitest.New(t, apitest.Options{Now: sigNow})
+	h := apitest.New(t, apitest.Params{Now: sigNow})
 	var out []events.Envelope
 	pl, err := signals.New(signals.Params{AsOf: sigNow}, func(e events.Envelope) error { out = append(out, e); return nil })
 	require.NoError(t, err)
@@ -637,7 +637,7 @@ func TestPermitLeadsAndStatsAgreeRealAndGenerated(t *testing.T) {
 // TestEmptyUngroupedLeadsPageHasLeads: decisions.md says an ungrouped page
 // has `leads` present; an empty page is no exception.
 func TestEmptyUngroupedLeadsPageHasLeads(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	loc := apitest.Location("city", "1840021117", events.Location{
 		Name: "Seattle", DisplayName: "Seattle, WA", State: "WA", StateName: "Washington",
 		County: "King County", City: "Seattle", Lat: 47.6, Lon: -122.3,

@@ -15,7 +15,7 @@ import (
 // TestWebPagesNeedNoKey: /docs and /explore and their assets are served
 // without a key, with the CSP; an unknown asset is the spec's 404.
 func TestWebPagesNeedNoKey(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	for _, c := range []struct {
 		method, path string
 		status       int
@@ -53,7 +53,7 @@ func TestWebPagesNeedNoKey(t *testing.T) {
 // TestExplorePageWeight: /explore with everything it loads, gzipped as the
 // server sends it, stays under 500 KB (the page's budget).
 func TestExplorePageWeight(t *testing.T) {
-	h := apitest.New(t, apitest.Options{})
+	h := apitest.New(t, apitest.Params{})
 	get := func(path string) (compressed, raw int, body string) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Accept-Encoding", "gzip")

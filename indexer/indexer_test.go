@@ -28,7 +28,7 @@ func TestHandleBatchRetriesTransientProjectionErrors(t *testing.T) {
 	var dead int
 	dlq := func(context.Context, indexer.Message, error) error { dead++; return nil }
 
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: fakeLookup{err: readmodel.ErrUnavailable}, DeadLetter: dlq})
 	if err != nil {
 		t.Fatal(err)

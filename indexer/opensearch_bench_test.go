@@ -109,7 +109,7 @@ func BenchmarkOpenSearchWriter(b *testing.B) {
 	rec := &bulkRecorder{}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
-	store, err := opensearch.New(opensearch.Config{Addresses: []string{srv.URL}})
+	store, err := opensearch.New(opensearch.Params{Addresses: []string{srv.URL}})
 	require.NoError(b, err)
 
 	var took time.Duration

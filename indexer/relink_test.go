@@ -46,7 +46,7 @@ func newRelinkFixture(t *testing.T) relinkFixture {
 // set, is its location source's wait.
 func storeIndexer(t *testing.T, await func(context.Context) error) (*indexer.Indexer, *memory.Store) {
 	t.Helper()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: s, DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
 		t.Errorf("dead letter %s: %v", m.Key, reason)
 		return nil
@@ -200,7 +200,7 @@ func TestRelinkForgets(t *testing.T) {
 
 	// A bound smaller than one message: nothing is remembered, and it is
 	// counted.
-	small, err := indexer.New(indexer.Params{Writer: memory.New(memory.Options{}), MaxUnlinkedBytes: 10,
+	small, err := indexer.New(indexer.Params{Writer: memory.New(memory.Params{}), MaxUnlinkedBytes: 10,
 		DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
 	require.NoError(t, err)
 	require.NoError(t, small.Settle(ctx))
@@ -223,7 +223,7 @@ func TestRelinkFromLookup(t *testing.T) {
 	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.noZip}))
 	wantDigest, want := contents(t, cleanStore)
 
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	lookups := &countingLookup{Lookup: s}
 	member := func(look indexer.Lookup) *indexer.Indexer {
 		ix, err := indexer.New(indexer.Params{Writer: s, Lookup: look, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})

@@ -31,17 +31,17 @@ type Harness struct {
 	V       *openapitest.Validator
 }
 
-// Options tune a harness; zero values are sensible.
-type Options struct {
-	Deps        api.Deps               // fields left zero are filled in
-	NewResolver func() memory.Resolver // one per side of the store (memory.Options)
+// Params tune a harness; zero values are sensible.
+type Params struct {
+	Server      api.Params             // fields left zero are filled in
+	NewResolver func() memory.Resolver // one per side of the store (memory.Params)
 	Now         time.Time              // service clock; zero: 2026-01-15T12:00:00Z
 }
 
 // New builds a harness.
-func New(t testing.TB, o Options) *Harness {
+func New(t testing.TB, o Params) *Harness {
 	t.Helper()
-	store := memory.New(memory.Options{NewResolver: o.NewResolver})
+	store := memory.New(memory.Params{NewResolver: o.NewResolver})
 	ix, err := indexer.New(indexer.Params{
 		Writer: store, Lookup: store,
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
@@ -52,7 +52,7 @@ func New(t testing.TB, o Options) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := o.Deps
+	d := o.Server
 	if d.Reader == nil {
 		d.Reader = store
 	}

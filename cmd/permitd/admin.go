@@ -61,7 +61,7 @@ func (c *opsConfig) cors() api.CORS { return api.CORS{Origins: splitCSV(c.CORSOr
 // listenAdmin listens on cfg.AdminAddr and returns what serves the admin
 // handler in an errgroup until its context ends; with an empty address
 // both are no-ops. Listening first makes a taken address fail fast.
-func listenAdmin(cfg opsConfig, d api.Deps, reg *prometheus.Registry, e env, log *slog.Logger) (func(ctx context.Context, g *errgroup.Group, timeout time.Duration), error) {
+func listenAdmin(cfg opsConfig, d api.Params, reg *prometheus.Registry, e env, log *slog.Logger) (func(ctx context.Context, g *errgroup.Group, timeout time.Duration), error) {
 	if cfg.AdminAddr == "" {
 		return func(context.Context, *errgroup.Group, time.Duration) {}, nil
 	}
@@ -70,7 +70,7 @@ func listenAdmin(cfg opsConfig, d api.Deps, reg *prometheus.Registry, e env, log
 		return nil, fmt.Errorf("admin-addr: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "admin on http://%s\n", ln.Addr())
-	h := api.NewAdmin(d, api.AdminOptions{
+	h := api.NewAdmin(d, api.AdminParams{
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Pprof:   cfg.Pprof,
 	})

@@ -59,7 +59,7 @@ func TestWithSignalsDemo(t *testing.T) {
 	// nothing but the catalog.
 	none := bundledSignalData(now, "none")
 	require.Nil(t, none.Demo)
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
 	require.NoError(t, err)
 	prods, _, err = withSignals(none, nil)

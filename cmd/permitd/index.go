@@ -110,7 +110,7 @@ func runIndex(ctx context.Context, e env, args []string) error {
 // readiness shape. /health/live and /health/ready, the paths this process
 // served first (deploy/k8s probes them), give the same answers.
 func indexMux(reg *prometheus.Registry, check api.ReadinessCheck) http.Handler {
-	admin := api.NewAdmin(api.Deps{Checks: []api.ReadinessCheck{check}}, api.AdminOptions{
+	admin := api.NewAdmin(api.Params{Checks: []api.ReadinessCheck{check}}, api.AdminParams{
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
 	mux := http.NewServeMux()

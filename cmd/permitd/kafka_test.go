@@ -100,7 +100,7 @@ func TestPublishThenKafkaIndexer(t *testing.T) {
 	if err := cfg.validate(true); err != nil {
 		t.Fatal(err)
 	}
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	k, err := newKafkaIndexer(cfg, "memory", store, store, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -205,7 +205,7 @@ func TestDeadLettersOnADefaultBroker(t *testing.T) {
 	dlq, err := kafkasrc.NewDeadLetterWriter(kafkasrc.DeadLetterParams{Brokers: splitCSV(brokers)})
 	require.NoError(t, err)
 	defer dlq.Close()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: dlq.DeadLetter, MaxMessageBytes: 512 << 10})
 	require.NoError(t, err)
 	c, err := kafkasrc.New(kafkasrc.Params{Brokers: splitCSV(brokers), Handler: ix.HandleBatch, Settle: ix.Settle, MaxFetchBytes: 4 << 20})

@@ -65,7 +65,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", 10000, "cap on open HTTP connections (lowered to fit the file-descriptor limit); at the cap the longest idle one is closed")
 }
 
-// cacheBytes is api.Deps.ResponseCacheBytes for -response-cache-mb (0: off).
+// cacheBytes is api.Params.ResponseCacheBytes for -response-cache-mb (0: off).
 func cacheBytes(mb int) int64 {
 	if mb <= 0 {
 		return -1
@@ -157,7 +157,7 @@ type serveProcess struct {
 	kafka     *kafkaIndexer // nil without -kafka-brokers
 	quota     quotaParts
 	drain     *drain
-	deps      api.Deps
+	deps      api.Params
 	handler   http.Handler
 	closers   []func()
 }
@@ -208,7 +208,7 @@ func (s *serveProcess) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.deps = api.Deps{
+	s.deps = api.Params{
 		Reader:             rm,
 		Auth:               s.quota.Auth,
 		Limiter:            s.quota.Limiter,

@@ -82,7 +82,7 @@ func (c *openSearchConfig) store() (*opensearch.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return opensearch.New(opensearch.Config{
+	return opensearch.New(opensearch.Params{
 		Addresses: splitCSV(c.URLs), Username: c.Username, Password: c.Password,
 		InsecureSkipVerify: c.Insecure, Prefix: c.Prefix, RequestTimeout: c.Timeout,
 		WrapTransport: c.wrap, Signer: sign,

@@ -74,7 +74,7 @@ func indexOnce(t *testing.T, brokers, snap string, interval time.Duration, while
 	}
 	require.NoError(t, fs.parse(args))
 	require.NoError(t, cfg.validate(true))
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	k, err := newKafkaIndexer(cfg, "memory", store, store, log, nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

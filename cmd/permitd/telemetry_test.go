@@ -48,11 +48,11 @@ func TestTraceReachesOpenSearch(t *testing.T) {
 	defer stand.Close()
 
 	tel, spans, reg := testTelemetry()
-	store, err := opensearch.New(opensearch.Config{Addresses: []string{stand.URL}, WrapTransport: tel.openSearchTransport})
+	store, err := opensearch.New(opensearch.Params{Addresses: []string{stand.URL}, WrapTransport: tel.openSearchTransport})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.NewServer(api.Deps{
+	h, err := api.NewServer(api.Params{
 		Reader: store, Auth: apikey.NewDevKeys([]string{"trace-test-key"}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("0123456789abcdef0123"), Tracing: tel.apiTracing(),
 	})

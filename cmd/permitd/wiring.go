@@ -43,7 +43,7 @@ func openReadModel(ctx context.Context, backend string, os openSearchConfig, log
 
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
-	return memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 }
 
 // openAPIDocument is served at /v1/openapi.json.

@@ -65,7 +65,7 @@ func BenchmarkIngest(b *testing.B) {
 		raw += rawConsume(b, br.addrs, hwm)
 		rawCPU += cpuTime() - cpu
 
-		store := memory.New(memory.Options{})
+		store := memory.New(memory.Params{})
 		ix := newIndexer(b, store, nil)
 		c, err := kafka.New(kafka.Params{Brokers: br.addrs, Topics: []string{locTopic}, Handler: ix.HandleBatch, Logger: testLogger()})
 		require.NoError(b, err)

@@ -30,7 +30,7 @@ func TestReplayReadsEveryPartition(t *testing.T) {
 	b.publish(envs...)
 	want := expected(t, envs...)
 
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	reg := prometheus.NewRegistry()
 	ix := newIndexer(t, store, nil)
 	p := fastParams(b, "", ix.HandleBatch)
@@ -66,7 +66,7 @@ func TestDuplicatesAndReorderedVersionsEndAtNewest(t *testing.T) {
 		location(t, "d", 1), deleted(t, events.LocationDeleted, "d", 2), location(t, "d", 3),
 	}
 	b.publish(envs...)
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
 	c := start(t, fastParams(b, "", ix.HandleBatch))
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
@@ -101,7 +101,7 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	b := newBroker(t, 3)
 	envs := locations(t, "t", 50, 2)
 	b.publish(envs...)
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	dlq := &recordingDLQ{}
 	ix := newIndexer(t, store, dlq.store)
 	var failures atomic.Int64
@@ -127,7 +127,7 @@ func TestLagCountsAStuckBatch(t *testing.T) {
 	envs := locations(t, "s", 20, 1)
 	b.publish(envs...)
 	var healthy atomic.Bool
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
 	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
 		if !healthy.Load() {

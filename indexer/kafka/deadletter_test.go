@@ -71,7 +71,7 @@ func TestPoisonMessagesGoToDeadLetterTopic(t *testing.T) {
 	dlq, err := kafka.NewDeadLetterWriter(kafka.DeadLetterParams{Brokers: b.addrs})
 	require.NoError(t, err)
 	defer dlq.Close()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	m := indexer.NewMetrics(prometheus.NewRegistry())
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store, DeadLetter: dlq.DeadLetter, MaxMessageBytes: 4096, Metrics: m, Logger: testLogger()})
 	require.NoError(t, err)

@@ -24,7 +24,7 @@ func owned(c *running) int { return len(c.Partitions()) }
 func TestGroupRebalanceLosesNothing(t *testing.T) {
 	const group = "rebalance"
 	b := newBroker(t, 6)
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	total := 6 + 3 // locations + permits partitions
 
 	first := locations(t, "a", 200, 2)
@@ -79,7 +79,7 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 	}
 	b.publish(envs...)
 	want := expected(t, envs...)
-	store := memory.New(memory.Options{}) // stands in for a durable backend
+	store := memory.New(memory.Params{}) // stands in for a durable backend
 
 	// The first process applies three batches fine, then applies the next
 	// one and "crashes": every later call applies and fails, so nothing
@@ -141,7 +141,7 @@ func TestShutdownFinishesBatchAndCommits(t *testing.T) {
 	b := newBroker(t, 1)
 	envs := locations(t, "s", 50, 1)
 	b.publish(envs...)
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
 	entered := make(chan int, 1)
 	release := make(chan struct{})
@@ -175,13 +175,13 @@ func TestMemoryRestartReplaysFromEarliest(t *testing.T) {
 	b.publish(envs...)
 	want := expected(t, envs...)
 
-	s1 := memory.New(memory.Options{})
+	s1 := memory.New(memory.Params{})
 	c1 := start(t, fastParams(b, "", newIndexer(t, s1, nil).HandleBatch))
 	eventually(t, 20*time.Second, "first process caught up", c1.CaughtUp)
 	require.Equal(t, want, stateOf(t, s1))
 	c1.stop(t)
 
-	s2 := memory.New(memory.Options{})
+	s2 := memory.New(memory.Params{})
 	ix2 := newIndexer(t, s2, nil)
 	gate := make(chan struct{})
 	c2 := start(t, fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {

@@ -211,7 +211,7 @@ func stateOf(t testing.TB, s *memory.Store) state {
 // delivery order must reach.
 func expected(t testing.TB, envs ...events.Envelope) state {
 	t.Helper()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	for _, env := range envs {
 		b, err := indexer.Project(context.Background(), env, s)
 		require.NoError(t, err)

@@ -193,7 +193,7 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store) (time.Duratio
 // backend.
 func typeRates(tb testing.TB, d mixData) map[string]float64 {
 	tb.Helper()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(tb, err)
 	byTopic := map[string][]indexer.Message{}
@@ -242,7 +242,7 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ResetTimer()
 	for range rounds {
 		raw += rawConsumeAll(b, addrs, hwm)
-		store := memory.New(memory.Options{})
+		store := memory.New(memory.Params{})
 		took, p := ingestMix(b, addrs, store)
 		ingest += took
 		relinked += p.Relinked
@@ -285,7 +285,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	// The big store is filled once, directly (no Kafka), with the
 	// gazetteer and permits of another seed; then the mix is ingested
 	// once into an empty store and once into the big one.
-	filled := memory.New(memory.Options{})
+	filled := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: filled, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
 	feed := indexer.NewFeed(ix, 4096)
@@ -301,7 +301,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	counts, err := filled.Counts(context.Background())
 	require.NoError(b, err)
 	b.ResetTimer()
-	empty, _ := ingestMix(b, addrs, memory.New(memory.Options{}))
+	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}))
 	into, _ := ingestMix(b, addrs, filled)
 	b.StopTimer()
 	n := float64(len(d.recs))
@@ -367,7 +367,7 @@ func BenchmarkRestart(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "memory.snapshot")
 
 	b.ResetTimer()
-	replayStore := memory.New(memory.Options{})
+	replayStore := memory.New(memory.Params{})
 	replay, _ := ingestMix(b, addrs, replayStore)
 	// Offsets first, then the export: the snapshot the serve command
 	// would write once caught up.
@@ -391,7 +391,7 @@ func BenchmarkRestart(b *testing.B) {
 
 	start = time.Now()
 	gc := debug.SetGCPercent(snapshot.LoadGCPercent) // as serve does for the load
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it

@@ -48,7 +48,7 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 	require.NoError(t, err)
 	b.publish(zipLoc)
 
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
 	p := fastParams(b, "", ix.HandleBatch)
 	p.Settle = ix.Settle
@@ -81,7 +81,7 @@ func TestLocationsPublishedWhileRunning(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			b := newBroker(t, 2)
-			store := memory.New(memory.Options{})
+			store := memory.New(memory.Params{})
 			ix := newIndexer(t, store, nil)
 			p := fastParams(b, group, func(ctx context.Context, msgs []indexer.Message) error {
 				if msgs[0].Topic == locTopic {

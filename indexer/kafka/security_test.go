@@ -83,7 +83,7 @@ func TestTLSAndSCRAM(t *testing.T) {
 	dlq, err := kafka.NewDeadLetterWriter(kafka.DeadLetterParams{Brokers: addrs, Security: sec})
 	require.NoError(t, err)
 	defer dlq.Close()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, dlq.DeadLetter)
 	p := fastParams(&broker{t: t, addrs: addrs, cluster: c}, "", ix.HandleBatch)
 	p.Topics = []string{locTopic}

@@ -40,7 +40,7 @@ func BenchmarkLoad(b *testing.B) {
 		permits = v
 	}
 	ctx := context.Background()
-	src := memory.New(memory.Options{})
+	src := memory.New(memory.Params{})
 	var batch readmodel.Batch
 	flush := func() {
 		_, err := src.Apply(ctx, batch)
@@ -115,7 +115,7 @@ func BenchmarkLoad(b *testing.B) {
 // viaApply loads it with Apply instead of an Import.
 func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
 	if viaApply {

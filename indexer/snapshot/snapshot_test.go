@@ -26,7 +26,7 @@ var asOf = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // signals, catalog entries, a few locations and tombstones.
 func filled(t *testing.T) *memory.Store {
 	t.Helper()
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Params{})
 	// Geo signals of ZIPs and cities no location here names are dead
 	// letters; the rest is what a snapshot must keep.
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
@@ -131,7 +131,7 @@ func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets)
 
 // load imports the snapshot at path into a new store, as serve does.
 func load(path string) (*memory.Store, snapshot.Info, error) {
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	im := s.NewImport()
 	info, err := snapshot.Load(path, im.Add)
 	if err != nil {
@@ -143,7 +143,7 @@ func load(path string) (*memory.Store, snapshot.Info, error) {
 
 // applied loads the snapshot at path with Apply, batch by batch.
 func applied(t *testing.T, path string) *memory.Store {
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := snapshot.Load(path, func(b readmodel.Batch) error {
 		_, err := s.Apply(context.Background(), b)
 		return err

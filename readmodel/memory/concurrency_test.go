@@ -37,7 +37,7 @@ func project(t *testing.T, s *memory.Store, envs []events.Envelope) readmodel.Ba
 
 func loaded(t *testing.T) *memory.Store {
 	t.Helper()
-	s := memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+	s := memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	_, err := s.Apply(context.Background(), project(t, s, conformance.LocationEvents(t)))
 	require.NoError(t, err)
 	rest := append(conformance.PropertyEvents(t), conformance.PermitEvents(t)...)

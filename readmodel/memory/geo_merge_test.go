@@ -44,7 +44,7 @@ func TestGeoSearchMatchesBruteForce(t *testing.T) {
 		rows = append(rows, g)
 	}
 	b.GeoSignals = rows
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, b)
 	require.NoError(t, err)
 	for i := range 200 {

@@ -23,7 +23,7 @@ import (
 // it (the race detector watches the sides being swapped).
 func TestImportReplacesTheState(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations()[:1]})
 	require.NoError(t, err)
 	_, seq0 := s.ReadVersion()
@@ -120,7 +120,7 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 			for _, b := range tc.batches {
 				apply(t, applied, b)
 			}
-			imported := memory.New(memory.Options{})
+			imported := memory.New(memory.Params{})
 			im := imported.NewImport()
 			locs := newStore(t)
 			require.NoError(t, locs.Export(context.Background(), 100, im.Add))
@@ -176,7 +176,7 @@ func TestImportSecondSide(t *testing.T) {
 	ps := filterPermits(r, 300)
 	applied := newStore(t)
 	apply(t, applied, readmodel.Batch{Permits: ps})
-	imported := memory.New(memory.Options{})
+	imported := memory.New(memory.Params{})
 	im := imported.NewImport()
 	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
 	require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
@@ -224,7 +224,7 @@ func TestImportedPropertyOnlyPermitFilters(t *testing.T) {
 	b.Properties[0].PropertyID = prop
 	applied := newStore(t)
 	apply(t, applied, b)
-	imported := memory.New(memory.Options{})
+	imported := memory.New(memory.Params{})
 	im := imported.NewImport()
 	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
 	require.NoError(t, im.Add(b))

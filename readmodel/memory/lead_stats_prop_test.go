@@ -100,7 +100,7 @@ func TestStatsMatchBruteForce(t *testing.T) {
 			ctx := context.Background()
 			r := rand.New(rand.NewPCG(21, uint64(min)))
 			leads := randomLeads(r, 4000)
-			s := memory.New(memory.Options{StatsCacheSize: -1})
+			s := memory.New(memory.Params{StatsCacheSize: -1})
 			_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: leads})
 			require.NoError(t, err)
 			// Rewrite a third (new confidence, date and place) and delete

@@ -22,7 +22,7 @@ func TestPermitStatsMatchPaging(t *testing.T) {
 	ctx := context.Background()
 	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	geos := []string{"state:WA", "county:53033", "city:1", "zip:98101"}
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	var locs readmodel.Batch
 	for _, g := range geos {
 		locs.Locations = append(locs.Locations, readmodel.Location{GeoID: g, GeoType: readmodel.GeoZip, Name: g, Version: 1})

@@ -319,11 +319,10 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	}
 	keys := x.anchors[q.Filter.Geo.ID()].selected(q.Filter.SignalKeys)
 	want := q.Limit + 1
-	less := dateLess
+	m := mergeHeap[*leadStream]{less: streamDateLess}
 	if q.Sort == readmodel.SortConfidenceDesc {
-		less = confLess
+		m.less = streamConfLess
 	}
-	m := mergeHeap[*leadStream]{less: func(a, b *leadStream) bool { return less(a.cur, b.cur) }}
 	out := make([]*leadRec, 0, want)
 	streams := make([]leadStream, len(keys))
 	for i, k := range keys {
@@ -351,6 +350,11 @@ func (x *leadIndex) page(q readmodel.LeadQuery) ([]*leadRec, error) {
 	}
 	return out, nil
 }
+
+// streamDateLess and streamConfLess order lead streams by their current
+// leads (dateLess, confLess): the merge orders of the two lead sorts.
+func streamDateLess(a, b *leadStream) bool { return dateLess(a.cur, b.cur) }
+func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
 
 // leadStream yields one key's leads of a page in the page's order: from a
 // B-tree iterator (filtered as it goes, stopping at the window's far

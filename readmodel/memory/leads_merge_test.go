@@ -98,7 +98,7 @@ func TestLeadPagesMatchBruteForce(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(11, 12))
 	leads := randomLeads(r, 3000)
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: leads})
 	require.NoError(t, err)
 	// Rewrite a third: in place (a new permit number only) or with a new

@@ -75,7 +75,7 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 	ctx := context.Background()
 	armed := new(atomic.Bool)
 	r := blockingResolver{armed: armed, entered: make(chan struct{}), release: make(chan struct{})}
-	s := memory.New(memory.Options{NewResolver: func() memory.Resolver { return r }})
+	s := memory.New(memory.Params{NewResolver: func() memory.Resolver { return r }})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: lrLeads(lrCityA, 300, 1)})
 	require.NoError(t, err)
 	epoch, seq := s.ReadVersion()
@@ -154,7 +154,7 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 // always count every lead, and the read version never goes back.
 func TestConcurrentPagesNeverMixBatches(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	const n = 600
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: lrLeads(lrCityA, n, 1)})
 	require.NoError(t, err)
@@ -209,7 +209,7 @@ func TestConcurrentPagesNeverMixBatches(t *testing.T) {
 // leaves the read version as it is; one that changes state bumps it.
 func TestConcurrentStaleBatchKeepsVersion(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: lrLeads(lrCityA, 10, 1)})
 	require.NoError(t, err)
 	_, seq := s.ReadVersion()
@@ -239,7 +239,7 @@ func TestConcurrentStaleBatchKeepsVersion(t *testing.T) {
 // until a lead write touches its anchor; a write elsewhere keeps it.
 func TestConcurrentStatsCacheByAnchor(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: append(lrLeads(lrCityA, 50, 1), lrLeads(lrCityB, 20, 1)...)})
 	require.NoError(t, err)
 	q := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Today: "2026-01-15", TopN: 5}

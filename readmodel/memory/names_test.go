@@ -15,7 +15,7 @@ import (
 // with it), and show a key no location spells as it is.
 func TestStatsTopListsSpellLocations(t *testing.T) {
 	ctx := context.Background()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	locs := []readmodel.Location{
 		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", Version: 1},
 		{GeoID: "county:53033", GeoType: readmodel.GeoCounty, Name: "King County", Version: 1},

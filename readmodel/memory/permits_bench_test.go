@@ -61,7 +61,7 @@ func heapInUse() uint64 {
 func buildCorpus(b *testing.B) {
 	bench.once.Do(func() {
 		ctx := context.Background()
-		s := memory.New(memory.Options{})
+		s := memory.New(memory.Params{})
 		var batch readmodel.Batch
 		flush := func() error {
 			if batch.Len() == 0 {

@@ -23,7 +23,7 @@ var (
 
 func newStore(t testing.TB) *memory.Store {
 	t.Helper()
-	s := memory.New(memory.Options{})
+	s := memory.New(memory.Params{})
 	var b readmodel.Batch
 	for _, l := range []readmodel.Location{
 		{GeoID: zipA, GeoType: readmodel.GeoZip, Name: "98101", Version: 1},

@@ -211,7 +211,7 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 		}
 		return q.Decision == "" || g.Decision == q.Decision, true
 	}
-	m := mergeHeap[*geoStream]{less: func(a, b *geoStream) bool { return geoSignalLess(a.cur, b.cur) }}
+	m := mergeHeap[*geoStream]{less: geoStreamLess}
 	for i := range streams {
 		st := &streams[i]
 		ok := st.iter.First()
@@ -243,6 +243,9 @@ func (s *side) SearchGeoSignals(ctx context.Context, q readmodel.GeoSignalQuery)
 	page.Signals = cloneGeoSignals(hits)
 	return page, nil
 }
+
+// geoStreamLess orders geo streams by their current rows (geoSignalLess).
+func geoStreamLess(a, b *geoStream) bool { return geoSignalLess(a.cur, b.cur) }
 
 // geoStream is one tree's rows of a geo signal page.
 type geoStream struct {

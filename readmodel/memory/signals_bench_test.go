@@ -70,7 +70,7 @@ func loadSignalBench(b *testing.B) signalBench {
 func buildSignalBench(b *testing.B) signalBench {
 	ctx := context.Background()
 	start := time.Now()
-	store := memory.New(memory.Options{StatsCacheSize: -1})
+	store := memory.New(memory.Params{StatsCacheSize: -1})
 	var batch []events.Envelope
 	var writes []readmodel.Batch
 	var permitDocs readmodel.Batch

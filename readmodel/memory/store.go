@@ -50,8 +50,8 @@ type Resolver interface {
 	Search(q readmodel.ResolveQuery) []readmodel.Candidate
 }
 
-// Options configure a Store.
-type Options struct {
+// Params configure a Store.
+type Params struct {
 	// NewResolver makes a side's Resolver (it is called twice: one per
 	// side); nil makes ResolveCandidates ErrUnsupported but for the
 	// property scope.
@@ -75,7 +75,7 @@ type Store struct {
 
 	stats *statsCache
 
-	newResolver func() Resolver // Options.NewResolver, for the sides an Import builds
+	newResolver func() Resolver // Params.NewResolver, for the sides an Import builds
 	// journal, while an Import runs, keeps the batches Apply wrote
 	// meanwhile, for Commit to apply to the new sides too (import.go).
 	journal *[]*readmodel.Batch
@@ -99,7 +99,7 @@ var (
 )
 
 // New returns an empty Store.
-func New(opts Options) *Store {
+func New(opts Params) *Store {
 	s := &Store{epoch: rand.Uint64(), newResolver: opts.NewResolver}
 	for i := range s.sides {
 		var r Resolver

@@ -50,7 +50,7 @@ func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
 	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return s, f
 }

@@ -93,8 +93,8 @@ func locationDocOf(l readmodel.Location) locationDoc {
 }
 
 // nameKey is a city's or county's name in the *_norm form leads are
-// counted under (readmodel.NormName), for spelling stats top lists (spellTops); ""
-// for other geo types.
+// counted under (readmodel.NormName), for spelling stats top lists
+// (spellTops); "" for other geo types.
 func nameKey(l readmodel.Location) string {
 	if l.GeoType != readmodel.GeoCity && l.GeoType != readmodel.GeoCounty {
 		return ""

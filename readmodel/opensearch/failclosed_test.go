@@ -118,7 +118,7 @@ func partialCluster(t *testing.T, status int, bad string) (*Store, func() []stri
 		_, _ = io.WriteString(w, `{"took":3,"responses":[`+strings.Join(answers, ",")+`]}`)
 	}))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return s, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
 }

@@ -249,7 +249,7 @@ func (f *fakeDocs) cellSearch(t *testing.T, body obj) *searchResult {
 func TestLeadCellStatsAgreeWithMemory(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	s, f := newFakeDocs(t)
-	mem := memory.New(memory.Options{})
+	mem := memory.New(memory.Params{})
 	ctx := context.Background()
 	anchors := []string{"gcity", "gzip1", "gzip2", "gstate"}
 	var locs []readmodel.Location

@@ -50,7 +50,7 @@ type fakePermit struct {
 func (c *monthlyCluster) store(t *testing.T) *Store {
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return s
 }

@@ -46,7 +46,7 @@ func newScanCluster(t *testing.T, n int) *scanCluster {
 func (c *scanCluster) store() *Store {
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	c.t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(c.t, err)
 	return s
 }
@@ -252,7 +252,7 @@ func TestPermitScanOpenFails(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"type":"security_exception","reason":"no permission for point_in_time"},"status":403}`)
 	}))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100}, 0)
 	require.ErrorContains(t, err, "security_exception")

@@ -44,7 +44,7 @@ func TestResolvePropertyCandidates(t *testing.T) {
 		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
 	}))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 
 	got, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "600 University St", GeoType: readmodel.GeoProperty, Limit: 5})
@@ -79,7 +79,7 @@ func fakeAnswers(t *testing.T, answers ...string) (*Store, *[]string) {
 		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
 	}))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return s, &seen
 }

@@ -63,7 +63,7 @@ func newReindexCluster(t *testing.T) (*reindexCluster, *Store) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return c, s
 }

@@ -181,7 +181,7 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 			eng := &versionEngine{docs: map[string]storedDoc{}}
 			srv := httptest.NewServer(eng)
 			t.Cleanup(srv.Close)
-			s, err := New(Config{Addresses: []string{srv.URL}})
+			s, err := New(Params{Addresses: []string{srv.URL}})
 			require.NoError(t, err)
 			for i, st := range tc.steps {
 				res, err := s.Apply(context.Background(), st.b)
@@ -216,7 +216,7 @@ func TestExternalVersionLimit(t *testing.T) {
 	eng := &versionEngine{docs: map[string]storedDoc{}}
 	srv := httptest.NewServer(eng)
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	b := readmodel.Batch{Catalog: []readmodel.CatalogEntry{
 		{State: "WA", SignalKey: "a", Family: "geo", Spec: json.RawMessage(`{}`), Version: maxEntityVersion},
@@ -278,7 +278,7 @@ func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
 			eng := &versionEngine{docs: map[string]storedDoc{}}
 			srv := httptest.NewServer(eng)
 			t.Cleanup(srv.Close)
-			s, err := New(Config{Addresses: []string{srv.URL}})
+			s, err := New(Params{Addresses: []string{srv.URL}})
 			require.NoError(t, err)
 			n := 0
 			for _, l := range tc.order {

@@ -128,7 +128,7 @@ func TestRelinksMoveCells(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 13))
 				s, f := newFakeDocs(t)
 				ctx := context.Background()
-				mem := memory.New(memory.Options{})
+				mem := memory.New(memory.Params{})
 				var locs []readmodel.Location
 				for _, g := range []struct {
 					id string

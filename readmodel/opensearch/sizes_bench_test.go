@@ -51,7 +51,7 @@ func BenchmarkDocumentBytes(b *testing.B) {
 	if _, err := pl.Finish(ctx); err != nil {
 		b.Fatal(err)
 	}
-	m := memory.New(memory.Options{})
+	m := memory.New(memory.Params{})
 	sources := map[readmodel.Kind]*bytes.Buffer{}
 	docs := map[readmodel.Kind]int{}
 	for _, env := range envs {

@@ -103,8 +103,8 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// Config configures a Store.
-type Config struct {
+// Params configures a Store.
+type Params struct {
 	Addresses []string // http(s)://host:9200, at least one
 	Username  string
 	Password  string
@@ -137,7 +137,7 @@ var (
 )
 
 // New returns a Store; it does not contact the cluster (see Ping).
-func New(cfg Config) (*Store, error) {
+func New(cfg Params) (*Store, error) {
 	if len(cfg.Addresses) == 0 {
 		return nil, errors.New("opensearch: no address")
 	}

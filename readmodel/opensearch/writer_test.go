@@ -28,7 +28,7 @@ func fakeCluster(t *testing.T, status int, body string) (*Store, *[]string) {
 		_, _ = io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	s, err := New(Config{Addresses: []string{srv.URL}})
+	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
 	return s, &seen
 }

@@ -13,7 +13,7 @@ func TestMemory(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		Name: "memory",
 		New: func(t *testing.T) conformance.Backend {
-			return memory.New(memory.Options{NewResolver: func() memory.Resolver { return resolve.New() }})
+			return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 		},
 		// The memory backend's capabilities list: nothing lacking.
 		Lacks: map[conformance.Capability]string{},

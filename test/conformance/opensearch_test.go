@@ -76,10 +76,10 @@ var (
 )
 
 // clusterConfig finds a cluster or skips loudly.
-func clusterConfig(t *testing.T) opensearch.Config {
+func clusterConfig(t *testing.T) opensearch.Params {
 	t.Helper()
 	if u := os.Getenv("OPENSEARCH_URL"); u != "" {
-		return opensearch.Config{
+		return opensearch.Params{
 			Addresses: strings.Split(u, ","), Username: os.Getenv("OPENSEARCH_USERNAME"),
 			Password: os.Getenv("OPENSEARCH_PASSWORD"), InsecureSkipVerify: os.Getenv("OPENSEARCH_INSECURE") == "1",
 		}
@@ -89,7 +89,7 @@ func clusterConfig(t *testing.T) opensearch.Config {
 		t.Skipf("OpenSearch conformance run SKIPPED: OPENSEARCH_URL is not set and testcontainers cannot start OpenSearch (%s). "+
 			"Run it with OPENSEARCH_URL=http://host:9200 go test ./test/conformance -run TestOpenSearch", containerErr)
 	}
-	return opensearch.Config{Addresses: []string{containerURL}}
+	return opensearch.Params{Addresses: []string{containerURL}}
 }
 
 // startContainer starts one OpenSearch for the test binary; it is removed

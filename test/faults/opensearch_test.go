@@ -94,9 +94,9 @@ func TestOpenSearchFaults(t *testing.T) {
 			fake := &fakeCluster{statuses: tc.statuses, delay: tc.delay}
 			cluster := httptest.NewServer(fake)
 			t.Cleanup(cluster.Close)
-			store, err := opensearch.New(opensearch.Config{Addresses: []string{cluster.URL}, RequestTimeout: 10 * time.Second})
+			store, err := opensearch.New(opensearch.Params{Addresses: []string{cluster.URL}, RequestTimeout: 10 * time.Second})
 			require.NoError(t, err)
-			h := apitest.New(t, apitest.Options{Deps: api.Deps{Reader: store, RequestTimeout: deadline}})
+			h := apitest.New(t, apitest.Params{Server: api.Params{Reader: store, RequestTimeout: deadline}})
 
 			start := time.Now()
 			r := h.Get("/v1/locations/gabc")
