@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	jx "github.com/permitd/permitd/api/jsonenc"
+	jx "github.com/permitd/permitd/api/internal/jsonenc"
 	"github.com/permitd/permitd/readmodel"
 )
 

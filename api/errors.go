@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/permitd/permitd/api/cursor"
+	"github.com/permitd/permitd/api/internal/cursor"
 	"github.com/permitd/permitd/readmodel"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	jx "github.com/permitd/permitd/api/jsonenc"
+	jx "github.com/permitd/permitd/api/internal/jsonenc"
 	"github.com/permitd/permitd/readmodel"
 )
 

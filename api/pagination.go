@@ -3,7 +3,7 @@ package api
 import (
 	"fmt"
 
-	"github.com/permitd/permitd/api/cursor"
+	"github.com/permitd/permitd/api/internal/cursor"
 )
 
 // positionChecker is implemented by search_after keys that can tell a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/internal/address"
 )
 
 // filterEvent is a permit of ZIP 98101 with the given fields.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/internal/address"
 )
 
 // A small gazetteer: Washington, King County, Seattle (city and

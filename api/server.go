@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 
 	"github.com/permitd/permitd/api/apikey"
-	"github.com/permitd/permitd/api/cursor"
+	"github.com/permitd/permitd/api/internal/cursor"
 	"github.com/permitd/permitd/api/quota"
 	"github.com/permitd/permitd/readmodel"
 )

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 func isUpperSnake(s string) bool {

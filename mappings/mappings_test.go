@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
 // goldenSettings are the settings the goldens render with: a 3-node

@@ -42,8 +42,8 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/pipeline/data"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 // Source is the envelope and permit source of every generated event.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/events/eventstest"
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/pipeline/data"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 var testNow = time.Date(2025, 11, 22, 0, 0, 0, 0, time.UTC)

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/pipeline/data"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 // place is one gazetteer place permits are generated in.

@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/internal/address"
 )
 
 // property is one property.upserted to emit.

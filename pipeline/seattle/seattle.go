@@ -23,7 +23,7 @@
 //     city SEATTLE and state WA (SDCI permits only inside the city; the
 //     multifamily file's empty or misspelt cities are counted in Notes).
 //   - property_id: the property of the normalised street line in SEATTLE,
-//     WA (readmodel/address.PropertyID); "" when the line has no house
+//     WA (internal/address.PropertyID); "" when the line has no house
 //     number or street name.
 //
 // Commercial rows have no ZIP, city or description. The ZIP is the nearest

@@ -16,8 +16,8 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/events/eventstest"
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/pipeline/data"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 // imported is one import of the bundled data, shared by the tests.

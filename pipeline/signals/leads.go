@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/internal/address"
 )
 
 // Permit signal keys.

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/readmodel/address"
+	"github.com/permitd/permitd/internal/address"
 )
 
 // Versioning of the methodology.

@@ -6,9 +6,9 @@ import (
 	"hash/maphash"
 	"strings"
 
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/address"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 )
 
 // Properties are kept per property id (16 bytes, not a 37-byte string) in

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 func property(line, city, state, zip string, version int64) readmodel.Property {

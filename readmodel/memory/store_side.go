@@ -6,7 +6,7 @@ import (
 	"runtime"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 )
 
 // side is one complete copy of the read model: every table and index. A

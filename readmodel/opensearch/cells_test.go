@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
 // fakeDocs is a stateful fake of the document APIs the Writer uses:

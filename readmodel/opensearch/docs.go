@@ -7,9 +7,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/address"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 

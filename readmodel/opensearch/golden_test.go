@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 

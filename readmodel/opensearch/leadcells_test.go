@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
 // A small interpreter of the query and aggregation shapes the lead cell

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 )
 
 // Property search follows package propmatch, as the memory backend does:

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 

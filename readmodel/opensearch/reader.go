@@ -12,7 +12,7 @@ import (
 
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/propmatch"
+	"github.com/permitd/permitd/readmodel/internal/propmatch"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 

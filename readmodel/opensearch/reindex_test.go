@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 )
 
 // fakeIndex is one index of reindexCluster.

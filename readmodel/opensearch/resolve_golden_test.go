@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permitd/permitd/internal/osgolden"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/opensearch/osgolden"
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 

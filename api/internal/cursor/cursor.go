@@ -22,7 +22,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/permitd/permitd/api/jsonenc"
+	"github.com/permitd/permitd/api/internal/jsonenc"
 )
 
 // ErrInvalid wraps every reason a cursor is refused: tampered, truncated,

@@ -51,8 +51,8 @@ package propmatch
 import (
 	"strings"
 
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
-	"github.com/permitd/permitd/readmodel/address"
 )
 
 // Query is a parsed property query. Every field but Address is upper
