@@ -28,3 +28,11 @@ func SetWholeTexts(n int) func() {
 	wholeTexts = n
 	return func() { wholeTexts = old }
 }
+
+// SetPostingMin sets the permit count from which a geo keeps filter
+// postings (permit_filters.go) until the returned func restores it.
+func SetPostingMin(n int) func() {
+	old := postingMin
+	postingMin = n
+	return func() { postingMin = old }
+}

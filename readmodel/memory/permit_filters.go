@@ -19,6 +19,15 @@ import (
 // (any of its values) or, when no field is filtered, the geo's own set;
 // the other conditions are checked on each candidate. So a selective
 // filter reads only its postings, never every permit of the geo.
+//
+// A geo keeps postings only once it has held postingMin permits: below
+// that, reading its own set with the predicate costs a few microseconds,
+// while postings would cost about five B-tree inserts per link of every
+// permit written (on the real mix most links are to ZIPs, cities and
+// jurisdictions of a few dozen permits, and postings were the largest
+// part of a permit's write). The postings of a geo that reaches
+// postingMin are built from its set at once, in order, and kept until
+// the geo holds no permit.
 
 type filterField uint8
 
@@ -42,6 +51,9 @@ var bucketNames = func() []string {
 	return out
 }()
 
+// postingMin is the number of permits from which a geo keeps postings.
+var postingMin = 128
+
 func valueBucket(v float64) int {
 	if v < 1 {
 		return 0
@@ -60,6 +72,7 @@ type fkey struct {
 // instead of folding per candidate).
 type permitFilterIndex struct {
 	postings map[fkey]treeSet
+	posted   map[uint32]bool // geos with postings (postingMin)
 	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	text     textIndex                // permit_text.go
@@ -69,7 +82,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -113,12 +126,19 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 	return n
 }
 
-// indexFilters adds c to its postings (the side's writer).
+// indexFilters adds c to its postings (the side's writer); c is in its
+// geos' sets already (indexPermit).
 func (s *side) indexFilters(c *cpermit) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
+			continue
+		}
+		if !s.pf.posted[l.geo] {
+			if t, ok := s.pi.geoIdx[l.geo]; ok && t.size() >= postingMin {
+				s.buildPostings(l.geo, t) // c included
+			}
 			continue
 		}
 		for _, x := range kv {
@@ -127,12 +147,7 @@ func (s *side) indexFilters(c *cpermit) {
 				s.stage(k, c)
 				continue
 			}
-			t, ok := s.pf.postings[k]
-			if !ok {
-				t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
-				s.pf.postings[k] = t
-			}
-			s.setIn(t, c)
+			s.setIn(s.posting(k), c)
 		}
 	}
 	s.indexText(c)
@@ -141,14 +156,41 @@ func (s *side) indexFilters(c *cpermit) {
 	s.indexMonthly(c, true)
 }
 
+// buildPostings gives geo, whose set t has reached postingMin, the
+// postings of its permits: walked in index order, so each posting's
+// B-tree is filled by appending (Load).
+func (s *side) buildPostings(geo uint32, t treeSet) {
+	s.pf.posted[geo] = true
+	var kvs [5]fieldValue
+	t.t.Scan(func(k pkey) bool {
+		for _, x := range kvs[:s.filterKeys(k.p, &kvs)] {
+			s.posting(fkey{geo, x.f, x.v}).t.Load(k)
+		}
+		return true
+	})
+}
+
+// posting returns the posting of k, made empty when missing.
+func (s *side) posting(k fkey) treeSet {
+	t, ok := s.pf.postings[k]
+	if !ok {
+		t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
+		s.pf.postings[k] = t
+	}
+	return t
+}
+
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
 	s.flushStaged() // c may still be staged
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty {
+		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
+		}
+		if _, ok := s.pi.geoIdx[l.geo]; !ok {
+			delete(s.pf.posted, l.geo) // c was its last permit (unindexPermit)
 		}
 		for _, x := range kv {
 			k := fkey{l.geo, x.f, x.v}
@@ -184,11 +226,7 @@ func (s *side) flushStaged() {
 		return
 	}
 	for k, l := range s.staged {
-		t, ok := s.pf.postings[k]
-		if !ok {
-			t = treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
-			s.pf.postings[k] = t
-		}
+		t := s.posting(k)
 		for _, c := range *l {
 			t.t.Load(keyOf(c)) // appends when in index order (setIn)
 		}
@@ -266,7 +304,7 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 			}
 		}
 	}
-	if geo != selfProperty {
+	if geo != selfProperty && s.pf.posted[geo] {
 		try := func(field filterField, vals []string) {
 			if len(vals) == 0 {
 				return
