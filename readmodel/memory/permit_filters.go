@@ -72,7 +72,7 @@ type fkey struct {
 // instead of folding per candidate).
 type permitFilterIndex struct {
 	postings map[fkey]treeSet
-	posted   map[uint32]bool // geos with postings (postingMin)
+	posted   map[uint32]bool          // geos with postings (postingMin)
 	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	text     textIndex                // permit_text.go
