@@ -20,7 +20,8 @@ import (
 // the other conditions are checked on each candidate. So a selective
 // filter reads only its postings, never every permit of the geo.
 //
-// A geo keeps postings only once it has held postingMin permits: below
+// A geo keeps postings (and its valuation order, permit_sort.go) only
+// once it has held postingMin permits: below
 // that, reading its own set with the predicate costs a few microseconds,
 // while postings would cost about five B-tree inserts per link of every
 // permit written (on the real mix most links are to ZIPs, cities and
@@ -157,17 +158,21 @@ func (s *side) indexFilters(c *cpermit) {
 }
 
 // buildPostings gives geo, whose set t has reached postingMin, the
-// postings of its permits: walked in index order, so each posting's
-// B-tree is filled by appending (Load).
+// postings of its permits (walked in index order, so each posting's
+// B-tree is filled by appending: Load) and its valuation order
+// (permit_sort.go).
 func (s *side) buildPostings(geo uint32, t treeSet) {
 	s.pf.posted[geo] = true
 	var kvs [5]fieldValue
+	byValue := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
 	t.t.Scan(func(k pkey) bool {
 		for _, x := range kvs[:s.filterKeys(k.p, &kvs)] {
 			s.posting(fkey{geo, x.f, x.v}).t.Load(k)
 		}
+		byValue.Set(k.p)
 		return true
 	})
+	s.pf.byValue[geo] = byValue
 }
 
 // posting returns the posting of k, made empty when missing.
