@@ -125,6 +125,16 @@ func permitFiltersMatchTheReference(t *testing.T) {
 		ps[i] = p
 	}
 	apply(t, s, readmodel.Batch{Permits: ps})
+	// delete a tenth of them (out of postings and valuation orders)
+	var dels []readmodel.Delete
+	ps = slices.DeleteFunc(ps, func(p readmodel.Permit) bool {
+		if p.PermitID[len(p.PermitID)-1] == '3' {
+			dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: p.PermitID, Version: 9})
+			return true
+		}
+		return false
+	})
+	apply(t, s, readmodel.Batch{Deletes: dels})
 	byZip := map[string][]readmodel.Permit{"": ps}
 	for _, p := range ps {
 		byZip[p.GeoLinks[0].GeoID] = append(byZip[p.GeoLinks[0].GeoID], p)
