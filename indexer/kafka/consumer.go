@@ -100,16 +100,14 @@ type Params struct {
 	// member owns it, until the group's committed offset (this member's
 	// position, for a partition it owns) reaches the watermark the
 	// partition had when the generation started; an empty partition has
-	// nothing to wait for. Replay mode lets every topic flow at once (the
-	// indexer holds what needs a location it has not seen yet) and only
-	// tracks when the First partitions reach the watermark they had when
-	// it took them. Either way that moment calls Settle, once, and the
-	// gate stays open for the consumer's lifetime.
+	// nothing to wait for. Replay mode holds them too, until the First
+	// partitions (it owns them all) reach the watermark they had when it
+	// took them. Either way that moment calls Settle, once, and the gate
+	// stays open for the consumer's lifetime.
 	First []string
 	// Settle is called once the First gate opens, before the first batch
-	// of another topic is handled in group mode, and before CaughtUp in
-	// replay mode (indexer.(*Indexer).Settle: messages still waiting for
-	// a location are written without it). An error is retried with
+	// of another topic is handled (indexer.(*Indexer).Settle: messages
+	// still waiting for a location are written without it). An error is retried with
 	// backoff. Optional.
 	Settle func(ctx context.Context) error
 

@@ -19,12 +19,15 @@ import (
 // another topic. Nothing may wait inside the indexer there, since its
 // offsets are committed.
 //
-// Replay mode commits nothing, so nothing waits at the gate: every topic
-// flows at once, and a message whose location is not known yet waits
-// inside the indexer (indexer.Settle). Replay mode owns every partition
-// and decides from its own positions (firstCaughtUp): once the First
-// partitions reached their start watermarks, Settle runs, and the
-// consumer reports caught up only after it.
+// Replay mode holds the other topics at the same gate, deciding from its
+// own positions (it owns every partition; firstCaughtUp): once the First
+// partitions reached their start watermarks, Settle runs and every topic
+// flows. Letting every topic flow at once instead made a replay park most
+// dependent messages inside the indexer (their locations not read yet)
+// and project them twice, keeping copies meanwhile: on the real mix more
+// than half of them, for no gain, as the gate only reorders work the
+// process has to do anyway. The consumer reports caught up only after
+// Settle.
 
 // firstPollInterval is how often a group member reads the committed
 // offsets of the First partitions while one of its batches waits for
@@ -37,15 +40,9 @@ func (c *Consumer) waitFirst(fetch context.Context) bool {
 	if c.settled.Load() {
 		return true
 	}
-	if c.p.Group == "" {
-		// Replay: no wait; settle now only when the First topics are in
-		// (or there are none).
-		if c.firstCaughtUp() {
-			return c.settle(fetch)
-		}
-		return true
-	}
 	if !c.firstCaughtUp() {
+		// Group mode: watchFirst opens the gate; replay: the First
+		// partitions' own batches do (firstCaughtUp).
 		c.firstWaiting.Add(1)
 		for !c.firstCaughtUp() {
 			if !sleep(fetch, 10*time.Millisecond) {

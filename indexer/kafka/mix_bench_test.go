@@ -226,7 +226,8 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // it reports the indexer's own rate on that family alone
 // ("<family>-events/s": HandleBatch, no Kafka, locations first) and its
 // share of the mix, and how many messages per round waited for their
-// location ("relinked/round": the topics flow concurrently).
+// location ("relinked/round": 0, as replay mode holds the other topics
+// until the locations topic reached its start watermark).
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {

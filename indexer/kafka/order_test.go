@@ -16,10 +16,8 @@ import (
 
 // TestLocationsBeforeDependentTopics: a permit published before the
 // locations it links to still ends fully linked after a replay. Replay
-// mode lets every topic flow at once: the permit's projection misses its
-// ZIP, waits inside the indexer, and is written when the ZIP arrives;
-// the consumer settles the indexer once the locations topic reached its
-// start watermark and only then reports caught up.
+// mode holds the permits until the locations topic reached its start
+// watermark, settles the indexer, and only then reports caught up.
 func TestLocationsBeforeDependentTopics(t *testing.T) {
 	b := newBroker(t, 3)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -34,3 +34,11 @@ func SetParallelGeos(n int) func() {
 	parallelGeos = n
 	return func() { parallelGeos = old }
 }
+
+// SetPostingMin sets the permit count from which a geo keeps filter
+// postings (permit_filters.go) until the returned func restores it.
+func SetPostingMin(n int) func() {
+	old := postingMin
+	postingMin = n
+	return func() { postingMin = old }
+}

@@ -17,7 +17,8 @@ import (
 // them over), with the permit indexes bulk loaded: permits in index
 // order (Export writes them so) append to their B-trees instead of being
 // inserted, and the per-geo indexes derived from a geo's permits (filter
-// postings, valuation order, month stats) are built once at the end, one
+// postings and valuation order only for a geo of postingMin permits or
+// more, as Apply keeps them; month stats) are built once at the end, one
 // geo at a time (permit_bulk.go); any other order gives the same state,
 // only slower.
 //
@@ -32,7 +33,8 @@ import (
 // import's batches until the second side has taken them.
 //
 // Batches written with Apply while an Import runs (serve's embedded feed
-// runs beside the Kafka indexer that loads the snapshot) are kept and
+// runs beside the Kafka indexer that loads the snapshot), every batch of
+// a group commit (apply.go), are kept and
 // applied to both new sides too when it commits, so none is lost; the
 // version rule makes their order against the imported documents
 // irrelevant.

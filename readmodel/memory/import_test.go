@@ -84,7 +84,10 @@ func TestImportReplacesTheState(t *testing.T) {
 // per-geo indexes built once at the end, permit_bulk.go), in index
 // order or not, and when they change and delete permits it already
 // holds (the deferred indexes built before a permit leaves them), with
-// one builder or several.
+// one builder or several. With postingMin lowered or raised, geos above
+// and below it at the end of the import (postings and valuation order
+// only for those above) answer as Apply's state does, and so does a geo
+// that crosses it through Apply after the import.
 func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ps := filterPermits(r, 400)
@@ -103,18 +106,61 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	}
 	shuffled := slices.Clone(ps)
 	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	// few: six permits of zipA and three of zipB; rest: the others
+	var few, rest []readmodel.Permit
+	for n := map[string]int{}; len(few)+len(rest) < len(ps); {
+		p := ps[len(few)+len(rest)]
+		if z := p.GeoLinks[0].GeoID; z == zipA && n[z] < 6 || z == zipB && n[z] < 3 {
+			n[z]++
+			few = append(few, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	zipCount := func(bs ...[]readmodel.Permit) map[string]int {
+		latest := map[string]string{}
+		for _, b := range bs {
+			for _, p := range b {
+				latest[p.PermitID] = p.GeoLinks[0].GeoID
+			}
+		}
+		n := map[string]int{}
+		for _, z := range latest {
+			n[z]++
+		}
+		return n
+	}
+	// with postings from 150, zipB is below at the import's end and
+	// crosses it with the changes applied after (city and zipA above)
+	require.Less(t, zipCount(ps)[zipB], 150)
+	require.Greater(t, zipCount(ps)[zipA], 150)
+	require.Greater(t, zipCount(ps, changed)[zipB], 150)
+	require.Less(t, zipCount(few)[zipB], 5)
+	require.Positive(t, zipCount(few)[zipB])
+	require.GreaterOrEqual(t, zipCount(few)[zipA], 5)
 	for _, tc := range []struct {
-		name    string
-		batches []readmodel.Batch
+		name       string
+		batches    []readmodel.Batch
+		postingMin int               // 0: the default
+		after      []readmodel.Batch // applied to both after Commit
 	}{
-		{"adds only", []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:]}}},
-		{"adds in no order", []readmodel.Batch{{Permits: shuffled}}},
-		{"changes and deletes", []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}},
-		{"adds, builders side by side", []readmodel.Batch{{Permits: shuffled}}},
+		{name: "adds only", batches: []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:]}}},
+		{name: "adds in no order", batches: []readmodel.Batch{{Permits: shuffled}}},
+		{name: "changes and deletes", batches: []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}},
+		{name: "adds, builders side by side", batches: []readmodel.Batch{{Permits: shuffled}}},
+		{name: "postings from 5, a zip above and one below", batches: []readmodel.Batch{{Permits: few}}, postingMin: 5},
+		{name: "postings from 5, a zip crosses it after", batches: []readmodel.Batch{{Permits: few}}, postingMin: 5, after: []readmodel.Batch{{Permits: rest}, {Deletes: dels}}},
+		{name: "postings from 150, a zip below", batches: []readmodel.Batch{{Permits: shuffled}}, postingMin: 150},
+		{name: "postings from 150, a zip crosses it in the import", batches: []readmodel.Batch{{Permits: ps}, {Permits: changed}, {Deletes: dels}}, postingMin: 150},
+		{name: "postings from 150, a zip crosses it after", batches: []readmodel.Batch{{Permits: ps}}, postingMin: 150, after: []readmodel.Batch{{Permits: changed}, {Deletes: dels}}},
+		{name: "postings from 150, builders side by side", batches: []readmodel.Batch{{Permits: shuffled}}, postingMin: 150},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.HasSuffix(tc.name, "side by side") {
 				defer memory.SetParallelGeos(1)()
+			}
+			if tc.postingMin > 0 {
+				defer memory.SetPostingMin(tc.postingMin)()
 			}
 			applied := newStore(t)
 			for _, b := range tc.batches {
@@ -128,6 +174,10 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 				require.NoError(t, im.Add(b))
 			}
 			require.NoError(t, im.Commit())
+			for _, b := range tc.after {
+				apply(t, applied, b)
+				apply(t, imported, b)
+			}
 
 			ctx := context.Background()
 			da, err := applied.Digest(ctx)
@@ -235,4 +285,69 @@ func TestImportedPropertyOnlyPermitFilters(t *testing.T) {
 		require.Equal(t, []string{p.PermitID}, want, "%+v", f)
 		require.Equal(t, want, walk(t, imported, q, nil), "%+v", f)
 	}
+}
+
+// Apply calls made from many goroutines while an Import runs (grouped
+// by the writer, permits and leads written side by side) are all
+// journaled: after Commit the store holds the imported batches and every
+// applied one, as a store that applied them all does, on the first side
+// and, once Settle has put it in place, on the second.
+func TestConcurrentAppliesDuringImportAreKept(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(9, 10))
+	ps := filterPermits(r, 600)
+	cities := []string{"ca", "cb", "cc", "cd", "ce", "cf", "cg", "ch"}
+	var during []readmodel.Batch // one per goroutine: 30 permits and 70 leads
+	for i, c := range cities {
+		during = append(during, readmodel.Batch{Permits: ps[300+30*i : 300+30*(i+1)], Leads: lrLeads(c, 70, 1)})
+	}
+	imported := newStore(t)
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, b := range during {
+		wg.Go(func() {
+			<-start
+			res, err := imported.Apply(ctx, b)
+			require.NoError(t, err)
+			require.Equal(t, b.Len(), res.Applied)
+		})
+	}
+	for i := 0; i < 300; i += 50 {
+		if i == 100 {
+			close(start)
+		}
+		require.NoError(t, im.Add(readmodel.Batch{Permits: ps[i : i+50]}))
+	}
+	wg.Wait()
+	require.NoError(t, im.Commit())
+
+	applied := newStore(t)
+	apply(t, applied, readmodel.Batch{Permits: ps[:300]})
+	for _, b := range during {
+		apply(t, applied, b)
+	}
+	same := func(msg string) {
+		t.Helper()
+		da, err := applied.Digest(ctx)
+		require.NoError(t, err)
+		di, err := imported.Digest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, da, di, msg)
+		c, err := imported.Counts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(len(cities)*70), c[readmodel.KindLead], msg)
+		for _, geo := range []string{zipA, zipB, city} {
+			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 40, Filter: readmodel.PermitFilter{Statuses: []string{"issued"}}}
+			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: %s", msg, geo)
+		}
+	}
+	same("at Commit")
+	imported.Settle()
+	// one more write makes the second side the active one
+	b := readmodel.Batch{Permits: ps[540:]}
+	apply(t, applied, b)
+	apply(t, imported, b)
+	same("second side")
 }

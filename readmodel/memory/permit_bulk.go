@@ -22,6 +22,12 @@ import (
 // appended. Per permit that is a few slice appends instead of a few
 // dozen map lookups and B-tree inserts. The result is the state the
 // per-permit path builds, in any order of the permits.
+//
+// Postings and the valuation order follow the postingMin rule
+// (permit_filters.go): only a geo that ends the load with postingMin
+// permits or more gets them (and is posted); a smaller one is read from
+// its own set, and gets them from Apply when it reaches postingMin. Month
+// stats are built for every geo.
 
 // buildGeoIndexes ends the deferral: it builds the deferred indexes from
 // the geo sets, after which every write indexes as usual. The deferred
@@ -59,6 +65,7 @@ func (s *side) buildGeoIndexes() {
 	for _, b := range bs[1:] {
 		maps.Copy(s.pf.postings, b.postings)
 		maps.Copy(s.pf.byValue, b.byValue)
+		maps.Copy(s.pf.posted, b.posted)
 		maps.Copy(s.pf.months, b.months)
 	}
 }
@@ -73,6 +80,7 @@ type geoBuilder struct {
 	s        *side
 	postings map[fkey]treeSet // the side's (first builder), or merged after
 	byValue  map[uint32]valueTree
+	posted   map[uint32]bool
 	months   map[monthKey]*monthStats
 	items    []*cpermit
 	byVal    []*cpermit
@@ -85,9 +93,9 @@ type geoBuilder struct {
 }
 
 func newGeoBuilder(s *side, own bool) *geoBuilder {
-	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, months: s.pf.months}
+	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
 	if !own {
-		b.postings, b.byValue, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[monthKey]*monthStats{}
+		b.postings, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[uint32]bool{}, map[monthKey]*monthStats{}
 	}
 	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
@@ -102,15 +110,24 @@ type genTree struct {
 }
 
 func (b *geoBuilder) build(geo uint32, set treeSet) {
-	s := b.s
 	items := b.items[:0]
 	set.t.Scan(func(k pkey) bool {
 		items = append(items, k.p)
 		return true
 	})
 	b.items = items
+	if len(items) >= postingMin {
+		b.buildPostings(geo, items)
+	}
+	b.buildMonths(geo, items)
+	clear(items)
+}
 
-	// Postings: items are in index order, so every Load appends.
+// buildPostings builds the postings and the valuation order of geo, whose
+// permits are items (in index order, so every posting Load appends).
+func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
+	s := b.s
+	b.posted[geo] = true
 	b.gen++
 	post := func(f filterField, sym uint32, c *cpermit) {
 		g := &b.trees[f][sym]
@@ -159,9 +176,11 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 	b.byValue[geo] = vt
 	clear(byVal)
 	b.byVal = byVal[:0]
+}
 
-	// Month stats: dated items come month by month (newest first),
-	// undated ones last.
+// buildMonths builds the month stats of geo, whose permits are items.
+func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
+	// Dated items come month by month (newest first), undated ones last.
 	for i := 0; i < len(items) && items[i].ik != undated; {
 		m := monthOfIK(items[i].ik)
 		lo := -monthFirstDay(m) // the largest ik of month m
@@ -188,7 +207,6 @@ func (b *geoBuilder) build(geo uint32, set treeSet) {
 		clear(vals)
 		b.vals = vals[:0]
 	}
-	clear(items)
 }
 
 // valueCmp is valueLess as a comparison.

@@ -19,6 +19,16 @@ import (
 // (any of its values) or, when no field is filtered, the geo's own set;
 // the other conditions are checked on each candidate. So a selective
 // filter reads only its postings, never every permit of the geo.
+//
+// A geo keeps postings (and its valuation order, permit_sort.go) only
+// once it has held postingMin permits: below
+// that, reading its own set with the predicate costs a few microseconds,
+// while postings would cost about five B-tree inserts per link of every
+// permit written (on the real mix most links are to ZIPs, cities and
+// jurisdictions of a few dozen permits, and postings were the largest
+// part of a permit's write). The postings of a geo that reaches
+// postingMin are built from its set at once, in order, and kept until
+// the geo holds no permit.
 
 type filterField uint8
 
@@ -42,6 +52,9 @@ var bucketNames = func() []string {
 	return out
 }()
 
+// postingMin is the number of permits from which a geo keeps postings.
+var postingMin = 128
+
 func valueBucket(v float64) int {
 	if v < 1 {
 		return 0
@@ -60,6 +73,7 @@ type fkey struct {
 // instead of folding per candidate).
 type permitFilterIndex struct {
 	postings map[fkey]treeSet
+	posted   map[uint32]bool          // geos with postings (postingMin)
 	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	text     textIndex                // permit_text.go
@@ -69,7 +83,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -113,9 +127,10 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 	return n
 }
 
-// indexFilters adds c to its postings (the side's writer). While an
-// Import defers them (deferGeo, permit_bulk.go), the per-geo indexes
-// (postings, valuation order, month stats) are left to buildGeoIndexes.
+// indexFilters adds c to its postings (the side's writer); c is in its
+// geos' sets already (indexPermit). While an Import defers them
+// (deferGeo, permit_bulk.go), the per-geo indexes (postings, valuation
+// order, month stats) are left to buildGeoIndexes.
 func (s *side) indexFilters(c *cpermit) {
 	s.indexText(c)
 	s.indexCell(c)
@@ -128,14 +143,15 @@ func (s *side) indexFilters(c *cpermit) {
 		if l.geo == selfProperty {
 			continue
 		}
+		if !s.pf.posted[l.geo] {
+			if t, ok := s.pi.geoIdx[l.geo]; ok && t.size() >= postingMin {
+				s.buildPostings(l.geo, t) // c included
+			}
+			continue
+		}
 		for _, x := range kv {
 			k := fkey{l.geo, x.f, x.v}
-			t, ok := s.pf.postings[k]
-			if !ok {
-				t = newPosting()
-				s.pf.postings[k] = t
-			}
-			s.setIn(t, c)
+			s.setIn(s.posting(k), c)
 		}
 	}
 	s.indexValue(c)
@@ -146,13 +162,44 @@ func newPosting() treeSet {
 	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
 }
 
+// buildPostings gives geo, whose set t has reached postingMin, the
+// postings of its permits (walked in index order, so each posting's
+// B-tree is filled by appending: Load) and its valuation order
+// (permit_sort.go).
+func (s *side) buildPostings(geo uint32, t treeSet) {
+	s.pf.posted[geo] = true
+	var kvs [5]fieldValue
+	byValue := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+	t.t.Scan(func(k pkey) bool {
+		for _, x := range kvs[:s.filterKeys(k.p, &kvs)] {
+			s.posting(fkey{geo, x.f, x.v}).t.Load(k)
+		}
+		byValue.Set(k.p)
+		return true
+	})
+	s.pf.byValue[geo] = byValue
+}
+
+// posting returns the posting of k, made empty when missing.
+func (s *side) posting(k fkey) treeSet {
+	t, ok := s.pf.postings[k]
+	if !ok {
+		t = newPosting()
+		s.pf.postings[k] = t
+	}
+	return t
+}
+
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty {
+		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
+		}
+		if _, ok := s.pi.geoIdx[l.geo]; !ok {
+			delete(s.pf.posted, l.geo) // c was its last permit (unindexPermit)
 		}
 		for _, x := range kv {
 			k := fkey{l.geo, x.f, x.v}
@@ -240,7 +287,7 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 			}
 		}
 	}
-	if geo != selfProperty {
+	if geo != selfProperty && s.pf.posted[geo] {
 		try := func(field filterField, vals []string) {
 			if len(vals) == 0 {
 				return

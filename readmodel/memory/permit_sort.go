@@ -13,7 +13,9 @@ import (
 // Valuation order (readmodel.SortValuationDesc). Per geo_id the side keeps
 // the geo's permits ordered by valuation descending (unknown last), then
 // permit_id: a page is one seek and a scan, the filters and the date
-// window checked on each permit.
+// window checked on each permit. A geo without postings (fewer than
+// postingMin permits, permit_filters.go) has no such tree either: its
+// few permits are sorted when read, as a property's are.
 
 func valueLess(a, b *cpermit) bool {
 	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
@@ -30,7 +32,7 @@ type valueTree = *btree.BTreeG[*cpermit]
 
 func (s *side) indexValue(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty {
+		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
 		t, ok := s.pf.byValue[l.geo]
@@ -48,6 +50,19 @@ func (s *side) unindexValue(c *cpermit) {
 			t.Delete(c)
 			if t.Len() == 0 {
 				delete(s.pf.byValue, l.geo)
+			}
+		}
+	}
+}
+
+// sortedWalk walks a copy of ps in valuation order from a pivot.
+func sortedWalk(ps []*cpermit) func(pivot *cpermit, fn func(*cpermit) bool) {
+	sorted := append([]*cpermit(nil), ps...)
+	sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
+	return func(pivot *cpermit, fn func(*cpermit) bool) {
+		for _, c := range sorted[sort.Search(len(sorted), func(i int) bool { return !valueLess(sorted[i], pivot) }):] {
+			if !fn(c) {
+				return
 			}
 		}
 	}
@@ -74,21 +89,18 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 	}
 	var walk func(pivot *cpermit, fn func(*cpermit) bool)
 	if q.Geo.IsProperty() {
-		sorted := append([]*cpermit(nil), props...)
-		sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
-		walk = func(pivot *cpermit, fn func(*cpermit) bool) {
-			for _, c := range sorted[sort.Search(len(sorted), func(i int) bool { return !valueLess(sorted[i], pivot) }):] {
-				if !fn(c) {
-					return
-				}
-			}
-		}
+		walk = sortedWalk(props)
 	} else {
-		t := s.pf.byValue[geo]
-		if base == nil || t == nil {
+		if base == nil {
 			return nil, geo, nil
 		}
-		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
+		if t := s.pf.byValue[geo]; t != nil {
+			walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
+		} else { // fewer than postingMin permits (permit_filters.go)
+			var all []*cpermit
+			base.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { all = append(all, c); return true })
+			walk = sortedWalk(all)
+		}
 	}
 	keep := s.filteredSet(geo, base, &q.Filter)
 	pred, ok := keep.(predSet)

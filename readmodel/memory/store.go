@@ -11,7 +11,8 @@
 // have left (reads are short), apply the batch the active side got last
 // time and then the new batch, and make the standby side active. A reader
 // therefore sees whole batches, never part of one, and is never held up by
-// a batch being applied.
+// a batch being applied. Calls that arrive while another writes are
+// applied together, the leads beside the rest (apply.go).
 //
 // The price: each batch is applied twice (twice the CPU on the write path)
 // and both sides hold their own indexes (about twice the heap of a single
@@ -67,8 +68,11 @@ type Store struct {
 	active  atomic.Uint32 // index of the side readers use
 	readers [2]readerCount
 
-	wmu     sync.Mutex       // one writer at a time
-	pending *readmodel.Batch // applied to the active side, not yet to the standby one
+	wmu     sync.Mutex         // one writer at a time
+	pending []*readmodel.Batch // applied to the active side, not yet to the standby one
+
+	qmu   sync.Mutex  // guards queue
+	queue []*applyReq // Apply calls waiting for the writer (apply.go)
 
 	epoch uint64
 	seq   atomic.Uint64
@@ -159,28 +163,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 			return readmodel.ApplyResult{}, fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
 		}
 	}
-	own := cloneBatch(&b)
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.settle() // an Import's second side is built (import.go)
-	j := 1 - s.active.Load()
-	s.drain(j)
-	standby := s.sides[j]
-	if s.pending != nil {
-		standby.apply(s.pending)
-	}
-	res := standby.apply(own)
-	if s.journal != nil {
-		*s.journal = append(*s.journal, own)
-	}
-	if res.Applied == 0 { // both sides now hold the same state
-		s.pending = nil
-		return res, nil
-	}
-	s.active.Store(j)
-	s.seq.Add(1)
-	s.pending = own
-	return res, nil
+	return s.commit(cloneBatch(&b)), nil // apply.go
 }
 
 // drain waits until side i has no reader. Readers that arrive now see the

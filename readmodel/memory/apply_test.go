@@ -1,0 +1,97 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/test/conformance"
+)
+
+// TestConcurrentAppliesEqualSequential: batches of permits and of leads
+// (several versions of each, some stale, some deletes) applied from many
+// goroutines at once, so that the store groups them and writes the leads
+// beside the rest, end in the state the same batches reach one at a
+// time, on both sides; and every call gets its own batch's result. Run
+// it with -race (make test does).
+func TestConcurrentAppliesEqualSequential(t *testing.T) {
+	ctx := context.Background()
+	seq := loaded(t)
+	conc := loaded(t)
+	permits, leads := conformance.PermitEvents(t), conformance.LeadEvents(t)
+	// Each batch holds enough documents of its family for the store to
+	// write the two families side by side (at least 64 of each).
+	var batches []readmodel.Batch
+	for round := range 24 {
+		var envs []events.Envelope
+		src := permits
+		if round%2 == 1 {
+			src = leads
+		}
+		for len(envs) < 80 {
+			for _, env := range src {
+				env.EntityVersion = int64(10 + round*100 + len(envs)%7) // repeats: stale
+				envs = append(envs, env)
+			}
+		}
+		b := project(t, seq, envs)
+		if round%6 == 5 { // a delete of the family, newer than everything
+			kind, id := readmodel.KindPermit, permits[0].EntityID
+			if round%2 == 1 {
+				kind, id = readmodel.KindLead, leads[0].EntityID
+			}
+			b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kind, ID: id, Version: int64(10_000 + round)})
+		}
+		batches = append(batches, b)
+	}
+	want := make([]readmodel.ApplyResult, len(batches))
+	for i, b := range batches {
+		res, err := seq.Apply(ctx, b)
+		require.NoError(t, err)
+		want[i] = res
+	}
+
+	got := make([]readmodel.ApplyResult, len(batches))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			// Worker w applies its batches in order, as a partition's
+			// consumer does; the workers race each other.
+			for i := w; i < len(batches); i += 4 {
+				res, err := conc.Apply(ctx, batches[i])
+				require.NoError(t, err)
+				got[i] = res
+			}
+		})
+	}
+	wg.Wait()
+	total := func(rs []readmodel.ApplyResult) (n int) {
+		for _, r := range rs {
+			n += r.Applied + r.Stale
+		}
+		return n
+	}
+	require.Equal(t, total(want), total(got), "every document of every call is counted once")
+	for i, b := range batches {
+		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
+	}
+
+	for i := range 2 { // both sides: each extra write swaps them
+		w, err := seq.Digest(ctx)
+		require.NoError(t, err)
+		g, err := conc.Digest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, w, g, "side %d", i)
+		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
+		for _, s := range []*memory.Store{seq, conc} {
+			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
+			require.NoError(t, err)
+		}
+	}
+}
