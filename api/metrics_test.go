@@ -167,12 +167,19 @@ func TestTraceIDInAccessLog(t *testing.T) {
 
 // TestServerSpanAttributes: the server span is a SERVER span with the HTTP
 // semantic-convention attributes, child of the caller's span; a 404 of
-// an unknown route is named "GET unmatched".
+// an unknown route is named "GET unmatched". With ClientAttributes it
+// also has client.address and http.response.body.size; without, only the
+// required five.
 func TestServerSpanAttributes(t *testing.T) {
+	t.Run("client", func(t *testing.T) { testServerSpanAttributes(t, true) })
+	t.Run("required", func(t *testing.T) { testServerSpanAttributes(t, false) })
+}
+
+func testServerSpanAttributes(t *testing.T, client bool) {
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	spans := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
-	h := apitest.New(t, apitest.Params{Server: api.Params{Tracing: &api.Tracing{Provider: tp}}})
+	h := apitest.New(t, apitest.Params{Server: api.Params{Tracing: &api.Tracing{Provider: tp, ClientAttributes: client}}})
 	h.Publish(seattle())
 	h.Do("/v1/locations/"+seattle().EntityID, http.Header{"X-Api-Key": {apitest.Key}, "Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
 	h.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/nowhere", nil))
@@ -188,16 +195,23 @@ func TestServerSpanAttributes(t *testing.T) {
 	for _, a := range s.Attributes() {
 		got[string(a.Key)] = a.Value.Emit()
 	}
-	for k, v := range map[string]string{
+	want := map[string]string{
 		"http.request.method": "GET", "http.route": "/v1/locations/:geo_id", "url.path": "/v1/locations/" + seattle().EntityID,
-		"url.scheme": "http", "http.response.status_code": "200", "client.address": "192.0.2.1",
-	} {
+		"url.scheme": "http", "http.response.status_code": "200",
+	}
+	if client {
+		want["client.address"] = "192.0.2.1"
+	}
+	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("attribute %s = %q, want %q (all: %v)", k, got[k], v, got)
 		}
 	}
-	if got["http.response.body.size"] == "" || got["http.response.body.size"] == "0" {
+	if client && (got["http.response.body.size"] == "" || got["http.response.body.size"] == "0") {
 		t.Errorf("http.response.body.size = %q", got["http.response.body.size"])
+	}
+	if wantN := len(want) + map[bool]int{true: 1}[client]; len(got) != wantN {
+		t.Errorf("%d attributes, want %d: %v", len(got), wantN, got)
 	}
 	if ended[1].Name() != "GET unmatched" {
 		t.Errorf("unmatched route span %q", ended[1].Name())
