@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -29,8 +30,8 @@ import (
 // computes attributes only for a span that records (from a pooled array
 // the SDK copies), and, with RootsUnsampled, starts no span at all for a
 // request the sampler would drop. A sampled request allocates the SDK's
-// span, its attribute slice and context, and the request copy carrying
-// that context; nothing of the middleware's own.
+// span, its attribute slice and context; the request carrying that
+// context to the handlers is pooled (spanRequest).
 type Tracing struct {
 	Provider trace.TracerProvider
 	// Propagator reads the caller's trace context; nil: W3C trace context
@@ -83,14 +84,92 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 			return
 		}
 		ctx, span := tracer.Start(ctx, names.get(req.Method, c.FullPath()), startOpts...)
-		c.Request = req.WithContext(ctx)
+		sr := spanRequestPool.Get().(*spanRequest)
+		sr.carry(req, ctx)
+		c.Request = &sr.req
 		c.Next()
 		if span.IsRecording() {
 			setServerAttributes(span, c, req, t.ClientAttributes)
 		}
 		span.End()
 		c.Request = req
+		sr.release()
+		spanRequestPool.Put(sr)
 	}
+}
+
+// spanRequest carries a server span's context to the handlers, the
+// access log and the backends (which all read c.Request.Context()) in
+// place of req.WithContext, which copies the request (320 bytes) per
+// request. It is pooled: its request's context is fixed, set once, to
+// its own spanContext, and each use points that at the context the
+// tracer returned and copies the request's exported fields in. Its
+// lifetime is the request's: nothing may keep the request or its context
+// once the handler chain returns (as with net/http's own, whose context
+// is canceled then); a late use sees an ended, canceled context with no
+// values, never another request's.
+type spanRequest struct {
+	req http.Request
+	ctx spanContext
+}
+
+// spanContext is a context.Context that answers as the context it points
+// at: a stable address for a pooled request's context.
+type spanContext struct{ context.Context }
+
+var spanRequestPool = sync.Pool{New: func() any {
+	sr := new(spanRequest)
+	sr.ctx.Context = endedContext
+	sr.req = *new(http.Request).WithContext(&sr.ctx)
+	return sr
+}}
+
+// endedContext is what a released spanRequest's context answers as.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// carry makes sr.req a copy of req whose context is ctx.
+func (sr *spanRequest) carry(req *http.Request, ctx context.Context) {
+	copyRequest(&sr.req, req)
+	sr.ctx.Context = ctx
+}
+
+// release drops what sr refers to of its request.
+func (sr *spanRequest) release() {
+	copyRequest(&sr.req, &http.Request{})
+	sr.ctx.Context = endedContext
+}
+
+// copyRequest copies the exported fields of src to dst, leaving dst's
+// context. ServeMux's path values (unexported) are not copied: Gin routes
+// by its own tree. TestCopyRequestFields fails when http.Request gains an
+// exported field this does not copy.
+func copyRequest(dst, src *http.Request) {
+	dst.Method = src.Method
+	dst.URL = src.URL
+	dst.Proto = src.Proto
+	dst.ProtoMajor = src.ProtoMajor
+	dst.ProtoMinor = src.ProtoMinor
+	dst.Header = src.Header
+	dst.Body = src.Body
+	dst.GetBody = src.GetBody
+	dst.ContentLength = src.ContentLength
+	dst.TransferEncoding = src.TransferEncoding
+	dst.Close = src.Close
+	dst.Host = src.Host
+	dst.Form = src.Form
+	dst.PostForm = src.PostForm
+	dst.MultipartForm = src.MultipartForm
+	dst.Trailer = src.Trailer
+	dst.RemoteAddr = src.RemoteAddr
+	dst.RequestURI = src.RequestURI
+	dst.TLS = src.TLS
+	dst.Cancel = src.Cancel //nolint:staticcheck // a field like the others
+	dst.Response = src.Response
+	dst.Pattern = src.Pattern
 }
 
 // serverAttrs is the scratch list of a server span's attributes: the

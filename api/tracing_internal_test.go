@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+// TestCopyRequestFields: copyRequest copies every exported field of
+// http.Request (a field Go adds fails here until copyRequest copies it),
+// and a spanRequest answers with the context it carries, then, released,
+// with an ended context and none of the request's fields.
+func TestCopyRequestFields(t *testing.T) {
+	src := new(http.Request)
+	v := reflect.ValueOf(src).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if !f.IsExported() {
+			continue
+		}
+		fv := v.FieldByIndex(f.Index)
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString("x-" + f.Name)
+		case reflect.Int, reflect.Int64:
+			fv.SetInt(7)
+		case reflect.Bool:
+			fv.SetBool(true)
+		case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
+			switch fv.Kind() {
+			case reflect.Pointer:
+				fv.Set(reflect.New(fv.Type().Elem()))
+			case reflect.Map:
+				fv.Set(reflect.MakeMap(fv.Type()))
+			case reflect.Slice:
+				fv.Set(reflect.MakeSlice(fv.Type(), 1, 1))
+			case reflect.Chan:
+				fv.Set(reflect.MakeChan(reflect.ChanOf(reflect.BothDir, fv.Type().Elem()), 0).Convert(fv.Type()))
+			}
+		case reflect.Func:
+			fv.Set(reflect.MakeFunc(fv.Type(), func([]reflect.Value) []reflect.Value { return nil }))
+		case reflect.Interface: // Body
+			fv.Set(reflect.ValueOf(http.NoBody))
+		default:
+			t.Fatalf("field %s of kind %v: teach this test to set it", f.Name, fv.Kind())
+		}
+		if fv.IsZero() {
+			t.Fatalf("field %s not set", f.Name)
+		}
+	}
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "span")
+	sr := spanRequestPool.New().(*spanRequest)
+	sr.carry(src, ctx)
+	dv := reflect.ValueOf(&sr.req).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if !f.IsExported() {
+			continue
+		}
+		a, b := v.FieldByIndex(f.Index), dv.FieldByIndex(f.Index)
+		same := a.Kind() == reflect.Func && b.Pointer() == a.Pointer() ||
+			a.Kind() != reflect.Func && reflect.DeepEqual(a.Interface(), b.Interface())
+		if !same {
+			t.Errorf("field %s not copied", f.Name)
+		}
+	}
+	if sr.req.Context().Value(key{}) != "span" || sr.req.Context().Err() != nil {
+		t.Fatalf("carried context: %v", sr.req.Context())
+	}
+	sr.release()
+	if sr.req.Context().Value(key{}) != nil || sr.req.Context().Err() == nil || sr.req.URL != nil || sr.req.Header != nil {
+		t.Fatalf("released: context %v, request %+v", sr.req.Context(), sr.req)
+	}
+}
