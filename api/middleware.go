@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/quota"
@@ -105,6 +106,7 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 // withAccessLog writes one structured line per request. It logs the
 // key's non-secret id, never the key or any header value.
 func withAccessLog(log *slog.Logger) gin.HandlerFunc {
+	inPlace := formatsInPlace(log.Handler())
 	return func(c *gin.Context) {
 		if !log.Enabled(c.Request.Context(), slog.LevelInfo) {
 			c.Next()
@@ -132,8 +134,8 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		if st.authed {
 			attrs = append(attrs, slog.String("key_id", st.principal.KeyID))
 		}
-		if id := TraceID(c); id != "" {
-			attrs = append(attrs, slog.String("trace_id", id))
+		if sc := trace.SpanContextFromContext(c.Request.Context()); sc.HasTraceID() {
+			attrs = append(attrs, traceIDAttr(st, sc.TraceID(), inPlace))
 		}
 		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 		r.AddAttrs(attrs...)

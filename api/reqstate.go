@@ -37,6 +37,10 @@ type reqState struct {
 	queryParsed bool
 
 	logSampledOut bool // counted by a logSampler instead of the access log
+
+	// traceHex holds the hex trace id the access log writes, when its
+	// handler formats the line before Handle returns (traceIDAttr).
+	traceHex [32]byte
 }
 
 // stateWriter carries a request's reqState to the middleware, as the

@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/hex"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
@@ -261,6 +264,32 @@ func TraceID(c *gin.Context) string {
 		return ""
 	}
 	return sc.TraceID().String()
+}
+
+// traceIDAttr is the access log's trace_id attribute. With inPlace (the
+// handler formats the record before Handle returns and keeps nothing of
+// it) the hex is written into the request's pooled state and the
+// attribute's string points at it, rather than a string made per
+// request; the state outlives the Handle call, and is cleared and reused
+// only once the request has ended.
+func traceIDAttr(st *reqState, id trace.TraceID, inPlace bool) slog.Attr {
+	if !inPlace {
+		return slog.String("trace_id", id.String())
+	}
+	hex.Encode(st.traceHex[:], id[:])
+	return slog.String("trace_id", unsafe.String(&st.traceHex[0], len(st.traceHex)))
+}
+
+// formatsInPlace says whether h is one of the standard library's text or
+// JSON handlers, which write a record's line before Handle returns and
+// keep none of its values (a ReplaceAttr option that kept an attribute's
+// string would break this; permitd sets none on its access log).
+func formatsInPlace(h slog.Handler) bool {
+	switch h.(type) {
+	case *slog.TextHandler, *slog.JSONHandler:
+		return true
+	}
+	return false
 }
 
 // edge is the middleware that sees every request first, outermost first:

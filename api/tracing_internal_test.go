@@ -2,9 +2,13 @@ package api
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestCopyRequestFields: copyRequest copies every exported field of
@@ -70,5 +74,23 @@ func TestCopyRequestFields(t *testing.T) {
 	sr.release()
 	if sr.req.Context().Value(key{}) != nil || sr.req.Context().Err() == nil || sr.req.URL != nil || sr.req.Header != nil {
 		t.Fatalf("released: context %v, request %+v", sr.req.Context(), sr.req)
+	}
+}
+
+// TestTraceIDAttr: the trace id is the same hex whether written into the
+// request's state or made as a string; only the standard text and JSON
+// handlers get the former.
+func TestTraceIDAttr(t *testing.T) {
+	id := trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+	const want = "4bf92f3577b34da6a3ce929d0e0e4736"
+	var st reqState
+	for _, inPlace := range []bool{true, false} {
+		if a := traceIDAttr(&st, id, inPlace); a.Key != "trace_id" || a.Value.String() != want {
+			t.Errorf("inPlace %v: %v", inPlace, a)
+		}
+	}
+	if !formatsInPlace(slog.NewTextHandler(io.Discard, nil)) || !formatsInPlace(slog.NewJSONHandler(io.Discard, nil)) ||
+		formatsInPlace(slog.DiscardHandler) {
+		t.Error("formatsInPlace")
 	}
 }
