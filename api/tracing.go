@@ -80,10 +80,17 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 			}
 		}
 		if t.RootsUnsampled && !trace.SpanContextFromContext(ctx).IsSampled() {
-			if ctx != req.Context() {
-				c.Request = req.WithContext(ctx)
+			if ctx == req.Context() {
+				c.Next()
+				return
 			}
+			sr := spanRequestPool.Get().(*spanRequest)
+			sr.carry(req, ctx) // the caller's unsampled context
+			c.Request = &sr.req
 			c.Next()
+			c.Request = req
+			sr.release()
+			spanRequestPool.Put(sr)
 			return
 		}
 		ctx, span := tracer.Start(ctx, names.get(req.Method, c.FullPath()), startOpts...)
