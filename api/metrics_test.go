@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -254,4 +255,62 @@ type authFunc func(ctx context.Context, key string) (apikey.Principal, error)
 
 func (f authFunc) Authenticate(ctx context.Context, key string) (apikey.Principal, error) {
 	return f(ctx, key)
+}
+
+// TestConcurrentTracedRequests: requests served at once, each through a
+// pooled request and pooled state, get their own server span, and every
+// access-log line carries the trace id of a span of its own; the
+// handlers (here the key check) see the request's span.
+func TestConcurrentTracedRequests(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
+	var logs lockedBuffer
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	h := apitest.New(t, apitest.Params{Server: api.Params{
+		AccessLog: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tracing:   &api.Tracing{Provider: tp},
+		Auth: authFunc(func(ctx context.Context, key string) (apikey.Principal, error) {
+			mu.Lock()
+			seen[oteltrace.SpanContextFromContext(ctx).TraceID().String()] = true
+			mu.Unlock()
+			return apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan).Authenticate(ctx, key)
+		}),
+	}})
+	const workers, each = 8, 40
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				req := httptest.NewRequest(http.MethodGet, "/v1/locations/gabc", nil)
+				req.Header.Set("X-API-Key", apitest.Key)
+				h.Handler.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		})
+	}
+	wg.Wait()
+	ended := map[string]bool{}
+	for _, s := range spans.Ended() {
+		ended[s.SpanContext().TraceID().String()] = true
+	}
+	logged := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line["msg"] != "request" {
+			continue
+		}
+		id, _ := line["trace_id"].(string)
+		if !ended[id] || logged[id] {
+			t.Fatalf("access log trace_id %q: not a span's, or logged twice", id)
+		}
+		logged[id] = true
+	}
+	if n := workers * each; len(ended) != n || len(logged) != n || len(seen) != n {
+		t.Fatalf("%d spans, %d logged trace ids, %d seen by the key check; want %d each", len(ended), len(logged), len(seen), n)
+	}
+	for id := range seen {
+		if !ended[id] {
+			t.Fatalf("the key check saw trace %s, no span's", id)
+		}
+	}
 }
