@@ -1,0 +1,166 @@
+// Lead cells against the store: planning a batch's lead moves, reading stored leads and finishing the cells.
+
+package opensearch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// leadSourceFields are what the cells need of a stored lead.
+const leadSourceFields = "doc_id,version,deleted,geo_ids,signal_key,event_date_used,confidence,location.county_norm,location.city_norm,location.zipcode_norm,cells_pending"
+
+// planLeadCells is planPermitCells for the batch's leads.
+func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCells, error) {
+	states := map[string][]leadState{}
+	var ids []string
+	note := func(id string, st leadState) {
+		if _, ok := states[id]; !ok {
+			ids = append(ids, id)
+		}
+		states[id] = append(states[id], st)
+	}
+	for i := range b.Leads {
+		l := &b.Leads[i]
+		d := leadDocOf(*l)
+		note(l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked())))
+	}
+	for _, d := range b.Deletes {
+		if d.Kind == readmodel.KindLead {
+			note(d.ID, leadState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	_, stored, pending, err := s.storedLeads(ctx, ids, "?_source_includes="+leadSourceFields)
+	if err != nil {
+		return nil, err
+	}
+	lc := &leadCells{ids: ids, pending: map[string]*leadPending{}}
+	for _, id := range ids {
+		if pending[id] != nil {
+			lc.recover = append(lc.recover, id)
+		}
+		from := stored[id]
+		for _, st := range states[id] {
+			if st.version <= from.version {
+				continue
+			}
+			tag := transitionTag(id, st.version)
+			if _, seen := lc.pending[tag]; !seen {
+				lc.pending[tag] = leadPendingOf(from, st, tag)
+			}
+		}
+	}
+	return lc, nil
+}
+
+// storedLeads reads stored leads: documents, states and debts.
+func (s *Store) storedLeads(ctx context.Context, ids []string, query string) (map[string]*leadDoc, map[string]leadState, map[string]*leadPending, error) {
+	r, err := s.mget(ctx, s.write(readmodel.KindLead), query, ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	docs := make(map[string]*leadDoc, len(ids))
+	states := make(map[string]leadState, len(ids))
+	pending := map[string]*leadPending{}
+	for i, d := range r.Docs {
+		if !d.Found {
+			continue
+		}
+		if d.Version == nil {
+			return nil, nil, nil, fmt.Errorf("%w: stored lead %q read without _version", readmodel.ErrUnavailable, ids[i])
+		}
+		var doc struct {
+			leadDoc
+			CellsPending *leadPending `json:"cells_pending"`
+		}
+		if err := json.Unmarshal(d.Source, &doc); err != nil {
+			return nil, nil, nil, fmt.Errorf("opensearch: stored lead %q: %w", ids[i], err)
+		}
+		docs[ids[i]] = &doc.leadDoc
+		states[ids[i]] = leadStateOf(&doc.leadDoc, *d.Version)
+		if doc.CellsPending != nil {
+			pending[ids[i]] = doc.CellsPending
+		}
+	}
+	return docs, states, pending, nil
+}
+
+// finishLeadCells is finishPermitCells for leads.
+func (s *Store) finishLeadCells(ctx context.Context, ids []string) error {
+	docs, states, pending, err := s.storedLeads(ctx, ids, "")
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	var plan leadCellPlan
+	var rewrite []bulkItem
+	for _, id := range ids {
+		p := pending[id]
+		if p == nil {
+			continue
+		}
+		plan.addPending(p)
+		d := docs[id]
+		d.IndexedAt = s.indexedAt()
+		var doc any = *d
+		if d.Deleted {
+			doc = d.meta
+		}
+		rewrite = append(rewrite, rewriteItem(readmodel.KindLead, id, d.Version, states[id].version, doc))
+	}
+	index := s.write(mappings.KindLeadCell)
+	if err := updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+		next := leadCellDoc{Tops: []leadTop{}, Pending: cellPending{Tags: []string{}}}
+		next.Anchor, next.SignalKey, next.Level, next.Day = splitLeadCellID(id)
+		if cur != nil {
+			next = *cur
+			next.Tops = slices.Clone(cur.Tops)
+			next.Pending.Tags = slices.Clone(cur.Pending.Tags)
+		}
+		// A tag may move a lead out of and back into one cell (its month
+		// and year when only the day changes): both moves or neither.
+		var held cellPending
+		if cur != nil {
+			held = cur.Pending
+		}
+		changed := false
+		for _, m := range plan.moves[id] {
+			if held.has(m.tag) {
+				continue // counted by an earlier attempt
+			}
+			next.add(m.side, m.n)
+			if !next.Pending.has(m.tag) {
+				next.Pending.Tags = append(next.Pending.Tags, m.tag)
+				slices.Sort(next.Pending.Tags)
+			}
+			changed = true
+		}
+		return next, changed
+	}); err != nil {
+		return err
+	}
+	if err := s.rewriteDocs(ctx, rewrite); err != nil {
+		return err
+	}
+	return updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+		if cur == nil {
+			return leadCellDoc{}, false
+		}
+		next := *cur
+		moves := plan.moves[id]
+		next.Pending.Tags = slices.DeleteFunc(slices.Clone(cur.Pending.Tags), func(t string) bool {
+			return slices.ContainsFunc(moves, func(m leadMove) bool { return m.tag == t })
+		})
+		return next, len(next.Pending.Tags) != len(cur.Pending.Tags)
+	})
+}
