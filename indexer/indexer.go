@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/permitd/permitd/internal/params"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -128,18 +129,10 @@ func New(p Params) (*Indexer, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	if p.MaxMessageBytes <= 0 {
-		p.MaxMessageBytes = 1 << 20
-	}
-	if p.BackoffMin <= 0 {
-		p.BackoffMin = 50 * time.Millisecond
-	}
-	if p.BackoffMax <= 0 {
-		p.BackoffMax = 5 * time.Second
-	}
-	if p.MaxUnlinkedBytes <= 0 {
-		p.MaxUnlinkedBytes = defaultMaxUnlinkedBytes
-	}
+	params.Default(&p.MaxMessageBytes, 1<<20)
+	params.Default(&p.BackoffMin, 50*time.Millisecond)
+	params.Default(&p.BackoffMax, 5*time.Second)
+	params.Default(&p.MaxUnlinkedBytes, defaultMaxUnlinkedBytes)
 	loc := newLocations(p.MaxUnlinkedBytes)
 	return &Indexer{p: p, loc: loc,
 		parking: &resolver{t: loc, fallback: p.Lookup, park: true},

@@ -35,6 +35,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/params"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -191,33 +192,15 @@ func New(p Params) (*Consumer, error) {
 			p.First = []string{loc}
 		}
 	}
-	if p.BatchSize <= 0 {
-		p.BatchSize = 2000
-	}
-	if p.BatchWait <= 0 {
-		p.BatchWait = 20 * time.Millisecond
-	}
-	if p.MaxFetchBytes <= 0 {
-		p.MaxFetchBytes = 16 << 20
-	}
-	if p.FetchWait <= 0 {
-		p.FetchWait = 500 * time.Millisecond
-	}
-	if p.BackoffMin <= 0 {
-		p.BackoffMin = 100 * time.Millisecond
-	}
-	if p.BackoffMax <= 0 {
-		p.BackoffMax = 10 * time.Second
-	}
-	if p.DrainTimeout <= 0 {
-		p.DrainTimeout = 10 * time.Second
-	}
-	if p.PartitionWatchInterval <= 0 {
-		p.PartitionWatchInterval = 10 * time.Second
-	}
-	if p.LagInterval <= 0 {
-		p.LagInterval = 5 * time.Second
-	}
+	params.Default(&p.BatchSize, 2000)
+	params.Default(&p.BatchWait, 20*time.Millisecond)
+	params.Default(&p.MaxFetchBytes, 16<<20)
+	params.Default(&p.FetchWait, 500*time.Millisecond)
+	params.Default(&p.BackoffMin, 100*time.Millisecond)
+	params.Default(&p.BackoffMax, 10*time.Second)
+	params.Default(&p.DrainTimeout, 10*time.Second)
+	params.Default(&p.PartitionWatchInterval, 10*time.Second)
+	params.Default(&p.LagInterval, 5*time.Second)
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
