@@ -153,13 +153,8 @@ func (s *Store) rewriteDocs(ctx context.Context, its []bulkItem) error {
 	for i, it := range its {
 		action := obj{"index": obj{"_index": s.write(it.kind), "_id": it.id, "version": externalVersion(it), "version_type": "external_gte"}}
 		var buf bytes.Buffer
-		for _, v := range []any{action, it.doc} {
-			line, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
-			buf.Write(line)
-			buf.WriteByte('\n')
+		if err := appendNDJSON(&buf, action, it.doc); err != nil {
+			return err
 		}
 		lines[i] = buf.Bytes()
 	}
@@ -247,13 +242,8 @@ func cellBulkBody(index string, ws []cellWrite) ([]byte, error) {
 		} else {
 			action = obj{"index": obj{"_index": index, "_id": w.id, "if_seq_no": *w.seqNo, "if_primary_term": *w.term}}
 		}
-		for _, v := range []any{action, w.doc} {
-			line, err := json.Marshal(v)
-			if err != nil {
-				return nil, err
-			}
-			buf.Write(line)
-			buf.WriteByte('\n')
+		if err := appendNDJSON(&buf, action, w.doc); err != nil {
+			return nil, err
 		}
 	}
 	return buf.Bytes(), nil

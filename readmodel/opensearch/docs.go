@@ -44,6 +44,9 @@ type meta struct {
 	IndexedAt int64 `json:"indexed_at,omitempty"`
 }
 
+// stamp sets IndexedAt (every document embeds meta).
+func (m *meta) stamp(indexedAt int64) { m.IndexedAt = indexedAt }
+
 type point struct {
 	Lat float64 `json:"lat"`
 	Lon float64 `json:"lon"`

@@ -144,13 +144,8 @@ func (s *Store) msearch(ctx context.Context, reqs ...msearchReq) ([]*searchResul
 		if r.dfs {
 			head["search_type"] = "dfs_query_then_fetch"
 		}
-		for _, v := range []any{head, guarded(r.body)} {
-			line, err := json.Marshal(v)
-			if err != nil {
-				return nil, err
-			}
-			buf.Write(line)
-			buf.WriteByte('\n')
+		if err := appendNDJSON(&buf, head, guarded(r.body)); err != nil {
+			return nil, err
 		}
 	}
 	var out struct {
