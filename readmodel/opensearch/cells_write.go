@@ -69,31 +69,43 @@ func (s *Store) storedPermits(ctx context.Context, ids []string, query string) (
 
 // storedPermitDocs is storedPermits with the decoded documents.
 func (s *Store) storedPermitDocs(ctx context.Context, ids []string, query string) (map[string]*permitDoc, map[string]permitState, map[string]*cellsPending, error) {
-	r, err := s.mget(ctx, s.write(readmodel.KindPermit), query, ids)
+	return storedDocs(ctx, s, readmodel.KindPermit, ids, query, permitStateOf, func(src []byte) (*permitDoc, *cellsPending, error) {
+		var doc struct {
+			permitDoc
+			CellsPending *cellsPending `json:"cells_pending"`
+		}
+		err := json.Unmarshal(src, &doc)
+		return &doc.permitDoc, doc.CellsPending, err
+	})
+}
+
+// storedDocs reads the stored documents of kind (query: the _mget
+// parameters) with decode, and returns the found ones by id, their state
+// (stateOf at their _version) and the pending they carry.
+func storedDocs[D, S, P any](ctx context.Context, s *Store, kind readmodel.Kind, ids []string, query string,
+	stateOf func(*D, int64) S, decode func([]byte) (*D, *P, error)) (map[string]*D, map[string]S, map[string]*P, error) {
+	r, err := s.mget(ctx, s.write(kind), query, ids)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	docs := make(map[string]*permitDoc, len(ids))
-	states := make(map[string]permitState, len(ids))
-	pending := map[string]*cellsPending{}
+	docs := make(map[string]*D, len(ids))
+	states := make(map[string]S, len(ids))
+	pending := map[string]*P{}
 	for i, d := range r.Docs {
 		if !d.Found {
 			continue
 		}
 		if d.Version == nil {
-			return nil, nil, nil, fmt.Errorf("%w: stored permit %q read without _version", readmodel.ErrUnavailable, ids[i])
+			return nil, nil, nil, fmt.Errorf("%w: stored %s %q read without _version", readmodel.ErrUnavailable, kind, ids[i])
 		}
-		var doc struct {
-			permitDoc
-			CellsPending *cellsPending `json:"cells_pending"`
+		doc, p, err := decode(d.Source)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("opensearch: stored %s %q: %w", kind, ids[i], err)
 		}
-		if err := json.Unmarshal(d.Source, &doc); err != nil {
-			return nil, nil, nil, fmt.Errorf("opensearch: stored permit %q: %w", ids[i], err)
-		}
-		docs[ids[i]] = &doc.permitDoc
-		states[ids[i]] = permitStateOf(&doc.permitDoc, *d.Version)
-		if doc.CellsPending != nil {
-			pending[ids[i]] = doc.CellsPending
+		docs[ids[i]] = doc
+		states[ids[i]] = stateOf(doc, *d.Version)
+		if p != nil {
+			pending[ids[i]] = p
 		}
 	}
 	return docs, states, pending, nil
@@ -112,21 +124,7 @@ func (s *Store) finishPermitCells(ctx context.Context, ids []string) error {
 		return nil
 	}
 	var plan cellPlan
-	var rewrite []bulkItem
-	for _, id := range ids {
-		p := pending[id]
-		if p == nil {
-			continue
-		}
-		plan.addPending(p)
-		d := docs[id]
-		d.IndexedAt = s.indexedAt()
-		var doc any = *d
-		if d.Deleted {
-			doc = d.meta
-		}
-		rewrite = append(rewrite, rewriteItem(readmodel.KindPermit, id, d.Version, states[id].version, doc))
-	}
+	rewrite := rewrites(s, readmodel.KindPermit, ids, docs, pending, func(id string) int64 { return states[id].version }, plan.addPending)
 	if err := s.countCells(ctx, &plan); err != nil {
 		return err
 	}
@@ -134,6 +132,32 @@ func (s *Store) finishPermitCells(ctx context.Context, ids []string) error {
 		return err
 	}
 	return s.clearTags(ctx, &plan)
+}
+
+// rewrites lists, for each of ids stored with a pending (handed to
+// add), the rewrite of its document without it, stamped anew; ext is
+// the stored document's external version.
+func rewrites[D any, PD interface {
+	*D
+	docMeta() *meta
+}, P any](s *Store, kind readmodel.Kind, ids []string, docs map[string]*D, pending map[string]*P, ext func(id string) int64, add func(*P)) []bulkItem {
+	var out []bulkItem
+	for _, id := range ids {
+		p := pending[id]
+		if p == nil {
+			continue
+		}
+		add(p)
+		d := docs[id]
+		m := PD(d).docMeta()
+		m.IndexedAt = s.indexedAt()
+		var doc any = *d
+		if m.Deleted {
+			doc = *m
+		}
+		out = append(out, rewriteItem(kind, id, m.Version, ext(id), doc))
+	}
+	return out
 }
 
 // rewriteItem is the rewrite of a stored document of entity version v

@@ -44,8 +44,8 @@ type meta struct {
 	IndexedAt int64 `json:"indexed_at,omitempty"`
 }
 
-// stamp sets IndexedAt (every document embeds meta).
-func (m *meta) stamp(indexedAt int64) { m.IndexedAt = indexedAt }
+// docMeta is the document's meta (every document embeds it).
+func (m *meta) docMeta() *meta { return m }
 
 type point struct {
 	Lat float64 `json:"lat"`

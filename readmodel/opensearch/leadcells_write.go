@@ -5,7 +5,6 @@ package opensearch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/permitd/permitd/mappings"
@@ -63,34 +62,14 @@ func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCell
 
 // storedLeads reads stored leads: documents, states and debts.
 func (s *Store) storedLeads(ctx context.Context, ids []string, query string) (map[string]*leadDoc, map[string]leadState, map[string]*leadPending, error) {
-	r, err := s.mget(ctx, s.write(readmodel.KindLead), query, ids)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	docs := make(map[string]*leadDoc, len(ids))
-	states := make(map[string]leadState, len(ids))
-	pending := map[string]*leadPending{}
-	for i, d := range r.Docs {
-		if !d.Found {
-			continue
-		}
-		if d.Version == nil {
-			return nil, nil, nil, fmt.Errorf("%w: stored lead %q read without _version", readmodel.ErrUnavailable, ids[i])
-		}
+	return storedDocs(ctx, s, readmodel.KindLead, ids, query, leadStateOf, func(src []byte) (*leadDoc, *leadPending, error) {
 		var doc struct {
 			leadDoc
 			CellsPending *leadPending `json:"cells_pending"`
 		}
-		if err := json.Unmarshal(d.Source, &doc); err != nil {
-			return nil, nil, nil, fmt.Errorf("opensearch: stored lead %q: %w", ids[i], err)
-		}
-		docs[ids[i]] = &doc.leadDoc
-		states[ids[i]] = leadStateOf(&doc.leadDoc, *d.Version)
-		if doc.CellsPending != nil {
-			pending[ids[i]] = doc.CellsPending
-		}
-	}
-	return docs, states, pending, nil
+		err := json.Unmarshal(src, &doc)
+		return &doc.leadDoc, doc.CellsPending, err
+	})
 }
 
 // finishLeadCells is finishPermitCells for leads.
@@ -103,21 +82,7 @@ func (s *Store) finishLeadCells(ctx context.Context, ids []string) error {
 		return nil
 	}
 	var plan leadCellPlan
-	var rewrite []bulkItem
-	for _, id := range ids {
-		p := pending[id]
-		if p == nil {
-			continue
-		}
-		plan.addPending(p)
-		d := docs[id]
-		d.IndexedAt = s.indexedAt()
-		var doc any = *d
-		if d.Deleted {
-			doc = d.meta
-		}
-		rewrite = append(rewrite, rewriteItem(readmodel.KindLead, id, d.Version, states[id].version, doc))
-	}
+	rewrite := rewrites(s, readmodel.KindLead, ids, docs, pending, func(id string) int64 { return states[id].version }, plan.addPending)
 	index := s.write(mappings.KindLeadCell)
 	if err := updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
 		next := leadCellDoc{Tops: []leadTop{}, Pending: cellPending{Tags: []string{}}}

@@ -83,11 +83,11 @@ func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 // gives.
 func appendItems[E, D any, PD interface {
 	*D
-	stamp(int64)
+	docMeta() *meta
 }](out []bulkItem, kind readmodel.Kind, src []E, docOf func(E) D, indexedAt int64, key func(E) (string, int64, bool)) []bulkItem {
 	for _, e := range src {
 		d := docOf(e)
-		PD(&d).stamp(indexedAt)
+		PD(&d).docMeta().IndexedAt = indexedAt
 		id, version, unlinked := key(e)
 		out = append(out, bulkItem{kind, id, version, d, unlinked})
 	}
