@@ -265,51 +265,72 @@ type permitCells struct {
 	recover []string                 // permits stored with a pending: an earlier Apply did not finish
 }
 
+// versions are the states a batch writes its entities at (of one kind),
+// by id; ids in the order first seen.
+type versions[S any] struct {
+	ids    []string
+	states map[string][]S
+}
+
+func (v *versions[S]) note(id string, st S) {
+	if v.states == nil {
+		v.states = map[string][]S{}
+	}
+	if _, ok := v.states[id]; !ok {
+		v.ids = append(v.ids, id)
+	}
+	v.states[id] = append(v.states[id], st)
+}
+
+// owes works out what each version of v owes the cells (owe, from the
+// stored state to it), by tag, and which ids are stored with a pending
+// (recover: an earlier Apply did not finish). version is a state's
+// external version.
+func owes[S, P any](v versions[S], stored map[string]S, pending map[string]*P, version func(S) int64, owe func(from, to S, tag string) *P) (map[string]*P, []string) {
+	out := map[string]*P{}
+	var recover []string
+	for _, id := range v.ids {
+		if pending[id] != nil {
+			recover = append(recover, id)
+		}
+		from := stored[id]
+		for _, st := range v.states[id] {
+			if version(st) <= version(from) {
+				continue // stale (an equal or newer (version, linked) stored) or refused: not stored, owes nothing
+			}
+			tag := transitionTag(id, version(st))
+			if _, seen := out[tag]; !seen { // at equal versions the first is the one stored
+				out[tag] = owe(from, st, tag)
+			}
+		}
+	}
+	return out, recover
+}
+
 // planPermitCells reads the stored state of the batch's permits (one
 // realtime _mget) and works out what each version written owes the
 // cells (step 1). nil when the batch holds no permit.
 func (s *Store) planPermitCells(ctx context.Context, b readmodel.Batch) (*permitCells, error) {
-	states := map[string][]permitState{}
-	var ids []string
-	note := func(id string, st permitState) {
-		if _, ok := states[id]; !ok {
-			ids = append(ids, id)
-		}
-		states[id] = append(states[id], st)
-	}
+	var v versions[permitState]
 	for i := range b.Permits {
 		p := &b.Permits[i]
 		d := permitDocOf(*p)
-		note(p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked())))
+		v.note(p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked())))
 	}
 	for _, d := range b.Deletes {
 		if d.Kind == readmodel.KindPermit {
-			note(d.ID, permitState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
+			v.note(d.ID, permitState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
 		}
 	}
-	if len(ids) == 0 {
+	if len(v.ids) == 0 {
 		return nil, nil
 	}
-	stored, pending, err := s.storedPermits(ctx, ids, "?_source_includes="+permitSourceFields)
+	stored, pending, err := s.storedPermits(ctx, v.ids, "?_source_includes="+permitSourceFields)
 	if err != nil {
 		return nil, err
 	}
-	pc := &permitCells{ids: ids, pending: map[string]*cellsPending{}}
-	for _, id := range ids {
-		if pending[id] != nil {
-			pc.recover = append(pc.recover, id)
-		}
-		from := stored[id]
-		for _, st := range states[id] {
-			if st.version <= from.version {
-				continue // stale (an equal or newer (version, linked) stored) or refused: not stored, owes nothing
-			}
-			tag := transitionTag(id, st.version)
-			if _, seen := pc.pending[tag]; !seen { // at equal versions the first is the one stored
-				pc.pending[tag] = pendingOf(from, st, tag)
-			}
-		}
-	}
+	pc := &permitCells{ids: v.ids}
+	pc.pending, pc.recover = owes(v, stored, pending, func(st permitState) int64 { return st.version }, pendingOf)
 	return pc, nil
 }
 

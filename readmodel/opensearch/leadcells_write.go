@@ -16,47 +16,26 @@ const leadSourceFields = "doc_id,version,deleted,geo_ids,signal_key,event_date_u
 
 // planLeadCells is planPermitCells for the batch's leads.
 func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCells, error) {
-	states := map[string][]leadState{}
-	var ids []string
-	note := func(id string, st leadState) {
-		if _, ok := states[id]; !ok {
-			ids = append(ids, id)
-		}
-		states[id] = append(states[id], st)
-	}
+	var v versions[leadState]
 	for i := range b.Leads {
 		l := &b.Leads[i]
 		d := leadDocOf(*l)
-		note(l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked())))
+		v.note(l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked())))
 	}
 	for _, d := range b.Deletes {
 		if d.Kind == readmodel.KindLead {
-			note(d.ID, leadState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
+			v.note(d.ID, leadState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
 		}
 	}
-	if len(ids) == 0 {
+	if len(v.ids) == 0 {
 		return nil, nil
 	}
-	_, stored, pending, err := s.storedLeads(ctx, ids, "?_source_includes="+leadSourceFields)
+	_, stored, pending, err := s.storedLeads(ctx, v.ids, "?_source_includes="+leadSourceFields)
 	if err != nil {
 		return nil, err
 	}
-	lc := &leadCells{ids: ids, pending: map[string]*leadPending{}}
-	for _, id := range ids {
-		if pending[id] != nil {
-			lc.recover = append(lc.recover, id)
-		}
-		from := stored[id]
-		for _, st := range states[id] {
-			if st.version <= from.version {
-				continue
-			}
-			tag := transitionTag(id, st.version)
-			if _, seen := lc.pending[tag]; !seen {
-				lc.pending[tag] = leadPendingOf(from, st, tag)
-			}
-		}
-	}
+	lc := &leadCells{ids: v.ids}
+	lc.pending, lc.recover = owes(v, stored, pending, func(st leadState) int64 { return st.version }, leadPendingOf)
 	return lc, nil
 }
 
