@@ -235,18 +235,6 @@ func (s *Store) clearTags(ctx context.Context, plan *cellPlan) error {
 	})
 }
 
-// cellBulkResponse is a _bulk answer about cells.
-type cellBulkResponse struct {
-	Items []map[string]struct {
-		ID     string `json:"_id"`
-		Status int    `json:"status"`
-		Error  *struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"error"`
-	} `json:"items"`
-}
-
 // cellWrite is one cell write of a bulk: create when the cell did not
 // exist, else index under its sequence number.
 type cellWrite struct {
@@ -330,7 +318,7 @@ func updateCellsIn[D any](ctx context.Context, s *Store, index string, ids []str
 		if err != nil {
 			return err
 		}
-		var out cellBulkResponse
+		var out bulkResponse
 		if err := s.do(ctx, http.MethodPost, bulkPath, body, "application/x-ndjson", &out); err != nil {
 			return err
 		}

@@ -169,6 +169,7 @@ var kindKnown = map[readmodel.Kind]struct{}{
 	readmodel.KindGeoSignal: {}, readmodel.KindLead: {}, readmodel.KindCatalog: {},
 }
 
+// bulkResponse is a _bulk answer (of documents or of cells).
 type bulkResponse struct {
 	Errors bool `json:"errors"`
 	Items  []map[string]struct {
