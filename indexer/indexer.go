@@ -15,13 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/params"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -130,18 +129,10 @@ func New(p Params) (*Indexer, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	if p.MaxMessageBytes <= 0 {
-		p.MaxMessageBytes = 1 << 20
-	}
-	if p.BackoffMin <= 0 {
-		p.BackoffMin = 50 * time.Millisecond
-	}
-	if p.BackoffMax <= 0 {
-		p.BackoffMax = 5 * time.Second
-	}
-	if p.MaxUnlinkedBytes <= 0 {
-		p.MaxUnlinkedBytes = defaultMaxUnlinkedBytes
-	}
+	params.Default(&p.MaxMessageBytes, 1<<20)
+	params.Default(&p.BackoffMin, 50*time.Millisecond)
+	params.Default(&p.BackoffMax, 5*time.Second)
+	params.Default(&p.MaxUnlinkedBytes, defaultMaxUnlinkedBytes)
 	loc := newLocations(p.MaxUnlinkedBytes)
 	return &Indexer{p: p, loc: loc,
 		parking: &resolver{t: loc, fallback: p.Lookup, park: true},
@@ -252,33 +243,6 @@ func (ix *Indexer) awaitLate(ctx context.Context, msgs []Message, errs []error, 
 	return nil
 }
 
-// deadLetters sends every message whose error wraps events.ErrInvalid
-// to the dead-letter sink; any other error (a lookup failed, ctx ended)
-// fails the batch for the source to retry, dead-lettering nothing.
-func (ix *Indexer) deadLetters(ctx context.Context, msgs []Message, errs []error) error {
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		m := msgs[i]
-		if !errors.Is(err, events.ErrInvalid) {
-			return fmt.Errorf("indexer: project %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-		}
-	}
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		m := msgs[i]
-		if err := ix.p.DeadLetter(ctx, m, err); err != nil {
-			return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-		}
-		ix.deadLetter.Add(1)
-		ix.p.Metrics.deadLetter(m.Topic)
-	}
-	return nil
-}
-
 // project projects parked messages into b (mode: whether they may park
 // again, on another geography) and dead-letters the invalid ones.
 func (ix *Indexer) project(ctx context.Context, ps []parked, b *readmodel.Batch, mode missMode) ([]Message, []error, error) {
@@ -351,142 +315,6 @@ func (ix *Indexer) Preload(b readmodel.Batch) {
 // Settled reports whether Settle was called.
 func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 
-// merge appends parts[1:] in order to parts[0] (which decodeAll sized
-// for the whole batch), in place: parts[0] is then the batch.
-func merge(parts []readmodel.Batch) {
-	for _, p := range parts[1:] {
-		parts[0].Append(p)
-	}
-}
-
-// release clears b's documents (dropping their references) and pools its
-// slices for the next batch.
-func (ix *Indexer) release(b *readmodel.Batch) {
-	r := &readmodel.Batch{
-		Locations:  emptied(b.Locations),
-		Permits:    emptied(b.Permits),
-		Properties: emptied(b.Properties),
-		GeoSignals: emptied(b.GeoSignals),
-		Leads:      emptied(b.Leads),
-		Catalog:    emptied(b.Catalog),
-		Deletes:    emptied(b.Deletes),
-	}
-	ix.pool.Put(r)
-}
-
-func emptied[T any](s []T) []T {
-	clear(s)
-	return s[:0]
-}
-
-// reserve makes room for n more documents in each non-empty slice of b.
-func reserve(b *readmodel.Batch, n int) {
-	b.Locations = growNonEmpty(b.Locations, n)
-	b.Permits = growNonEmpty(b.Permits, n)
-	b.Properties = growNonEmpty(b.Properties, n)
-	b.GeoSignals = growNonEmpty(b.GeoSignals, n)
-	b.Leads = growNonEmpty(b.Leads, n)
-	b.Catalog = growNonEmpty(b.Catalog, n)
-	b.Deletes = growNonEmpty(b.Deletes, n)
-}
-
-func growNonEmpty[T any](s []T, n int) []T {
-	if len(s) == 0 || cap(s)-len(s) >= n {
-		return s
-	}
-	return slices.Grow(s, n)
-}
-
-// parallelMin is the batch size from which decoding fans out.
-const parallelMin = 64
-
-// decodeAll decodes and projects every message: errs[i] is message i's
-// error, and parts, in order, hold the documents of the others (in
-// message order within each kind). Decoding is the indexer's main cost
-// (strict JSON), and messages are independent until the write, so large
-// batches are split into contiguous chunks across GOMAXPROCS workers,
-// each projecting into its own part.
-func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error, parts []readmodel.Batch) {
-	errs = make([]error, len(msgs))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
-	chunk := (len(msgs) + workers - 1) / workers
-	parts = make([]readmodel.Batch, workers)
-	if b, ok := ix.pool.Get().(*readmodel.Batch); ok {
-		parts[0] = *b
-	}
-	run := func(k, lo, hi int) {
-		room := hi - lo
-		if k == 0 {
-			room = len(msgs) // merge appends the other parts to part 0
-		}
-		for i := lo; i < hi; i++ {
-			errs[i] = ix.decode(ctx, msgs[i], &parts[k], missAwait)
-			if room > 0 && parts[k].Len() > 0 {
-				// A batch is one partition of one topic, and a topic holds
-				// one entity family: the first document's kind is the kind
-				// of (nearly) all of them, so its slice is sized once.
-				reserve(&parts[k], room-(i-lo))
-				room = 0
-			}
-		}
-	}
-	if workers == 1 {
-		run(0, 0, len(msgs))
-		return errs, parts
-	}
-	var wg sync.WaitGroup
-	for k := range workers {
-		lo, hi := min(k*chunk, len(msgs)), min((k+1)*chunk, len(msgs))
-		wg.Go(func() { run(k, lo, hi) })
-	}
-	wg.Wait()
-	return errs, parts
-}
-
-// decode projects one message, appending its documents to b, or parks
-// it (appending nothing) until a location it needs is known, or returns
-// errLate (missAwait, see awaitLate), a permanent error (wrapping
-// events.ErrInvalid) or a transient one (anything else) and appends
-// nothing. mode says what a miss does.
-func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mode missMode) error {
-	if len(m.Value) > ix.p.MaxMessageBytes {
-		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
-	}
-	env, err := events.DecodeEvent(m.Value)
-	if err != nil {
-		return err
-	}
-	defer events.Recycle(env) // the documents copy what they keep
-	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
-		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
-	}
-	if env.Type.IsDelete() && env.Type != events.LocationDeleted {
-		ix.loc.unpark(entityKey(env), env.EntityVersion)
-	}
-	if mode == missFinal {
-		return ix.projectFinal(ctx, env, m, b)
-	}
-	err = projectInto(ctx, env, ix.parking, b)
-	if err == nil {
-		return ix.noteLinks(ctx, env, m, b) // linked: forgets older versions (relink.go)
-	}
-	var miss *errMissing
-	if !errors.As(err, &miss) {
-		return err
-	}
-	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
-		return nil
-	}
-	// Settled, or the location arrived meanwhile.
-	if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
-		return errLate
-	}
-	return ix.projectFinal(ctx, env, m, b)
-}
-
-// entityKey names an entity across families for parking.
-func entityKey(env events.Envelope) string { return env.Type.Family() + "\x00" + env.EntityID }
-
 // apply writes the batch, retrying transient failures with exponential
 // backoff until ctx ends. A *readmodel.ItemErrors is returned at once: the
 // batch is applied but for documents no retry can store.
@@ -513,79 +341,4 @@ func (ix *Indexer) apply(ctx context.Context, b readmodel.Batch) (readmodel.Appl
 		}
 		delay = min(delay*2, ix.p.BackoffMax)
 	}
-}
-
-// docKey names one document version of a batch.
-type docKey struct {
-	kind    readmodel.Kind
-	id      string
-	version int64
-}
-
-// deadLetterRefused sends every message whose projected documents include
-// one the read model refused for good to the dead-letter sink, with the
-// item's reason. It projects the batch's messages again to find them:
-// the path is rare, and the batch keeps no per-message bookkeeping for it.
-// A refused document that no message produced fails the batch rather
-// than being dropped unseen.
-func (ix *Indexer) deadLetterRefused(ctx context.Context, msgs []Message, errs []error, refused *readmodel.ItemErrors) error {
-	left := make(map[docKey]readmodel.ItemError, len(refused.Items))
-	for _, it := range refused.Items {
-		left[docKey{it.Kind, it.ID, it.Version}] = it
-	}
-	for i, m := range msgs {
-		if errs[i] != nil || len(left) == 0 {
-			continue // already dead-lettered, or nothing left to find
-		}
-		var b readmodel.Batch
-		if err := ix.decode(ctx, m, &b, missFinal); err != nil {
-			return fmt.Errorf("indexer: project %s/%d@%d again: %w", m.Topic, m.Partition, m.Offset, err)
-		}
-		var reasons []error
-		for _, k := range docKeys(&b) {
-			if it, ok := left[k]; ok {
-				reasons = append(reasons, fmt.Errorf("read model refused %s %q v%d: %s", it.Kind, it.ID, it.Version, it.Reason))
-				delete(left, k)
-			}
-		}
-		if len(reasons) == 0 {
-			continue
-		}
-		if err := ix.p.DeadLetter(ctx, m, errors.Join(reasons...)); err != nil {
-			return fmt.Errorf("indexer: dead-letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-		}
-		ix.deadLetter.Add(1)
-		ix.p.Metrics.deadLetter(m.Topic)
-	}
-	if len(left) > 0 {
-		return fmt.Errorf("indexer: %d refused documents match no message of the batch: %w", len(left), refused)
-	}
-	return nil
-}
-
-// docKeys lists the documents and deletes of b.
-func docKeys(b *readmodel.Batch) []docKey {
-	out := make([]docKey, 0, b.Len())
-	for _, x := range b.Locations {
-		out = append(out, docKey{readmodel.KindLocation, x.GeoID, x.Version})
-	}
-	for _, x := range b.Permits {
-		out = append(out, docKey{readmodel.KindPermit, x.PermitID, x.Version})
-	}
-	for _, x := range b.Properties {
-		out = append(out, docKey{readmodel.KindProperty, x.PropertyID, x.Version})
-	}
-	for _, x := range b.GeoSignals {
-		out = append(out, docKey{readmodel.KindGeoSignal, x.ID(), x.Version})
-	}
-	for _, x := range b.Leads {
-		out = append(out, docKey{readmodel.KindLead, x.LeadID, x.Version})
-	}
-	for _, x := range b.Catalog {
-		out = append(out, docKey{readmodel.KindCatalog, x.ID(), x.Version})
-	}
-	for _, x := range b.Deletes {
-		out = append(out, docKey{x.Kind, x.ID, x.Version})
-	}
-	return out
 }

@@ -39,42 +39,32 @@ func projectInto(ctx context.Context, env events.Envelope, look Lookup, b *readm
 		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kind, ID: env.EntityID, Version: env.EntityVersion})
 		return nil
 	}
-	var err error
 	switch env.Type {
 	case events.LocationUpserted:
-		var d readmodel.Location
-		if d, err = projectLocation(env); err == nil {
-			b.Locations = append(b.Locations, d)
-		}
+		return into(&b.Locations)(projectLocation(env))
 	case events.PermitUpserted:
-		var d readmodel.Permit
-		if d, err = ProjectPermit(ctx, env, look); err == nil {
-			b.Permits = append(b.Permits, d)
-		}
+		return into(&b.Permits)(ProjectPermit(ctx, env, look))
 	case events.PropertyUpserted:
-		var d readmodel.Property
-		if d, err = ProjectProperty(ctx, env, look); err == nil {
-			b.Properties = append(b.Properties, d)
-		}
+		return into(&b.Properties)(ProjectProperty(ctx, env, look))
 	case events.GeoSignalUpserted:
-		var d readmodel.GeoSignal
-		if d, err = projectGeoSignal(ctx, env, look); err == nil {
-			b.GeoSignals = append(b.GeoSignals, d)
-		}
+		return into(&b.GeoSignals)(projectGeoSignal(ctx, env, look))
 	case events.LeadUpserted:
-		var d readmodel.Lead
-		if d, err = projectLead(ctx, env, look); err == nil {
-			b.Leads = append(b.Leads, d)
-		}
+		return into(&b.Leads)(projectLead(ctx, env, look))
 	case events.CatalogUpserted:
-		var d readmodel.CatalogEntry
-		if d, err = projectCatalog(env); err == nil {
-			b.Catalog = append(b.Catalog, d)
-		}
-	default:
-		err = fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+		return into(&b.Catalog)(projectCatalog(env))
 	}
-	return err
+	return fmt.Errorf("%w: no projection for %s in this build", events.ErrInvalid, env.Type)
+}
+
+// into returns what appends a projected document to dst unless its
+// projection failed, and passes the error on.
+func into[T any](dst *[]T) func(T, error) error {
+	return func(d T, err error) error {
+		if err == nil {
+			*dst = append(*dst, d)
+		}
+		return err
+	}
 }
 
 var kindOf = map[string]readmodel.Kind{

@@ -8,9 +8,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/tidwall/btree"
-
 	"github.com/permitd/permitd/readmodel"
+	"github.com/tidwall/btree"
 )
 
 // Lead stats.
@@ -46,83 +45,6 @@ import (
 //
 // Memory: one 20-byte record per lead per anchor (about 5 anchors per
 // lead), kept in step by leadDayAggs.add, and the roll-ups' trees.
-
-// leadIDs are a lead's interned city, zip and county (0 when empty).
-type leadIDs struct{ city, zip, county uint32 }
-
-// cellRecs are one day cell's leads as stats records: ids[:len(conf)] are
-// the leads with a confidence, in (confidence descending, ids ascending)
-// order, conf aligned with them; ids[len(conf):] are the leads with null
-// confidence, ids ascending. Records with equal fields are
-// interchangeable, so no lead id is kept.
-type cellRecs struct {
-	conf []float64
-	ids  []leadIDs
-}
-
-func recIDs(r *leadRec) leadIDs { return leadIDs{city: r.city, zip: r.zip, county: r.county} }
-
-func cmpIDs(a, b leadIDs) int {
-	switch {
-	case a.city != b.city:
-		return cmp.Compare(a.city, b.city)
-	case a.zip != b.zip:
-		return cmp.Compare(a.zip, b.zip)
-	}
-	return cmp.Compare(a.county, b.county)
-}
-
-// search returns the position of (hasConf, conf, ids) in the record
-// order and whether a record with those fields is there.
-func (c *cellRecs) search(hasConf bool, conf float64, ids leadIDs) (int, bool) {
-	nc := len(c.conf)
-	if !hasConf {
-		i, ok := slices.BinarySearchFunc(c.ids[nc:], ids, cmpIDs)
-		return nc + i, ok
-	}
-	i := sort.Search(nc, func(i int) bool {
-		if c.conf[i] != conf {
-			return c.conf[i] < conf
-		}
-		return cmpIDs(c.ids[i], ids) >= 0
-	})
-	return i, i < nc && c.conf[i] == conf && c.ids[i] == ids
-}
-
-func (c *cellRecs) insert(r *leadRec) {
-	ids := recIDs(r)
-	i, _ := c.search(r.hasConf, r.conf, ids)
-	c.ids = slices.Insert(c.ids, i, ids)
-	if r.hasConf {
-		c.conf = slices.Insert(c.conf, i, r.conf)
-	}
-}
-
-func (c *cellRecs) remove(r *leadRec) {
-	i, ok := c.search(r.hasConf, r.conf, recIDs(r))
-	if !ok {
-		return
-	}
-	c.ids = slices.Delete(c.ids, i, i+1)
-	if r.hasConf {
-		c.conf = slices.Delete(c.conf, i, i+1)
-	}
-}
-
-// atLeast is the number of records with a confidence >= f: a prefix.
-func (c *cellRecs) atLeast(f float64) int {
-	return sort.Search(len(c.conf), func(i int) bool { return c.conf[i] < f })
-}
-
-// passing is the length of the prefix of c's records the floor keeps.
-func (c *leadDayCell) passing(minConf *float64) int {
-	if minConf == nil {
-		return len(c.recs.ids)
-	}
-	return c.recs.atLeast(*minConf)
-}
-
-func (c *leadDayCell) sparseLen() int { return len(c.cities) + len(c.zips) + len(c.counties) }
 
 // leadStatsAcc accumulates PermitStats.
 type leadStatsAcc struct {

@@ -44,6 +44,9 @@ type meta struct {
 	IndexedAt int64 `json:"indexed_at,omitempty"`
 }
 
+// docMeta is the document's meta (every document embeds it).
+func (m *meta) docMeta() *meta { return m }
+
 type point struct {
 	Lat float64 `json:"lat"`
 	Lon float64 `json:"lon"`

@@ -60,38 +60,36 @@ func externalVersion(it bulkItem) int64 {
 // version rule makes the order irrelevant to the end state anyway.
 func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	out := make([]bulkItem, 0, b.Len())
-	for _, l := range b.Locations {
-		d := locationDocOf(l)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindLocation, l.GeoID, l.Version, d, false})
-	}
-	for _, p := range b.Permits {
-		d := permitDocOf(p)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindPermit, p.PermitID, p.Version, d, !p.Linked()})
-	}
-	for _, p := range b.Properties {
-		d := propertyDocOf(p)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindProperty, p.PropertyID, p.Version, d, !p.Linked()})
-	}
-	for _, g := range b.GeoSignals {
-		d := geoSignalDocOf(g)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindGeoSignal, g.ID(), g.Version, d, false})
-	}
-	for _, l := range b.Leads {
-		d := leadDocOf(l)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindLead, l.LeadID, l.Version, d, !l.Linked()})
-	}
-	for _, c := range b.Catalog {
-		d := catalogDocOf(c)
-		d.IndexedAt = indexedAt
-		out = append(out, bulkItem{readmodel.KindCatalog, c.ID(), c.Version, d, false})
-	}
+	out = appendItems(out, readmodel.KindLocation, b.Locations, locationDocOf, indexedAt,
+		func(l readmodel.Location) (string, int64, bool) { return l.GeoID, l.Version, false })
+	out = appendItems(out, readmodel.KindPermit, b.Permits, permitDocOf, indexedAt,
+		func(p readmodel.Permit) (string, int64, bool) { return p.PermitID, p.Version, !p.Linked() })
+	out = appendItems(out, readmodel.KindProperty, b.Properties, propertyDocOf, indexedAt,
+		func(p readmodel.Property) (string, int64, bool) { return p.PropertyID, p.Version, !p.Linked() })
+	out = appendItems(out, readmodel.KindGeoSignal, b.GeoSignals, geoSignalDocOf, indexedAt,
+		func(g readmodel.GeoSignal) (string, int64, bool) { return g.ID(), g.Version, false })
+	out = appendItems(out, readmodel.KindLead, b.Leads, leadDocOf, indexedAt,
+		func(l readmodel.Lead) (string, int64, bool) { return l.LeadID, l.Version, !l.Linked() })
+	out = appendItems(out, readmodel.KindCatalog, b.Catalog, catalogDocOf, indexedAt,
+		func(c readmodel.CatalogEntry) (string, int64, bool) { return c.ID(), c.Version, false })
 	for _, d := range b.Deletes {
 		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}, false})
+	}
+	return out
+}
+
+// appendItems appends one item of kind per entity of src: its document
+// (docOf) stamped with indexedAt, under the id, version and linkage key
+// gives.
+func appendItems[E, D any, PD interface {
+	*D
+	docMeta() *meta
+}](out []bulkItem, kind readmodel.Kind, src []E, docOf func(E) D, indexedAt int64, key func(E) (string, int64, bool)) []bulkItem {
+	for _, e := range src {
+		d := docOf(e)
+		PD(&d).docMeta().IndexedAt = indexedAt
+		id, version, unlinked := key(e)
+		out = append(out, bulkItem{kind, id, version, d, unlinked})
 	}
 	return out
 }
@@ -158,13 +156,8 @@ func (s *Store) bulkLines(b readmodel.Batch, pc *permitCells, lc *leadCells) ([]
 			"_index": s.write(it.kind), "_id": it.id, "version": externalVersion(it), "version_type": "external",
 		}}
 		var buf bytes.Buffer
-		for _, v := range []any{action, it.doc} {
-			line, err := json.Marshal(v)
-			if err != nil {
-				return nil, nil, err
-			}
-			buf.Write(line)
-			buf.WriteByte('\n')
+		if err := appendNDJSON(&buf, action, it.doc); err != nil {
+			return nil, nil, err
 		}
 		lines[i] = buf.Bytes()
 	}
@@ -176,6 +169,7 @@ var kindKnown = map[readmodel.Kind]struct{}{
 	readmodel.KindGeoSignal: {}, readmodel.KindLead: {}, readmodel.KindCatalog: {},
 }
 
+// bulkResponse is a _bulk answer (of documents or of cells).
 type bulkResponse struct {
 	Errors bool `json:"errors"`
 	Items  []map[string]struct {
@@ -372,4 +366,18 @@ func (s *Store) bulkItems(ctx context.Context, its []bulkItem, lines [][]byte, r
 		pending = retry
 	}
 	return permanent, nil
+}
+
+// appendNDJSON appends each value to buf as one JSON line (a _bulk or
+// _msearch body is such lines).
+func appendNDJSON(buf *bytes.Buffer, vs ...any) error {
+	for _, v := range vs {
+		line, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	return nil
 }

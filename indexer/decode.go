@@ -1,0 +1,151 @@
+// Decoding a batch of messages: fanned out over workers from parallelMin, merged in place, with pooled batch slices.
+
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// merge appends parts[1:] in order to parts[0] (which decodeAll sized
+// for the whole batch), in place: parts[0] is then the batch.
+func merge(parts []readmodel.Batch) {
+	for _, p := range parts[1:] {
+		parts[0].Append(p)
+	}
+}
+
+// release clears b's documents (dropping their references) and pools its
+// slices for the next batch.
+func (ix *Indexer) release(b *readmodel.Batch) {
+	r := &readmodel.Batch{
+		Locations:  emptied(b.Locations),
+		Permits:    emptied(b.Permits),
+		Properties: emptied(b.Properties),
+		GeoSignals: emptied(b.GeoSignals),
+		Leads:      emptied(b.Leads),
+		Catalog:    emptied(b.Catalog),
+		Deletes:    emptied(b.Deletes),
+	}
+	ix.pool.Put(r)
+}
+
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
+}
+
+// reserve makes room for n more documents in each non-empty slice of b.
+func reserve(b *readmodel.Batch, n int) {
+	b.Locations = growNonEmpty(b.Locations, n)
+	b.Permits = growNonEmpty(b.Permits, n)
+	b.Properties = growNonEmpty(b.Properties, n)
+	b.GeoSignals = growNonEmpty(b.GeoSignals, n)
+	b.Leads = growNonEmpty(b.Leads, n)
+	b.Catalog = growNonEmpty(b.Catalog, n)
+	b.Deletes = growNonEmpty(b.Deletes, n)
+}
+
+func growNonEmpty[T any](s []T, n int) []T {
+	if len(s) == 0 || cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, n)
+}
+
+// parallelMin is the batch size from which decoding fans out.
+const parallelMin = 64
+
+// decodeAll decodes and projects every message: errs[i] is message i's
+// error, and parts, in order, hold the documents of the others (in
+// message order within each kind). Decoding is the indexer's main cost
+// (strict JSON), and messages are independent until the write, so large
+// batches are split into contiguous chunks across GOMAXPROCS workers,
+// each projecting into its own part.
+func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error, parts []readmodel.Batch) {
+	errs = make([]error, len(msgs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
+	chunk := (len(msgs) + workers - 1) / workers
+	parts = make([]readmodel.Batch, workers)
+	if b, ok := ix.pool.Get().(*readmodel.Batch); ok {
+		parts[0] = *b
+	}
+	run := func(k, lo, hi int) {
+		room := hi - lo
+		if k == 0 {
+			room = len(msgs) // merge appends the other parts to part 0
+		}
+		for i := lo; i < hi; i++ {
+			errs[i] = ix.decode(ctx, msgs[i], &parts[k], missAwait)
+			if room > 0 && parts[k].Len() > 0 {
+				// A batch is one partition of one topic, and a topic holds
+				// one entity family: the first document's kind is the kind
+				// of (nearly) all of them, so its slice is sized once.
+				reserve(&parts[k], room-(i-lo))
+				room = 0
+			}
+		}
+	}
+	if workers == 1 {
+		run(0, 0, len(msgs))
+		return errs, parts
+	}
+	var wg sync.WaitGroup
+	for k := range workers {
+		lo, hi := min(k*chunk, len(msgs)), min((k+1)*chunk, len(msgs))
+		wg.Go(func() { run(k, lo, hi) })
+	}
+	wg.Wait()
+	return errs, parts
+}
+
+// decode projects one message, appending its documents to b, or parks
+// it (appending nothing) until a location it needs is known, or returns
+// errLate (missAwait, see awaitLate), a permanent error (wrapping
+// events.ErrInvalid) or a transient one (anything else) and appends
+// nothing. mode says what a miss does.
+func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mode missMode) error {
+	if len(m.Value) > ix.p.MaxMessageBytes {
+		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
+	}
+	env, err := events.DecodeEvent(m.Value)
+	if err != nil {
+		return err
+	}
+	defer events.Recycle(env) // the documents copy what they keep
+	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
+		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
+	}
+	if env.Type.IsDelete() && env.Type != events.LocationDeleted {
+		ix.loc.unpark(entityKey(env), env.EntityVersion)
+	}
+	if mode == missFinal {
+		return ix.projectFinal(ctx, env, m, b)
+	}
+	err = projectInto(ctx, env, ix.parking, b)
+	if err == nil {
+		return ix.noteLinks(ctx, env, m, b) // linked: forgets older versions (relink.go)
+	}
+	var miss *errMissing
+	if !errors.As(err, &miss) {
+		return err
+	}
+	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
+		return nil
+	}
+	// Settled, or the location arrived meanwhile.
+	if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
+		return errLate
+	}
+	return ix.projectFinal(ctx, env, m, b)
+}
+
+// entityKey names an entity across families for parking.
+func entityKey(env events.Envelope) string { return env.Type.Family() + "\x00" + env.EntityID }

@@ -1,0 +1,152 @@
+// Lead streams: the per-key lead lists read in date or confidence order, merged across keys for a page or a top list.
+
+package memory
+
+import (
+	"math"
+	"sort"
+
+	"github.com/tidwall/btree"
+)
+
+// streamDateLess and streamConfLess order lead streams by their current
+// leads (dateLess, confLess): the merge orders of the two lead sorts.
+func streamDateLess(a, b *leadStream) bool { return dateLess(a.cur, b.cur) }
+
+func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
+
+// leadStream yields one key's leads of a page in the page's order: from a
+// B-tree iterator (filtered as it goes, stopping at the window's far
+// edge), or from a short list already in order.
+type leadStream struct {
+	cur  *leadRec
+	iter btree.IterG[*leadRec]
+	live bool // iter is in use
+	// started: the iterator is positioned on its first candidate.
+	started bool
+	accept  func(r *leadRec) (take, more bool)
+	list    []*leadRec
+}
+
+// advance moves to the next lead of the stream; false at its end.
+func (st *leadStream) advance() bool {
+	if !st.live {
+		if len(st.list) == 0 {
+			return false
+		}
+		st.cur, st.list = st.list[0], st.list[1:]
+		return true
+	}
+	for {
+		var ok bool
+		if st.started {
+			ok = st.iter.Next()
+		} else {
+			ok, st.started = st.seek(), true
+		}
+		if !ok {
+			return false
+		}
+		r := st.iter.Item()
+		take, more := st.accept(r)
+		if take {
+			st.cur = r
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+func (st *leadStream) seek() bool {
+	if st.cur != nil { // the seek key
+		k := st.cur
+		st.cur = nil
+		return st.iter.Seek(k)
+	}
+	return st.iter.First()
+}
+
+func (st *leadStream) release() {
+	if st.live {
+		st.iter.Release()
+	}
+}
+
+// dateStream streams the leads of the window after `after` in event-date
+// order: it seeks to the later of the cursor and the window's upper bound
+// and stops at the lower bound.
+func (k *keyLeads) dateStream(st *leadStream, w leadWindow, after *leadRec) {
+	var start *leadRec
+	if w.hi != math.MaxInt32 {
+		start = &leadRec{date: w.hi, hasConf: true, conf: math.Inf(1)}
+	}
+	if after != nil && (start == nil || dateLess(start, after)) {
+		start = after
+	}
+	st.iter, st.live, st.cur = k.byDate.Iter(), true, start
+	st.accept = func(r *leadRec) (bool, bool) {
+		if after != nil && !dateLess(after, r) {
+			return false, true // the cursor's own item
+		}
+		if r.date == noDate {
+			if w.bounded {
+				return false, false
+			}
+		} else if r.date < w.lo {
+			return false, false
+		}
+		return w.passes(r), true
+	}
+}
+
+// confStream streams the leads of the window after `after` in confidence
+// order. When the date window holds few leads of this key (by the day
+// aggregates), its best `want` come from one walk of the window in the
+// date tree, kept in order as they are found (at most `want` held);
+// otherwise the confidence tree is walked from the cursor, skipping leads
+// outside the window and stopping below the confidence floor.
+func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want int) {
+	if w.bounded {
+		if n := k.days.count(w.lo, w.hi); n <= 4096 || n*8 < int64(k.byConf.Len()) {
+			st.list = k.confTop(w, after, want)
+			return
+		}
+	}
+	st.iter, st.live, st.cur = k.byConf.Iter(), true, after
+	st.accept = func(r *leadRec) (bool, bool) {
+		if after != nil && !confLess(after, r) {
+			return false, true
+		}
+		if w.minConf != nil && (!r.hasConf || r.conf < *w.minConf) {
+			return false, false // confidence only falls from here
+		}
+		return w.passes(r), true
+	}
+}
+
+// confTop is the best `want` leads of a bounded window after `after`, in
+// confidence order.
+func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
+	var top []*leadRec
+	var st leadStream
+	k.dateStream(&st, w, nil)
+	defer st.release()
+	for st.advance() {
+		r := st.cur
+		if after != nil && !confLess(after, r) {
+			continue
+		}
+		if len(top) == want && !confLess(r, top[want-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return confLess(r, top[i]) })
+		if len(top) < want {
+			top = append(top, nil)
+		}
+		copy(top[i+1:], top[i:])
+		top[i] = r
+	}
+	return top
+}

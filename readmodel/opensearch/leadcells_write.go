@@ -1,0 +1,110 @@
+// Lead cells against the store: planning a batch's lead moves, reading stored leads and finishing the cells.
+
+package opensearch
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/permitd/permitd/mappings"
+	"github.com/permitd/permitd/readmodel"
+)
+
+// leadSourceFields are what the cells need of a stored lead.
+const leadSourceFields = "doc_id,version,deleted,geo_ids,signal_key,event_date_used,confidence,location.county_norm,location.city_norm,location.zipcode_norm,cells_pending"
+
+// planLeadCells is planPermitCells for the batch's leads.
+func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCells, error) {
+	var v versions[leadState]
+	for i := range b.Leads {
+		l := &b.Leads[i]
+		d := leadDocOf(*l)
+		v.note(l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked())))
+	}
+	for _, d := range b.Deletes {
+		if d.Kind == readmodel.KindLead {
+			v.note(d.ID, leadState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
+		}
+	}
+	if len(v.ids) == 0 {
+		return nil, nil
+	}
+	_, stored, pending, err := s.storedLeads(ctx, v.ids, "?_source_includes="+leadSourceFields)
+	if err != nil {
+		return nil, err
+	}
+	lc := &leadCells{ids: v.ids}
+	lc.pending, lc.recover = owes(v, stored, pending, func(st leadState) int64 { return st.version }, leadPendingOf)
+	return lc, nil
+}
+
+// storedLeads reads stored leads: documents, states and debts.
+func (s *Store) storedLeads(ctx context.Context, ids []string, query string) (map[string]*leadDoc, map[string]leadState, map[string]*leadPending, error) {
+	return storedDocs(ctx, s, readmodel.KindLead, ids, query, leadStateOf, func(src []byte) (*leadDoc, *leadPending, error) {
+		var doc struct {
+			leadDoc
+			CellsPending *leadPending `json:"cells_pending"`
+		}
+		err := json.Unmarshal(src, &doc)
+		return &doc.leadDoc, doc.CellsPending, err
+	})
+}
+
+// finishLeadCells is finishPermitCells for leads.
+func (s *Store) finishLeadCells(ctx context.Context, ids []string) error {
+	docs, states, pending, err := s.storedLeads(ctx, ids, "")
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	var plan leadCellPlan
+	rewrite := rewrites(s, readmodel.KindLead, ids, docs, pending, func(id string) int64 { return states[id].version }, plan.addPending)
+	index := s.write(mappings.KindLeadCell)
+	if err := updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+		next := leadCellDoc{Tops: []leadTop{}, Pending: cellPending{Tags: []string{}}}
+		next.Anchor, next.SignalKey, next.Level, next.Day = splitLeadCellID(id)
+		if cur != nil {
+			next = *cur
+			next.Tops = slices.Clone(cur.Tops)
+			next.Pending.Tags = slices.Clone(cur.Pending.Tags)
+		}
+		// A tag may move a lead out of and back into one cell (its month
+		// and year when only the day changes): both moves or neither.
+		var held cellPending
+		if cur != nil {
+			held = cur.Pending
+		}
+		changed := false
+		for _, m := range plan.moves[id] {
+			if held.has(m.tag) {
+				continue // counted by an earlier attempt
+			}
+			next.add(m.side, m.n)
+			if !next.Pending.has(m.tag) {
+				next.Pending.Tags = append(next.Pending.Tags, m.tag)
+				slices.Sort(next.Pending.Tags)
+			}
+			changed = true
+		}
+		return next, changed
+	}); err != nil {
+		return err
+	}
+	if err := s.rewriteDocs(ctx, rewrite); err != nil {
+		return err
+	}
+	return updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+		if cur == nil {
+			return leadCellDoc{}, false
+		}
+		next := *cur
+		moves := plan.moves[id]
+		next.Pending.Tags = slices.DeleteFunc(slices.Clone(cur.Pending.Tags), func(t string) bool {
+			return slices.ContainsFunc(moves, func(m leadMove) bool { return m.tag == t })
+		})
+		return next, len(next.Pending.Tags) != len(cur.Pending.Tags)
+	})
+}
