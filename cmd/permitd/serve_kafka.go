@@ -343,14 +343,7 @@ func (k *kafkaIndexer) relinkEvery(ctx context.Context, stop <-chan struct{}) {
 	every, waiting := minEvery, int64(0)
 	t := time.NewTimer(every)
 	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for tick(ctx, stop, t.C) {
 		if w := k.Indexer.Progress().Unlinked; w > waiting {
 			every = minEvery
 			waiting = w
@@ -375,17 +368,23 @@ func (k *kafkaIndexer) relinkEvery(ctx context.Context, stop <-chan struct{}) {
 func (k *kafkaIndexer) snapshotEvery(ctx context.Context, stop <-chan struct{}) {
 	t := time.NewTicker(k.snapEach)
 	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if k.Consumer.CaughtUp() {
-				k.writeSnapshot(ctx, "interval")
-			}
+	for tick(ctx, stop, t.C) {
+		if k.Consumer.CaughtUp() {
+			k.writeSnapshot(ctx, "interval")
 		}
+	}
+}
+
+// tick waits for the next tick of c; false once stop is closed or ctx
+// ends.
+func tick(ctx context.Context, stop <-chan struct{}, c <-chan time.Time) bool {
+	select {
+	case <-stop:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-c:
+		return true
 	}
 }
 

@@ -87,19 +87,20 @@ func newPermitFilterIndex() permitFilterIndex {
 }
 
 func (s *side) foldSym(sym uint32) string {
-	f, ok := s.pf.fold[sym]
-	if !ok {
-		f = readmodel.FoldValue(s.pi.syms.str(sym))
-		s.pf.fold[sym] = f
-	}
-	return f
+	return s.keyOf(s.pf.fold, sym, readmodel.FoldValue)
 }
 
 func (s *side) contractorSym(sym uint32) string {
-	f, ok := s.pf.ckey[sym]
+	return s.keyOf(s.pf.ckey, sym, readmodel.ContractorKey)
+}
+
+// keyOf is key(the symbol's string), computed once per symbol and kept
+// in memo.
+func (s *side) keyOf(memo map[uint32]string, sym uint32, key func(string) string) string {
+	f, ok := memo[sym]
 	if !ok {
-		f = readmodel.ContractorKey(s.pi.syms.str(sym))
-		s.pf.ckey[sym] = f
+		f = key(s.pi.syms.str(sym))
+		memo[sym] = f
 	}
 	return f
 }
