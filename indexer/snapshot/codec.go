@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"reflect"
 	"sync"
@@ -43,8 +44,46 @@ func (e *encoder) bytes(p []byte, isNil bool) {
 }
 
 type decoder struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	cache *stringCache // nil: every string is a new one
+}
+
+// stringCache lets the documents of one Load share their repeated short
+// strings (statuses, cities, geo_ids, link methods, ...): a string read
+// again while its slot still holds it is the same string, not a new
+// allocation. Slots are picked by hash and overwritten, so the cache
+// stays this size whatever the snapshot holds (unique strings such as
+// permit ids only evict). Less to allocate and a smaller heap for the
+// collector to mark while the load runs; equal strings that share their
+// bytes also compare at once in the read model's interning maps.
+// Strings are immutable, so sharing them changes no document.
+type stringCache struct {
+	seed  maphash.Seed
+	slots [stringCacheSlots]string
+}
+
+const (
+	stringCacheSlots = 1 << 13 // a power of two
+	stringCacheMax   = 64      // longer strings are not cached
+)
+
+func newStringCache() *stringCache { return &stringCache{seed: maphash.MakeSeed()} }
+
+// str returns p as a string, shared with an earlier equal one if the
+// cache still holds it.
+func (d *decoder) str(p []byte) string {
+	c := d.cache
+	if c == nil || len(p) == 0 || len(p) > stringCacheMax {
+		return string(p)
+	}
+	slot := &c.slots[maphash.Bytes(c.seed, p)&(stringCacheSlots-1)]
+	if *slot == string(p) { // no allocation: a comparison
+		return *slot
+	}
+	s := string(p)
+	*slot = s
+	return s
 }
 
 var errShort = errors.New("snapshot: document truncated")
@@ -127,7 +166,7 @@ func build(t reflect.Type) *fieldCodec {
 		c.dec = func(d *decoder, v reflect.Value) {
 			n := d.uvarint()
 			if n > 0 {
-				v.SetString(string(d.take(n - 1)))
+				v.SetString(d.str(d.take(n - 1)))
 			}
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64 || t.Kind() == reflect.Int32:
@@ -256,7 +295,13 @@ func appendValue[T any](b []byte, p *T) []byte {
 
 // decodeValue decodes b into *p; the whole of b must be used.
 func decodeValue[T any](b []byte, p *T) error {
-	d := decoder{b: b}
+	return decodeCached(b, p, nil)
+}
+
+// decodeCached is decodeValue sharing repeated strings through cache
+// (nil: none).
+func decodeCached[T any](b []byte, p *T, cache *stringCache) error {
+	d := decoder{b: b, cache: cache}
 	codecOf(reflect.TypeFor[T]()).dec(&d, reflect.ValueOf(p).Elem())
 	if d.err != nil {
 		return d.err

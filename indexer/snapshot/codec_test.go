@@ -2,8 +2,10 @@ package snapshot
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,4 +74,31 @@ func TestCodecKeepsEveryField(t *testing.T) {
 	for _, cut := range []int{1, len(raw) / 2, len(raw) - 1} {
 		require.Error(t, decodeValue(raw[:cut], &readmodel.Batch{}), "cut at %d", cut)
 	}
+}
+
+// Decoding through a string cache gives the same documents, whatever the
+// cache held before (a slot another string took, strings too long to
+// cache, empty ones), and a repeated short string comes back as one
+// string, its bytes shared.
+func TestCodecStringCache(t *testing.T) {
+	long := strings.Repeat("x", stringCacheMax+1)
+	b := readmodel.Batch{Permits: []readmodel.Permit{
+		{PermitID: "a:1", Status: "Issued", Address: readmodel.Address{City: "Springfield"}, RawDescription: long},
+		{PermitID: "a:2", Status: "Issued", Address: readmodel.Address{City: "Shelbyville"}, RawDescription: long},
+		{PermitID: "a:3", Status: "Issued", Address: readmodel.Address{}},
+	}}
+	cache := newStringCache()
+	for i := range cache.slots { // every slot taken by another string
+		cache.slots[i] = "other"
+	}
+	raw := appendValue(nil, &b)
+	for range 2 { // cold, then warm
+		var got readmodel.Batch
+		require.NoError(t, decodeCached(raw, &got, cache))
+		require.Equal(t, b, got)
+		require.Same(t, unsafe.StringData(got.Permits[0].Status), unsafe.StringData(got.Permits[2].Status))
+		require.NotSame(t, unsafe.StringData(got.Permits[0].RawDescription), unsafe.StringData(got.Permits[1].RawDescription), "long strings are not cached")
+	}
+	var got readmodel.Batch
+	require.Error(t, decodeCached(raw[:len(raw)/2], &got, cache))
 }

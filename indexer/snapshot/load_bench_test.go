@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ import (
 // CPU time of each.
 //
 //	go test -run '^$' -bench Load -benchtime 3x -timeout 30m ./indexer/snapshot/
+//
+// PERMITD_BENCH_LOAD_CPUPROFILE=path writes a CPU profile of the Import
+// loads alone (to Commit), without the setup or the Apply loads.
 func BenchmarkLoad(b *testing.B) {
 	permits := 200_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
@@ -80,8 +84,18 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		for _, viaApply := range []bool{false, true} {
 			runtime.GC()
+			prof := os.Getenv("PERMITD_BENCH_LOAD_CPUPROFILE")
+			if prof != "" && !viaApply {
+				f, err := os.Create(prof)
+				require.NoError(b, err)
+				require.NoError(b, pprof.StartCPUProfile(f))
+				defer f.Close()
+			}
 			start, cpu0 := time.Now(), cpuTime()
 			store := serveLoad(b, path, viaApply)
+			if prof != "" && !viaApply {
+				pprof.StopCPUProfile()
+			}
 			if viaApply {
 				applyTook += time.Since(start)
 				applyCPU += cpuTime() - cpu0

@@ -278,6 +278,7 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	go func() {
 		defer close(batches)
 		var buf []byte
+		cache := newStringCache()
 		for {
 			var err error
 			buf, err = next(buf)
@@ -289,7 +290,7 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 				return
 			}
 			var b readmodel.Batch
-			if err := decodeValue(buf, &b); err != nil {
+			if err := decodeCached(buf, &b, cache); err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}
