@@ -116,18 +116,43 @@ func Decode(raw []byte) (Envelope, error) {
 	return env, env.check()
 }
 
-// DecodeEvent is Decode for the indexer's hot path: it also decodes an
-// upsert's payload, in the same single pass over raw in the common case,
-// and keeps it in the envelope, so that DecodeData hands out a copy
-// instead of parsing Data again. Data then aliases raw (Decode copies it).
-// What it accepts and rejects, and the values it yields, are those of
-// Decode followed by DecodeData: when the single pass is unsure it falls
-// back to Decode, and DecodeData parses Data as usual.
+// DecodeEvent is Decode that also decodes an upsert's payload, in the
+// same single pass over raw in the common case, and keeps it in the
+// envelope, so that DecodeData and Payload hand it out instead of parsing
+// Data again. What it accepts and rejects, and the values it yields, are
+// those of Decode followed by DecodeData: when the single pass is unsure
+// it falls back to Decode, and DecodeData parses Data as usual.
+//
+// The envelope is the caller's: Data is a copy, and the payload is its
+// own. The indexer's hot path lends instead (WithEvent).
 func DecodeEvent(raw []byte) (Envelope, error) {
-	if env, ok := fastEvent(raw); ok {
+	if env, ok := fastEvent(raw, false); ok {
+		env.Data = bytes.Clone(env.Data)
 		return env, env.check()
 	}
 	return Decode(raw)
+}
+
+// WithEvent decodes raw as DecodeEvent does and calls fn with the
+// envelope, lent for the call only: its Data aliases raw and its payload
+// (Payload's pointer) is reused by a later WithEvent once fn returns, so
+// fn must copy what it keeps (the projection does: documents copy the
+// payload's fields, which stay valid; only the struct is reused). A
+// decoding error is returned without calling fn; otherwise fn's error.
+func WithEvent(raw []byte, fn func(Envelope) error) error {
+	env, ok := fastEvent(raw, true)
+	if !ok {
+		e, err := Decode(raw)
+		if err != nil {
+			return err
+		}
+		return fn(e)
+	}
+	defer recycle(env)
+	if err := env.check(); err != nil {
+		return err
+	}
+	return fn(env)
 }
 
 // check validates a decoded envelope.
@@ -155,15 +180,20 @@ func (env Envelope) check() error {
 }
 
 // newPayload returns a zero payload of an upsert type (a recycled one
-// when there is one), nil for any other type.
-func newPayload(t Type) any {
-	if pool := payloadPools[t]; pool != nil {
+// when pooled and there is one), nil for any other type.
+func newPayload(t Type, pooled bool) any {
+	pool := payloadPools[t]
+	switch {
+	case pool == nil:
+		return nil
+	case pooled:
 		return pool.Get()
+	default:
+		return pool.New()
 	}
-	return nil
 }
 
-// payloadPool keeps the payloads of one type handed back with Recycle.
+// payloadPool keeps the payloads of one type WithEvent lent.
 type payloadPool struct {
 	sync.Pool
 	reset func(any) bool // zeroes a payload of the pool's type; false for another type
@@ -192,12 +222,9 @@ var payloadPools = map[Type]*payloadPool{
 	CatalogUpserted:   poolOf[CatalogEntry](),
 }
 
-// Recycle hands the payload DecodeEvent decoded for env back for a later
-// DecodeEvent to reuse. Call it only once nothing uses env or a pointer
-// Payload returned for it any more (documents projected from a payload
-// copy its fields, which stay valid: only the struct is reused). Without
-// it the payload is simply collected.
-func Recycle(env Envelope) {
+// recycle hands the payload WithEvent lent back for a later WithEvent to
+// reuse.
+func recycle(env Envelope) {
 	if pool := payloadPools[env.Type]; pool != nil && env.payload != nil && pool.reset(env.payload) {
 		pool.Put(env.payload)
 	}

@@ -155,7 +155,7 @@ func eventSamples(t testing.TB) [][]byte {
 	var out [][]byte
 	for i, typ := range Types {
 		var data any
-		if p := newPayload(typ); p != nil {
+		if p := newPayload(typ, false); p != nil {
 			data = filled(reflect.TypeOf(p).Elem(), i).Addr().Interface()
 		}
 		env, err := New(typ, fmt.Sprintf("id-%d", i), int64(i+1), time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC), "test", data)
@@ -217,11 +217,11 @@ func agreeEvent(t *testing.T, raw []byte) bool {
 		t.Fatalf("Data differs on %q: got %q want %q", raw, got.Data, want.Data)
 	}
 	single := got.payload != nil
-	p := newPayload(want.Type)
+	p := newPayload(want.Type, false)
 	if p == nil {
 		return single
 	}
-	wantP, gotP := newPayload(want.Type), newPayload(want.Type)
+	wantP, gotP := newPayload(want.Type, false), newPayload(want.Type, false)
 	wantPErr := DecodeData(want, wantP)
 	gotPErr := DecodeData(got, gotP)
 	if !sameErr(gotPErr, wantPErr) {
@@ -301,41 +301,79 @@ func TestExactFloatAgrees(t *testing.T) {
 	t.Logf("%d of %d took the exact path", fast, len(in))
 }
 
-// TestRecycle: a recycled payload comes back zeroed for the next event,
-// and what was copied out of it before stays as it was.
-func TestRecycle(t *testing.T) {
-	decode := func(name string, aliases []string) (Envelope, *Location) {
-		env, err := New(LocationUpserted, "city-"+name, 1, time.Unix(0, 0), "test", &Location{
-			GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Aliases: aliases,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := json.Marshal(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := DecodeEvent(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Payload[Location](got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got, p
-	}
+// TestWithEventLends: the payload WithEvent lends comes back zeroed for
+// the next event once fn returned, and what fn copied out of it stays as
+// it was.
+func TestWithEventLends(t *testing.T) {
 	for i := range 100 {
-		env, p := decode(fmt.Sprint("a", i), []string{"x", "y"})
-		kept := *p // what a projection copies
-		Recycle(env)
-		_, q := decode(fmt.Sprint("b", i), nil)
+		var kept Location
+		lend(t, locationRaw(t, fmt.Sprint("a", i), []string{"x", "y"}), func(p *Location) { kept = *p }) // what a projection copies
+		var q Location
+		lend(t, locationRaw(t, fmt.Sprint("b", i), nil), func(p *Location) { q = *p })
 		if kept.Name != fmt.Sprint("a", i) || !reflect.DeepEqual(kept.Aliases, []string{"x", "y"}) {
-			t.Fatalf("a copy changed after Recycle: %+v", kept)
+			t.Fatalf("a copy changed after its payload was reused: %+v", kept)
 		}
 		if q.Name != fmt.Sprint("b", i) || q.Aliases != nil {
-			t.Fatalf("a recycled payload kept old fields: %+v", q)
+			t.Fatalf("a reused payload kept old fields: %+v", q)
 		}
+	}
+}
+
+// TestDecodeEventIsTheCallers: what DecodeEvent returns shares nothing
+// with raw or with the payloads WithEvent lends and reuses.
+func TestDecodeEventIsTheCallers(t *testing.T) {
+	raw := locationRaw(t, "Seattle", []string{"x"})
+	env, err := DecodeEvent(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Payload[Location](env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := string(env.Data)
+	for i := range raw {
+		raw[i] = ' ' // the caller's buffer, reused for the next message
+	}
+	for i := range 50 {
+		lend(t, locationRaw(t, fmt.Sprint("other", i), nil), func(*Location) {})
+	}
+	if string(env.Data) != data {
+		t.Fatalf("Data aliases the input: %q", env.Data)
+	}
+	if p.Name != "Seattle" || !reflect.DeepEqual(p.Aliases, []string{"x"}) {
+		t.Fatalf("the payload was reused: %+v", p)
+	}
+}
+
+func locationRaw(t *testing.T, name string, aliases []string) []byte {
+	t.Helper()
+	env, err := New(LocationUpserted, "city-"+name, 1, time.Unix(0, 0), "test", &Location{
+		GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Aliases: aliases,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// lend runs fn on the payload WithEvent lends for raw.
+func lend(t *testing.T, raw []byte, fn func(*Location)) {
+	t.Helper()
+	err := WithEvent(raw, func(env Envelope) error {
+		p, err := Payload[Location](env)
+		if err != nil {
+			return err
+		}
+		fn(p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

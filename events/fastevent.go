@@ -7,24 +7,24 @@ import (
 	"unsafe"
 )
 
-// fastEvent is DecodeEvent's single pass: the envelope as fastDecode
-// decodes it, and an upsert's data straight into its payload type (once
-// the type is known: data before type is decoded after the object), with
-// Data aliasing raw. It gives up, returning false, wherever fastDecode of
+// fastEvent is DecodeEvent's and WithEvent's single pass: the envelope as
+// fastDecode decodes it, and an upsert's data straight into its payload
+// type (a pooled one when pooled; once the type is known: data before
+// type is decoded after the object), with Data aliasing raw. It gives up, returning false, wherever fastDecode of
 // the envelope or of Data would, and on data that is missing, null or on
 // a type without a payload, so Decode and DecodeData produce the errors.
-func fastEvent(raw []byte) (Envelope, bool) {
+func fastEvent(raw []byte, pooled bool) (Envelope, bool) {
 	if !utf8.Valid(raw) {
 		return Envelope{}, false
 	}
 	strs := strCaches.Get().(*strCache)
-	env, ok := strs.event(raw)
+	env, ok := strs.event(raw, pooled)
 	strs.env = Envelope{}
 	strCaches.Put(strs)
 	return env, ok
 }
 
-func (strs *strCache) event(raw []byte) (Envelope, bool) {
+func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 	env := &strs.env
 	s, dataField := envelopeShape(), envelopeData()
 	d := decoder{b: raw, strs: strs}
@@ -49,7 +49,7 @@ func (strs *strCache) event(raw []byte) (Envelope, bool) {
 				return Envelope{}, false // null, or not an object: Decode says why
 			}
 			dataStart = d.i
-			if payload = newPayload(env.Type); payload != nil {
+			if payload = newPayload(env.Type, pooled); payload != nil {
 				if !decodePayload(&d, payload) {
 					return Envelope{}, false
 				}
@@ -85,7 +85,7 @@ func (strs *strCache) event(raw []byte) (Envelope, bool) {
 		return *env, env.Type.IsDelete() // an upsert without data: Decode says why
 	}
 	if payload == nil {
-		if payload = newPayload(env.Type); payload == nil {
+		if payload = newPayload(env.Type, pooled); payload == nil {
 			return Envelope{}, false
 		}
 		pd := decoder{b: raw[:dataEnd], i: dataStart, strs: strs}

@@ -22,7 +22,7 @@ func TestAppendJSON(t *testing.T) {
 		var data any
 		if typ == LocationUpserted {
 			data = &Location{GeoType: "city", Name: `Coeur d'Alene <"ID">`, DisplayName: "Coeur d'Alene, ID", State: "ID", Lat: 47.68, Lon: -116.78}
-		} else if p := newPayload(typ); p != nil {
+		} else if p := newPayload(typ, false); p != nil {
 			data = p
 		}
 		env, err := New(typ, "id-"+strings.Repeat("x", i), int64(i+1), time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC), "test", data)

@@ -115,36 +115,34 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mo
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
-	env, err := events.DecodeEvent(m.Value)
-	if err != nil {
-		return err
-	}
-	defer events.Recycle(env) // the documents copy what they keep
-	if len(m.Key) > 0 && string(m.Key) != env.EntityID {
-		return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
-	}
-	if env.Type.IsDelete() && env.Type != events.LocationDeleted {
-		ix.loc.unpark(entityKey(env), env.EntityVersion)
-	}
-	if mode == missFinal {
+	// The envelope is lent for the call: the documents copy what they keep.
+	return events.WithEvent(m.Value, func(env events.Envelope) error {
+		if len(m.Key) > 0 && string(m.Key) != env.EntityID {
+			return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
+		}
+		if env.Type.IsDelete() && env.Type != events.LocationDeleted {
+			ix.loc.unpark(entityKey(env), env.EntityVersion)
+		}
+		if mode == missFinal {
+			return ix.projectFinal(ctx, env, m, b)
+		}
+		err := projectInto(ctx, env, ix.parking, b)
+		if err == nil {
+			return ix.noteLinks(ctx, env, m, b) // linked: forgets older versions (relink.go)
+		}
+		var miss *errMissing
+		if !errors.As(err, &miss) {
+			return err
+		}
+		if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
+			return nil
+		}
+		// Settled, or the location arrived meanwhile.
+		if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
+			return errLate
+		}
 		return ix.projectFinal(ctx, env, m, b)
-	}
-	err = projectInto(ctx, env, ix.parking, b)
-	if err == nil {
-		return ix.noteLinks(ctx, env, m, b) // linked: forgets older versions (relink.go)
-	}
-	var miss *errMissing
-	if !errors.As(err, &miss) {
-		return err
-	}
-	if ix.loc.park(entityKey(env), env.EntityVersion, miss.geoID, m) {
-		return nil
-	}
-	// Settled, or the location arrived meanwhile.
-	if _, known := ix.loc.get(miss.geoID); !known && mode == missAwait && ix.await != nil {
-		return errLate
-	}
-	return ix.projectFinal(ctx, env, m, b)
+	})
 }
 
 // entityKey names an entity across families for parking.
