@@ -41,9 +41,6 @@ func (s *server) resolve(c *gin.Context) error {
 		return err
 	}
 	rq := readmodel.ResolveQuery{Text: text, State: state, GeoType: readmodel.GeoType(gt), Limit: limit, Focus: focus}
-	if err := rq.Validate(); err != nil {
-		return err
-	}
 	cands, err := s.Reader.ResolveCandidates(c.Request.Context(), rq)
 	if err != nil {
 		return err

@@ -52,9 +52,6 @@ func (s *server) permitMonthly(c *gin.Context) error {
 		return readmodel.ErrUnsupported
 	}
 	mq := readmodel.MonthlyQuery{Geo: geo, Filter: pf, FromDate: from, ToDate: to}
-	if err := mq.Validate(); err != nil {
-		return err
-	}
 	months, err := mr.PermitMonthly(c.Request.Context(), mq)
 	if err != nil {
 		return asNotFound(err, "location "+geo.ID())

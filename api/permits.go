@@ -62,9 +62,6 @@ func (s *server) permitPage(c *gin.Context, q query, endpoint, binding string, p
 		return readmodel.PermitPage{}, nil, err
 	}
 	pq.After = after
-	if err := pq.Validate(); err != nil {
-		return readmodel.PermitPage{}, nil, err
-	}
 	page, err := s.Reader.SearchPermits(c.Request.Context(), pq)
 	if err != nil {
 		return readmodel.PermitPage{}, nil, asNotFound(err, what)

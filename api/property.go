@@ -37,9 +37,6 @@ func (s *server) searchProperty(c *gin.Context) error {
 		return invalid("zipcode", "must be a 5-digit ZIP code or ZIP+4; got %q", clip(zip))
 	}
 	pq := readmodel.PropertyQuery{Address: addr, City: city, State: state, Zipcode: zip, Limit: 1}
-	if err := pq.Validate(); err != nil {
-		return err
-	}
 	matches, err := s.Reader.SearchProperties(c.Request.Context(), pq)
 	if err != nil {
 		return err

@@ -111,9 +111,6 @@ func (s *server) searchGeoSignals(c *gin.Context) error {
 	if rq.After, err = readCursor[readmodel.GeoSignalKey](s, q, endpoint, binding); err != nil {
 		return err
 	}
-	if err := rq.Validate(); err != nil {
-		return err
-	}
 	page, err := s.Reader.SearchGeoSignals(c.Request.Context(), rq)
 	if err != nil {
 		return err
@@ -238,9 +235,6 @@ func (s *server) permitLeads(c *gin.Context) error {
 	if rq.After, err = readCursor[readmodel.LeadKey](s, q, endpoint, binding); err != nil {
 		return err
 	}
-	if err := rq.Validate(); err != nil {
-		return err
-	}
 	page, err := s.Reader.PermitLeads(c.Request.Context(), rq)
 	if err != nil {
 		return asNotFound(err, "location "+p.filter.Geo.ID())
@@ -264,9 +258,6 @@ func (s *server) permitStats(c *gin.Context) error {
 		return err
 	}
 	sq := readmodel.StatsQuery{Filter: p.filter, Today: s.today().Format(time.DateOnly), TopN: readmodel.StatsTopN}
-	if err := sq.Validate(); err != nil {
-		return err
-	}
 	st, err := s.Reader.PermitStats(c.Request.Context(), sq)
 	if err != nil {
 		return asNotFound(err, "location "+p.filter.Geo.ID())

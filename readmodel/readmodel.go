@@ -58,9 +58,10 @@ var Kinds = []Kind{KindLocation, KindPermit, KindProperty, KindGeoSignal, KindLe
 // search engine (search_after for cursors, aggregations for stats).
 //
 // Common contract:
-//   - Query structs arrive validated by the API (its own parameter checks,
-//     then the struct's Validate: limits.go, validate.go); a backend calls
-//     Validate first and returns its ErrInvalidQuery, never clamps silently.
+//   - Query structs arrive checked by the API's parameter checks; a
+//     backend calls the struct's Validate first (limits.go, validate.go)
+//     and returns its ErrInvalidQuery, never clamps silently. Validate is
+//     the one place the contract is checked on a read.
 //   - Results are copies: the caller may keep and mutate them; a later write
 //     never changes a returned value.
 //   - Paged reads return at most Limit items and a Next key when at least one

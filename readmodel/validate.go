@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// Validate methods check a query struct's documented contract. The API
-// calls them on every query it builds, after its own parameter checks
-// (so a failure there is a programming error, a 500), and the backends
-// call them first thing instead of checking figures of their own: a
-// backend may rely on a query that passed Validate. Every error wraps
-// ErrInvalidQuery.
+// Validate methods check a query struct's documented contract. The
+// backends call them first thing instead of checking figures of their
+// own, once per read; the API's parameter checks come before, so a
+// failure reaching the API is a programming error, a 500. The API calls
+// one itself only where it must know before answering starts (an
+// export's stream). Every error wraps ErrInvalidQuery.
 
 // IsDay reports whether s is a real calendar date written YYYY-MM-DD.
 func IsDay(s string) bool {
