@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -267,32 +266,7 @@ func TestPermitCellsExactThroughCrashes(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 7))
 			s, f := newFakeDocs(t)
 			msgs := randomPermitStream(r, 30)
-			crashes := 0
-			for committed, attempts := 0, 0; committed < len(msgs); attempts++ {
-				require.Less(t, attempts, 500, "the stream makes progress")
-				n := min(1+r.IntN(5), len(msgs)-committed)
-				var b readmodel.Batch
-				for _, m := range msgs[committed : committed+n] {
-					b.Append(m)
-				}
-				if r.IntN(3) == 0 {
-					f.mu.Lock()
-					f.crashAfter = 1 + r.IntN(8)
-					f.mu.Unlock()
-				}
-				_, err := s.Apply(context.Background(), b)
-				f.mu.Lock()
-				f.crashAfter = 0
-				f.mu.Unlock()
-				var ie *readmodel.ItemErrors
-				switch {
-				case err == nil, errors.As(err, &ie):
-					committed += n // dead letters for the refused ones
-				default:
-					require.ErrorIs(t, err, readmodel.ErrUnavailable)
-					crashes++
-				}
-			}
+			crashes := applyStream(t, r, s, f, msgs, crashStream{batch: 5, crash: 8, refusals: true})
 			require.Equal(t, f.recount(t), f.cellCounts(t), "cells after %d crashes, %d replays", f.crashes, crashes)
 		})
 	}

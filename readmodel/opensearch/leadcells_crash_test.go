@@ -3,9 +3,7 @@
 package opensearch
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -118,32 +116,7 @@ func TestLeadCellsExactThroughCrashes(t *testing.T) {
 			leads, permits := randomLeadStream(r, 30), randomPermitStream(r, 10)
 			msgs := append(leads, permits...)
 			r.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
-			replays := 0
-			for committed, attempts := 0, 0; committed < len(msgs); attempts++ {
-				require.Less(t, attempts, 500, "the stream makes progress")
-				n := min(1+r.IntN(5), len(msgs)-committed)
-				var b readmodel.Batch
-				for _, m := range msgs[committed : committed+n] {
-					b.Append(m)
-				}
-				if r.IntN(3) == 0 {
-					f.mu.Lock()
-					f.crashAfter = 1 + r.IntN(10)
-					f.mu.Unlock()
-				}
-				_, err := s.Apply(context.Background(), b)
-				f.mu.Lock()
-				f.crashAfter = 0
-				f.mu.Unlock()
-				var ie *readmodel.ItemErrors
-				switch {
-				case err == nil, errors.As(err, &ie):
-					committed += n
-				default:
-					require.ErrorIs(t, err, readmodel.ErrUnavailable)
-					replays++
-				}
-			}
+			replays := applyStream(t, r, s, f, msgs, crashStream{batch: 5, crash: 10, refusals: true})
 			require.Equal(t, f.recountLeads(t), f.leadCellCounts(t), "lead cells after %d crashes, %d replays", f.crashes, replays)
 			require.Equal(t, f.recount(t), f.cellCounts(t), "permit cells")
 		})
