@@ -36,7 +36,7 @@ var files embed.FS
 
 // TemplateVersion is stamped on every rendered template; raise it with
 // any mapping change (a changed template needs a reindex to take effect).
-const TemplateVersion = 3
+const TemplateVersion = 4
 
 // DefaultRefresh is the refresh interval of every index unless Settings
 // says otherwise: the visibility bound of the OpenSearch Writer.

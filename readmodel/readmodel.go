@@ -243,6 +243,11 @@ type Batch struct {
 	Leads      []Lead
 	Catalog    []CatalogEntry
 	Deletes    []Delete
+	// Awaiting lists what documents of the batch written without a
+	// location they name wait for (awaiting.go): a backend that
+	// implements UnlinkedLister stores it with them, others ignore it.
+	// Not counted by Len.
+	Awaiting []Awaiting
 }
 
 // Len is the number of documents and deletes in the batch.
@@ -260,6 +265,7 @@ func (b *Batch) Append(o Batch) {
 	b.Leads = append(b.Leads, o.Leads...)
 	b.Catalog = append(b.Catalog, o.Catalog...)
 	b.Deletes = append(b.Deletes, o.Deletes...)
+	b.Awaiting = append(b.Awaiting, o.Awaiting...)
 }
 
 // Delete removes one document at a version. The backend keeps a tombstone

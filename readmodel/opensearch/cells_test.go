@@ -35,6 +35,7 @@ type fakeDocs struct {
 	crashAfter int                            // 0: never
 	crashes    int
 	requests   []string
+	t          testing.TB
 }
 
 type fakeDoc struct {
@@ -45,7 +46,7 @@ type fakeDoc struct {
 
 func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
 	t.Helper()
-	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}}
+	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}, t: t}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	s, err := New(Params{Addresses: []string{srv.URL}})
@@ -93,6 +94,14 @@ func (f *fakeDocs) serve(w http.ResponseWriter, r *http.Request) {
 				"_seq_no": d.seq, "_primary_term": 1, "_source": d.src})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"docs": docs})
+	case strings.HasSuffix(r.URL.Path, "/_search/point_in_time"):
+		if r.Method == http.MethodDelete {
+			_, _ = io.WriteString(w, `{"pits":[]}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"pit_id":"pit:%s"}`, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_search/point_in_time"))
+	case strings.HasSuffix(r.URL.Path, "/_search"):
+		_ = json.NewEncoder(w).Encode(f.search(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_search"), body))
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error":{"type":"not_found","reason":"fake"},"status":404}`)

@@ -220,6 +220,7 @@ type permitDoc struct {
 	PropertyID      string       `json:"property_id,omitempty"`
 	GeoLinks        []geoLinkDoc `json:"geo_links,omitempty"`
 	GeoIDs          []string     `json:"geo_ids,omitempty"`
+	Awaits          *awaitsDoc   `json:"awaits,omitempty"` // unlinked.go
 }
 
 // Sentinels of the date sort keys: past any real day (days since 1970
@@ -328,6 +329,7 @@ type propertyDoc struct {
 	Point             *point       `json:"point,omitempty"`
 	GeoLinks          []geoLinkDoc `json:"geo_links,omitempty"`
 	GeoIDs            []string     `json:"geo_ids,omitempty"`
+	Awaits            *awaitsDoc   `json:"awaits,omitempty"` // unlinked.go
 }
 
 func propertyDocOf(p readmodel.Property) propertyDoc {
@@ -419,6 +421,7 @@ type leadDoc struct {
 	Location      *leadLocationDoc `json:"location,omitempty"`
 	MapsURL       string           `json:"maps_url,omitempty"`
 	GeoIDs        []string         `json:"geo_ids,omitempty"`
+	Awaits        *awaitsDoc       `json:"awaits,omitempty"` // unlinked.go
 }
 
 func leadDocOf(l readmodel.Lead) leadDoc {

@@ -54,41 +54,15 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 	return d.Sum(), nil
 }
 
-// scan calls fn for every live document of kind k.
+// scan calls fn for every live document of kind k (scanPages of
+// scanBody).
 func (s *Store) scan(ctx context.Context, k readmodel.Kind, fn func(id string, version int64)) error {
-	pit := s.openPIT(ctx, k)
-	defer s.closePIT(context.WithoutCancel(ctx), pit)
-	after := ""
-	for {
-		var r *searchResult
-		var err error
-		if pit != "" {
-			r, err = s.searchPath(ctx, "/_search", scanBody(pit, after))
-			if err != nil && isExpired(err) {
-				pit = "" // continue from after without a snapshot
-				continue
-			}
-		} else {
-			r, err = s.search(ctx, s.read(k), scanBody("", after))
-		}
-		if err != nil {
-			return err
-		}
-		if r.PitID != "" && pit != "" {
-			pit = r.PitID
-		}
-		docs, err := decodeHits[meta](r)
-		if err != nil {
-			return err
-		}
+	return scanPages(ctx, s, k, scanPageSize, scanBody, func(m *meta) string { return m.DocID }, func(docs []meta) error {
 		for _, d := range docs {
 			fn(d.DocID, d.Version)
 		}
-		if len(docs) < scanPageSize {
-			return nil
-		}
-		after = docs[len(docs)-1].DocID
-	}
+		return nil
+	})
 }
 
 // isExpired: the point in time is gone (404 search_context_missing, or a

@@ -18,8 +18,9 @@ import (
 )
 
 // A small interpreter of the query and aggregation shapes the lead cell
-// stats body uses (bool filter/should, term, terms, range, match_none;
-// sum, terms, filter, date_range, nested), over documents as JSON maps:
+// stats body and the unlinked scan use (bool filter/should, term, terms,
+// exists, range, match_none; sum, terms, filter, date_range, nested),
+// over documents as JSON maps:
 // enough to run leadCellStatsBody on the cells a fake cluster holds and
 // compare the answer with the memory backend's.
 
@@ -50,12 +51,16 @@ func jstr(v any) string {
 	return fmt.Sprint(v)
 }
 
-func matches(t *testing.T, d jdoc, q jdoc) bool {
+func matches(t testing.TB, d jdoc, q jdoc) bool {
 	for op, arg := range q {
 		a, _ := arg.(jdoc)
 		switch op {
 		case "match_none":
 			return false
+		case "exists":
+			if field(d, jstr(a["field"])) == nil {
+				return false
+			}
 		case "term":
 			for f, v := range a {
 				if jstr(field(d, f)) != jstr(v) {

@@ -75,6 +75,7 @@ func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	for _, d := range b.Deletes {
 		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}, false})
 	}
+	withAwaits(out, b.Awaiting) // unlinked.go
 	return out
 }
 
