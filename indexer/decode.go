@@ -33,6 +33,7 @@ func (ix *Indexer) release(b *readmodel.Batch) {
 		Leads:      emptied(b.Leads),
 		Catalog:    emptied(b.Catalog),
 		Deletes:    emptied(b.Deletes),
+		Awaiting:   emptied(b.Awaiting),
 	}
 	ix.pool.Put(r)
 }

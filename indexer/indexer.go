@@ -58,6 +58,9 @@ type Params struct {
 	// a location they name that the indexer keeps for a re-link (relink.go);
 	// 0 means 64 MiB.
 	MaxUnlinkedBytes int64
+	// UnlinkedPageSize is the page of RecoverUnlinked's listing of
+	// waiting documents (relink_recover.go); 0 means 1000.
+	UnlinkedPageSize int
 }
 
 // Indexer applies message batches to the read model.
@@ -82,6 +85,9 @@ type Indexer struct {
 
 	loc            *locations
 	parking, final *resolver // the table's Lookup, parking misses or not
+	// lists: the Writer keeps what unlinked documents wait for with them
+	// (readmodel.UnlinkedLister; relink_recover.go).
+	lists bool
 
 	// await is the source's AwaitLocations (SetLocationSource); nil:
 	// once settled, a miss is final at once.
@@ -134,7 +140,8 @@ func New(p Params) (*Indexer, error) {
 	params.Default(&p.BackoffMax, 5*time.Second)
 	params.Default(&p.MaxUnlinkedBytes, defaultMaxUnlinkedBytes)
 	loc := newLocations(p.MaxUnlinkedBytes)
-	return &Indexer{p: p, loc: loc,
+	_, lists := p.Writer.(readmodel.UnlinkedLister)
+	return &Indexer{p: p, loc: loc, lists: lists,
 		parking: &resolver{t: loc, fallback: p.Lookup, park: true},
 		final:   &resolver{t: loc, fallback: p.Lookup},
 	}, nil

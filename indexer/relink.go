@@ -231,6 +231,10 @@ func (ix *Indexer) noteLinks(ctx context.Context, env events.Envelope, m Message
 		ix.warnDropped(geo)
 	}
 	if ok {
+		if ix.lists {
+			// kept with the document, remembered or not (relink_recover.go)
+			b.Awaiting = append(b.Awaiting, awaiting(env, m, geo))
+		}
 		return nil
 	}
 	unappend(env, b)

@@ -206,6 +206,12 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	}
 	c, err := kafkasrc.New(kafkasrc.Params{
 		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch, Settle: ix.Settle,
+		// Documents of the assigned partitions still waiting for a
+		// location, recovered from a durable read model (indexer/relink_recover.go).
+		Assigned: func(ctx context.Context, owned map[string][]int) error {
+			_, err := ix.RecoverUnlinked(ctx, owned)
+			return err
+		},
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, DrainTimeout: cfg.DrainTimeout,
 		LagInterval: cfg.LagInterval,
 		// An oversized message must still be fetched to reach the

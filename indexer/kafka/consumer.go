@@ -107,6 +107,12 @@ type Params struct {
 	// still waiting for a location are written without it). An error is retried with
 	// backoff. Optional.
 	Settle func(ctx context.Context) error
+	// Assigned is called in group mode each time the group assigns this
+	// member its partitions (owned: partition ids by topic), before any
+	// of them is consumed (indexer.(*Indexer).RecoverUnlinked: the
+	// documents of those partitions that wait for a location). An error
+	// is retried with backoff while the partitions wait. Optional.
+	Assigned func(ctx context.Context, owned map[string][]int) error
 
 	// Security: TLS and SASL for every connection (readers, the group,
 	// metadata and offsets); nil for plaintext.

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -195,4 +196,59 @@ func TestMemoryRestartReplaysFromEarliest(t *testing.T) {
 	eventually(t, 20*time.Second, "restarted process caught up", c2.CaughtUp)
 	require.Equal(t, want, stateOf(t, s2))
 	require.Zero(t, c2.Lag())
+}
+
+// Params.Assigned gets the member's partitions before any of them is
+// consumed, again after every rebalance, and is retried when it fails.
+func TestAssignedBeforeConsuming(t *testing.T) {
+	b := newBroker(t, 2)
+	total := 2 + 3 // locations + permits partitions
+	b.publish(locations(t, "a", 50, 1)...)
+	var mu sync.Mutex
+	var calls []map[string][]int
+	ready := map[string]bool{}
+	failures := 1
+	p := fastParams(b, "assigned", func(_ context.Context, msgs []indexer.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if m := msgs[0]; !ready[fmt.Sprint(m.Topic, "/", m.Partition)] {
+			t.Errorf("a batch of %s/%d before Assigned named the partition", m.Topic, m.Partition)
+		}
+		return nil
+	})
+	p.Assigned = func(_ context.Context, owned map[string][]int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return errors.New("read model unavailable")
+		}
+		calls = append(calls, owned)
+		clear(ready)
+		for topic, ps := range owned {
+			for _, id := range ps {
+				ready[fmt.Sprint(topic, "/", id)] = true
+			}
+		}
+		return nil
+	}
+	c := start(t, p)
+	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	mu.Lock()
+	require.Len(t, calls, 1, "one assignment, its failure retried")
+	require.Len(t, calls[0][locTopic], 2)
+	require.Len(t, calls[0][permitTopic], 3)
+	mu.Unlock()
+
+	c2 := start(t, fastParams(b, "assigned", func(context.Context, []indexer.Message) error { return nil }))
+	eventually(t, 20*time.Second, "partitions split", func() bool {
+		n1, n2 := owned(c), owned(c2)
+		return n1 > 0 && n2 > 0 && n1+n2 == total
+	})
+	eventually(t, 10*time.Second, "the rebalance names the member's new partitions", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		last := calls[len(calls)-1]
+		return len(calls) > 1 && owned(c) == len(last[locTopic])+len(last[permitTopic])
+	})
 }

@@ -209,6 +209,9 @@ func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkag
 		delay = c.backoff(delay)
 	}
 	c.own(ps, true)
+	if !c.assigned(fetch, log, start) {
+		return
+	}
 
 	var wg sync.WaitGroup
 	if firstHWM != nil {
@@ -224,4 +227,32 @@ func (c *Consumer) runGeneration(ctx, drain, genCtx context.Context, gen *kafkag
 	wg.Wait()
 	<-fetch.Done() // no partitions, or all stopped: hold the generation until it ends
 	log.Info("partitions released", "partitions", len(ps))
+}
+
+// assigned calls Params.Assigned with the generation's partitions,
+// retrying with backoff; false once fetch ends first.
+func (c *Consumer) assigned(fetch context.Context, log *slog.Logger, start map[topicPartition]int64) bool {
+	if c.p.Assigned == nil {
+		return true
+	}
+	owned := map[string][]int{}
+	for tp := range start {
+		owned[tp.topic] = append(owned[tp.topic], tp.id)
+	}
+	delay := c.p.BackoffMin
+	for {
+		err := c.p.Assigned(fetch, owned)
+		if err == nil {
+			return true
+		}
+		if fetch.Err() != nil {
+			return false
+		}
+		c.retried()
+		log.Warn("handling the partition assignment failed; retrying", "err", err, "backoff", delay)
+		if !sleep(fetch, delay) {
+			return false
+		}
+		delay = c.backoff(delay)
+	}
 }
