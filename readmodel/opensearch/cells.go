@@ -272,6 +272,22 @@ type versions[S any] struct {
 	states map[string][]S
 }
 
+// batchVersions notes the states a batch writes the entities of kind
+// at: each document of docs (state: its id and state) and each delete of
+// that kind (tomb: a tombstone's state at its external version).
+func batchVersions[E, S any](kind readmodel.Kind, docs []E, deletes []readmodel.Delete, state func(*E) (string, S), tomb func(ext int64) S) versions[S] {
+	var v versions[S]
+	for i := range docs {
+		v.note(state(&docs[i]))
+	}
+	for _, d := range deletes {
+		if d.Kind == kind {
+			v.note(d.ID, tomb(batchExternal(d.Kind, d.ID, d.Version, false)))
+		}
+	}
+	return v
+}
+
 func (v *versions[S]) note(id string, st S) {
 	if v.states == nil {
 		v.states = map[string][]S{}
@@ -311,17 +327,10 @@ func owes[S, P any](v versions[S], stored map[string]S, pending map[string]*P, v
 // realtime _mget) and works out what each version written owes the
 // cells (step 1). nil when the batch holds no permit.
 func (s *Store) planPermitCells(ctx context.Context, b readmodel.Batch) (*permitCells, error) {
-	var v versions[permitState]
-	for i := range b.Permits {
-		p := &b.Permits[i]
+	v := batchVersions(readmodel.KindPermit, b.Permits, b.Deletes, func(p *readmodel.Permit) (string, permitState) {
 		d := permitDocOf(*p)
-		v.note(p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked())))
-	}
-	for _, d := range b.Deletes {
-		if d.Kind == readmodel.KindPermit {
-			v.note(d.ID, permitState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
-		}
-	}
+		return p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked()))
+	}, func(ext int64) permitState { return permitState{version: ext} })
 	if len(v.ids) == 0 {
 		return nil, nil
 	}

@@ -16,17 +16,10 @@ const leadSourceFields = "doc_id,version,deleted,geo_ids,signal_key,event_date_u
 
 // planLeadCells is planPermitCells for the batch's leads.
 func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCells, error) {
-	var v versions[leadState]
-	for i := range b.Leads {
-		l := &b.Leads[i]
+	v := batchVersions(readmodel.KindLead, b.Leads, b.Deletes, func(l *readmodel.Lead) (string, leadState) {
 		d := leadDocOf(*l)
-		v.note(l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked())))
-	}
-	for _, d := range b.Deletes {
-		if d.Kind == readmodel.KindLead {
-			v.note(d.ID, leadState{version: batchExternal(d.Kind, d.ID, d.Version, false)})
-		}
-	}
+		return l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked()))
+	}, func(ext int64) leadState { return leadState{version: ext} })
 	if len(v.ids) == 0 {
 		return nil, nil
 	}
