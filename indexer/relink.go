@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -123,12 +124,10 @@ func (t *locations) dropUnlinkedLocked(key, geoID string) {
 	}
 }
 
+// dropKey removes key from keys.
 func dropKey(keys []string, key string) []string {
-	for i, k := range keys {
-		if k == key {
-			keys[i] = keys[len(keys)-1]
-			return keys[:len(keys)-1]
-		}
+	if i := slices.Index(keys, key); i >= 0 {
+		return slices.Delete(keys, i, i+1)
 	}
 	return keys
 }
