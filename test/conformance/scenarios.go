@@ -37,6 +37,7 @@ var Scenarios = []Scenario{
 	// Issue 13 item 4 (counts.go): counts kept as pre-aggregates.
 	{"locations/counts_follow_moves_and_replays", locationCountsFollow},
 	{"leads/stats_follow_moves_and_replays", leadStatsFollow},
+	{"relink/after_a_restart", relinkAfterRestart},
 }
 
 func locationDetail(t *testing.T, e *Env) {
