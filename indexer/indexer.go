@@ -295,12 +295,7 @@ func (ix *Indexer) write(ctx context.Context, batch readmodel.Batch, msgs []Mess
 // Settle may be called again. Settling twice is harmless.
 func (ix *Indexer) Settle(ctx context.Context) error {
 	ps := ix.loc.settle()
-	var b readmodel.Batch
-	msgs, errs, err := ix.project(ctx, ps, &b, missFinal)
-	if err != nil {
-		return err
-	}
-	if err := ix.write(ctx, b, msgs, errs); err != nil {
+	if err := ix.writeFinal(ctx, ps); err != nil {
 		return err
 	}
 	ix.loc.done(ps)

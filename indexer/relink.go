@@ -286,15 +286,22 @@ func (ix *Indexer) RelinkFromLookup(ctx context.Context) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	var b readmodel.Batch
-	msgs, errs, err := ix.project(ctx, ps, &b, missFinal)
-	if err != nil {
-		return 0, err
-	}
-	if err := ix.write(ctx, b, msgs, errs); err != nil {
+	if err := ix.writeFinal(ctx, ps); err != nil {
 		return 0, err
 	}
 	ix.loc.done(ps)
 	ix.relinked.Add(int64(len(ps)))
 	return len(ps), nil
+}
+
+// writeFinal projects ps again with what is known now (missFinal: no
+// more waiting) and writes them as one batch (dead-lettering the
+// invalid); nil once durable.
+func (ix *Indexer) writeFinal(ctx context.Context, ps []parked) error {
+	var b readmodel.Batch
+	msgs, errs, err := ix.project(ctx, ps, &b, missFinal)
+	if err != nil {
+		return err
+	}
+	return ix.write(ctx, b, msgs, errs)
 }

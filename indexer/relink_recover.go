@@ -118,12 +118,7 @@ func (ix *Indexer) recoverPage(ctx context.Context, page []readmodel.Awaiting, r
 	if len(now) == 0 {
 		return nil
 	}
-	var b readmodel.Batch
-	msgs, errs, err := ix.project(ctx, now, &b, missFinal)
-	if err != nil {
-		return err
-	}
-	if err := ix.write(ctx, b, msgs, errs); err != nil {
+	if err := ix.writeFinal(ctx, now); err != nil {
 		return err
 	}
 	r.Relinked += len(now)
