@@ -410,13 +410,7 @@ func scanBody(pit string, after string) obj {
 		"_source":          []string{"doc_id", "version"},
 		"sort":             []obj{{"doc_id": "asc"}},
 	}
-	if pit != "" {
-		b["pit"] = obj{"id": pit, "keep_alive": pitKeepAlive}
-	}
-	if after != "" {
-		b["search_after"] = []any{after}
-	}
-	return b
+	return pageAt(b, pit, after)
 }
 
 const pitKeepAlive = "2m"

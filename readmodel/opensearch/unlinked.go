@@ -166,6 +166,12 @@ func unlinkedScanBody(parts map[string][]int, size int, pit, after string) obj {
 		"_source":          []string{"doc_id", "version", "awaits"},
 		"sort":             []obj{{"doc_id": "asc"}},
 	}
+	return pageAt(b, pit, after)
+}
+
+// pageAt places a doc_id scan page b in the point in time pit and after
+// the doc_id after ("": none).
+func pageAt(b obj, pit, after string) obj {
 	if pit != "" {
 		b["pit"] = obj{"id": pit, "keep_alive": pitKeepAlive}
 	}
