@@ -94,6 +94,8 @@ func (f *fakeDocs) serve(w http.ResponseWriter, r *http.Request) {
 				"_seq_no": d.seq, "_primary_term": 1, "_source": d.src})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"docs": docs})
+	case strings.HasSuffix(r.URL.Path, "/_refresh"):
+		_, _ = io.WriteString(w, `{"_shards":{"total":1,"successful":1,"failed":0}}`)
 	case strings.HasSuffix(r.URL.Path, "/_search/point_in_time"):
 		if r.Method == http.MethodDelete {
 			_, _ = io.WriteString(w, `{"pits":[]}`)

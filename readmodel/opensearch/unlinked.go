@@ -5,8 +5,10 @@ package opensearch
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -94,11 +96,11 @@ type unlinkedHit struct {
 	Awaits  *awaitsDoc `json:"awaits"`
 }
 
-// ScanUnlinked implements readmodel.UnlinkedLister: for permits,
-// properties and leads in turn, a point in time on the read alias and
-// search_after pages by doc_id of the live documents carrying awaits of
-// the selected partitions (unlinkedScanBody), so each is listed once and
-// memory is one page.
+// ScanUnlinked implements readmodel.UnlinkedLister: a refresh of the
+// permits, properties and leads read aliases, then for each in turn a
+// point in time on the read alias and search_after pages by doc_id of
+// the live documents carrying awaits of the selected partitions
+// (unlinkedScanBody), so each is listed once and memory is one page.
 func (s *Store) ScanUnlinked(ctx context.Context, q readmodel.UnlinkedScan, fn func([]readmodel.Awaiting) error) error {
 	size := q.PageSize
 	if size <= 0 {
@@ -106,6 +108,18 @@ func (s *Store) ScanUnlinked(ctx context.Context, q readmodel.UnlinkedScan, fn f
 	}
 	if q.Partitions != nil && !slices.ContainsFunc(mapsValues(q.Partitions), func(ps []int) bool { return len(ps) > 0 }) {
 		return nil
+	}
+	// Every acknowledged write listed, not only the refreshed ones: a
+	// rebalance hands a partition over within the refresh interval of
+	// its previous owner's last batch. Best effort (a role without the
+	// refresh privilege): without it, what the last interval wrote may
+	// be missed.
+	aliases := make([]string, len(unlinkedKinds))
+	for i, k := range unlinkedKinds {
+		aliases[i] = s.read(k)
+	}
+	if err := s.do(ctx, http.MethodPost, "/"+strings.Join(aliases, ",")+"/_refresh", nil, "", nil); err != nil && ctx.Err() != nil {
+		return err
 	}
 	page := make([]readmodel.Awaiting, 0, size)
 	for _, k := range unlinkedKinds {

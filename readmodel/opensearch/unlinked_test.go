@@ -135,9 +135,10 @@ func TestAwaitsFitMappings(t *testing.T) {
 // partition.
 func TestScanUnlinkedLists(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newFakeDocs(t)
+	s, f := newFakeDocs(t)
 	_, err := s.Apply(ctx, awaitingBatch())
 	require.NoError(t, err)
+	f.requests = nil
 	for _, size := range []int{1, 2, 1000} {
 		var got []string
 		require.NoError(t, s.ScanUnlinked(ctx, readmodel.UnlinkedScan{PageSize: size}, func(page []readmodel.Awaiting) error {
@@ -152,6 +153,8 @@ func TestScanUnlinkedLists(t *testing.T) {
 			`permit_lead lead_0001 v5 ` + geo + ` permitd.permit-leads.v1/0@9 lead_0001={"type":"permit_lead.upserted"}`,
 		}, got, "page size %d", size)
 	}
+	require.True(t, strings.HasPrefix(f.requests[0], "POST /permitd-permits,permitd-properties,permitd-leads/_refresh"),
+		"every acknowledged write is listed: a refresh first, got %q", f.requests[0])
 	n := 0
 	require.NoError(t, s.ScanUnlinked(ctx, readmodel.UnlinkedScan{Partitions: map[string][]int{"permitd.permits.v1": {1}}}, func(page []readmodel.Awaiting) error {
 		n += len(page)
