@@ -38,7 +38,8 @@ import (
 // permit events); beyond it a document is not remembered, which is
 // counted (Progress.UnlinkedDropped) and logged, and the document stays
 // unlinked until its entity is published again (it is still found by
-// Linked, so it is not silent).
+// Linked, so it is not silent), or, on a Writer that keeps what waiting
+// documents wait for, until the next recovery (relink_recover.go).
 //
 // A message is remembered under the table's lock, after checking that
 // the location is still unknown: a location batch applied concurrently
