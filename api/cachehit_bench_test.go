@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -140,8 +143,25 @@ func BenchmarkCacheHit(b *testing.B) {
 // collector's cycles fall on every variant alike. It reports each
 // variant's mean µs per request (collections included) and what tracing
 // adds to the untraced mean, in µs and as a share of it.
+//
+// PERMITD_BENCH_HEAP_MB=n holds a live, pointer-rich heap of about n MB
+// through the run (small objects linked by pointers, standing in for the
+// memory backend's read model), so that each collection marks a heap like
+// permitd's and a request's bytes cost about what they cost there: the
+// bytes allocated times the marking cost per live byte, over GOGC's
+// percentage, whatever n is (docs/operations.md, "Garbage collection").
+// Without it the benchmark's heap is a few MB, collections are almost
+// free, and what is measured is the span's CPU. Run it with -cpu 1, as
+// `make load` runs permitd: with a second P the collector marks on the
+// P the benchmark leaves idle, and little of its cost is charged.
 func BenchmarkCacheHitTracing(b *testing.B) {
 	env := seattle()
+	if mb, _ := strconv.Atoi(os.Getenv("PERMITD_BENCH_HEAP_MB")); mb > 0 {
+		heap := newBallast(mb)
+		runtime.GC()
+		b.Cleanup(func() { runtime.KeepAlive(heap) })
+		b.ReportMetric(float64(mb), "heap-MB")
+	}
 	discard := sdktrace.NewTracerProvider()
 	exported := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardSpans{}))
 	b.Cleanup(func() { _ = exported.Shutdown(b.Context()) })
@@ -187,4 +207,25 @@ func BenchmarkCacheHitTracing(b *testing.B) {
 			b.ReportMetric(us(i)/us(0)-1, "share_added_"+v.name)
 		}
 	}
+}
+
+// ballastNode is one object of newBallast's heap: 112 bytes, a pointer
+// to the next node and a string of its own (16 bytes), a density of
+// pointers at which marking costs about what the read model's does per
+// live MB (GODEBUG=gctrace=1: 0.8 to 1.1 ms of collector CPU per MB for
+// 430 MB of ballast, 1.1 to 1.5 ms for permitd with the bundled data).
+type ballastNode struct {
+	next *ballastNode
+	key  string
+	n    [11]int64
+}
+
+// newBallast builds about mb MB of live ballastNodes, a chain that the
+// first keeps live.
+func newBallast(mb int) *ballastNode {
+	var first *ballastNode
+	for i := range mb << 20 / 128 {
+		first = &ballastNode{next: first, key: strconv.Itoa(1_000_000_000_000 + i)}
+	}
+	return first
 }
