@@ -13,9 +13,13 @@ type leadDayAggs struct {
 	days  []int32 // ascending
 	cells []*leadDayCell
 	null  leadDayCell // leads without a date
-	all   leadDayCell // every lead, dated or not
 	// Roll-ups (rollup.go): every lead, each year's and each month's.
+	// The year and month roll-ups start (periods) once the key holds
+	// rollMin leads: below that none of them could keep a tree, and a
+	// roll-up without one is never read, so most (anchor, key) pairs, a
+	// zip's or a small city's, keep none.
 	allRoll rollup
+	periods bool
 	years   []*rollup // ascending
 	months  []*rollup // ascending
 }
@@ -24,7 +28,7 @@ type leadDayCell struct {
 	n                      int64
 	conf                   [3]int64 // high, medium, low
 	cities, zips, counties sparseCounts
-	recs                   cellRecs // day and null cells only; empty in leadDayAggs.all
+	recs                   cellRecs
 }
 
 func leadConfBucket(r *leadRec) int {
@@ -49,7 +53,6 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		}
 		c = d.cells[i]
 	}
-	d.all.addLead(r, delta)
 	c.addLead(r, delta)
 	if delta > 0 {
 		c.recs.insert(r)
@@ -58,9 +61,14 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 	}
 	d.allRoll.all = true
 	d.roll(&d.allRoll, r, delta)
-	if r.date != noDate {
-		d.roll(d.year(r.date), r, delta)
-		d.roll(d.month(r.date), r, delta)
+	switch {
+	case d.periods:
+		if r.date != noDate {
+			d.roll(d.year(r.date), r, delta)
+			d.roll(d.month(r.date), r, delta)
+		}
+	case d.allRoll.n >= rollMin:
+		d.startPeriods()
 	}
 }
 

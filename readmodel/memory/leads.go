@@ -97,12 +97,18 @@ func newKeyLeads(key string) *keyLeads {
 // anchorLeads is every lead of one anchor geography, by signal key.
 type anchorLeads struct {
 	keys []*keyLeads // sorted by key
+	// ids are the keys' interned strings (leadIndex.names), aligned with
+	// keys: the writer finds a lead's key among an anchor's few dozen by
+	// a scan of integers (put) instead of a search comparing strings,
+	// once per anchor of every lead written.
+	ids []uint32
 	// version counts the lead writes that touched this anchor; the stats
 	// cache keys on it (statscache.go).
 	version uint64
 }
 
-func (a *anchorLeads) get(key string, create bool) *keyLeads {
+// search returns the position of key in keys and whether it is there.
+func (a *anchorLeads) search(key string) (int, bool) {
 	i, j := 0, len(a.keys)
 	for i < j {
 		h := int(uint(i+j) >> 1)
@@ -112,26 +118,40 @@ func (a *anchorLeads) get(key string, create bool) *keyLeads {
 			j = h
 		}
 	}
-	if i < len(a.keys) && a.keys[i].key == key {
+	return i, i < len(a.keys) && a.keys[i].key == key
+}
+
+// get returns the anchor's structures for key, nil when it has none.
+func (a *anchorLeads) get(key string) *keyLeads {
+	if i, ok := a.search(key); ok {
 		return a.keys[i]
 	}
-	if !create {
-		return nil
+	return nil
+}
+
+// put returns the anchor's structures for key, whose interned id is id,
+// creating them (the side's writer).
+func (a *anchorLeads) put(key string, id uint32) *keyLeads {
+	if i := slices.Index(a.ids, id); i >= 0 {
+		return a.keys[i]
 	}
+	i, _ := a.search(key)
 	k := newKeyLeads(key)
 	a.keys = slices.Insert(a.keys, i, k)
+	a.ids = slices.Insert(a.ids, i, id)
 	return k
 }
 
-// leadIndex holds every lead record and the per-anchor structures.
+// leadIndex holds the per-anchor structures. The records themselves are
+// kept by the side's lead table (putLead), which hands them back to
+// replace and remove: one map by lead id per side, not two.
 type leadIndex struct {
-	byID    map[string]*leadRec
 	anchors map[string]*anchorLeads
-	names   *symbols // interned *_norm values
+	names   *symbols // interned *_norm values and signal keys
 }
 
 func newLeadIndex() *leadIndex {
-	return &leadIndex{byID: map[string]*leadRec{}, anchors: map[string]*anchorLeads{}, names: newSymbols()}
+	return &leadIndex{anchors: map[string]*anchorLeads{}, names: newSymbols()}
 }
 
 // add indexes l and returns its record: reuse (a record remove just took
@@ -151,7 +171,7 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	if l.Confidence != nil {
 		r.hasConf, r.conf = true, *l.Confidence
 	}
-	x.byID[l.LeadID] = r
+	key := x.names.id(l.SignalKey)
 	for _, g := range l.GeoIDs {
 		a := x.anchors[g]
 		if a == nil {
@@ -159,7 +179,7 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 			x.anchors[g] = a
 		}
 		a.version++
-		k := a.get(l.SignalKey, true)
+		k := a.put(l.SignalKey, key)
 		k.byDate.SetHint(r, &k.dateHint)
 		k.byConf.SetHint(r, &k.confHint)
 		k.days.add(r, 1)
@@ -167,7 +187,8 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	return r
 }
 
-// replace re-indexes l in place when its record would sit exactly where
+// replace re-indexes l in place of r, its stored record (the side's lead
+// table's), when l's record would sit exactly where
 // the stored one does: same anchors and key, and the same date,
 // confidence and interned city, zip and county (so the same tree
 // positions, day cell entries and roll-up counts). Only the record's
@@ -175,9 +196,8 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 // It reports false, changing nothing, when l needs a full re-index.
 // Readers never see this side while its writer runs (store.go), so the
 // record may change in place.
-func (x *leadIndex) replace(l readmodel.Lead) bool {
-	r := x.byID[l.LeadID]
-	if r == nil || r.lead.SignalKey != l.SignalKey || !slices.Equal(r.lead.GeoIDs, l.GeoIDs) {
+func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
+	if r.lead.SignalKey != l.SignalKey || !slices.Equal(r.lead.GeoIDs, l.GeoIDs) {
 		return false
 	}
 	hasConf, conf := l.Confidence != nil, 0.0
@@ -200,23 +220,19 @@ func (x *leadIndex) replace(l readmodel.Lead) bool {
 	return true
 }
 
-// remove takes the lead out of every structure and returns its record
-// (nil when unknown), which nothing of this side then holds: a move
+// remove takes the lead of record r (the side's lead table's) out of
+// every structure and returns r, which nothing of this side then holds
+// once the table lets it go: a move
 // (putLead) re-indexes the lead in it instead of allocating another, so a
 // writer moving leads makes no garbage of records.
-func (x *leadIndex) remove(id string) *leadRec {
-	r := x.byID[id]
-	if r == nil {
-		return nil
-	}
-	delete(x.byID, id)
+func (x *leadIndex) remove(r *leadRec) *leadRec {
 	for _, g := range r.lead.GeoIDs {
 		a := x.anchors[g]
 		if a == nil {
 			continue
 		}
 		a.version++
-		k := a.get(r.lead.SignalKey, false)
+		k := a.get(r.lead.SignalKey)
 		if k == nil {
 			continue
 		}
@@ -291,7 +307,7 @@ func (a *anchorLeads) selected(keys []string) []*keyLeads {
 	}
 	var out []*keyLeads
 	for _, k := range keys {
-		if kl := a.get(k, false); kl != nil && !slices.Contains(out, kl) {
+		if kl := a.get(k); kl != nil && !slices.Contains(out, kl) {
 			out = append(out, kl)
 		}
 	}

@@ -189,9 +189,34 @@ func (d *leadDayAggs) roll(ru *rollup, r *leadRec, delta int64) {
 		ru.fen.add(r.hasConf, r.conf, recIDs(r), delta)
 		return
 	}
-	if ru.n < rollMin {
-		return
+	if ru.n >= rollMin {
+		d.buildFen(ru)
 	}
+}
+
+// startPeriods makes the year and month roll-ups from the day cells (which
+// hold every lead written so far), with a tree for those that hold rollMin
+// leads, as roll would have kept them had they existed from the first
+// lead; from then on add keeps them in step.
+func (d *leadDayAggs) startPeriods() {
+	d.periods = true
+	for i, day := range d.days {
+		if n := d.cells[i].n; n != 0 {
+			d.year(day).n += n
+			d.month(day).n += n
+		}
+	}
+	for _, rolls := range [2][]*rollup{d.years, d.months} {
+		for _, ru := range rolls {
+			if ru.n >= rollMin {
+				d.buildFen(ru)
+			}
+		}
+	}
+}
+
+// buildFen gives ru its tree, from the day cells in its bounds.
+func (d *leadDayAggs) buildFen(ru *rollup) {
 	f := &confFen{}
 	addCell := func(c *leadDayCell) {
 		nc := len(c.recs.conf)

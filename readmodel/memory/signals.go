@@ -121,20 +121,20 @@ func (s *side) putLead(l readmodel.Lead) bool {
 	row := s.leads.rows[l.LeadID]
 	var rec *leadRec
 	if hadPrev {
-		if s.signals.leads.replace(l) {
+		if s.signals.leads.replace(prev, l) {
 			row.doc = prev // the same record, with the new document
 			return true
 		}
-		rec = s.signals.leads.remove(l.LeadID) // reused: a move makes no garbage
+		rec = s.signals.leads.remove(prev) // reused: a move makes no garbage
 	}
 	row.doc = s.signals.leads.add(l, rec)
 	return true
 }
 
 func (s *side) delLead(id string, version int64) bool {
-	_, hadPrev, ok := s.leads.del(id, version)
+	prev, hadPrev, ok := s.leads.del(id, version)
 	if ok && hadPrev {
-		s.signals.leads.remove(id)
+		s.signals.leads.remove(prev)
 	}
 	return ok
 }
