@@ -37,6 +37,11 @@ func (r record) get(col string) string {
 // rowFunc maps one row to a permit, or returns the reason it is bad.
 type rowFunc func(p *parser, r record) (permitRow, string)
 
+// restFunc fills the fields only one export carries, after the common
+// columns were read into row with their valuation note; it returns the
+// reason the row is bad, "" when it is good.
+type restFunc func(p *parser, r record, row *permitRow, note string) string
+
 // parser holds what the row functions share while one file is read.
 type parser struct {
 	rep   *FileReport
@@ -72,9 +77,9 @@ func headerOf(spec fileSpec) []string {
 
 func rowOf(spec fileSpec) rowFunc {
 	if spec.source == SourceCommercial {
-		return commercialRow
+		return commercialColumns.row(commercialRest)
 	}
-	return multifamilyRow
+	return multifamilyColumns.row(multifamilyRest)
 }
 
 // readFile reads one export; a wrong header or an unreadable file is an
@@ -192,34 +197,36 @@ func (c *commonColumns) read(r record, pm *events.Permit) (note, reason string) 
 	return note, ""
 }
 
-func commercialRow(p *parser, r record) (permitRow, string) {
-	var row permitRow
-	pm := &row.permit
-	note, reason := commercialColumns.read(r, pm)
-	if reason != "" {
+// row reads the common columns, then the rest of the export's fields.
+func (c *commonColumns) row(rest restFunc) rowFunc {
+	return func(p *parser, r record) (permitRow, string) {
+		var row permitRow
+		note, reason := c.read(r, &row.permit)
+		if reason == "" {
+			reason = rest(p, r, &row, note)
+		}
 		return row, reason
 	}
+}
+
+func commercialRest(p *parser, r record, row *permitRow, note string) string {
+	pm := &row.permit
 	pm.PermitType = r.get("Permit Type")
 	pm.ActionType = r.get("Action Type")
 	pm.WorkType = commercialWork(pm.ActionType, pm.PermitType)
 	pm.Status = r.get("Status")
 	pm.Description = commercialDescription(pm.PermitType, pm.WorkType, r.get("Work Type"))
 	pm.DescriptionDerived = true
-	p.finish(&row, r.get("Address"), "", note)
-	return row, ""
+	p.finish(row, r.get("Address"), "", note)
+	return ""
 }
 
-func multifamilyRow(p *parser, r record) (permitRow, string) {
-	var row permitRow
+func multifamilyRest(p *parser, r record, row *permitRow, note string) string {
 	pm := &row.permit
-	note, reason := multifamilyColumns.read(r, pm)
-	if reason != "" {
-		return row, reason
-	}
 	if units := r.get("HousingUnits"); units != "" {
 		n, err := strconv.Atoi(units)
 		if err != nil || n < 0 {
-			return row, "bad_housing_units"
+			return "bad_housing_units"
 		}
 		pm.HousingUnits = &n
 	}
@@ -246,8 +253,8 @@ func multifamilyRow(p *parser, r record) (permitRow, string) {
 	case state != State:
 		p.rep.note("state_corrected_to_wa")
 	}
-	p.finish(&row, r.get("OriginalAddress1"), r.get("OriginalZip"), note)
-	return row, ""
+	p.finish(row, r.get("OriginalAddress1"), r.get("OriginalZip"), note)
+	return ""
 }
 
 // finish sets what both files derive alike: address, ZIP, property and

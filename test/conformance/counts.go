@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -71,19 +70,7 @@ func locationCountsFollow(t *testing.T, e *Env) {
 	checkCounts(t, e, "after late and redelivered versions")
 
 	// The whole permit topic again, three messages per batch.
-	all := append(first[:len(first):len(first)], moves...)
-	for i := 0; i < len(all); i += 3 {
-		var b readmodel.Batch
-		for _, env := range all[i:min(i+3, len(all))] {
-			p, err := indexer.Project(e.Ctx(), env, e.B)
-			require.NoError(t, err)
-			b.Append(p)
-		}
-		r, err := e.B.Apply(e.Ctx(), b)
-		require.NoError(t, err)
-		require.Zero(t, r.Applied, "a replay is stale")
-	}
-	e.refresh(t)
+	e.replayStale(t, append(first[:len(first):len(first)], moves...), 3)
 	checkCounts(t, e, "after a replay of the topic")
 
 	// A move within one batch: v4 then v5 of one permit, and a delete of
@@ -91,20 +78,14 @@ func locationCountsFollow(t *testing.T, e *Env) {
 	moved, gone := events.PermitDocID("conformance", "P001"), events.PermitDocID("conformance", "P013")
 	d := events.Permit{PermitNumber: "P001", PermitType: "Building", Status: "Issued", Source: "conformance", IssueDate: "2026-03-03",
 		Address: events.PermitAddress{Line: "101 Main St", City: "Seattle", State: "WA", Zipcode: "98104", ZipSource: "source"}}
-	var b readmodel.Batch
-	for _, env := range []events.Envelope{
+	b := e.project(t,
 		mustEnv(t, events.PermitUpserted, moved, 4, d),
 		func() events.Envelope {
 			d.Address.Zipcode, d.IssueDate = "98101", ""
 			return mustEnv(t, events.PermitUpserted, moved, 5, d)
 		}(),
 		mustEnv(t, events.PermitUpserted, gone, 4, events.Permit{PermitNumber: "P013", PermitType: "Building", Status: "Issued", Source: "conformance", IssueDate: "2026-04-04",
-			Address: events.PermitAddress{Line: "113 Main St", City: "Bellevue", State: "WA", Zipcode: "98004", ZipSource: "source"}}),
-	} {
-		p, err := indexer.Project(e.Ctx(), env, e.B)
-		require.NoError(t, err)
-		b.Append(p)
-	}
+			Address: events.PermitAddress{Line: "113 Main St", City: "Bellevue", State: "WA", Zipcode: "98004", ZipSource: "source"}}))
 	_, err := e.B.Apply(e.Ctx(), b)
 	require.NoError(t, err)
 	e.refresh(t)
@@ -142,19 +123,7 @@ func leadStatsFollow(t *testing.T, e *Env) {
 		}
 	}
 	e.Apply(t, moves...)
-	all := append(leads[:len(leads):len(leads)], moves...)
-	for i := 0; i < len(all); i += 4 {
-		var b readmodel.Batch
-		for _, env := range all[i:min(i+4, len(all))] {
-			p, err := indexer.Project(e.Ctx(), env, e.B)
-			require.NoError(t, err)
-			b.Append(p)
-		}
-		r, err := e.B.Apply(e.Ctx(), b)
-		require.NoError(t, err)
-		require.Zero(t, r.Applied, "a replay is stale")
-	}
-	e.refresh(t)
+	e.replayStale(t, append(leads[:len(leads):len(leads)], moves...), 4)
 	floors := []*float64{nil, ptrF(0.5), ptrF(0.75), ptrF(0), ptrF(0.6)}
 	windows := [][2]string{{"", ""}, {t0.AddDate(-1, -2, 0).Format(time.DateOnly), ""}, {"", t0.AddDate(0, 0, -20).Format(time.DateOnly)},
 		{t0.AddDate(-2, 0, 0).Format(time.DateOnly), t0.AddDate(0, 0, -3).Format(time.DateOnly)}}

@@ -45,6 +45,16 @@ func mustEnv(t *testing.T, typ events.Type, id string, v int64, data any) events
 	return env
 }
 
+// placeEnv is the version 1 upsert of a place; a place below a state
+// without a StateGeoID gets its state's.
+func placeEnv(t *testing.T, id string, l events.Location) events.Envelope {
+	t.Helper()
+	if l.StateGeoID == "" && l.GeoType != "state" {
+		l.StateGeoID = events.GeoID("state", l.State)
+	}
+	return mustEnv(t, events.LocationUpserted, id, 1, l)
+}
+
 // LocationEvents are the fixture's gazetteer, parents first.
 func LocationEvents(t *testing.T) []events.Envelope {
 	wa := events.Location{State: "WA", StateName: "Washington"}
@@ -52,10 +62,7 @@ func LocationEvents(t *testing.T) []events.Envelope {
 		if l.State == "" {
 			l.State, l.StateName = wa.State, wa.StateName
 		}
-		if l.StateGeoID == "" && l.GeoType != "state" {
-			l.StateGeoID = events.GeoID("state", l.State)
-		}
-		return mustEnv(t, events.LocationUpserted, id, 1, l)
+		return placeEnv(t, id, l)
 	}
 	return []events.Envelope{
 		loc(WA, events.Location{GeoType: "state", Name: "Washington", DisplayName: "Washington", Lat: 47.4, Lon: -120.5, Population: 7700000}),

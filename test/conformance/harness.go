@@ -131,8 +131,7 @@ func (e *Env) Apply(t *testing.T, envs ...events.Envelope) readmodel.ApplyResult
 	t.Helper()
 	var sum readmodel.ApplyResult
 	for _, env := range envs {
-		b, err := indexer.Project(e.ctx, env, e.B)
-		require.NoError(t, err, "projecting %s %s v%d", env.Type, env.EntityID, env.EntityVersion)
+		b := e.project(t, env)
 		r, err := e.B.Apply(e.ctx, b)
 		require.NoError(t, err, "applying %s %s", env.Type, env.EntityID)
 		e.refresh(t)
@@ -143,7 +142,74 @@ func (e *Env) Apply(t *testing.T, envs ...events.Envelope) readmodel.ApplyResult
 	return sum
 }
 
+// project projects envelopes, in order, into one batch.
+func (e *Env) project(t *testing.T, envs ...events.Envelope) readmodel.Batch {
+	t.Helper()
+	var b readmodel.Batch
+	for _, env := range envs {
+		p, err := indexer.Project(e.ctx, env, e.B)
+		require.NoError(t, err, "projecting %s %s v%d", env.Type, env.EntityID, env.EntityVersion)
+		b.Append(p)
+	}
+	return b
+}
+
+// replayStale applies envs again in batches of per messages and requires
+// that none of them changes anything; the oracle is left as it was.
+func (e *Env) replayStale(t *testing.T, envs []events.Envelope, per int) {
+	t.Helper()
+	for i := 0; i < len(envs); i += per {
+		r, err := e.B.Apply(e.ctx, e.project(t, envs[i:min(i+per, len(envs))]...))
+		require.NoError(t, err)
+		require.Zero(t, r.Applied, "a replay is stale")
+	}
+	e.refresh(t)
+}
+
+// walkPermits pages SearchPermits from q to its last page (failing past
+// 200 pages) and returns the permit ids in the order served; page, when not
+// nil, sees every page first.
+func (e *Env) walkPermits(t *testing.T, q readmodel.PermitQuery, page func(readmodel.PermitPage)) []string {
+	t.Helper()
+	var ids []string
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 200, "walk does not end")
+		p, err := e.B.SearchPermits(e.ctx, q)
+		require.NoError(t, err)
+		if page != nil {
+			page(p)
+		}
+		for _, h := range p.Permits {
+			ids = append(ids, h.Permit.PermitID)
+		}
+		if p.Next == nil {
+			return ids
+		}
+		q.After = p.Next
+	}
+}
+
 func (e *Env) newer(kind readmodel.Kind, id string, v int64) bool {
+	k := string(kind) + "|" + id
+	if old, ok := e.versions[k]; ok && v <= old {
+		return false
+	}
+	e.versions[k] = v
+	return true
+}
+
+// recordDocs puts each of docs that is newer than the oracle's version
+// of its id into the oracle's map of its kind.
+func recordDocs[D any](e *Env, kind readmodel.Kind, docs []D, into map[string]D, key func(D) (string, int64)) {
+	for _, d := range docs {
+		if id, v := key(d); e.newer(kind, id, v) {
+			into[id] = d
+		}
+	}
+}
+
+// record keeps the oracle in step with the version rule.
+func (e *Env) record(b readmodel.Batch) {
 	if e.versions == nil {
 		e.versions = map[string]int64{}
 		e.Locations = map[string]readmodel.Location{}
@@ -153,46 +219,12 @@ func (e *Env) newer(kind readmodel.Kind, id string, v int64) bool {
 		e.Leads = map[string]readmodel.Lead{}
 		e.Catalog = map[string]readmodel.CatalogEntry{}
 	}
-	k := string(kind) + "|" + id
-	if old, ok := e.versions[k]; ok && v <= old {
-		return false
-	}
-	e.versions[k] = v
-	return true
-}
-
-// record keeps the oracle in step with the version rule.
-func (e *Env) record(b readmodel.Batch) {
-	for _, l := range b.Locations {
-		if e.newer(readmodel.KindLocation, l.GeoID, l.Version) {
-			e.Locations[l.GeoID] = l
-		}
-	}
-	for _, p := range b.Permits {
-		if e.newer(readmodel.KindPermit, p.PermitID, p.Version) {
-			e.Permits[p.PermitID] = p
-		}
-	}
-	for _, p := range b.Properties {
-		if e.newer(readmodel.KindProperty, p.PropertyID, p.Version) {
-			e.Properties[p.PropertyID] = p
-		}
-	}
-	for _, g := range b.GeoSignals {
-		if e.newer(readmodel.KindGeoSignal, g.ID(), g.Version) {
-			e.GeoSignals[g.ID()] = g
-		}
-	}
-	for _, l := range b.Leads {
-		if e.newer(readmodel.KindLead, l.LeadID, l.Version) {
-			e.Leads[l.LeadID] = l
-		}
-	}
-	for _, c := range b.Catalog {
-		if e.newer(readmodel.KindCatalog, c.ID(), c.Version) {
-			e.Catalog[c.ID()] = c
-		}
-	}
+	recordDocs(e, readmodel.KindLocation, b.Locations, e.Locations, func(l readmodel.Location) (string, int64) { return l.GeoID, l.Version })
+	recordDocs(e, readmodel.KindPermit, b.Permits, e.Permits, func(p readmodel.Permit) (string, int64) { return p.PermitID, p.Version })
+	recordDocs(e, readmodel.KindProperty, b.Properties, e.Properties, func(p readmodel.Property) (string, int64) { return p.PropertyID, p.Version })
+	recordDocs(e, readmodel.KindGeoSignal, b.GeoSignals, e.GeoSignals, func(g readmodel.GeoSignal) (string, int64) { return g.ID(), g.Version })
+	recordDocs(e, readmodel.KindLead, b.Leads, e.Leads, func(l readmodel.Lead) (string, int64) { return l.LeadID, l.Version })
+	recordDocs(e, readmodel.KindCatalog, b.Catalog, e.Catalog, func(c readmodel.CatalogEntry) (string, int64) { return c.ID(), c.Version })
 	for _, d := range b.Deletes {
 		if !e.newer(d.Kind, d.ID, d.Version) {
 			continue
@@ -218,7 +250,7 @@ func (e *Env) record(b readmodel.Batch) {
 // locations first (projections look them up), then everything else.
 func (e *Env) Load(t *testing.T, envs ...events.Envelope) readmodel.ApplyResult {
 	t.Helper()
-	var locs, rest readmodel.Batch
+	var locs readmodel.Batch
 	var others []events.Envelope
 	for _, env := range envs {
 		if env.Type.Family() == "location" {
@@ -242,12 +274,7 @@ func (e *Env) Load(t *testing.T, envs ...events.Envelope) readmodel.ApplyResult 
 		e.record(b)
 	}
 	apply(locs)
-	for _, env := range others {
-		b, err := indexer.Project(e.ctx, env, e.B)
-		require.NoError(t, err, "projecting %s %s", env.Type, env.EntityID)
-		rest.Append(b)
-	}
-	apply(rest)
+	apply(e.project(t, others...))
 	return sum
 }
 

@@ -18,44 +18,33 @@ func init() {
 	Scenarios = append(Scenarios, Scenario{"permits/filters", permitFilters}, Scenario{"permits/valuation_desc", permitValuationSort})
 }
 
+// valuationDesc is the order of sort=valuation_desc: valuation
+// descending, unknown last, permit_id ascending on ties.
+func valuationDesc(a, b readmodel.Permit) int {
+	switch {
+	case (a.Valuation == nil) != (b.Valuation == nil):
+		if a.Valuation == nil {
+			return 1
+		}
+		return -1
+	case a.Valuation != nil && *a.Valuation != *b.Valuation:
+		return -cmpFloat(*a.Valuation, *b.Valuation)
+	}
+	return strings.Compare(a.PermitID, b.PermitID)
+}
+
 // permitValuationSort walks sort=valuation_desc pages: valuation
 // descending, unknown last, permit_id ascending on ties.
 func permitValuationSort(t *testing.T, e *Env) {
 	e.Load(t, AllEvents(t)...)
 	for _, geo := range []string{WA, Seattle, PropUniv} {
 		ps := permitsUnder(e, geo)
-		slices.SortFunc(ps, func(a, b readmodel.Permit) int {
-			switch {
-			case (a.Valuation == nil) != (b.Valuation == nil):
-				if a.Valuation == nil {
-					return 1
-				}
-				return -1
-			case a.Valuation != nil && *a.Valuation != *b.Valuation:
-				if *a.Valuation > *b.Valuation {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.PermitID, b.PermitID)
-		})
-		var want, got []string
+		slices.SortFunc(ps, valuationDesc)
+		var want []string
 		for _, p := range ps {
 			want = append(want, p.PermitID)
 		}
-		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 4, Sort: readmodel.SortValuationDesc}
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 200, "walk does not end")
-			page, err := e.B.SearchPermits(e.Ctx(), q)
-			require.NoError(t, err)
-			for _, h := range page.Permits {
-				got = append(got, h.Permit.PermitID)
-			}
-			if page.Next == nil {
-				break
-			}
-			q.After = page.Next
-		}
+		got := e.walkPermits(t, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 4, Sort: readmodel.SortValuationDesc}, nil)
 		require.Equal(t, want, got, geo)
 	}
 }
@@ -141,21 +130,12 @@ func permitFilters(t *testing.T, e *Env) {
 					want = append(want, p.PermitID)
 				}
 			}
-			var got []string
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, Limit: 3, Filter: tc.filter}
-			for pages := 0; ; pages++ {
-				require.Less(t, pages, 200, "walk does not end")
-				page, err := e.B.SearchPermits(e.Ctx(), q)
-				require.NoError(t, err)
-				for _, h := range page.Permits {
-					got = append(got, h.Permit.PermitID)
+			got := e.walkPermits(t, q, func(page readmodel.PermitPage) {
+				if page.Next != nil {
+					require.Len(t, page.Permits, 3, "a page with Next is full")
 				}
-				if page.Next == nil {
-					break
-				}
-				require.Len(t, page.Permits, 3, "a page with Next is full")
-				q.After = page.Next
-			}
+			})
 			require.Equal(t, want, got, "filter %+v", tc.filter)
 			if !strings.HasPrefix(tc.name, "unknown") && !strings.HasPrefix(tc.name, "q ") && tc.name != "property" {
 				require.NotEmpty(t, got, "the fixture gives this case permits")
@@ -253,30 +233,15 @@ func permitGeometry(t *testing.T, e *Env) {
 					return strings.Compare(a.PermitID, b.PermitID)
 				})
 			case readmodel.SortValuationDesc:
-				slices.SortStableFunc(keep, func(a, b readmodel.Permit) int {
-					switch {
-					case (a.Valuation == nil) != (b.Valuation == nil):
-						if a.Valuation == nil {
-							return 1
-						}
-						return -1
-					case a.Valuation != nil && *a.Valuation != *b.Valuation:
-						return -cmpFloat(*a.Valuation, *b.Valuation)
-					}
-					return strings.Compare(a.PermitID, b.PermitID)
-				})
+				slices.SortStableFunc(keep, valuationDesc)
 			}
-			var want, got []string
+			var want []string
 			for _, p := range keep {
 				want = append(want, p.PermitID)
 			}
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, Limit: 4, Sort: tc.sort, Filter: tc.f}
-			for pages := 0; ; pages++ {
-				require.Less(t, pages, 200, "walk does not end")
-				page, err := e.B.SearchPermits(e.Ctx(), q)
-				require.NoError(t, err)
+			got := e.walkPermits(t, q, func(page readmodel.PermitPage) {
 				for _, h := range page.Permits {
-					got = append(got, h.Permit.PermitID)
 					if tc.f.Near != nil {
 						require.NotNil(t, h.DistanceM)
 						require.InDelta(t, dist(h.Permit, tc.f), *h.DistanceM, 0.06)
@@ -289,11 +254,7 @@ func permitGeometry(t *testing.T, e *Env) {
 						require.Equal(t, tc.geo, h.Match.GeoID)
 					}
 				}
-				if page.Next == nil {
-					break
-				}
-				q.After = page.Next
-			}
+			})
 			require.Equal(t, want, got)
 			require.Equal(t, tc.empty, len(got) == 0, "the fixture gives this case permits (or none)")
 		})

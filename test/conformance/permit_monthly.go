@@ -20,14 +20,24 @@ func init() {
 		Scenario{"permits/monthly_edges", permitMonthlyEdges})
 }
 
-// permitMonthly: each month's count, total and median are those of the
-// permits SearchPermits pages with the same filter and window.
-func permitMonthly(t *testing.T, e *Env) {
+// loadMonthly loads the fixture and its varied permits and returns the
+// backend's monthly reader; false (after e.Check) when it has none.
+func loadMonthly(t *testing.T, e *Env) (readmodel.PermitMonthlyReader, bool) {
+	t.Helper()
 	e.Require(t, CapMonthly)
 	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
 	mr, ok := e.B.(readmodel.PermitMonthlyReader)
 	if !ok {
 		e.Check(t, CapMonthly, readmodel.ErrUnsupported)
+	}
+	return mr, ok
+}
+
+// permitMonthly: each month's count, total and median are those of the
+// permits SearchPermits pages with the same filter and window.
+func permitMonthly(t *testing.T, e *Env) {
+	mr, ok := loadMonthly(t, e)
+	if !ok {
 		return
 	}
 	center := readmodel.GeoPoint{Lat: 47.604, Lon: -122.336}
@@ -56,10 +66,7 @@ func permitMonthly(t *testing.T, e *Env) {
 		count := map[string]int64{}
 		vals := map[string][]float64{}
 		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: true, FromDate: tc.from, ToDate: tc.to, Limit: 100, Filter: tc.f}
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 100)
-			page, err := e.B.SearchPermits(e.Ctx(), q)
-			require.NoError(t, err)
+		e.walkPermits(t, q, func(page readmodel.PermitPage) {
 			for _, h := range page.Permits {
 				m := h.Permit.IssueDate[:7]
 				count[m]++
@@ -67,11 +74,7 @@ func permitMonthly(t *testing.T, e *Env) {
 					vals[m] = append(vals[m], *h.Permit.Valuation)
 				}
 			}
-			if page.Next == nil {
-				break
-			}
-			q.After = page.Next
-		}
+		})
 		var total int64
 		for i, b := range got {
 			require.Equal(t, months[i], b.Month)
@@ -93,11 +96,8 @@ func permitMonthly(t *testing.T, e *Env) {
 // one-day window counts that day only, and a filter that keeps no
 // valuation gives counts with a zero total and no median.
 func permitMonthlyEdges(t *testing.T, e *Env) {
-	e.Require(t, CapMonthly)
-	e.Load(t, append(AllEvents(t), variedPermitEvents(t)...)...)
-	mr, ok := e.B.(readmodel.PermitMonthlyReader)
+	mr, ok := loadMonthly(t, e)
 	if !ok {
-		e.Check(t, CapMonthly, readmodel.ErrUnsupported)
 		return
 	}
 	for _, geo := range []string{events.GeoID("city", "0000000000"), events.PropertyID("addr:1 NOWHERE ST|SEATTLE|WA")} {
@@ -185,20 +185,7 @@ func permitExportScan(t *testing.T, e *Env) {
 		{Geo: readmodel.ParseGeoRef(Seattle), Desc: true, Limit: 5, FromDate: "2024-01-01", Filter: readmodel.PermitFilter{Statuses: []string{"issued", "expired"}}},
 		{Geo: readmodel.ParseGeoRef(PropUniv), Desc: true, Limit: 2},
 	} {
-		var want []string
-		sq := q
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 200)
-			p, err := e.B.SearchPermits(e.Ctx(), sq)
-			require.NoError(t, err)
-			for _, h := range p.Permits {
-				want = append(want, h.Permit.PermitID)
-			}
-			if p.Next == nil {
-				break
-			}
-			sq.After = p.Next
-		}
+		want := e.walkPermits(t, q, nil)
 		require.NotEmpty(t, want, q.Geo.ID())
 		s := open(q)
 		got, err := walk(s)

@@ -34,12 +34,7 @@ var (
 
 // WordEvents are the places of the issue 17 scenarios.
 func WordEvents(t *testing.T) []events.Envelope {
-	loc := func(id string, l events.Location) events.Envelope {
-		if l.StateGeoID == "" && l.GeoType != "state" {
-			l.StateGeoID = events.GeoID("state", l.State)
-		}
-		return mustEnv(t, events.LocationUpserted, id, 1, l)
-	}
+	loc := func(id string, l events.Location) events.Envelope { return placeEnv(t, id, l) }
 	city := func(id, name, state, stateName string, lat, lon float64, pop int64) events.Envelope {
 		return loc(id, events.Location{GeoType: "city", Name: name, DisplayName: name + ", " + state, State: state, StateName: stateName,
 			City: name, Lat: lat, Lon: lon, Population: pop, Incorporated: true})
@@ -167,12 +162,7 @@ var (
 
 // CompactEvents are the places of the joined-name scenario.
 func CompactEvents(t *testing.T) []events.Envelope {
-	loc := func(id string, l events.Location) events.Envelope {
-		if l.StateGeoID == "" && l.GeoType != "state" {
-			l.StateGeoID = events.GeoID("state", l.State)
-		}
-		return mustEnv(t, events.LocationUpserted, id, 1, l)
-	}
+	loc := func(id string, l events.Location) events.Envelope { return placeEnv(t, id, l) }
 	return []events.Envelope{
 		loc(DeKalbCity, events.Location{GeoType: "city", Name: "DeKalb", DisplayName: "DeKalb, IL", State: "IL", StateName: "Illinois",
 			City: "DeKalb", County: "DeKalb County", Lat: 41.93, Lon: -88.75, Population: 40000, Incorporated: true}),

@@ -220,7 +220,6 @@ func sortPermits(ps []readmodel.Permit, desc bool) {
 
 func permitsPaging(t *testing.T, e *Env) {
 	e.Load(t, AllEvents(t)...)
-	ctx := e.Ctx()
 	for _, tc := range []struct {
 		name     string
 		geo      string
@@ -248,24 +247,17 @@ func permitsPaging(t *testing.T, e *Env) {
 				want = append(want, p.PermitID)
 			}
 			require.NotEmpty(t, want, "fixture gives every case permits")
-			var got []string
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(tc.geo), Desc: tc.desc, FromDate: tc.from, ToDate: tc.to, Limit: 7}
-			for pages := 0; ; pages++ {
-				require.Less(t, pages, 100, "walk does not end")
-				page, err := e.B.SearchPermits(ctx, q)
-				require.NoError(t, err)
+			got := e.walkPermits(t, q, func(page readmodel.PermitPage) {
 				require.LessOrEqual(t, len(page.Permits), 7)
 				for _, h := range page.Permits {
-					got = append(got, h.Permit.PermitID)
 					require.Equal(t, e.Permits[h.Permit.PermitID], h.Permit, "permit document round trip")
 					require.Equal(t, tc.geo, h.Match.GeoID)
 				}
-				if page.Next == nil {
-					break
+				if page.Next != nil {
+					require.Len(t, page.Permits, 7, "a page with Next is full")
 				}
-				require.Len(t, page.Permits, 7, "a page with Next is full")
-				q.After = page.Next
-			}
+			})
 			require.Equal(t, want, got, "limit 7 walks every permit exactly once in contract order")
 		})
 	}
@@ -369,29 +361,24 @@ func countsDigest(t *testing.T, e *Env) {
 	require.Equal(t, expectDigest(e), d3)
 }
 
+// addDocs calls add for every document of one kind of the oracle.
+func addDocs[D any](add func(readmodel.Kind, string, int64), kind readmodel.Kind, docs map[string]D, version func(D) int64) {
+	for id, d := range docs {
+		add(kind, id, version(d))
+	}
+}
+
 func expectDigest(e *Env) string {
 	var lines []string
 	add := func(k readmodel.Kind, id string, v int64) {
 		lines = append(lines, string(k)+" "+id+" "+strconv.FormatInt(v, 10))
 	}
-	for id, d := range e.Locations {
-		add(readmodel.KindLocation, id, d.Version)
-	}
-	for id, d := range e.Permits {
-		add(readmodel.KindPermit, id, d.Version)
-	}
-	for id, d := range e.Properties {
-		add(readmodel.KindProperty, id, d.Version)
-	}
-	for id, d := range e.GeoSignals {
-		add(readmodel.KindGeoSignal, id, d.Version)
-	}
-	for id, d := range e.Leads {
-		add(readmodel.KindLead, id, d.Version)
-	}
-	for id, d := range e.Catalog {
-		add(readmodel.KindCatalog, id, d.Version)
-	}
+	addDocs(add, readmodel.KindLocation, e.Locations, func(d readmodel.Location) int64 { return d.Version })
+	addDocs(add, readmodel.KindPermit, e.Permits, func(d readmodel.Permit) int64 { return d.Version })
+	addDocs(add, readmodel.KindProperty, e.Properties, func(d readmodel.Property) int64 { return d.Version })
+	addDocs(add, readmodel.KindGeoSignal, e.GeoSignals, func(d readmodel.GeoSignal) int64 { return d.Version })
+	addDocs(add, readmodel.KindLead, e.Leads, func(d readmodel.Lead) int64 { return d.Version })
+	addDocs(add, readmodel.KindCatalog, e.Catalog, func(d readmodel.CatalogEntry) int64 { return d.Version })
 	slices.Sort(lines)
 	h := sha256.New()
 	for _, l := range lines {
