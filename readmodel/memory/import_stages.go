@@ -32,11 +32,19 @@ import (
 // property entries; locations, signals, leads and the catalog go the same
 // way, which costs one wait per batch that holds them). The result is the
 // side side.apply builds from the same batches (TestImportStagesMatchApply).
+//
+// The per-geo indexes an Import defers (permit_bulk.go) are built in the
+// background as soon as a batch holds nothing that concerns permits:
+// a snapshot holds every permit before the other kinds (memory.Export),
+// so they are built while the properties and the rest load. A later
+// permit, or a delete of one, waits for that build first and is then
+// indexed as Apply indexes it.
 type importStages struct {
 	d       *side
 	work    chan indexWork
 	pending sync.WaitGroup // work handed over, not yet indexed
 	done    chan struct{}  // the indexer has ended
+	geo     chan struct{}  // the background build of the geo indexes, closed when done; nil: none
 }
 
 type indexWork struct {
@@ -61,6 +69,9 @@ func newImportStages(d *side) *importStages {
 // add writes b to the side (the compactor's goroutine).
 func (st *importStages) add(b *readmodel.Batch) {
 	d := st.d
+	if len(b.Permits) > 0 || deletesPermits(b.Deletes) {
+		st.joinGeo()
+	}
 	var stored []*cpermit
 	for _, p := range b.Permits {
 		if _, ok := d.permits.rows[p.PermitID]; ok {
@@ -79,8 +90,45 @@ func (st *importStages) add(b *readmodel.Batch) {
 	rest.Permits = nil
 	if rest.Len() > 0 {
 		st.drain()
+		if d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && len(d.pi.geoIdx) > 0 {
+			st.startGeo()
+		}
 		d.apply(&rest)
 	}
+}
+
+func deletesPermits(ds []readmodel.Delete) bool {
+	for _, d := range ds {
+		if d.Kind == readmodel.KindPermit {
+			return true
+		}
+	}
+	return false
+}
+
+// startGeo builds the deferred per-geo indexes in the background, on a
+// view of the side as the indexer stage has one: what it reads (the geo
+// sets, the permits, the folds) no other kind changes, and what it
+// writes (postings, valuation orders, month stats) no other kind reads.
+func (st *importStages) startGeo() {
+	v := st.view()
+	done := make(chan struct{})
+	st.geo = done
+	go func() {
+		defer close(done)
+		v.buildGeoIndexes()
+	}()
+}
+
+// joinGeo waits for the background build of the geo indexes, after which
+// the side indexes permits as Apply does.
+func (st *importStages) joinGeo() {
+	if st.geo == nil {
+		return
+	}
+	<-st.geo
+	st.geo = nil
+	st.d.deferGeo = false
 }
 
 // send hands permits stored in the table to the indexer.
@@ -88,13 +136,19 @@ func (st *importStages) send(permits []*cpermit) {
 	if len(permits) == 0 {
 		return
 	}
+	st.pending.Add(1)
+	st.work <- indexWork{view: st.view(), permits: permits}
+}
+
+// view is a copy of the side for another goroutine: its symbols, texts
+// and link sets as they are now, its maps and pointers the side's own.
+func (st *importStages) view() *side {
 	d := st.d
 	v := *d
 	v.pi.syms = &symbols{strs: d.pi.syms.strs}
 	v.pi.texts = &texts{strs: d.pi.texts.strs}
 	v.pi.links = &linkSets{sets: d.pi.links.sets}
-	st.pending.Add(1)
-	st.work <- indexWork{view: &v, permits: permits}
+	return &v
 }
 
 // drain waits until the indexer has indexed everything handed over.
@@ -105,4 +159,5 @@ func (st *importStages) drain() { st.pending.Wait() }
 func (st *importStages) close() {
 	close(st.work)
 	<-st.done
+	st.joinGeo()
 }

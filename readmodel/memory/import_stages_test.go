@@ -22,7 +22,6 @@ import (
 // same answers to text, property, geometry and filtered permit reads, on
 // the first side at Commit and on the second once settled.
 func TestImportStagesMatchApply(t *testing.T) {
-	ctx := context.Background()
 	r := rand.New(rand.NewPCG(11, 12))
 	ps := filterPermits(r, 600)
 	var props []readmodel.Property
@@ -45,12 +44,32 @@ func TestImportStagesMatchApply(t *testing.T) {
 		changed[i].Version = 2
 		changed[i].Status, changed[i].RawDescription = "Expired", "Replace the roof and gutters"
 	}
-	batches := []readmodel.Batch{
-		{Permits: ps[:250], Properties: props[:20]},
-		{Permits: slices.Concat(ps[250:500], unlinked), Properties: props[20:]},
-		{Permits: slices.Concat(ps[500:600], changed[:50])},
-		{Permits: changed[50:], Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: ps[7].PermitID, Version: 9}, {Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
+	for _, tc := range []struct {
+		name    string
+		batches []readmodel.Batch
+	}{
+		{name: "kinds mixed", batches: []readmodel.Batch{
+			{Permits: ps[:250], Properties: props[:20]}, // the geo indexes start, then wait for the next permits
+			{Permits: slices.Concat(ps[250:500], unlinked), Properties: props[20:]},
+			{Permits: slices.Concat(ps[500:600], changed[:50])},
+			{Permits: changed[50:], Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: ps[7].PermitID, Version: 9}, {Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
+		}},
+		{name: "a snapshot's order", batches: []readmodel.Batch{ // the geo indexes are built beside the properties
+			{Permits: ps[:300]},
+			{Permits: slices.Concat(ps[300:600], unlinked)},
+			{Permits: ps[595:600], Properties: props[:20]},
+			{Properties: props[20:], Deletes: []readmodel.Delete{{Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer memory.SetPostingMin(20)()
+			importMatchesApply(t, r, tc.batches, props)
+		})
 	}
+}
+
+func importMatchesApply(t *testing.T, r *rand.Rand, batches []readmodel.Batch, props []readmodel.Property) {
+	ctx := context.Background()
 	applied := newStore(t)
 	for _, b := range batches {
 		apply(t, applied, b)
@@ -81,6 +100,17 @@ func TestImportStagesMatchApply(t *testing.T) {
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef([]string{zipA, zipB, city, state}[i%4]), Limit: 9, Filter: f}
 			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: filter %+v", msg, f)
 		}
+		for i, geo := range []string{zipA, zipB, city, state} {
+			mq := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), FromDate: "2023-12-01", ToDate: "2024-05-31"}
+			if i%2 == 1 {
+				mq.Filter = readmodel.PermitFilter{Statuses: []string{"issued"}}
+			}
+			wm, err := applied.PermitMonthly(ctx, mq)
+			require.NoError(t, err)
+			gm, err := imported.PermitMonthly(ctx, mq)
+			require.NoError(t, err)
+			require.Equal(t, wm, gm, "%s: monthly %+v", msg, mq)
+		}
 		for _, p := range slices.Concat(props[:3], props[4:8]) { // props[3] is deleted
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(p.PropertyID), Limit: 50}
 			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: property %s", msg, p.PropertyID)
@@ -89,8 +119,8 @@ func TestImportStagesMatchApply(t *testing.T) {
 	same("first side, at Commit")
 	imported.Settle()
 	// The second side becomes the active one with the next write.
-	p := ps[11]
-	p.Version = 5
+	p := batches[0].Permits[11]
+	p.Version = 50
 	b := readmodel.Batch{Permits: []readmodel.Permit{p}}
 	apply(t, applied, b)
 	apply(t, imported, b)
