@@ -34,11 +34,12 @@ import (
 // side side.apply builds from the same batches (TestImportStagesMatchApply).
 //
 // The per-geo indexes an Import defers (permit_bulk.go) are built in the
-// background as soon as a batch holds nothing that concerns permits:
-// a snapshot holds every permit before the other kinds (memory.Export),
-// so they are built while the properties and the rest load. A later
-// permit, or a delete of one, waits for that build first and is then
-// indexed as Apply indexes it.
+// background from the first batch after some permits that holds nothing
+// of permits: a snapshot holds its locations, then its permits, then the
+// other kinds (memory.Export), so they are built while the properties and
+// the rest load. A later permit, or a delete of one, waits for that build
+// first and is then indexed as Apply indexes it (correct in any order,
+// only slower).
 type importStages struct {
 	d       *side
 	work    chan indexWork
@@ -90,7 +91,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 	rest.Permits = nil
 	if rest.Len() > 0 {
 		st.drain()
-		if d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && len(d.pi.geoIdx) > 0 {
+		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && len(d.pi.geoIdx) > 0 {
 			st.startGeo()
 		}
 		d.apply(&rest)
