@@ -13,7 +13,8 @@ import (
 // the bytes the reflective codec writes (codec.go) without a reflect call
 // per field, and allocates less: a permit's three numbers in one
 // allocation, and the geo links of many permits from one shared array.
-// It is used only while Permit's exported fields are the ones it was
+// Its id, number and address, nearly always new strings, skip the string
+// cache. It is used only while Permit's exported fields are the ones it was
 // written for (permitFields, checked when the codec is built); any change
 // to the type falls back to the reflective decoder, which is always
 // right, until this one is brought up to date (TestPermitDecoder).
@@ -61,6 +62,17 @@ func (d *decoder) string() string {
 	return d.str(d.take(n - 1))
 }
 
+// uniqueString reads a string that is nearly always new (a permit's id,
+// number, address): not looked up in the cache, nor put in it to take
+// the slot of a string that repeats.
+func (d *decoder) uniqueString() string {
+	n := d.uvarint()
+	if n == 0 {
+		return ""
+	}
+	return string(d.take(n - 1))
+}
+
 func (d *decoder) float() float64 {
 	if p := d.take(8); p != nil {
 		return math.Float64frombits(binary.LittleEndian.Uint64(p))
@@ -85,8 +97,8 @@ const linkArena = 1024
 // out (permitFields).
 func decodePermit(d *decoder, v reflect.Value) {
 	p := v.Addr().Interface().(*readmodel.Permit)
-	p.PermitID = d.string()
-	p.PermitNumber = d.string()
+	p.PermitID = d.uniqueString()
+	p.PermitNumber = d.uniqueString()
 	p.PermitType = d.string()
 	p.WorkType = d.string()
 	p.Status = d.string()
@@ -99,7 +111,7 @@ func decodePermit(d *decoder, v reflect.Value) {
 	p.Valuation = d.floatPtr(&nums[0])
 	p.Source = d.string()
 	a := &p.Address
-	a.FullAddress = d.string()
+	a.FullAddress = d.uniqueString()
 	a.City = d.string()
 	a.State = d.string()
 	a.Zipcode = d.string()
