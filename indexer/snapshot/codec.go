@@ -284,9 +284,13 @@ func build(t reflect.Type) *fieldCodec {
 	default:
 		panic(fmt.Sprintf("snapshot: no codec for %s", t))
 	}
-	if t == permitT && permitDecoderFits() {
+	switch {
+	case t == permitT && permitDecoderFits():
 		permitReflective = c.dec
 		c.dec = decodePermit // the same bytes, read faster (codec_permit.go)
+	case t == propertyT && propertyDecoderFits():
+		propertyReflective = c.dec
+		c.dec = decodeProperty
 	}
 	return c
 }

@@ -54,6 +54,83 @@ func permitDecoderFits() bool {
 	return reflect.DeepEqual(fieldList(permitT, reflect.TypeFor[readmodel.Address](), reflect.TypeFor[readmodel.GeoLink]()), permitFields)
 }
 
+// Properties, the next most numerous documents, have one too.
+
+var propertyT = reflect.TypeFor[readmodel.Property]()
+
+// propertyReflective is the reflective decoder decodeProperty replaces.
+var propertyReflective func(*decoder, reflect.Value)
+
+// propertyFields are Property's exported fields, and then GeoLink's.
+var propertyFields = []string{
+	"PropertyID string", "CanonicalAddress string", "NormalizedAddress string", "City string", "State string",
+	"Zipcode string", "ParcelID string", "Lat *float64", "Lon *float64", "GeoLinks []readmodel.GeoLink", "Version int64",
+	"GeoID string", "GeoType readmodel.GeoType", "Confidence float64", "Method string",
+}
+
+func propertyDecoderFits() bool {
+	return reflect.DeepEqual(fieldList(propertyT, reflect.TypeFor[readmodel.GeoLink]()), propertyFields)
+}
+
+// decodeProperty is the reflective decoder of a readmodel.Property,
+// written out (propertyFields).
+func decodeProperty(d *decoder, v reflect.Value) {
+	p := v.Addr().Interface().(*readmodel.Property)
+	p.PropertyID = d.uniqueString()
+	p.CanonicalAddress = d.uniqueString()
+	p.NormalizedAddress = d.uniqueString()
+	p.City = d.string()
+	p.State = d.string()
+	p.Zipcode = d.string()
+	p.ParcelID = d.string()
+	nums := new([2]float64) // Lat, Lon
+	p.Lat = d.floatPtr(&nums[0])
+	p.Lon = d.floatPtr(&nums[1])
+	p.GeoLinks = d.geoLinks()
+	p.Version = d.varint()
+}
+
+func (d *decoder) varint() int64 {
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+// geoLinks reads a []GeoLink, taking a non-empty one from the shared
+// array.
+func (d *decoder) geoLinks() []readmodel.GeoLink {
+	n := d.uvarint()
+	if n == 0 {
+		return nil
+	}
+	n--
+	if n == 0 {
+		return []readmodel.GeoLink{} // empty, not nil
+	}
+	if n > uint64(len(d.b)) { // every link takes at least a byte
+		d.fail(errShort)
+		return nil
+	}
+	if uint64(cap(d.links)-len(d.links)) < n {
+		d.links = make([]readmodel.GeoLink, 0, max(linkArena, n))
+	}
+	i := len(d.links)
+	d.links = d.links[:i+int(n)]
+	ls := d.links[i : i+int(n) : i+int(n)]
+	for j := range ls {
+		l := &ls[j]
+		l.GeoID = d.string()
+		l.GeoType = readmodel.GeoType(d.string())
+		l.Confidence = d.float()
+		l.Method = d.string()
+	}
+	return ls
+}
+
 func (d *decoder) string() string {
 	n := d.uvarint()
 	if n == 0 {
@@ -120,36 +197,6 @@ func decodePermit(d *decoder, v reflect.Value) {
 	p.Lat = d.floatPtr(&nums[1])
 	p.Lon = d.floatPtr(&nums[2])
 	p.PropertyID = d.string()
-	if n := d.uvarint(); n > 0 {
-		n--
-		if n > uint64(len(d.b)) { // every link takes at least a byte
-			d.fail(errShort)
-			return
-		}
-		if n == 0 {
-			p.GeoLinks = []readmodel.GeoLink{} // empty, not nil
-		} else if uint64(cap(d.links)-len(d.links)) < n {
-			d.links = make([]readmodel.GeoLink, 0, max(linkArena, n))
-		}
-		if n > 0 {
-			i := len(d.links)
-			d.links = d.links[:i+int(n)]
-			ls := d.links[i : i+int(n) : i+int(n)]
-			for j := range ls {
-				l := &ls[j]
-				l.GeoID = d.string()
-				l.GeoType = readmodel.GeoType(d.string())
-				l.Confidence = d.float()
-				l.Method = d.string()
-			}
-			p.GeoLinks = ls
-		}
-	}
-	x, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(errShort)
-		return
-	}
-	d.b = d.b[n:]
-	p.Version = x
+	p.GeoLinks = d.geoLinks()
+	p.Version = d.varint()
 }

@@ -140,6 +140,35 @@ func TestPermitDecoder(t *testing.T) {
 	}
 }
 
+// decodeProperty, likewise.
+func TestPropertyDecoder(t *testing.T) {
+	require.True(t, propertyDecoderFits(), "readmodel.Property changed: bring decodeProperty and propertyFields up to date")
+	zero := 0.0
+	ps := []readmodel.Property{{}, {Lat: &zero, GeoLinks: []readmodel.GeoLink{}}}
+	for range 3 {
+		var p readmodel.Property
+		seed := len(ps)
+		fill(reflect.ValueOf(&p).Elem(), &seed)
+		ps = append(ps, p)
+	}
+	ps[3].Lon = nil
+	raw := appendValue(nil, &readmodel.Batch{Properties: ps})
+	var got readmodel.Batch
+	require.NoError(t, decodeValue(raw, &got))
+	require.Equal(t, ps, got.Properties)
+	require.NotNil(t, got.Properties[1].GeoLinks)
+	require.Nil(t, got.Properties[0].GeoLinks)
+
+	d := decoder{b: appendValue(nil, &ps[4])}
+	var viaReflection readmodel.Property
+	propertyReflective(&d, reflect.ValueOf(&viaReflection).Elem())
+	require.NoError(t, d.err)
+	require.Equal(t, ps[4], viaReflection)
+	for _, cut := range []int{1, len(raw) / 3, len(raw) - 1} {
+		require.Error(t, decodeValue(raw[:cut], &readmodel.Batch{}), "cut at %d", cut)
+	}
+}
+
 // BenchmarkDecodePermits decodes 4,096 permits with the written-out
 // decoder ("written") and the reflective one ("reflective").
 func BenchmarkDecodePermits(b *testing.B) {
