@@ -271,10 +271,10 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 // loadSnapshot applies the snapshot and sets the consumer's start
 // offsets; a missing, corrupt or old-format snapshot means a full replay.
 func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
-	// The load allocates the whole read model at once: a collection per
-	// doubling of a heap that only grows would cost more than the load
-	// itself on 2 cores. The collector runs less often for the load
-	// only.
+	// The load allocates the whole read model at once and keeps nearly
+	// all of it: collections of a heap that only grows would cost more
+	// than the load itself on 2 cores. The collector is off for the load
+	// only (snapshot.LoadGCPercent; GOMEMLIMIT still applies).
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	im := k.exporter.NewImport()

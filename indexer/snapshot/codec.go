@@ -46,7 +46,8 @@ func (e *encoder) bytes(p []byte, isNil bool) {
 type decoder struct {
 	b     []byte
 	err   error
-	cache *stringCache // nil: every string is a new one
+	cache *stringCache        // nil: every string is a new one
+	links []readmodel.GeoLink // decodePermit's shared array
 }
 
 // stringCache lets the documents of one Load share their repeated short
@@ -282,6 +283,14 @@ func build(t reflect.Type) *fieldCodec {
 		}
 	default:
 		panic(fmt.Sprintf("snapshot: no codec for %s", t))
+	}
+	switch {
+	case t == permitT && permitDecoderFits():
+		permitReflective = c.dec
+		c.dec = decodePermit // the same bytes, read faster (codec_permit.go)
+	case t == propertyT && propertyDecoderFits():
+		propertyReflective = c.dec
+		c.dec = decodeProperty
 	}
 	return c
 }

@@ -37,7 +37,8 @@ import (
 //	go test -run '^$' -bench Load -benchtime 3x -timeout 30m ./indexer/snapshot/
 //
 // PERMITD_BENCH_LOAD_CPUPROFILE=path writes a CPU profile of the Import
-// loads alone (to Commit), without the setup or the Apply loads.
+// loads alone (to Commit), without the setup or the Apply loads;
+// PERMITD_BENCH_LOAD_APPLY=0 leaves the Apply loads out.
 func BenchmarkLoad(b *testing.B) {
 	permits := 200_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
@@ -81,8 +82,12 @@ func BenchmarkLoad(b *testing.B) {
 	runtime.GC()
 
 	var took, applyTook, cpu, applyCPU, settled, settledCPU time.Duration
+	ways := []bool{false, true}
+	if os.Getenv("PERMITD_BENCH_LOAD_APPLY") == "0" {
+		ways = ways[:1] // the Import alone
+	}
 	for b.Loop() {
-		for _, viaApply := range []bool{false, true} {
+		for _, viaApply := range ways {
 			runtime.GC()
 			prof := os.Getenv("PERMITD_BENCH_LOAD_CPUPROFILE")
 			if prof != "" && !viaApply {

@@ -69,9 +69,11 @@ func (s *Store) NewImport() *Import {
 	s.wmu.Unlock()
 	d := im.first
 	im.wg.Go(func() {
+		st := newImportStages(d)
 		for b := range im.in {
-			d.apply(b)
+			st.add(b)
 		}
+		st.close()
 		d.endBulk()
 	})
 	return im
@@ -85,6 +87,7 @@ func (s *Store) bulkSide() *side {
 	}
 	d := newSide(r)
 	d.bulk, d.deferGeo = true, true
+	d.pi.syms.fast = new(symCache)
 	return d
 }
 
@@ -93,6 +96,7 @@ func (s *Store) bulkSide() *side {
 func (d *side) endBulk() {
 	d.buildGeoIndexes()
 	d.bulk = false
+	d.pi.syms.fast = nil
 }
 
 // Add hands b to the new sides; the Import owns b from now on (its
@@ -153,10 +157,12 @@ func (im *Import) Commit() error {
 	batches := im.batches
 	im.batches = nil
 	go func() {
+		stages := newImportStages(st.side)
 		for i, b := range batches {
-			st.side.apply(b)
+			stages.add(b)
 			batches[i] = nil // the Store lets go of what both sides have taken
 		}
+		stages.close()
 		st.side.endBulk()
 		close(st.done)
 		s.wmu.Lock()

@@ -167,6 +167,7 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 				apply(t, applied, b)
 			}
 			imported := memory.New(memory.Params{})
+			defer imported.Settle() // before postingMin is restored: the second side reads it
 			im := imported.NewImport()
 			locs := newStore(t)
 			require.NoError(t, locs.Export(context.Background(), 100, im.Add))

@@ -3,6 +3,7 @@ package memory
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -16,7 +17,27 @@ import (
 type symbols struct {
 	ids  map[string]uint32
 	strs []string
+	fast *symCache // while an Import builds the side (bulkSide), else nil
 }
+
+// symCache finds the handle of a string by the address of its bytes
+// before the map is asked: an Import's documents come from a snapshot
+// decoder that shares repeated short strings (indexer/snapshot), so most
+// of a permit's symbols (its type, status, city, the geo_ids, methods and
+// types of its links) are strings seen before, at the same address, and
+// a slot's pointer comparison replaces a hash of the string and a
+// comparison of its bytes. A slot keeps its string, so the address cannot
+// be reused for other bytes while the slot holds it; strings are
+// immutable, so the same address and length are the same string.
+type symCache [symCacheSlots]symSlot
+
+type symSlot struct {
+	s  string
+	id uint32
+}
+
+const symCacheBits = 17
+const symCacheSlots = 1 << symCacheBits
 
 func newSymbols() *symbols {
 	return &symbols{ids: map[string]uint32{"": 0}, strs: []string{""}}
@@ -24,6 +45,20 @@ func newSymbols() *symbols {
 
 // id interns s (the side's writer).
 func (t *symbols) id(s string) uint32 {
+	if t.fast != nil && len(s) > 0 {
+		p := unsafe.StringData(s)
+		slot := &t.fast[(uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>(64-symCacheBits)]
+		if len(slot.s) == len(s) && unsafe.StringData(slot.s) == p {
+			return slot.id
+		}
+		id := t.intern(s)
+		slot.s, slot.id = s, id
+		return id
+	}
+	return t.intern(s)
+}
+
+func (t *symbols) intern(s string) uint32 {
 	if id, ok := t.ids[s]; ok {
 		return id
 	}

@@ -117,6 +117,9 @@ func (s sliceSet) first() (*cpermit, bool) {
 
 // insertSorted adds c to a sorted slice, replacing an equal key.
 func insertSorted(s []*cpermit, c *cpermit) []*cpermit {
+	if n := len(s); n == 0 || permitLess(s[n-1], c) {
+		return append(s, c) // after every item: an Import's permits come in order
+	}
 	i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], c) })
 	if i < len(s) && !permitLess(c, s[i]) {
 		s[i] = c

@@ -52,9 +52,15 @@ type posting struct {
 	tree  *treeSet
 }
 
-func (p *posting) add(c *cpermit) {
+// add adds c; bulk (an Import's side, permits in order) appends it with
+// the B-tree's Load, which is an insert when c does not sort last.
+func (p *posting) add(c *cpermit, bulk bool) {
 	if p.tree != nil {
-		p.tree.set(c)
+		if bulk {
+			p.tree.t.Load(keyOf(c))
+		} else {
+			p.tree.set(c)
+		}
 		return
 	}
 	p.small = insertSorted(p.small, c)
@@ -131,7 +137,7 @@ func (s *side) indexText(c *cpermit) {
 			s.pf.text.postings[w] = p
 			s.pf.text.dict.Set(w)
 		}
-		p.add(c)
+		p.add(c, s.bulk)
 	}
 	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
 		s.pf.text.numbers[n] = insertSorted(s.pf.text.numbers[n], c)

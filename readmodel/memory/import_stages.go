@@ -1,0 +1,164 @@
+package memory
+
+import (
+	"sync"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// An Import builds a side in two stages on two goroutines, since a
+// permit's write is two halves of about equal cost that touch different
+// parts of the side:
+//
+//   - the compactor (the Import's goroutine) converts each permit
+//     (compactPermit: symbols, texts, link sets) and stores it in the
+//     permits table;
+//   - the indexer (its own goroutine) adds the stored permits to the
+//     indexes (indexPermit: geo sets, the properties' permit lists, the
+//     text and cell indexes, the symbol folds).
+//
+// The compactor hands the indexer the permits of each batch in order,
+// with a view of the side to index them with: a copy of the side whose
+// symbols, texts and link sets are the tables as they were when the batch
+// was handed over (the compactor appends to them meanwhile; entries
+// already there never change while a permit holds them), and whose maps
+// and pointers are the side's own. The indexer writes only through
+// those, so the view's copied values (bulk, deferGeo) are only read.
+//
+// Anything else waits until the indexer has caught up (drain) and is then
+// written as usual, by the compactor: a permit whose id is already in the
+// table (a new version, a tombstone, a re-link: never in a snapshot, where
+// each id is once), and every other kind (properties share the permits'
+// property entries; locations, signals, leads and the catalog go the same
+// way, which costs one wait per batch that holds them). The result is the
+// side side.apply builds from the same batches (TestImportStagesMatchApply).
+//
+// The per-geo indexes an Import defers (permit_bulk.go) are built in the
+// background from the first batch after some permits that holds nothing
+// of permits: a snapshot holds its locations, then its permits, then the
+// other kinds (memory.Export), so they are built while the properties and
+// the rest load. A later permit, or a delete of one, waits for that build
+// first and is then indexed as Apply indexes it (correct in any order,
+// only slower).
+type importStages struct {
+	d       *side
+	work    chan indexWork
+	pending sync.WaitGroup // work handed over, not yet indexed
+	done    chan struct{}  // the indexer has ended
+	geo     chan struct{}  // the background build of the geo indexes, closed when done; nil: none
+}
+
+type indexWork struct {
+	view    *side
+	permits []*cpermit
+}
+
+func newImportStages(d *side) *importStages {
+	st := &importStages{d: d, work: make(chan indexWork, 4), done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		for w := range st.work {
+			for _, c := range w.permits {
+				w.view.indexPermit(c)
+			}
+			st.pending.Done()
+		}
+	}()
+	return st
+}
+
+// add writes b to the side (the compactor's goroutine).
+func (st *importStages) add(b *readmodel.Batch) {
+	d := st.d
+	if len(b.Permits) > 0 || deletesPermits(b.Deletes) {
+		st.joinGeo()
+	}
+	var stored []*cpermit
+	for _, p := range b.Permits {
+		if _, ok := d.permits.rows[p.PermitID]; ok {
+			st.send(stored)
+			stored = nil
+			st.drain()
+			d.putPermit(p)
+			continue
+		}
+		c := d.compactPermit(p)
+		d.permits.put(c.id, c.version, c) // a new id: it takes
+		stored = append(stored, c)
+	}
+	st.send(stored)
+	rest := *b
+	rest.Permits = nil
+	if rest.Len() > 0 {
+		st.drain()
+		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && len(d.pi.geoIdx) > 0 {
+			st.startGeo()
+		}
+		d.apply(&rest)
+	}
+}
+
+func deletesPermits(ds []readmodel.Delete) bool {
+	for _, d := range ds {
+		if d.Kind == readmodel.KindPermit {
+			return true
+		}
+	}
+	return false
+}
+
+// startGeo builds the deferred per-geo indexes in the background, on a
+// view of the side as the indexer stage has one: what it reads (the geo
+// sets, the permits, the folds) no other kind changes, and what it
+// writes (postings, valuation orders, month stats) no other kind reads.
+func (st *importStages) startGeo() {
+	v := st.view()
+	done := make(chan struct{})
+	st.geo = done
+	go func() {
+		defer close(done)
+		v.buildGeoIndexes()
+	}()
+}
+
+// joinGeo waits for the background build of the geo indexes, after which
+// the side indexes permits as Apply does.
+func (st *importStages) joinGeo() {
+	if st.geo == nil {
+		return
+	}
+	<-st.geo
+	st.geo = nil
+	st.d.deferGeo = false
+}
+
+// send hands permits stored in the table to the indexer.
+func (st *importStages) send(permits []*cpermit) {
+	if len(permits) == 0 {
+		return
+	}
+	st.pending.Add(1)
+	st.work <- indexWork{view: st.view(), permits: permits}
+}
+
+// view is a copy of the side for another goroutine: its symbols, texts
+// and link sets as they are now, its maps and pointers the side's own.
+func (st *importStages) view() *side {
+	d := st.d
+	v := *d
+	v.pi.syms = &symbols{strs: d.pi.syms.strs}
+	v.pi.texts = &texts{strs: d.pi.texts.strs}
+	v.pi.links = &linkSets{sets: d.pi.links.sets}
+	return &v
+}
+
+// drain waits until the indexer has indexed everything handed over.
+func (st *importStages) drain() { st.pending.Wait() }
+
+// close ends the indexer once it has caught up; the side is then the
+// compactor's alone again.
+func (st *importStages) close() {
+	close(st.work)
+	<-st.done
+	st.joinGeo()
+}
