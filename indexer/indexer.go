@@ -85,9 +85,10 @@ type Indexer struct {
 
 	loc            *locations
 	parking, final *resolver // the table's Lookup, parking misses or not
-	// lists: the Writer keeps what unlinked documents wait for with them
-	// (readmodel.UnlinkedLister; relink_recover.go).
-	lists bool
+	// lister is the Writer when it keeps what unlinked documents wait
+	// for with them (readmodel.UnlinkedLister; relink_recover.go); nil
+	// otherwise.
+	lister readmodel.UnlinkedLister
 
 	// await is the source's AwaitLocations (SetLocationSource); nil:
 	// once settled, a miss is final at once.
@@ -140,8 +141,8 @@ func New(p Params) (*Indexer, error) {
 	params.Default(&p.BackoffMax, 5*time.Second)
 	params.Default(&p.MaxUnlinkedBytes, defaultMaxUnlinkedBytes)
 	loc := newLocations(p.MaxUnlinkedBytes)
-	_, lists := p.Writer.(readmodel.UnlinkedLister)
-	return &Indexer{p: p, loc: loc, lists: lists,
+	lister, _ := p.Writer.(readmodel.UnlinkedLister)
+	return &Indexer{p: p, loc: loc, lister: lister,
 		parking: &resolver{t: loc, fallback: p.Lookup, park: true},
 		final:   &resolver{t: loc, fallback: p.Lookup},
 	}, nil

@@ -231,7 +231,7 @@ func (ix *Indexer) noteLinks(ctx context.Context, env events.Envelope, m Message
 		ix.warnDropped(geo)
 	}
 	if ok {
-		if ix.lists {
+		if ix.lister != nil {
 			// kept with the document, remembered or not (relink_recover.go)
 			b.Awaiting = append(b.Awaiting, awaiting(env, m, geo))
 		}

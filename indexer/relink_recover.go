@@ -66,8 +66,8 @@ type Recovered struct {
 // the Writer does not list waiting documents.
 func (ix *Indexer) RecoverUnlinked(ctx context.Context, owned map[string][]int) (Recovered, error) {
 	var r Recovered
-	lister, ok := ix.p.Writer.(readmodel.UnlinkedLister)
-	if !ok {
+	lister := ix.lister
+	if lister == nil {
 		return r, nil
 	}
 	if n := ix.loc.keepOwned(owned); n > 0 {
