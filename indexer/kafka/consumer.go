@@ -328,6 +328,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // backoff doubles d up to the configured maximum.
 func (c *Consumer) backoff(d time.Duration) time.Duration { return min(d*2, c.p.BackoffMax) }
 
+// retryAfter counts a retry, logs msg with err and the wait, sleeps *delay
+// and doubles it (to BackoffMax) for the next failure; false when ctx ends
+// first.
+func (c *Consumer) retryAfter(ctx context.Context, delay *time.Duration, msg string, err error) bool {
+	c.retried()
+	c.log.Warn(msg, "err", err, "backoff", *delay)
+	if !sleep(ctx, *delay) {
+		return false
+	}
+	*delay = c.backoff(*delay)
+	return true
+}
+
 // kafkaLogger sends kafka-go's internal logs to slog at level.
 func kafkaLogger(log *slog.Logger, level slog.Level) kafkago.Logger {
 	return kafkago.LoggerFunc(func(format string, args ...any) {

@@ -64,15 +64,13 @@ func (c *Consumer) settle(fetch context.Context) bool {
 		c.settled.Store(true)
 		return true
 	}
-	for delay := c.p.BackoffMin; ; delay = c.backoff(delay) {
+	for delay := c.p.BackoffMin; ; {
 		err := c.p.Settle(fetch)
 		if err == nil {
 			c.settled.Store(true)
 			return true
 		}
-		c.retried()
-		c.log.Warn("settling the location table failed; retrying", "err", err, "backoff", delay)
-		if !sleep(fetch, delay) {
+		if !c.retryAfter(fetch, &delay, "settling the location table failed; retrying", err) {
 			return false
 		}
 	}

@@ -25,12 +25,9 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			c.retried()
-			c.log.Warn("reading topic metadata failed; retrying", "err", err, "backoff", delay)
-			if !sleep(ctx, delay) {
+			if !c.retryAfter(ctx, &delay, "reading topic metadata failed; retrying", err) {
 				return nil
 			}
-			delay = c.backoff(delay)
 			continue
 		}
 		delay = c.p.BackoffMin
@@ -49,12 +46,9 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				c.retried()
-				c.log.Warn("listing offsets failed; retrying", "err", err, "backoff", delay)
-				if !sleep(ctx, delay) {
+				if !c.retryAfter(ctx, &delay, "listing offsets failed; retrying", err) {
 					return nil
 				}
-				delay = c.backoff(delay)
 				continue
 			}
 			if c.started.Load() {
@@ -149,12 +143,9 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 			if ctx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
 				return nil
 			}
-			c.retried()
-			c.log.Warn("consumer group error; rejoining", "err", err, "backoff", delay)
-			if !sleep(ctx, delay) {
+			if !c.retryAfter(ctx, &delay, "consumer group error; rejoining", err) {
 				return nil
 			}
-			delay = c.backoff(delay)
 			continue
 		}
 		delay = c.p.BackoffMin
