@@ -2,8 +2,8 @@ package opensearch
 
 import (
 	"context"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -178,12 +178,7 @@ func (p *cellPlan) transition(from, to permitState, tag string) {
 
 // ids lists the plan's cells in order.
 func (p *cellPlan) ids() []string {
-	out := make([]string, 0, len(p.deltas))
-	for id := range p.deltas {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.deltas))
 }
 
 // cellsPending is what a stored permit version owes the cells: the

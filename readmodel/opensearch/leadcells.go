@@ -1,6 +1,7 @@
 package opensearch
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -255,13 +256,9 @@ func (p *leadCellPlan) addPending(lp *leadPending) {
 	}
 }
 
+// ids lists the plan's cells in order.
 func (p *leadCellPlan) ids() []string {
-	out := make([]string, 0, len(p.moves))
-	for id := range p.moves {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(p.moves))
 }
 
 // leadCells is the lead cell work of one batch.
