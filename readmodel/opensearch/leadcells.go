@@ -4,8 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/permitd/permitd/readmodel"
 )
 
 // Lead stats cells: the pre-aggregates PermitStats reads.
@@ -262,18 +260,4 @@ func (p *leadCellPlan) ids() []string {
 }
 
 // leadCells is the lead cell work of one batch.
-type leadCells struct {
-	ids     []string
-	pending map[string]*leadPending // by tag
-	recover []string
-}
-
-func (lc *leadCells) pendingOf(it bulkItem) *leadPending {
-	if lc == nil || it.kind != readmodel.KindLead {
-		return nil
-	}
-	if it.version > maxEntityVersion {
-		return nil
-	}
-	return lc.pending[transitionTag(it.id, externalVersion(it))]
-}
+type leadCells = batchCells[leadPending]

@@ -20,16 +20,10 @@ func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCell
 		d := leadDocOf(*l)
 		return l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked()))
 	}, func(ext int64) leadState { return leadState{version: ext} })
-	if len(v.ids) == 0 {
-		return nil, nil
-	}
-	_, stored, pending, err := s.storedLeads(ctx, v.ids, "?_source_includes="+leadSourceFields)
-	if err != nil {
-		return nil, err
-	}
-	lc := &leadCells{ids: v.ids}
-	lc.pending, lc.recover = owes(v, stored, pending, func(st leadState) int64 { return st.version }, leadPendingOf)
-	return lc, nil
+	return planCells(ctx, readmodel.KindLead, v, func(ctx context.Context, ids []string) (map[string]leadState, map[string]*leadPending, error) {
+		_, states, pending, err := s.storedLeads(ctx, ids, "?_source_includes="+leadSourceFields)
+		return states, pending, err
+	}, func(st leadState) int64 { return st.version }, leadPendingOf)
 }
 
 // storedLeads reads stored leads: documents, states and debts.
