@@ -219,33 +219,12 @@ func (f *fakeDocs) recount(t *testing.T) map[string]int64 {
 
 const cellProp = "prop_00000000000000000000000000000001"
 
-// randomPermitStream is a topic of permit upserts and deletes over a few
-// permits, geographies and days, versions mostly rising with some
-// redelivered or late, and a few documents the cluster refuses. One
-// version of a permit is one event: a redelivery repeats it.
+// randomPermitStream is a randomStream of permits over a few
+// geographies and days.
 func randomPermitStream(r *rand.Rand, n int) []readmodel.Batch {
 	geos := []string{"gcity", "gzip1", "gzip2", "gstate", cellProp}
 	days := []string{"", "2024-01-01", "2024-01-02", "2024-02-10"}
-	version := map[string]int64{}
-	events := map[string]readmodel.Batch{}
-	var out []readmodel.Batch
-	for range n {
-		id := fmt.Sprintf("src:%d", r.IntN(6))
-		v := version[id] + 1 + int64(r.IntN(2))
-		if r.IntN(6) == 0 && version[id] > 1 {
-			v = version[id] - 1 // late or redelivered: stale
-		}
-		version[id] = max(version[id], v)
-		key := fmt.Sprintf("%s@%d", id, v)
-		if e, ok := events[key]; ok {
-			out = append(out, e)
-			continue
-		}
-		if r.IntN(7) == 0 {
-			events[key] = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: id, Version: v}}}
-			out = append(out, events[key])
-			continue
-		}
+	return randomStream(r, n, readmodel.KindPermit, "src", func(id string, v int64) readmodel.Batch {
 		p := readmodel.Permit{PermitID: id, Version: v, IssueDate: days[r.IntN(len(days))], PermitNumber: "N"}
 		if r.IntN(12) == 0 {
 			p.PermitNumber = "BAD"
@@ -260,7 +239,35 @@ func randomPermitStream(r *rand.Rand, n int) []readmodel.Batch {
 				}
 			}
 		}
-		events[key] = readmodel.Batch{Permits: []readmodel.Permit{p}}
+		return readmodel.Batch{Permits: []readmodel.Permit{p}}
+	})
+}
+
+// randomStream is a topic of upserts and deletes of kind over six
+// entities ("<prefix>:0" to "<prefix>:5"), versions mostly rising with
+// some redelivered or late; upsert builds one version's upsert (a few of
+// them documents the cluster refuses). One version of an entity is one
+// event: a redelivery repeats it.
+func randomStream(r *rand.Rand, n int, kind readmodel.Kind, prefix string, upsert func(id string, v int64) readmodel.Batch) []readmodel.Batch {
+	version := map[string]int64{}
+	events := map[string]readmodel.Batch{}
+	var out []readmodel.Batch
+	for range n {
+		id := fmt.Sprintf("%s:%d", prefix, r.IntN(6))
+		v := version[id] + 1 + int64(r.IntN(2))
+		if r.IntN(6) == 0 && version[id] > 1 {
+			v = version[id] - 1 // late or redelivered: stale
+		}
+		version[id] = max(version[id], v)
+		key := fmt.Sprintf("%s@%d", id, v)
+		if e, ok := events[key]; !ok {
+			if r.IntN(7) == 0 {
+				e = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: kind, ID: id, Version: v}}}
+			} else {
+				e = upsert(id, v)
+			}
+			events[key] = e
+		}
 		out = append(out, events[key])
 	}
 	return out
