@@ -172,7 +172,7 @@ func TestPermitScanPages(t *testing.T) {
 	require.Equal(t, c.ids, got)
 	require.Equal(t, []string{"", "src:0099", "src:0199"}, c.afters, "search_after is the last key of each page")
 	_, err = sc.Next(context.Background())
-	require.Error(t, err, "no page after the last")
+	require.ErrorIs(t, err, errScanEnded, "no page after the last")
 	require.NoError(t, sc.Close())
 	require.NoError(t, sc.Close(), "Close is idempotent")
 	require.Equal(t, []string{"pit-1"}, c.opened)
