@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // lockedBuffer is a goroutine-safe stderr.
@@ -48,18 +49,8 @@ func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
 			func(string) string { return "" }, pw, stderr)
 		pw.Close()
 	}()
-	var base, key string
-	sc := bufio.NewScanner(pr)
-	for (base == "" || key == "") && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(line, "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	lines := servelines.Read(pr, servelines.BaseKey)
+	base, key := lines.Base, lines.DevKey
 	require.NotEmpty(t, base)
 
 	var seen atomic.Int64

@@ -11,11 +11,9 @@
 package browser
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +27,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // chromium finds the browser: CHROMIUM_PATH, else the names Debian and
@@ -79,17 +79,8 @@ func serve(t *testing.T) (base, key string) {
 			t.Error("permitd did not stop within 20s of SIGTERM")
 		}
 	})
-	sc := bufio.NewScanner(out)
-	for (base == "" || key == "") && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(line, "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	lines := servelines.Read(out, servelines.BaseKey)
+	base, key = lines.Base, lines.DevKey
 	if base == "" || key == "" {
 		t.Fatalf("permitd printed no address or key (base %q, key %q)", base, key)
 	}
