@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -16,24 +15,6 @@ import (
 	"github.com/permitd/permitd/internal/servelines"
 )
 
-// lockedBuffer is a goroutine-safe stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestShutdownUnderLoadLosesNoAccessLogLine: serve's context is
 // cancelled (what SIGTERM does) while clients keep requesting; every 200
 // a client saw has its line in the (buffered) access log once serve has
@@ -42,7 +23,7 @@ func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{} // serve logs while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-drain-delay", "0s", "-log-level", "info", "-data", "none"},
