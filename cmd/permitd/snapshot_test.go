@@ -45,17 +45,22 @@ func snapEvents(t *testing.T, first, last int, version int64, withLocations bool
 	return f.write()
 }
 
-// eventFile is an NDJSON file of events built in a test: every event at
-// 2026-01-01, from source "test".
+// eventFile is an NDJSON file of events built in a test, from source
+// "test", occurring at at (zero: 2026-01-01).
 type eventFile struct {
 	t   *testing.T
+	at  time.Time
 	buf bytes.Buffer
 }
 
 // add appends one event.
 func (f *eventFile) add(typ events.Type, id string, v int64, data any) {
 	f.t.Helper()
-	env, err := events.New(typ, id, v, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "test", data)
+	at := f.at
+	if at.IsZero() {
+		at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	env, err := events.New(typ, id, v, at, "test", data)
 	require.NoError(f.t, err)
 	raw, err := json.Marshal(env)
 	require.NoError(f.t, err)
