@@ -232,8 +232,12 @@ func (c *monthlyCluster) answer(head, b obj) string {
 	return `{"error":{"type":"unexpected body"},"status":400}`
 }
 
+// mustJSON is v as JSON; it panics if v does not marshal.
 func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
 	return string(b)
 }
 
