@@ -17,13 +17,19 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/internal/osgolden"
+	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/stretchr/testify/require"
 )
 
 // fakeDocs is a stateful fake of the document APIs the Writer uses:
 // _bulk (index under external versions or if_seq_no/if_primary_term,
-// create) and _mget, with the engine's version and sequence rules. It
+// create) and _mget, with the engine's documented version and sequence
+// rules: an index with version_type external takes when no document
+// exists or its version is strictly greater than the stored _version
+// (external_gte: greater or equal, the cells' debt-clearing rewrite),
+// else 409; any other write (an unversioned index, an update or a
+// delete) fails the test, as the Writer never sends one. It
 // can crash: after crashAfter more item writes it stops in the middle of
 // a bulk and answers 503 (the items before are written), as a node or
 // the indexer dying mid-batch leaves a batch. A permit whose number is
@@ -143,6 +149,17 @@ func (f *fakeDocs) bulk(body []byte) (map[string]any, bool) {
 			cur := f.docs[index][a.ID]
 			status := http.StatusOK
 			switch {
+			case op != "index" && op != "create":
+				f.t.Errorf("bulk: %s of %s/%s: the Writer only indexes and creates", op, index, a.ID)
+				status = http.StatusBadRequest
+			case op == "index" && a.VersionType == "" && a.IfSeqNo == nil:
+				// The Writer orders every document write by an external
+				// version, and every cell write by its sequence number.
+				f.t.Errorf("bulk: index of %s/%s without version_type or if_seq_no", index, a.ID)
+				status = http.StatusBadRequest
+			case a.VersionType != "" && a.VersionType != "external" && a.VersionType != "external_gte":
+				f.t.Errorf("bulk: version_type %q for %s/%s", a.VersionType, index, a.ID)
+				status = http.StatusBadRequest
 			case strings.Contains(string(src), `"permit_number":"BAD"`):
 				status = http.StatusBadRequest
 			case op == "create" && cur != nil:
@@ -172,6 +189,17 @@ func (f *fakeDocs) bulk(body []byte) (map[string]any, bool) {
 		}
 	}
 	return map[string]any{"errors": true, "items": items}, false
+}
+
+// rawDocs is a copy of the fake's documents of kind k, by id.
+func (f *fakeDocs) rawDocs(k readmodel.Kind) map[string]fakeDoc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]fakeDoc{}
+	for id, d := range f.docs[mappings.DefaultPrefix+"-"+mappings.Base(k)] {
+		out[id] = *d
+	}
+	return out
 }
 
 // cellCounts are the counts of the fake's cells, zero counts left out.
