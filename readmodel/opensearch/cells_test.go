@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -53,10 +52,7 @@ type fakeDoc struct {
 func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
 	t.Helper()
 	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}, t: t}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s := storeOn(t, http.HandlerFunc(f.serve))
 	return s, f
 }
 

@@ -93,7 +93,8 @@ func matches(t testing.TB, d jdoc, q jdoc) bool {
 						}
 					case "format":
 					default:
-						t.Fatalf("range %s", cmp)
+						t.Errorf("range %s", cmp) // Errorf: a fake's handler calls this too
+						return false
 					}
 				}
 			}
@@ -109,7 +110,8 @@ func matches(t testing.TB, d jdoc, q jdoc) bool {
 				}
 			}
 		default:
-			t.Fatalf("query %s", op)
+			t.Errorf("query %s", op)
+			return false
 		}
 	}
 	return true

@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -48,10 +47,7 @@ type fakePermit struct {
 }
 
 func (c *monthlyCluster) store(t *testing.T) *Store {
-	srv := httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s := storeOn(t, http.HandlerFunc(c.serve))
 	return s
 }
 
