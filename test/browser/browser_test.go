@@ -22,12 +22,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/permitd/permitd/internal/child"
 	"github.com/permitd/permitd/internal/servelines"
 )
 
@@ -69,13 +69,7 @@ func serve(t *testing.T) (base, key string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
+		if killed, _ := child.Stop(cmd, 20*time.Second); killed {
 			t.Error("permitd did not stop within 20s of SIGTERM")
 		}
 	})

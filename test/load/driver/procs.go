@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
+	"github.com/permitd/permitd/internal/child"
 	"github.com/permitd/permitd/internal/servelines"
 )
 
@@ -50,15 +50,7 @@ func start(bin string, args, env []string, errFile string, wantAdmin bool) (*pro
 }
 
 func (p *proc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+	_, _ = child.Stop(p.cmd, 20*time.Second)
 }
 
 // tracingEnv is the traced permitd's environment for mode, and what stops
