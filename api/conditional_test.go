@@ -88,8 +88,15 @@ func bigSeattleAs(display string, version int64) events.Envelope {
 }
 
 func conditionalHarness(t *testing.T, r readmodel.Reader, lim quota.Limiter) *apitest.Harness {
+	return planHarness(t, r, lim, plan)
+}
+
+// planHarness serves r (a versionedReader or countingReader over the
+// harness's store) under lim with the harness key on plan p, the big
+// Seattle location published.
+func planHarness(t *testing.T, r readmodel.Reader, lim quota.Limiter, p apikey.Plan) *apitest.Harness {
 	h := apitest.New(t, apitest.Params{Server: api.Params{
-		Reader: r, Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, plan),
+		Reader: r, Limiter: lim, Auth: apikey.NewDevKeys([]string{apitest.Key}, p),
 	}})
 	switch r := r.(type) {
 	case *versionedReader:
@@ -275,16 +282,7 @@ func TestExhaustedMonthlyQuotaStillAnswers304(t *testing.T) {
 	for name, r := range map[string]readmodel.Reader{"versioned": &versionedReader{}, "body hash": &countingReader{}} {
 		t.Run(name, func(t *testing.T) {
 			p := apikey.Plan{Name: "tiny", RatePerSecond: 1000, Burst: 1000, MonthlyQuota: 2}
-			h := apitest.New(t, apitest.Params{Server: api.Params{
-				Reader: r, Limiter: quota.NewMemory(nil, nil), Auth: apikey.NewDevKeys([]string{apitest.Key}, p),
-			}})
-			switch r := r.(type) {
-			case *versionedReader:
-				r.Reader = h.Store
-			case *countingReader:
-				r.Reader = h.Store
-			}
-			h.Publish(bigSeattle())
+			h := planHarness(t, r, quota.NewMemory(nil, nil), p)
 			path := "/v1/locations/" + bigSeattle().EntityID
 			first := h.Get(path)
 			require.Equal(t, http.StatusOK, first.Status)

@@ -13,7 +13,6 @@ import (
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/apitest"
-	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -57,14 +56,7 @@ func (s *recordingScan) Close() error { s.r.closed.Add(1); return s.inner.Close(
 // scanningReader.
 func scanExportServer(t *testing.T, failNext int64) (http.Handler, *scanningReader) {
 	t.Helper()
-	base := apitest.New(t, apitest.Params{})
-	base.Publish(gazetteer()...)
-	var envs []events.Envelope
-	for i := range 350 {
-		v := float64(i)
-		envs = append(envs, filterEvent(t, fmt.Sprintf("S%03d", i), "2024-03-01", "Building", "New", "Issued", "", &v))
-	}
-	base.Publish(envs...)
+	base := exportPermits(t, "S")
 	sr := &scanningReader{Reader: base.Store, failNext: failNext}
 	h, err := api.NewServer(api.Params{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("apitest-cursor-secret-0123456789")})

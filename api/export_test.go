@@ -82,7 +82,7 @@ func TestPermitExport(t *testing.T) {
 		{"format=csv", "geo_id"},
 	} {
 		r := h.Get("/v1/permits/export?" + tc.query)
-		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `\"`+tc.param+`\"`) {
+		if !namesParam(r, tc.param) {
 			t.Errorf("%s: %d %s", tc.query, r.Status, r.Body)
 		}
 	}
@@ -205,19 +205,28 @@ func (s *slowReader) SearchPermits(ctx context.Context, q readmodel.PermitQuery)
 	return s.Reader.SearchPermits(ctx, q)
 }
 
-// exportServer is a real HTTP server (gzip wrapper, trailers, HEAD as
-// net/http does them) over 350 permits (four export pages) read through
-// a slowReader with delay per page, under the request timeout given.
-func exportServer(t *testing.T, delay, timeout time.Duration) (*httptest.Server, *slowReader) {
+// exportPermits is a harness holding the filter gazetteer and 350
+// permits (four export pages) numbered prefix000 to prefix349, issued
+// 2024-03-01, each valued at its number.
+func exportPermits(t *testing.T, prefix string) *apitest.Harness {
 	t.Helper()
 	base := apitest.New(t, apitest.Params{})
 	base.Publish(gazetteer()...)
 	var envs []events.Envelope
 	for i := range 350 {
 		v := float64(i)
-		envs = append(envs, filterEvent(t, fmt.Sprintf("T%03d", i), "2024-03-01", "Building", "New", "Issued", "", &v))
+		envs = append(envs, filterEvent(t, fmt.Sprintf("%s%03d", prefix, i), "2024-03-01", "Building", "New", "Issued", "", &v))
 	}
 	base.Publish(envs...)
+	return base
+}
+
+// exportServer is a real HTTP server (gzip wrapper, trailers, HEAD as
+// net/http does them) over 350 permits (four export pages) read through
+// a slowReader with delay per page, under the request timeout given.
+func exportServer(t *testing.T, delay, timeout time.Duration) (*httptest.Server, *slowReader) {
+	t.Helper()
+	base := exportPermits(t, "T")
 	sr := &slowReader{Reader: base.Store}
 	sr.delay.Store(int64(delay))
 	h, err := api.NewServer(api.Params{Reader: sr, Auth: apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan),

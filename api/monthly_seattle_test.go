@@ -8,9 +8,6 @@ import (
 
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/events"
-	"github.com/permitd/permitd/pipeline/data"
-	gazimport "github.com/permitd/permitd/pipeline/gazetteer"
-	seaimport "github.com/permitd/permitd/pipeline/seattle"
 )
 
 // TestPermitMonthlySeattle: on the bundled real Seattle permits, random
@@ -21,22 +18,7 @@ func TestPermitMonthlySeattle(t *testing.T) {
 		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
 	}
 	h := apitest.New(t, apitest.Params{})
-	var buf []events.Envelope
-	flush := func() {
-		for i := 0; i < len(buf); i += 4096 {
-			h.Publish(buf[i:min(i+4096, len(buf))]...)
-		}
-		buf = buf[:0]
-	}
-	collect := func(e events.Envelope) error { buf = append(buf, e); return nil }
-	if _, err := gazimport.Import(t.Context(), data.Open, collect); err != nil {
-		t.Fatal(err)
-	}
-	flush()
-	if _, err := seaimport.Import(t.Context(), data.Open, collect); err != nil {
-		t.Fatal(err)
-	}
-	flush()
+	publishSeattle(t, h)
 	seattle := events.GeoID("city", "1840021117")
 	r := rand.New(rand.NewPCG(14, 14))
 	pick := func(vs ...string) string { return vs[r.IntN(len(vs))] }
@@ -71,24 +53,7 @@ func TestPermitMonthlySeattle(t *testing.T) {
 		var m monthlyBody
 		resp.JSON(t, &m)
 		q.Set("limit", "100")
-		count := map[string]int{}
-		for pages := 0; ; pages++ {
-			sr := h.Get("/v1/permits/search?" + q.Encode())
-			var p struct {
-				Permits []struct {
-					IssueDate string `json:"issue_date"`
-				} `json:"permits"`
-				NextCursor *string `json:"next_cursor"`
-			}
-			sr.JSON(t, &p)
-			for _, x := range p.Permits {
-				count[x.IssueDate[:7]]++
-			}
-			if p.NextCursor == nil || pages > 500 {
-				break
-			}
-			q.Set("cursor", *p.NextCursor)
-		}
+		count := searchMonths(t, h, q)
 		total := 0
 		for _, b := range m.Months {
 			total += b.PermitCount

@@ -15,15 +15,11 @@ import (
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
-// TestSeattleRealPermits is the acceptance on the bundled data:
-// resolve "Seattle", its city geo's permits come newest first; a ZIP is
-// walked with limit=7 exactly once, and its permit_count is what paging
-// returns.
-func TestSeattleRealPermits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
-	}
-	h := apitest.New(t, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+// publishSeattle publishes the bundled gazetteer, then (as permits look
+// up their ZIP's location) the real Seattle permits to h, and returns the
+// Seattle import's report.
+func publishSeattle(t *testing.T, h *apitest.Harness) seaimport.Report {
+	t.Helper()
 	var buf []events.Envelope
 	flush := func() {
 		for i := 0; i < len(buf); i += 4096 {
@@ -35,12 +31,25 @@ func TestSeattleRealPermits(t *testing.T) {
 	if _, err := gazimport.Import(t.Context(), data.Open, collect); err != nil {
 		t.Fatal(err)
 	}
-	flush() // permits look up their ZIP's location
+	flush()
 	rep, err := seaimport.Import(t.Context(), data.Open, collect)
 	if err != nil {
 		t.Fatal(err)
 	}
 	flush()
+	return rep
+}
+
+// TestSeattleRealPermits is the acceptance on the bundled data:
+// resolve "Seattle", its city geo's permits come newest first; a ZIP is
+// walked with limit=7 exactly once, and its permit_count is what paging
+// returns.
+func TestSeattleRealPermits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: loads the bundled gazetteer and the real Seattle permits")
+	}
+	h := apitest.New(t, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+	rep := publishSeattle(t, h)
 
 	r := h.Get("/v1/locations/resolve?query=Seattle&state=WA&geo_type=city&limit=1")
 	var res struct {

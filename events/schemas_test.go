@@ -24,7 +24,10 @@ func TestDeleteSchemaAgreesWithDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(good)
+	raw, err := json.Marshal(good)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		raw  string
 		want bool

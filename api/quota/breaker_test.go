@@ -51,7 +51,7 @@ func TestBreakerIgnoresTheCallersCancellation(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.Error(t, b.Do(ctx, func(ctx context.Context) error { return ctx.Err() }))
+	require.ErrorIs(t, b.Do(ctx, func(ctx context.Context) error { return ctx.Err() }), context.Canceled)
 	assert.False(t, b.Open(), "a caller that went away says nothing about Redis")
 }
 

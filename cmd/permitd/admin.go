@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/permitd/permitd/api"
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // opsConfig configures serve's admin listener (/metrics, the health
@@ -69,7 +70,7 @@ func listenAdmin(cfg opsConfig, d api.Params, reg *prometheus.Registry, e env, l
 	if err != nil {
 		return nil, fmt.Errorf("admin-addr: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "admin on http://%s\n", ln.Addr())
+	fmt.Fprintf(e.stdout, "%shttp://%s\n", servelines.Admin, ln.Addr())
 	h := api.NewAdmin(d, api.AdminParams{
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Pprof:   cfg.Pprof,

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,16 +20,7 @@ func TestOpenSearchSigV4(t *testing.T) {
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-	var mu sync.Mutex
-	var auth []string
-	stand := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		auth = append(auth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"version":{"number":"2.19.1","distribution":"opensearch"}}`))
-	}))
-	defer stand.Close()
+	stand, seen := standIn(t, "Authorization", http.StatusOK, `{"version":{"number":"2.19.1","distribution":"opensearch"}}`)
 
 	cfg := openSearchConfig{URLs: stand.URL, Prefix: "permitd", Shards: 1, Replicas: 0, Timeout: 5 * time.Second,
 		awsConfig: awsConfig{SigV4: true, Region: "eu-west-1", Service: "aoss"}}
@@ -40,8 +32,7 @@ func TestOpenSearchSigV4(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.Ping(t.Context())
-	mu.Lock()
-	defer mu.Unlock()
+	auth := seen()
 	if len(auth) == 0 {
 		t.Fatal("no request reached the stand-in")
 	}
@@ -49,6 +40,29 @@ func TestOpenSearchSigV4(t *testing.T) {
 		if !strings.HasPrefix(a, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(a, "/eu-west-1/aoss/aws4_request") {
 			t.Fatalf("Authorization %q is not a SigV4 signature for eu-west-1/aoss", a)
 		}
+	}
+}
+
+// standIn is an OpenSearch stand-in that answers every request with
+// status and the JSON body; seen lists the header of each request it
+// received, in order.
+func standIn(t *testing.T, header string, status int, body string) (stand *httptest.Server, seen func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	stand = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get(header))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(stand.Close)
+	return stand, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
 

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // TestServeDrainsBeforeShutdown cancels serve's context (what SIGTERM
@@ -30,17 +30,8 @@ func TestServeDrainsBeforeShutdown(t *testing.T) {
 			"-drain-delay", delay.String(), "-shutdown-timeout", "5s"}, func(string) string { return "" }, pw, io.Discard)
 		pw.Close()
 	}()
-	var base, key string
-	sc := bufio.NewScanner(pr)
-	for (base == "" || key == "") && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	lines := servelines.Read(pr, servelines.BaseKey)
+	base, key := lines.Base, lines.DevKey
 	require.NotEmpty(t, base)
 
 	keepAlive := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}

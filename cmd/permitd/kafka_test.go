@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -53,27 +51,16 @@ func kafkaFixture(t *testing.T, n int) (brokers, file string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	var buf bytes.Buffer
+	f := &eventFile{t: t, at: time.Unix(1700000000, 0)}
 	for i := range n {
-		env, err := events.New(events.LocationUpserted, fmt.Sprintf("g%04d", i), 1, time.Unix(1700000000, 0), "test", events.Location{
+		f.add(events.LocationUpserted, fmt.Sprintf("g%04d", i), 1, events.Location{
 			GeoType: "city", Name: "C", DisplayName: "C, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := json.Marshal(env)
-		buf.Write(raw)
-		buf.WriteByte('\n')
 	}
-	del, _ := events.New(events.LocationDeleted, "g0000", 2, time.Unix(1700000001, 0), "test", nil)
-	raw, _ := json.Marshal(del)
-	buf.Write(raw)
-	buf.WriteString("\n\n") // a blank line is skipped
-	file = filepath.Join(t.TempDir(), "events.ndjson")
-	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(c.ListenAddrs(), ","), file
+	f.at = f.at.Add(time.Second)
+	f.add(events.LocationDeleted, "g0000", 2, nil)
+	f.buf.WriteString("\n") // a blank line is skipped
+	return strings.Join(c.ListenAddrs(), ","), f.write()
 }
 
 func kafkaNoEnv(string) string { return "" }

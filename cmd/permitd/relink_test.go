@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,14 +23,8 @@ import (
 // the ZIP's), or, with zip, only the ZIP's location.
 func relinkEvents(t *testing.T, n int, zip bool) string {
 	t.Helper()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf bytes.Buffer
-	add := func(typ events.Type, id string, v int64, data any) {
-		env, err := events.New(typ, id, v, at, "test", data)
-		require.NoError(t, err)
-		raw, _ := json.Marshal(env)
-		buf.Write(append(raw, '\n'))
-	}
+	f := &eventFile{t: t}
+	add := f.add
 	state := events.GeoID("state", "WA")
 	if zip {
 		add(events.LocationUpserted, events.GeoID("zip", "98101"), 1, events.Location{GeoType: "zip", Name: "98101", DisplayName: "98101 (Seattle, WA)",
@@ -48,9 +40,7 @@ func relinkEvents(t *testing.T, n int, zip bool) string {
 			})
 		}
 	}
-	file := filepath.Join(t.TempDir(), "events.ndjson")
-	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
-	return file
+	return f.write()
 }
 
 // permitsOf is every permit of s, by id.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/internal/servelines"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -253,7 +254,7 @@ func (s *serveProcess) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.e.stdout, "serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(s.e.stdout, "%shttp://%s\n", servelines.Serving, ln.Addr())
 	serveAdmin, err := listenAdmin(cfg.opsConfig, s.deps, s.reg, s.e, log)
 	if err != nil {
 		ln.Close()
@@ -312,7 +313,7 @@ func devKeys(list string, stdout io.Writer) []string {
 	if len(keys) == 0 {
 		k := apikey.NewDevKey()
 		keys = []string{k}
-		fmt.Fprintf(stdout, "development API key: %s\n", k)
+		fmt.Fprintf(stdout, "%s%s\n", servelines.DevKey, k)
 	}
 	return keys
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -13,25 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
-
-// lockedBuffer is a goroutine-safe stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestShutdownUnderLoadLosesNoAccessLogLine: serve's context is
 // cancelled (what SIGTERM does) while clients keep requesting; every 200
@@ -41,25 +23,15 @@ func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{} // serve logs while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-drain-delay", "0s", "-log-level", "info", "-data", "none"},
 			func(string) string { return "" }, pw, stderr)
 		pw.Close()
 	}()
-	var base, key string
-	sc := bufio.NewScanner(pr)
-	for (base == "" || key == "") && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(line, "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	lines := servelines.Read(pr, servelines.BaseKey)
+	base, key := lines.Base, lines.DevKey
 	require.NotEmpty(t, base)
 
 	var seen atomic.Int64

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // startServe runs `permitd serve` in process on a free port and returns its
@@ -49,20 +49,8 @@ func startServeAdminEnv(t *testing.T, env map[string]string, args ...string) (ba
 			t.Error("serve did not stop within 20s of cancellation")
 		}
 	})
-	sc := bufio.NewScanner(pr)
-	for (base == "" || key == "" || admin == "") && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(line, "serving on "); ok {
-			base = v
-		}
-		if v, ok := strings.CutPrefix(line, "admin on "); ok {
-			admin = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	lines := servelines.Read(pr, servelines.All)
+	base, key, admin = lines.Base, lines.DevKey, lines.Admin
 	if base == "" || key == "" || admin == "" {
 		t.Fatalf("serve printed no address or key (base %q key %q admin %q)", base, key, admin)
 	}

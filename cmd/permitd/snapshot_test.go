@@ -26,14 +26,8 @@ import (
 // version of every permit.
 func snapEvents(t *testing.T, first, last int, version int64, withLocations bool) string {
 	t.Helper()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var buf bytes.Buffer
-	add := func(typ events.Type, id string, v int64, data any) {
-		env, err := events.New(typ, id, v, at, "test", data)
-		require.NoError(t, err)
-		raw, _ := json.Marshal(env)
-		buf.Write(append(raw, '\n'))
-	}
+	f := &eventFile{t: t}
+	add := f.add
 	for i := first; i <= last; i++ {
 		n := fmt.Sprintf("S%05d", i)
 		add(events.PermitUpserted, events.PermitDocID("test", n), version, events.Permit{
@@ -48,8 +42,37 @@ func snapEvents(t *testing.T, first, last int, version int64, withLocations bool
 			State: "WA", StateName: "Washington", Zipcode: "98101", StateGeoID: state, Lat: 47.6, Lon: -122.3})
 	}
 	add(events.PermitDeleted, events.PermitDocID("test", fmt.Sprintf("S%05d", first)), version+1, nil)
-	file := filepath.Join(t.TempDir(), "events.ndjson")
-	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
+	return f.write()
+}
+
+// eventFile is an NDJSON file of events built in a test, from source
+// "test", occurring at at (zero: 2026-01-01).
+type eventFile struct {
+	t   *testing.T
+	at  time.Time
+	buf bytes.Buffer
+}
+
+// add appends one event.
+func (f *eventFile) add(typ events.Type, id string, v int64, data any) {
+	f.t.Helper()
+	at := f.at
+	if at.IsZero() {
+		at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	env, err := events.New(typ, id, v, at, "test", data)
+	require.NoError(f.t, err)
+	raw, err := json.Marshal(env)
+	require.NoError(f.t, err)
+	f.buf.Write(append(raw, '\n'))
+}
+
+// write writes the events to a file of the test's temporary directory
+// and returns its path.
+func (f *eventFile) write() string {
+	f.t.Helper()
+	file := filepath.Join(f.t.TempDir(), "events.ndjson")
+	require.NoError(f.t, os.WriteFile(file, f.buf.Bytes(), 0o600))
 	return file
 }
 

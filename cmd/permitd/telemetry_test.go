@@ -35,17 +35,7 @@ func testTelemetry() (telemetry, *tracetest.SpanRecorder, *prometheus.Registry) 
 // per OpenSearch call; the stand-in receives the same trace in
 // traceparent, and the call is in the backend metrics.
 func TestTraceReachesOpenSearch(t *testing.T) {
-	var mu sync.Mutex
-	var parents []string
-	stand := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		parents = append(parents, r.Header.Get("Traceparent"))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"error":{"type":"index_not_found_exception","reason":"no such index [stand-in]"},"status":404}`))
-	}))
-	defer stand.Close()
+	stand, seen := standIn(t, "Traceparent", http.StatusNotFound, `{"error":{"type":"index_not_found_exception","reason":"no such index [stand-in]"},"status":404}`)
 
 	tel, spans, reg := testTelemetry()
 	store, err := opensearch.New(opensearch.Params{Addresses: []string{stand.URL}, WrapTransport: tel.openSearchTransport})
@@ -85,8 +75,7 @@ func TestTraceReachesOpenSearch(t *testing.T) {
 			t.Errorf("client span %q (parent %s) is not under the server span %s", c.Name(), c.Parent().SpanID(), server.SpanContext().SpanID())
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	parents := seen()
 	if len(parents) == 0 || !strings.Contains(parents[0], tid.String()) {
 		t.Fatalf("OpenSearch got traceparent %q, want trace %s", parents, tid)
 	}

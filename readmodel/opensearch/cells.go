@@ -2,8 +2,8 @@ package opensearch
 
 import (
 	"context"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -178,12 +178,7 @@ func (p *cellPlan) transition(from, to permitState, tag string) {
 
 // ids lists the plan's cells in order.
 func (p *cellPlan) ids() []string {
-	out := make([]string, 0, len(p.deltas))
-	for id := range p.deltas {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.deltas))
 }
 
 // cellsPending is what a stored permit version owes the cells: the
@@ -258,11 +253,46 @@ type permitTombstone struct {
 	CellsPending *cellsPending `json:"cells_pending,omitempty"`
 }
 
-// permitCells is the cell work of one batch.
-type permitCells struct {
-	ids     []string                 // the batch's permits
-	pending map[string]*cellsPending // by tag: what each version written owes
-	recover []string                 // permits stored with a pending: an earlier Apply did not finish
+// batchCells is the cell work of one batch for one kind of entity
+// (permits: P is cellsPending; leads: leadPending).
+type batchCells[P any] struct {
+	kind    readmodel.Kind
+	ids     []string      // the batch's entities of kind
+	pending map[string]*P // by tag: what each version written owes
+	recover []string      // entities stored with a pending: an earlier Apply did not finish
+}
+
+// permitCells is the permit cell work of one batch.
+type permitCells = batchCells[cellsPending]
+
+// pendingOf is what item owes the cells, nil for none (and for a batch
+// without entities of c's kind).
+func (c *batchCells[P]) pendingOf(it bulkItem) *P {
+	if c == nil || it.kind != c.kind {
+		return nil
+	}
+	if it.version > maxEntityVersion {
+		return nil
+	}
+	return c.pending[transitionTag(it.id, externalVersion(it))]
+}
+
+// planCells reads the stored state of v's entities of kind (stored: one
+// realtime _mget) and works out what each version written owes the
+// cells (owe). nil when v holds no entity.
+func planCells[S, P any](ctx context.Context, kind readmodel.Kind, v versions[S],
+	stored func(context.Context, []string) (map[string]S, map[string]*P, error),
+	version func(S) int64, owe func(from, to S, tag string) *P) (*batchCells[P], error) {
+	if len(v.ids) == 0 {
+		return nil, nil
+	}
+	states, pending, err := stored(ctx, v.ids)
+	if err != nil {
+		return nil, err
+	}
+	c := &batchCells[P]{kind: kind, ids: v.ids}
+	c.pending, c.recover = owes(v, states, pending, version, owe)
+	return c, nil
 }
 
 // versions are the states a batch writes its entities at (of one kind),
@@ -331,26 +361,7 @@ func (s *Store) planPermitCells(ctx context.Context, b readmodel.Batch) (*permit
 		d := permitDocOf(*p)
 		return p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked()))
 	}, func(ext int64) permitState { return permitState{version: ext} })
-	if len(v.ids) == 0 {
-		return nil, nil
-	}
-	stored, pending, err := s.storedPermits(ctx, v.ids, "?_source_includes="+permitSourceFields)
-	if err != nil {
-		return nil, err
-	}
-	pc := &permitCells{ids: v.ids}
-	pc.pending, pc.recover = owes(v, stored, pending, func(st permitState) int64 { return st.version }, pendingOf)
-	return pc, nil
-}
-
-// pendingOf is what item owes the cells, nil for none (and for a batch
-// without permits).
-func (pc *permitCells) pendingOf(it bulkItem) *cellsPending {
-	if pc == nil || it.kind != readmodel.KindPermit {
-		return nil
-	}
-	if it.version > maxEntityVersion {
-		return nil
-	}
-	return pc.pending[transitionTag(it.id, externalVersion(it))]
+	return planCells(ctx, readmodel.KindPermit, v, func(ctx context.Context, ids []string) (map[string]permitState, map[string]*cellsPending, error) {
+		return s.storedPermits(ctx, ids, "?_source_includes="+permitSourceFields)
+	}, func(st permitState) int64 { return st.version }, pendingOf)
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -17,13 +16,19 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/internal/osgolden"
+	"github.com/permitd/permitd/mappings"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/stretchr/testify/require"
 )
 
 // fakeDocs is a stateful fake of the document APIs the Writer uses:
 // _bulk (index under external versions or if_seq_no/if_primary_term,
-// create) and _mget, with the engine's version and sequence rules. It
+// create) and _mget, with the engine's documented version and sequence
+// rules: an index with version_type external takes when no document
+// exists or its version is strictly greater than the stored _version
+// (external_gte: greater or equal, the cells' debt-clearing rewrite),
+// else 409; any other write (an unversioned index, an update or a
+// delete) fails the test, as the Writer never sends one. It
 // can crash: after crashAfter more item writes it stops in the middle of
 // a bulk and answers 503 (the items before are written), as a node or
 // the indexer dying mid-batch leaves a batch. A permit whose number is
@@ -47,10 +52,7 @@ type fakeDoc struct {
 func newFakeDocs(t testing.TB) (*Store, *fakeDocs) {
 	t.Helper()
 	f := &fakeDocs{docs: map[string]map[string]*fakeDoc{}, t: t}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s := storeOn(t, http.HandlerFunc(f.serve))
 	return s, f
 }
 
@@ -143,6 +145,17 @@ func (f *fakeDocs) bulk(body []byte) (map[string]any, bool) {
 			cur := f.docs[index][a.ID]
 			status := http.StatusOK
 			switch {
+			case op != "index" && op != "create":
+				f.t.Errorf("bulk: %s of %s/%s: the Writer only indexes and creates", op, index, a.ID)
+				status = http.StatusBadRequest
+			case op == "index" && a.VersionType == "" && a.IfSeqNo == nil:
+				// The Writer orders every document write by an external
+				// version, and every cell write by its sequence number.
+				f.t.Errorf("bulk: index of %s/%s without version_type or if_seq_no", index, a.ID)
+				status = http.StatusBadRequest
+			case a.VersionType != "" && a.VersionType != "external" && a.VersionType != "external_gte":
+				f.t.Errorf("bulk: version_type %q for %s/%s", a.VersionType, index, a.ID)
+				status = http.StatusBadRequest
 			case strings.Contains(string(src), `"permit_number":"BAD"`):
 				status = http.StatusBadRequest
 			case op == "create" && cur != nil:
@@ -172,6 +185,17 @@ func (f *fakeDocs) bulk(body []byte) (map[string]any, bool) {
 		}
 	}
 	return map[string]any{"errors": true, "items": items}, false
+}
+
+// rawDocs is a copy of the fake's documents of kind k, by id.
+func (f *fakeDocs) rawDocs(k readmodel.Kind) map[string]fakeDoc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]fakeDoc{}
+	for id, d := range f.docs[mappings.DefaultPrefix+"-"+mappings.Base(k)] {
+		out[id] = *d
+	}
+	return out
 }
 
 // cellCounts are the counts of the fake's cells, zero counts left out.
@@ -219,33 +243,12 @@ func (f *fakeDocs) recount(t *testing.T) map[string]int64 {
 
 const cellProp = "prop_00000000000000000000000000000001"
 
-// randomPermitStream is a topic of permit upserts and deletes over a few
-// permits, geographies and days, versions mostly rising with some
-// redelivered or late, and a few documents the cluster refuses. One
-// version of a permit is one event: a redelivery repeats it.
+// randomPermitStream is a randomStream of permits over a few
+// geographies and days.
 func randomPermitStream(r *rand.Rand, n int) []readmodel.Batch {
 	geos := []string{"gcity", "gzip1", "gzip2", "gstate", cellProp}
 	days := []string{"", "2024-01-01", "2024-01-02", "2024-02-10"}
-	version := map[string]int64{}
-	events := map[string]readmodel.Batch{}
-	var out []readmodel.Batch
-	for range n {
-		id := fmt.Sprintf("src:%d", r.IntN(6))
-		v := version[id] + 1 + int64(r.IntN(2))
-		if r.IntN(6) == 0 && version[id] > 1 {
-			v = version[id] - 1 // late or redelivered: stale
-		}
-		version[id] = max(version[id], v)
-		key := fmt.Sprintf("%s@%d", id, v)
-		if e, ok := events[key]; ok {
-			out = append(out, e)
-			continue
-		}
-		if r.IntN(7) == 0 {
-			events[key] = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: id, Version: v}}}
-			out = append(out, events[key])
-			continue
-		}
+	return randomStream(r, n, readmodel.KindPermit, "src", func(id string, v int64) readmodel.Batch {
 		p := readmodel.Permit{PermitID: id, Version: v, IssueDate: days[r.IntN(len(days))], PermitNumber: "N"}
 		if r.IntN(12) == 0 {
 			p.PermitNumber = "BAD"
@@ -260,7 +263,35 @@ func randomPermitStream(r *rand.Rand, n int) []readmodel.Batch {
 				}
 			}
 		}
-		events[key] = readmodel.Batch{Permits: []readmodel.Permit{p}}
+		return readmodel.Batch{Permits: []readmodel.Permit{p}}
+	})
+}
+
+// randomStream is a topic of upserts and deletes of kind over six
+// entities ("<prefix>:0" to "<prefix>:5"), versions mostly rising with
+// some redelivered or late; upsert builds one version's upsert (a few of
+// them documents the cluster refuses). One version of an entity is one
+// event: a redelivery repeats it.
+func randomStream(r *rand.Rand, n int, kind readmodel.Kind, prefix string, upsert func(id string, v int64) readmodel.Batch) []readmodel.Batch {
+	version := map[string]int64{}
+	events := map[string]readmodel.Batch{}
+	var out []readmodel.Batch
+	for range n {
+		id := fmt.Sprintf("%s:%d", prefix, r.IntN(6))
+		v := version[id] + 1 + int64(r.IntN(2))
+		if r.IntN(6) == 0 && version[id] > 1 {
+			v = version[id] - 1 // late or redelivered: stale
+		}
+		version[id] = max(version[id], v)
+		key := fmt.Sprintf("%s@%d", id, v)
+		if e, ok := events[key]; !ok {
+			if r.IntN(7) == 0 {
+				e = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: kind, ID: id, Version: v}}}
+			} else {
+				e = upsert(id, v)
+			}
+			events[key] = e
+		}
 		out = append(out, events[key])
 	}
 	return out

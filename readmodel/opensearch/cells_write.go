@@ -116,22 +116,40 @@ func storedDocs[D, S, P any](ctx context.Context, s *Store, kind readmodel.Kind,
 // reindex's catch-up copies the rewrite), and its tags cleared from the
 // cells.
 func (s *Store) finishPermitCells(ctx context.Context, ids []string) error {
-	docs, states, pending, err := s.storedPermitDocs(ctx, ids, "")
+	var plan cellPlan
+	return finishCells(ctx, s, readmodel.KindPermit, ids, s.storedPermitDocs,
+		func(st permitState) int64 { return st.version }, plan.addPending,
+		func(ctx context.Context) error { return s.countCells(ctx, &plan) },
+		func(ctx context.Context) error { return s.clearTags(ctx, &plan) })
+}
+
+// finishCells is step 3 for the ids of kind, in the order that leaves
+// every crash recoverable: read the stored documents (stored), hand each
+// pending to add, count the pendings in the cells (count; a tag already
+// in a cell is not counted again), rewrite the documents without them,
+// then clear their tags from the cells (clear). version is a stored
+// state's external version. No pending: no write.
+func finishCells[D any, PD interface {
+	*D
+	docMeta() *meta
+}, S, P any](ctx context.Context, s *Store, kind readmodel.Kind, ids []string,
+	stored func(context.Context, []string, string) (map[string]*D, map[string]S, map[string]*P, error),
+	version func(S) int64, add func(*P), count, clear func(context.Context) error) error {
+	docs, states, pending, err := stored(ctx, ids, "")
 	if err != nil {
 		return err
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	var plan cellPlan
-	rewrite := rewrites(s, readmodel.KindPermit, ids, docs, pending, func(id string) int64 { return states[id].version }, plan.addPending)
-	if err := s.countCells(ctx, &plan); err != nil {
+	rewrite := rewrites[D, PD](s, kind, ids, docs, pending, func(id string) int64 { return version(states[id]) }, add)
+	if err := count(ctx); err != nil {
 		return err
 	}
 	if err := s.rewriteDocs(ctx, rewrite); err != nil {
 		return err
 	}
-	return s.clearTags(ctx, &plan)
+	return clear(ctx)
 }
 
 // rewrites lists, for each of ids stored with a pending (handed to

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +94,7 @@ func partialCluster(t *testing.T, status int, bad string) (*Store, func() []stri
 	t.Helper()
 	var mu sync.Mutex
 	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := storeOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		seen = append(seen, r.Method+" "+r.URL.RequestURI()+"\n"+string(b))
@@ -117,9 +116,6 @@ func partialCluster(t *testing.T, status int, bad string) (*Store, func() []stri
 		answers[n-1] = bad
 		_, _ = io.WriteString(w, `{"took":3,"responses":[`+strings.Join(answers, ",")+`]}`)
 	}))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
 	return s, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
 }
 

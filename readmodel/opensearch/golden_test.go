@@ -303,6 +303,6 @@ func TestPropertyPoolComplete(t *testing.T) {
 	}
 	require.NoError(t, propertyPoolComplete(pool(2, 3, 1)), "everything came back")
 	require.NoError(t, propertyPoolComplete(pool(9, 3, 3, 1)), "every street match came back: the fuzzy pass does not run")
-	require.Error(t, propertyPoolComplete(pool(9, 3, 3, 3)), "street matches were cut")
-	require.Error(t, propertyPoolComplete(pool(9, 1, 1, 1)), "fuzzy candidates were cut")
+	require.ErrorContains(t, propertyPoolComplete(pool(9, 3, 3, 3)), "overflow maxPropertyScan", "street matches were cut")
+	require.ErrorContains(t, propertyPoolComplete(pool(9, 1, 1, 1)), "overflow maxPropertyScan", "fuzzy candidates were cut")
 }

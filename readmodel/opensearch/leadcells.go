@@ -1,10 +1,9 @@
 package opensearch
 
 import (
+	"maps"
 	"slices"
 	"strings"
-
-	"github.com/permitd/permitd/readmodel"
 )
 
 // Lead stats cells: the pre-aggregates PermitStats reads.
@@ -255,28 +254,10 @@ func (p *leadCellPlan) addPending(lp *leadPending) {
 	}
 }
 
+// ids lists the plan's cells in order.
 func (p *leadCellPlan) ids() []string {
-	out := make([]string, 0, len(p.moves))
-	for id := range p.moves {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(p.moves))
 }
 
 // leadCells is the lead cell work of one batch.
-type leadCells struct {
-	ids     []string
-	pending map[string]*leadPending // by tag
-	recover []string
-}
-
-func (lc *leadCells) pendingOf(it bulkItem) *leadPending {
-	if lc == nil || it.kind != readmodel.KindLead {
-		return nil
-	}
-	if it.version > maxEntityVersion {
-		return nil
-	}
-	return lc.pending[transitionTag(it.id, externalVersion(it))]
-}
+type leadCells = batchCells[leadPending]

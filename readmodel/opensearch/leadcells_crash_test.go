@@ -63,30 +63,13 @@ func (f *fakeDocs) recountLeads(t *testing.T) map[string]leadCellDoc {
 	return out
 }
 
+// randomLeadStream is a randomStream of leads over a few geographies,
+// days, confidences and places.
 func randomLeadStream(r *rand.Rand, n int) []readmodel.Batch {
 	geos := []string{"gcity", "gzip1", "gzip2", "gstate"}
 	days := []string{"", "2024-01-01", "2024-01-31", "2024-02-10", "2025-02-10"}
 	confs := []*float64{nil, ptr(0.2), ptr(0.5), ptr(0.74), ptr(0.75), ptr(1.0)}
-	version := map[string]int64{}
-	events := map[string]readmodel.Batch{}
-	var out []readmodel.Batch
-	for range n {
-		id := fmt.Sprintf("lead:%d", r.IntN(6))
-		v := version[id] + 1 + int64(r.IntN(2))
-		if r.IntN(6) == 0 && version[id] > 1 {
-			v = version[id] - 1
-		}
-		version[id] = max(version[id], v)
-		key := fmt.Sprintf("%s@%d", id, v)
-		if e, ok := events[key]; ok {
-			out = append(out, e)
-			continue
-		}
-		if r.IntN(7) == 0 {
-			events[key] = readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindLead, ID: id, Version: v}}}
-			out = append(out, events[key])
-			continue
-		}
+	return randomStream(r, n, readmodel.KindLead, "lead", func(id string, v int64) readmodel.Batch {
 		l := readmodel.Lead{LeadID: id, Version: v, SignalKey: []string{"k1", "k2"}[r.IntN(2)], EventDateUsed: days[r.IntN(len(days))],
 			Confidence: confs[r.IntN(len(confs))], PermitNumber: "N",
 			Location: readmodel.LeadLocation{CityNorm: []string{"", "seattle", "bellevue"}[r.IntN(3)],
@@ -99,10 +82,8 @@ func randomLeadStream(r *rand.Rand, n int) []readmodel.Batch {
 				l.GeoIDs = append(l.GeoIDs, g)
 			}
 		}
-		events[key] = readmodel.Batch{Leads: []readmodel.Lead{l}}
-		out = append(out, events[key])
-	}
-	return out
+		return readmodel.Batch{Leads: []readmodel.Lead{l}}
+	})
 }
 
 // TestLeadCellsExactThroughCrashes is TestPermitCellsExactThroughCrashes

@@ -20,16 +20,10 @@ func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCell
 		d := leadDocOf(*l)
 		return l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, !l.Linked()))
 	}, func(ext int64) leadState { return leadState{version: ext} })
-	if len(v.ids) == 0 {
-		return nil, nil
-	}
-	_, stored, pending, err := s.storedLeads(ctx, v.ids, "?_source_includes="+leadSourceFields)
-	if err != nil {
-		return nil, err
-	}
-	lc := &leadCells{ids: v.ids}
-	lc.pending, lc.recover = owes(v, stored, pending, func(st leadState) int64 { return st.version }, leadPendingOf)
-	return lc, nil
+	return planCells(ctx, readmodel.KindLead, v, func(ctx context.Context, ids []string) (map[string]leadState, map[string]*leadPending, error) {
+		_, states, pending, err := s.storedLeads(ctx, ids, "?_source_includes="+leadSourceFields)
+		return states, pending, err
+	}, func(st leadState) int64 { return st.version }, leadPendingOf)
 }
 
 // storedLeads reads stored leads: documents, states and debts.
@@ -46,17 +40,18 @@ func (s *Store) storedLeads(ctx context.Context, ids []string, query string) (ma
 
 // finishLeadCells is finishPermitCells for leads.
 func (s *Store) finishLeadCells(ctx context.Context, ids []string) error {
-	docs, states, pending, err := s.storedLeads(ctx, ids, "")
-	if err != nil {
-		return err
-	}
-	if len(pending) == 0 {
-		return nil
-	}
 	var plan leadCellPlan
-	rewrite := rewrites(s, readmodel.KindLead, ids, docs, pending, func(id string) int64 { return states[id].version }, plan.addPending)
-	index := s.write(mappings.KindLeadCell)
-	if err := updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+	return finishCells(ctx, s, readmodel.KindLead, ids, s.storedLeads,
+		func(st leadState) int64 { return st.version }, plan.addPending,
+		func(ctx context.Context) error { return s.countLeadCells(ctx, &plan) },
+		func(ctx context.Context) error { return s.clearLeadTags(ctx, &plan) })
+}
+
+// countLeadCells counts plan's moves in the lead cells, each tag once
+// (a tag the cell already holds was counted by an earlier attempt) and
+// records the tags in the cells.
+func (s *Store) countLeadCells(ctx context.Context, plan *leadCellPlan) error {
+	return updateCellsIn(ctx, s, s.write(mappings.KindLeadCell), plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
 		next := leadCellDoc{Tops: []leadTop{}, Pending: cellPending{Tags: []string{}}}
 		next.Anchor, next.SignalKey, next.Level, next.Day = splitLeadCellID(id)
 		if cur != nil {
@@ -83,13 +78,12 @@ func (s *Store) finishLeadCells(ctx context.Context, ids []string) error {
 			changed = true
 		}
 		return next, changed
-	}); err != nil {
-		return err
-	}
-	if err := s.rewriteDocs(ctx, rewrite); err != nil {
-		return err
-	}
-	return updateCellsIn(ctx, s, index, plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
+	})
+}
+
+// clearLeadTags drops plan's tags from the lead cells.
+func (s *Store) clearLeadTags(ctx context.Context, plan *leadCellPlan) error {
+	return updateCellsIn(ctx, s, s.write(mappings.KindLeadCell), plan.ids(), func(id string, cur *leadCellDoc) (leadCellDoc, bool) {
 		if cur == nil {
 			return leadCellDoc{}, false
 		}

@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -48,10 +47,7 @@ type fakePermit struct {
 }
 
 func (c *monthlyCluster) store(t *testing.T) *Store {
-	srv := httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s := storeOn(t, http.HandlerFunc(c.serve))
 	return s
 }
 
@@ -232,8 +228,12 @@ func (c *monthlyCluster) answer(head, b obj) string {
 	return `{"error":{"type":"unexpected body"},"status":400}`
 }
 
+// mustJSON is v as JSON; it panics if v does not marshal.
 func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
 	return string(b)
 }
 

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
@@ -44,10 +44,7 @@ func newScanCluster(t *testing.T, n int) *scanCluster {
 }
 
 func (c *scanCluster) store() *Store {
-	srv := httptest.NewServer(http.HandlerFunc(c.serve))
-	c.t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(c.t, err)
+	s := storeOn(c.t, http.HandlerFunc(c.serve))
 	return s
 }
 
@@ -58,7 +55,12 @@ func (c *scanCluster) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/permitd-permits/_search/point_in_time":
-		require.Equal(c.t, pitKeepAlive, r.URL.Query().Get("keep_alive"))
+		// assert, not require, in a handler: it runs on the server's
+		// goroutine; a failed check answers 400, so the call fails too.
+		if !assert.Equal(c.t, pitKeepAlive, r.URL.Query().Get("keep_alive")) {
+			badRequest(w)
+			return
+		}
 		c.pits++
 		c.current = fmt.Sprintf("pit-%d", c.pits)
 		c.opened = append(c.opened, c.current)
@@ -67,14 +69,19 @@ func (c *scanCluster) serve(w http.ResponseWriter, r *http.Request) {
 		var d struct {
 			PitID []string `json:"pit_id"`
 		}
-		require.NoError(c.t, json.Unmarshal(body, &d))
+		if !assert.NoError(c.t, json.Unmarshal(body, &d)) {
+			badRequest(w)
+			return
+		}
 		c.deleted = append(c.deleted, d.PitID...)
 		_, _ = io.WriteString(w, `{"pits":[]}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/_msearch":
 		lines := strings.Split(strings.TrimSpace(string(body)), "\n")
-		require.Len(c.t, lines, 4)
-		require.Contains(c.t, lines[0], "permitd-locations")
-		require.NotContains(c.t, lines[2], `"index"`, "a point in time names its own index")
+		if !assert.Len(c.t, lines, 4) || !assert.Contains(c.t, lines[0], "permitd-locations") ||
+			!assert.NotContains(c.t, lines[2], `"index"`, "a point in time names its own index") {
+			badRequest(w)
+			return
+		}
 		exists := `{` + okShards + `,"hits":{"total":{"value":1,"relation":"eq"},"hits":[{"_id":"g1","_source":{"doc_id":"g1"}}]},"status":200}`
 		if strings.Contains(lines[1], "gnosuch") {
 			exists = `{` + okShards + `,"hits":{"total":{"value":0,"relation":"eq"},"hits":[]},"status":200}`
@@ -85,7 +92,10 @@ func (c *scanCluster) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		_, _ = io.WriteString(w, `{"took":1,"responses":[`+exists+`,`+page+`]}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/_search":
-		require.Equal(c.t, "false", r.URL.Query().Get("allow_partial_search_results"))
+		if !assert.Equal(c.t, "false", r.URL.Query().Get("allow_partial_search_results")) {
+			badRequest(w)
+			return
+		}
 		status, page := c.page(string(body))
 		if status != http.StatusOK {
 			w.WriteHeader(status)
@@ -96,6 +106,12 @@ func (c *scanCluster) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = fmt.Fprintf(w, `{"error":{"type":"unexpected","reason":%q},"status":400}`, r.Method+" "+r.URL.Path)
 	}
+}
+
+// badRequest answers a request a fake's check refused.
+func badRequest(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = io.WriteString(w, `{"error":{"type":"fake_check_failed","reason":"see the test's log"},"status":400}`)
 }
 
 // page answers one scan page body.
@@ -172,7 +188,7 @@ func TestPermitScanPages(t *testing.T) {
 	require.Equal(t, c.ids, got)
 	require.Equal(t, []string{"", "src:0099", "src:0199"}, c.afters, "search_after is the last key of each page")
 	_, err = sc.Next(context.Background())
-	require.Error(t, err, "no page after the last")
+	require.ErrorIs(t, err, errScanEnded, "no page after the last")
 	require.NoError(t, sc.Close())
 	require.NoError(t, sc.Close(), "Close is idempotent")
 	require.Equal(t, []string{"pit-1"}, c.opened)
@@ -247,13 +263,10 @@ func TestPermitScanReopensAnExpiredPIT(t *testing.T) {
 // TestPermitScanOpenFails: a cluster that cannot open the point in time
 // fails the open (the export answers before any byte), holding nothing.
 func TestPermitScanOpenFails(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := storeOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = io.WriteString(w, `{"error":{"type":"security_exception","reason":"no permission for point_in_time"},"status":403}`)
 	}))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
-	_, err = s.OpenPermitScan(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100}, 0)
+	_, err := s.OpenPermitScan(context.Background(), readmodel.PermitQuery{Geo: readmodel.ParseGeoRef("g1"), Desc: true, Limit: 100}, 0)
 	require.ErrorContains(t, err, "security_exception")
 }

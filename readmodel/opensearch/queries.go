@@ -135,8 +135,15 @@ func geoSignalsOfBody(geoID string, keys []string) obj {
 	if len(keys) > 0 {
 		clauses = append(clauses, terms("signal_key", keys))
 	}
+	return bySignalKey(maxRowsPerGeo, clauses)
+}
+
+// bySignalKey is a search for up to size documents matching every one
+// of clauses, signal_key ascending, with their exact total (so a caller
+// can tell a capped answer from a whole one).
+func bySignalKey(size int, clauses []obj) obj {
 	return obj{
-		"size":             maxRowsPerGeo,
+		"size":             size,
 		"track_total_hits": true,
 		"query":            filtered(clauses...),
 		"sort":             []obj{{"signal_key": "asc"}},
@@ -215,12 +222,7 @@ func catalogBody(q readmodel.CatalogQuery) obj {
 	if len(q.SignalKeys) > 0 {
 		clauses = append(clauses, terms("signal_key", q.SignalKeys))
 	}
-	return obj{
-		"size":             maxCatalog,
-		"track_total_hits": true,
-		"query":            filtered(clauses...),
-		"sort":             []obj{{"signal_key": "asc"}},
-	}
+	return bySignalKey(maxCatalog, clauses)
 }
 
 // maxCatalog bounds the catalog entries of one state that Catalog, and the

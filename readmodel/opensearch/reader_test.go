@@ -37,15 +37,12 @@ func TestResolvePropertyCandidates(t *testing.T) {
 		 {"status":200,"hits":{"hits":[` + loc("g_sea", "city", "Seattle") + `,` + loc("g_spo", "city", "Spokane") + `,` + loc("g_wa", "state", "Washington") + `]}}]}`,
 	}
 	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := storeOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, string(b))
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
 	}))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
 
 	got, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "600 University St", GeoType: readmodel.GeoProperty, Limit: 5})
 	require.NoError(t, err)
@@ -67,20 +64,28 @@ func TestResolvePropertyCandidates(t *testing.T) {
 	require.Equal(t, int64(0), b.Location.PermitCount)
 }
 
+// storeOn is a Store whose cluster is h (an httptest server closed at
+// the end of the test).
+func storeOn(t testing.TB, h http.Handler) *Store {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s, err := New(Params{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+	return s
+}
+
 // fakeAnswers answers the i-th request with answers[i] (the last one
 // again past the end) and records each as "METHOD URI\nbody".
 func fakeAnswers(t *testing.T, answers ...string) (*Store, *[]string) {
 	t.Helper()
 	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := storeOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, r.Method+" "+r.URL.RequestURI()+"\n"+string(b))
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, answers[min(len(seen), len(answers))-1])
 	}))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
 	return s, &seen
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -61,10 +60,7 @@ func newReindexCluster(t *testing.T) (*reindexCluster, *Store) {
 		aliases: map[string]string{"permitd-leads": "permitd-leads-v1", "permitd-leads-write": "permitd-leads-v1"},
 		tasks:   map[string]*fakeTask{},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s := storeOn(t, http.HandlerFunc(c.serve))
 	return c, s
 }
 

@@ -1,17 +1,8 @@
 package opensearch
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,116 +13,9 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// versionEngine is a fake _bulk and _mget endpoint with the engine's
-// documented external versioning: an index action with version_type
-// external takes when no document exists or the given version is
-// strictly greater than the stored _version (external_gte: greater or
-// equal, the cells' debt-clearing rewrite); otherwise it answers 409 and
-// keeps the document. The cells' own writes (create, if_seq_no) follow
-// the sequence rules, and _mget answers the stored _version and _seq_no.
-type versionEngine struct {
-	mu   sync.Mutex
-	seq  int64
-	docs map[string]storedDoc // index + "/" + id
-}
-
-type storedDoc struct {
-	version int64
-	seq     int64
-	source  json.RawMessage
-}
-
-// docsOf are the stored documents of one write alias.
-func (e *versionEngine) docsOf(index string) map[string]storedDoc {
-	out := map[string]storedDoc{}
-	for key, d := range e.docs {
-		if strings.HasPrefix(key, index+"/") {
-			out[key] = d
-		}
-	}
-	return out
-}
-
-func (e *versionEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	body, _ := io.ReadAll(r.Body)
-	w.Header().Set("Content-Type", "application/json")
-	if strings.HasSuffix(r.URL.Path, "/_mget") {
-		index := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_mget")
-		var q struct {
-			IDs []string `json:"ids"`
-		}
-		_ = json.Unmarshal(body, &q)
-		docs := []any{}
-		for _, id := range q.IDs {
-			d, ok := e.docs[index+"/"+id]
-			if !ok {
-				docs = append(docs, map[string]any{"_id": id, "found": false})
-				continue
-			}
-			docs = append(docs, map[string]any{"_id": id, "found": true, "_version": d.version, "_seq_no": d.seq, "_primary_term": 1, "_source": d.source})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"docs": docs})
-		return
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 1<<20)
-	var items []string
-	for sc.Scan() {
-		var action map[string]struct {
-			Index       string `json:"_index"`
-			ID          string `json:"_id"`
-			Version     int64  `json:"version"`
-			VersionType string `json:"version_type"`
-			IfSeqNo     *int64 `json:"if_seq_no"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &action); err != nil || len(action) != 1 || !sc.Scan() {
-			http.Error(w, "bad bulk body", http.StatusBadRequest)
-			return
-		}
-		for op, a := range action {
-			key := a.Index + "/" + a.ID
-			d, exists := e.docs[key]
-			status := http.StatusCreated
-			switch {
-			case op == "create":
-				if exists {
-					status = http.StatusConflict
-				}
-			case op == "index" && a.IfSeqNo != nil:
-				if !exists || d.seq != *a.IfSeqNo {
-					status = http.StatusConflict
-				}
-			case op == "index" && a.VersionType == "external":
-				if exists && a.Version <= d.version {
-					status = http.StatusConflict
-				}
-			case op == "index" && a.VersionType == "external_gte":
-				if exists && a.Version < d.version {
-					status = http.StatusConflict
-				}
-			default:
-				http.Error(w, "want version_type external or external_gte, or a cell write", http.StatusBadRequest)
-				return
-			}
-			if status == http.StatusCreated {
-				v := a.Version
-				if a.VersionType == "" {
-					v = d.version + 1
-				}
-				e.seq++
-				e.docs[key] = storedDoc{v, e.seq, append(json.RawMessage(nil), sc.Bytes()...)}
-			}
-			items = append(items, fmt.Sprintf(`{%q:{"_id":%q,"status":%d}}`, op, a.ID, status))
-		}
-	}
-	_, _ = io.WriteString(w, `{"errors":false,"items":[`+strings.Join(items, ",")+`]}`)
-}
-
 // TestExternalVersionsOrderRelinks holds the OpenSearch writer to the
 // re-link rule of readmodel.Writer against the engine's external
-// versioning (versionEngine): at an equal version a linked permit or
+// versioning (fakeDocs): at an equal version a linked permit or
 // property replaces an unlinked one, never the reverse; replays are
 // stale; a tombstone outranks both; a newer version wins either way.
 func TestExternalVersionsOrderRelinks(t *testing.T) {
@@ -178,18 +62,18 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 		{"a newer unlinked version wins", []step{{both(5, true), 2}, {both(6, false), 2}, {both(5, true), 0}}, 1, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := &versionEngine{docs: map[string]storedDoc{}}
-			srv := httptest.NewServer(eng)
-			t.Cleanup(srv.Close)
-			s, err := New(Params{Addresses: []string{srv.URL}})
-			require.NoError(t, err)
+			s, f := newFakeDocs(t)
 			for i, st := range tc.steps {
 				res, err := s.Apply(context.Background(), st.b)
 				require.NoError(t, err)
 				require.Equal(t, readmodel.ApplyResult{Applied: st.applied, Stale: st.b.Len() - st.applied}, res, "step %d", i)
 			}
-			docs := eng.docsOf("permitd-permits-write")
-			maps.Copy(docs, eng.docsOf("permitd-properties-write"))
+			docs := map[string]fakeDoc{}
+			for _, k := range []readmodel.Kind{readmodel.KindPermit, readmodel.KindProperty} {
+				for id, d := range f.rawDocs(k) {
+					docs[string(k)+"/"+id] = d
+				}
+			}
 			require.Len(t, docs, 2)
 			for key, d := range docs {
 				var src struct {
@@ -197,7 +81,7 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 					Deleted  bool              `json:"deleted"`
 					GeoLinks []json.RawMessage `json:"geo_links"`
 				}
-				require.NoError(t, json.Unmarshal(d.source, &src))
+				require.NoError(t, json.Unmarshal(d.src, &src))
 				require.Equal(t, tc.wantSource, src.Version, key)
 				if tc.wantLinks < 0 {
 					require.True(t, src.Deleted, key)
@@ -213,11 +97,7 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 // TestExternalVersionLimit: a version the encoding cannot hold is refused
 // as an item error (dead-lettered by the indexer), the rest applied.
 func TestExternalVersionLimit(t *testing.T) {
-	eng := &versionEngine{docs: map[string]storedDoc{}}
-	srv := httptest.NewServer(eng)
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
+	s, f := newFakeDocs(t)
 	b := readmodel.Batch{Catalog: []readmodel.CatalogEntry{
 		{State: "WA", SignalKey: "a", Family: "geo", Spec: json.RawMessage(`{}`), Version: maxEntityVersion},
 		{State: "WA", SignalKey: "b", Family: "geo", Spec: json.RawMessage(`{}`), Version: maxEntityVersion + 1},
@@ -228,7 +108,7 @@ func TestExternalVersionLimit(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	require.Len(t, ie.Items, 1)
 	require.Equal(t, "WA|b", ie.Items[0].ID)
-	require.Equal(t, int64(1<<63-1), eng.docs["permitd-catalog-write/WA|a"].version, "the largest external version")
+	require.Equal(t, int64(1<<63-1), f.rawDocs(readmodel.KindCatalog)["WA|a"].version, "the largest external version")
 
 	res, err = s.Apply(context.Background(), readmodel.Batch{Catalog: b.Catalog[1:]})
 	require.Equal(t, readmodel.ApplyResult{}, res)
@@ -275,11 +155,7 @@ func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
 		{"replay", []readmodel.Lead{unlinked, linked, linked, unlinked}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := &versionEngine{docs: map[string]storedDoc{}}
-			srv := httptest.NewServer(eng)
-			t.Cleanup(srv.Close)
-			s, err := New(Params{Addresses: []string{srv.URL}})
-			require.NoError(t, err)
+			s, f := newFakeDocs(t)
 			n := 0
 			for _, l := range tc.order {
 				res, err := s.Apply(context.Background(), readmodel.Batch{Leads: []readmodel.Lead{l}})
@@ -290,10 +166,10 @@ func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
 			var src struct {
 				GeoIDs []string `json:"geo_ids"`
 			}
-			docs := eng.docsOf("permitd-leads-write")
+			docs := f.rawDocs(readmodel.KindLead)
 			require.Len(t, docs, 1)
 			for _, d := range docs {
-				require.NoError(t, json.Unmarshal(d.source, &src))
+				require.NoError(t, json.Unmarshal(d.src, &src))
 				require.Equal(t, int64(11), d.version)
 			}
 			require.Equal(t, linked.GeoIDs, src.GeoIDs)

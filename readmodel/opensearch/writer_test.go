@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,16 +19,13 @@ import (
 func fakeCluster(t *testing.T, status int, body string) (*Store, *[]string) {
 	t.Helper()
 	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := storeOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, r.Method+" "+r.URL.RequestURI()+"\n"+string(b))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
 	}))
-	t.Cleanup(srv.Close)
-	s, err := New(Params{Addresses: []string{srv.URL}})
-	require.NoError(t, err)
 	return s, &seen
 }
 

@@ -69,6 +69,28 @@ type want struct {
 	method  string
 }
 
+// topCase is a query and what its top candidate must be.
+type topCase struct {
+	name string
+	rq   readmodel.ResolveQuery
+	want want
+	dec  string // decision of the top candidate, "" to skip
+}
+
+// checkTopCases runs each case as a subtest: checkTop, and the top
+// candidate's decision.
+func checkTopCases(t *testing.T, x *Index, cases []topCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := checkTop(t, x, tt.rq, tt.want)
+			if tt.dec != "" && cs[0].Decision != tt.dec {
+				t.Fatalf("decision %s, want %s\n%s", cs[0].Decision, tt.dec, describe(cs))
+			}
+		})
+	}
+}
+
 func checkTop(t *testing.T, x *Index, rq readmodel.ResolveQuery, w want) []readmodel.Candidate {
 	t.Helper()
 	if rq.Limit == 0 {
@@ -123,12 +145,7 @@ func checkContract(t *testing.T, rq readmodel.ResolveQuery, cs []readmodel.Candi
 
 func TestSearchFixture(t *testing.T) {
 	x := fixtureIndex()
-	tests := []struct {
-		name string
-		rq   readmodel.ResolveQuery
-		want want
-		dec  string // decision of the top candidate, "" to skip
-	}{
+	checkTopCases(t, x, []topCase{
 		{"exact", readmodel.ResolveQuery{Text: "Seattle"}, want{"Seattle, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
 		{"noise", readmodel.ResolveQuery{Text: " seattle!! "}, want{"Seattle, WA", readmodel.GeoCity, MethodExact}, DecisionAccept},
 		{"typo", readmodel.ResolveQuery{Text: "Seatle"}, want{"Seattle, WA", readmodel.GeoCity, MethodFuzzy}, DecisionReview},
@@ -153,15 +170,7 @@ func TestSearchFixture(t *testing.T) {
 		{"state filter wins", readmodel.ResolveQuery{Text: "Portland", State: "ME"}, want{"Portland, ME", readmodel.GeoCity, MethodExact}, DecisionAccept},
 		{"type filter", readmodel.ResolveQuery{Text: "King", GeoType: readmodel.GeoCounty}, want{"King County, WA", readmodel.GeoCounty, MethodAlias}, ""},
 		{"unincorporated", readmodel.ResolveQuery{Text: "Unincorporated King County"}, want{"King County, WA (unincorporated)", readmodel.GeoJurisdiction, MethodAlias}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cs := checkTop(t, x, tt.rq, tt.want)
-			if tt.dec != "" && cs[0].Decision != tt.dec {
-				t.Fatalf("decision %s, want %s\n%s", cs[0].Decision, tt.dec, describe(cs))
-			}
-		})
-	}
+	})
 }
 
 func TestNameQueryNeverPutsZipFirst(t *testing.T) {

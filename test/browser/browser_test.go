@@ -11,11 +11,9 @@
 package browser
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,11 +22,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/permitd/permitd/internal/child"
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // chromium finds the browser: CHROMIUM_PATH, else the names Debian and
@@ -69,27 +69,12 @@ func serve(t *testing.T) (base, key string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
+		if killed, _ := child.Stop(cmd, 20*time.Second); killed {
 			t.Error("permitd did not stop within 20s of SIGTERM")
 		}
 	})
-	sc := bufio.NewScanner(out)
-	for (base == "" || key == "") && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "development API key: "); ok {
-			key = v
-		}
-		if v, ok := strings.CutPrefix(line, "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	lines := servelines.Read(out, servelines.BaseKey)
+	base, key = lines.Base, lines.DevKey
 	if base == "" || key == "" {
 		t.Fatalf("permitd printed no address or key (base %q, key %q)", base, key)
 	}

@@ -15,7 +15,7 @@ func TestMemory(t *testing.T) {
 		New: func(t *testing.T) conformance.Backend {
 			return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 		},
-		// The memory backend's capabilities list: nothing lacking.
+		// The memory backend's capabilities list: what it lacks, and why.
 		Lacks: map[conformance.Capability]string{
 			conformance.CapUnlinkedListing: "the memory backend keeps its re-link file beside its snapshot instead (indexer/relink_save.go)",
 		},

@@ -12,11 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/internal/child"
 )
 
 // brokerSource finds ../shared/tools/kfake-broker (PERMITD_KFAKE_BROKER_DIR
@@ -78,15 +79,7 @@ func startProcess(t *testing.T, name string, args ...string) *process {
 	}()
 	t.Cleanup(func() {
 		// Stop it by its PID: SIGTERM, then kill after 10s.
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-		}
+		_, _ = child.Stop(p.cmd, 10*time.Second)
 		if t.Failed() {
 			t.Logf("%s output:\n%s", filepath.Base(name), p.output())
 		}

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // permitd is the binary under test, built once by TestMain.
@@ -97,20 +98,8 @@ func startService(t *testing.T, args ...string) *service {
 			t.Errorf("permitd serve did not stop within 20s of SIGTERM")
 		}
 	})
-	s := &service{t: t, Logs: logs, client: &http.Client{Timeout: 30 * time.Second}}
-	sc := bufio.NewScanner(out)
-	for (s.Base == "" || s.DevKey == "" || s.Admin == "") && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "development API key: "); ok {
-			s.DevKey = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
-			s.Base = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
-			s.Admin = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	lines := servelines.Read(out, servelines.All)
+	s := &service{t: t, Base: lines.Base, Admin: lines.Admin, DevKey: lines.DevKey, Logs: logs, client: &http.Client{Timeout: 30 * time.Second}}
 	if s.Base == "" {
 		t.Fatalf("permitd serve printed no address:\n%s", logs)
 	}

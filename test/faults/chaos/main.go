@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -32,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 type options struct {
@@ -117,14 +117,7 @@ func run(o options) error {
 		return err
 	}
 	defer func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() }()
-	base := ""
-	sc := bufio.NewScanner(out)
-	for base == "" && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
-			base = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	base := servelines.Read(out, func(l servelines.Lines) bool { return l.Base != "" }).Base
 	if base == "" {
 		return errors.New("permitd serve printed no address")
 	}

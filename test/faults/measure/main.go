@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 func main() {
@@ -71,20 +73,8 @@ func startServer(bin string, args []string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, exited: make(chan error, 1)}
-	sc := bufio.NewScanner(out)
-	for (s.base == "" || s.key == "" || s.admin == "") && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "development API key: "); ok {
-			s.key = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
-			s.base = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
-			s.admin = v
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	lines := servelines.Read(out, servelines.All)
+	s := &server{cmd: cmd, base: lines.Base, key: lines.DevKey, admin: lines.Admin, exited: make(chan error, 1)}
 	go func() { s.exited <- cmd.Wait() }()
 	if s.base == "" {
 		return nil, errors.New("permitd serve printed no address")

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +10,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/permitd/permitd/internal/child"
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // proc is a started server process.
@@ -40,20 +40,8 @@ func start(bin string, args, env []string, errFile string, wantAdmin bool) (*pro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: cmd}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "serving on "); ok {
-			p.base = v
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "admin on "); ok {
-			p.admin = v
-		}
-		if p.base != "" && (!wantAdmin || p.admin != "") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	lines := servelines.Read(out, func(l servelines.Lines) bool { return l.Base != "" && (!wantAdmin || l.Admin != "") })
+	p := &proc{cmd: cmd, base: lines.Base, admin: lines.Admin}
 	if p.base == "" || wantAdmin && p.admin == "" {
 		p.stop()
 		return nil, fmt.Errorf("%s printed no address (see %s)", bin, errFile)
@@ -62,15 +50,7 @@ func start(bin string, args, env []string, errFile string, wantAdmin bool) (*pro
 }
 
 func (p *proc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+	_, _ = child.Stop(p.cmd, 20*time.Second)
 }
 
 // tracingEnv is the traced permitd's environment for mode, and what stops

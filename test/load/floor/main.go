@@ -16,6 +16,8 @@ import (
 	"os"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/permitd/permitd/internal/servelines"
 )
 
 // Recording is one recorded answer; the driver writes a JSON array of
@@ -57,6 +59,6 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("serving on http://%s\n", ln.Addr())
+	fmt.Printf("%shttp://%s\n", servelines.Serving, ln.Addr())
 	log.Fatal(http.Serve(ln, r))
 }
