@@ -65,7 +65,7 @@ type stringCache struct {
 }
 
 const (
-	stringCacheSlots = 1 << 13 // a power of two
+	stringCacheSlots = 1 << 16 // a power of two
 	stringCacheMax   = 64      // longer strings are not cached
 )
 

@@ -13,8 +13,10 @@ import (
 // the bytes the reflective codec writes (codec.go) without a reflect call
 // per field, and allocates less: a permit's three numbers in one
 // allocation, and the geo links of many permits from one shared array.
-// Its id, number and address, nearly always new strings, skip the string
-// cache. It is used only while Permit's exported fields are the ones it was
+// Its id, number, address and property id, nearly always new strings
+// (a property has one or two permits, far apart in the index order),
+// skip the string cache, where they would only evict the strings that
+// repeat. It is used only while Permit's exported fields are the ones it was
 // written for (permitFields, checked when the codec is built); any change
 // to the type falls back to the reflective decoder, which is always
 // right, until this one is brought up to date (TestPermitDecoder).
@@ -82,7 +84,7 @@ func decodeProperty(d *decoder, v reflect.Value) {
 	p.City = d.string()
 	p.State = d.string()
 	p.Zipcode = d.string()
-	p.ParcelID = d.string()
+	p.ParcelID = d.uniqueString()
 	nums := new([2]float64) // Lat, Lon
 	p.Lat = d.floatPtr(&nums[0])
 	p.Lon = d.floatPtr(&nums[1])
@@ -196,7 +198,7 @@ func decodePermit(d *decoder, v reflect.Value) {
 	a.Jurisdiction = d.string()
 	p.Lat = d.floatPtr(&nums[1])
 	p.Lon = d.floatPtr(&nums[2])
-	p.PropertyID = d.string()
+	p.PropertyID = d.uniqueString() // one per 1-2 permits: it would only evict
 	p.GeoLinks = d.geoLinks()
 	p.Version = d.varint()
 }
