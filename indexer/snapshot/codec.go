@@ -40,8 +40,10 @@ import (
 // model's interning finds it by its address (memory's symCache). The
 // encoder tables the strings of up to tableMaxLen bytes, until the table
 // holds tableMaxEntries; the fields known to be one per document (ids,
-// addresses: uniqueFields) are literals, so they neither fill the table
-// nor cost the writer a map entry each.
+// addresses: uniqueFields) and property ids wherever they are (a
+// permit's property link; a property has one or two permits) are
+// literals, so they neither fill the table nor cost the writer a map
+// entry each.
 
 // tableMaxLen and tableMaxEntries bound the string table.
 const (
@@ -84,7 +86,7 @@ func (e *encoder) str(s string, unique bool) {
 		e.uvarint(tagEmpty)
 		return
 	}
-	if !unique && len(s) <= tableMaxLen {
+	if !unique && len(s) <= tableMaxLen && !readmodel.IsPropertyID(s) {
 		if id, ok := e.tab.ids[s]; ok {
 			e.uvarint(uint64(id) + tagRef)
 			return

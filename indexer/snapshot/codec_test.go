@@ -79,8 +79,8 @@ func TestCodecKeepsEveryField(t *testing.T) {
 
 // Values encoded with one string table decode, in order, with one: the
 // same documents, a repeated short string as one string (its bytes
-// shared, also across values), long strings and one-per-document fields
-// as literals. A value decoded without the table its stream built is an
+// shared, also across values), long strings, one-per-document fields
+// and property ids as literals. A value decoded without the table its stream built is an
 // error, as is a truncated one; past tableMaxEntries new strings are
 // literals.
 func TestCodecStringTable(t *testing.T) {
@@ -89,6 +89,9 @@ func TestCodecStringTable(t *testing.T) {
 		{PermitID: "a:1", Status: "Issued", Address: readmodel.Address{City: "Springfield", FullAddress: "1 Main St"}, RawDescription: long},
 		{PermitID: "a:2", Status: "Issued", Address: readmodel.Address{City: "Shelbyville", FullAddress: "1 Main St"}, RawDescription: long},
 	}}
+	prop := readmodel.GeoLink{GeoID: "prop_0123456789abcdef0123456789abcdef", GeoType: readmodel.GeoProperty, Method: "property_id"}
+	b1.Permits[0].GeoLinks = []readmodel.GeoLink{prop}
+	b1.Permits[1].GeoLinks = []readmodel.GeoLink{prop}
 	b2 := readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "a:3", Status: "Issued", Address: readmodel.Address{City: "Springfield"}}}}
 	enc := newEncTable()
 	raw1 := appendTabled(nil, &b1, enc)
@@ -104,6 +107,8 @@ func TestCodecStringTable(t *testing.T) {
 	require.Same(t, unsafe.StringData(p1.Address.City), unsafe.StringData(p3.Address.City))
 	require.NotSame(t, unsafe.StringData(p1.RawDescription), unsafe.StringData(p2.RawDescription), "long strings are literals")
 	require.NotSame(t, unsafe.StringData(p1.Address.FullAddress), unsafe.StringData(p2.Address.FullAddress), "addresses are literals")
+	require.NotSame(t, unsafe.StringData(p1.GeoLinks[0].GeoID), unsafe.StringData(p2.GeoLinks[0].GeoID), "property ids are literals")
+	require.Same(t, unsafe.StringData(p1.GeoLinks[0].Method), unsafe.StringData(p2.GeoLinks[0].Method))
 	require.Len(t, dec.strs, len(enc.ids))
 
 	require.ErrorContains(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), "string table")
