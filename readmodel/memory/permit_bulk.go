@@ -165,7 +165,7 @@ type geoBuilder struct {
 	byValue  map[uint32]valueTree
 	posted   map[uint32]bool
 	months   map[monthKey]*monthStats
-	byVal    []*cpermit
+	byVal    []valued
 	vals     []valKey
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
 	// of that value when its gen is the builder's (a nil tree: the value
@@ -265,16 +265,41 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 		}
 	}
 
-	// Valuation order.
-	byVal := append(b.byVal[:0], items...)
-	slices.SortFunc(byVal, valueCmp)
+	// Valuation order: sorted on keys held beside the permits, which
+	// are loaded only for ties.
+	byVal := b.byVal[:0]
+	for _, c := range items {
+		byVal = append(byVal, valued{nan: math.IsNaN(c.valuation), k: -c.valuation, c: c})
+	}
+	slices.SortFunc(byVal, valuedCmp)
 	vt := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
-	for _, c := range byVal {
-		vt.Load(c)
+	for _, v := range byVal {
+		vt.Load(v.c)
 	}
 	b.byValue[geo] = vt
 	clear(byVal)
 	b.byVal = byVal[:0]
+}
+
+// valued is a permit with its valuation order's key: valuations
+// descending (k is the negated valuation), then the null ones, each by
+// permit_id (valueLess).
+type valued struct {
+	nan bool
+	k   float64
+	c   *cpermit
+}
+
+func valuedCmp(a, b valued) int {
+	switch {
+	case a.nan != b.nan && b.nan:
+		return -1
+	case a.nan != b.nan:
+		return 1
+	case !a.nan && a.k != b.k:
+		return cmp.Compare(a.k, b.k)
+	}
+	return strings.Compare(a.c.id, b.c.id)
 }
 
 // buildMonths builds the month stats of geo, whose permits are items.
@@ -306,20 +331,6 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 		clear(vals)
 		b.vals = vals[:0]
 	}
-}
-
-// valueCmp is valueLess as a comparison.
-func valueCmp(a, b *cpermit) int {
-	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
-	switch {
-	case an != bn && bn:
-		return -1
-	case an != bn:
-		return 1
-	case !an && a.valuation != b.valuation:
-		return -cmp.Compare(a.valuation, b.valuation)
-	}
-	return strings.Compare(a.id, b.id)
 }
 
 // monthFirstDay is the first day (days since 1970) of month m
