@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"reflect"
 	"sync"
@@ -21,7 +20,10 @@ import (
 // keeps nil apart from empty (slices, byte slices) and a pointer to zero
 // apart from nil, so documents come back exactly.
 //
-//	string, []byte   uvarint length+1 (0: nil []byte), bytes
+//	string           a tag (uvarint): 0 "", 1 a literal (uvarint length,
+//	                 bytes), 2 a new entry of the string table (length,
+//	                 bytes), n >= 3 the table's entry n-3
+//	[]byte           uvarint length+1 (0: nil), bytes
 //	int kinds        zig-zag varint
 //	float64          8 bytes, IEEE 754 bits, little endian
 //	bool             1 byte
@@ -29,8 +31,43 @@ import (
 //	slice            uvarint length+1 (0: nil), the elements
 //	time.Time        its MarshalBinary form as a []byte
 //	struct           its exported fields in order
+//
+// The string table (version 4) is one for the whole stream of values (a
+// snapshot's frames, in order): a repeated string (a status, a city, a
+// geo_id, a link method) is written once and then referred to by its
+// index, so the decoder hands out one string for all its occurrences,
+// with neither a hash nor a comparison nor an allocation, and the read
+// model's interning finds it by its address (memory's symCache). The
+// encoder tables the strings of up to tableMaxLen bytes, until the table
+// holds tableMaxEntries; the fields known to be one per document (ids,
+// addresses: uniqueFields) and property ids wherever they are (a
+// permit's property link; a property has one or two permits) are
+// literals, so they neither fill the table nor cost the writer a map
+// entry each.
 
-type encoder struct{ b []byte }
+// tableMaxLen and tableMaxEntries bound the string table.
+const (
+	tableMaxLen     = 64
+	tableMaxEntries = 1 << 19
+)
+
+// String tags.
+const (
+	tagEmpty   = 0
+	tagLiteral = 1
+	tagNew     = 2
+	tagRef     = 3 // and up
+)
+
+// encTable is the encoder's string table.
+type encTable struct{ ids map[string]uint32 }
+
+func newEncTable() *encTable { return &encTable{ids: map[string]uint32{}} }
+
+type encoder struct {
+	b   []byte
+	tab *encTable
+}
 
 func (e *encoder) uvarint(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
 
@@ -43,47 +80,62 @@ func (e *encoder) bytes(p []byte, isNil bool) {
 	e.b = append(e.b, p...)
 }
 
+// str writes s: as a literal when unique, else through the table.
+func (e *encoder) str(s string, unique bool) {
+	if s == "" {
+		e.uvarint(tagEmpty)
+		return
+	}
+	if !unique && len(s) <= tableMaxLen && !readmodel.IsPropertyID(s) {
+		if id, ok := e.tab.ids[s]; ok {
+			e.uvarint(uint64(id) + tagRef)
+			return
+		}
+		if len(e.tab.ids) < tableMaxEntries {
+			e.tab.ids[s] = uint32(len(e.tab.ids))
+			e.literal(tagNew, s)
+			return
+		}
+	}
+	e.literal(tagLiteral, s)
+}
+
+func (e *encoder) literal(tag uint64, s string) {
+	e.uvarint(tag)
+	e.uvarint(uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
 type decoder struct {
 	b     []byte
 	err   error
-	cache *stringCache        // nil: every string is a new one
+	tab   *decTable
 	links []readmodel.GeoLink // decodePermit's shared array
 }
 
-// stringCache lets the documents of one Load share their repeated short
-// strings (statuses, cities, geo_ids, link methods, ...): a string read
-// again while its slot still holds it is the same string, not a new
-// allocation. Slots are picked by hash and overwritten, so the cache
-// stays this size whatever the snapshot holds (unique strings such as
-// permit ids only evict). Less to allocate and a smaller heap for the
-// collector to mark while the load runs; equal strings that share their
-// bytes also compare at once in the read model's interning maps.
-// Strings are immutable, so sharing them changes no document.
-type stringCache struct {
-	seed  maphash.Seed
-	slots [stringCacheSlots]string
-}
+// decTable is the decoder's string table: the strings of the stream's
+// tagNew entries, in order.
+type decTable struct{ strs []string }
 
-const (
-	stringCacheSlots = 1 << 13 // a power of two
-	stringCacheMax   = 64      // longer strings are not cached
-)
+func newDecTable() *decTable { return &decTable{} }
 
-func newStringCache() *stringCache { return &stringCache{seed: maphash.MakeSeed()} }
-
-// str returns p as a string, shared with an earlier equal one if the
-// cache still holds it.
-func (d *decoder) str(p []byte) string {
-	c := d.cache
-	if c == nil || len(p) == 0 || len(p) > stringCacheMax {
-		return string(p)
+// string reads a string (any tag).
+func (d *decoder) string() string {
+	tag := d.uvarint()
+	switch {
+	case tag == tagEmpty:
+		return ""
+	case tag >= tagRef:
+		if i := tag - tagRef; i < uint64(len(d.tab.strs)) {
+			return d.tab.strs[i]
+		}
+		d.fail(errors.New("snapshot: string table reference out of range"))
+		return ""
 	}
-	slot := &c.slots[maphash.Bytes(c.seed, p)&(stringCacheSlots-1)]
-	if *slot == string(p) { // no allocation: a comparison
-		return *slot
+	s := string(d.take(d.uvarint()))
+	if tag == tagNew && d.err == nil {
+		d.tab.strs = append(d.tab.strs, s)
 	}
-	s := string(p)
-	*slot = s
 	return s
 }
 
@@ -159,15 +211,10 @@ func build(t reflect.Type) *fieldCodec {
 			v.Set(reflect.ValueOf(tm))
 		}
 	case t.Kind() == reflect.String:
-		c.enc = func(e *encoder, v reflect.Value) {
-			s := v.String()
-			e.uvarint(uint64(len(s)) + 1)
-			e.b = append(e.b, s...)
-		}
+		c.enc = func(e *encoder, v reflect.Value) { e.str(v.String(), false) }
 		c.dec = func(d *decoder, v reflect.Value) {
-			n := d.uvarint()
-			if n > 0 {
-				v.SetString(d.str(d.take(n - 1)))
+			if s := d.string(); s != "" {
+				v.SetString(s)
 			}
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64 || t.Kind() == reflect.Int32:
@@ -268,7 +315,11 @@ func build(t reflect.Type) *fieldCodec {
 		var fs []field
 		for i := range t.NumField() {
 			if f := t.Field(i); f.IsExported() {
-				fs = append(fs, field{i, build(f.Type)})
+				c := build(f.Type)
+				if uniqueFields[t.String()+"."+f.Name] {
+					c = uniqueString
+				}
+				fs = append(fs, field{i, c})
 			}
 		}
 		c.enc = func(e *encoder, v reflect.Value) {
@@ -295,22 +346,48 @@ func build(t reflect.Type) *fieldCodec {
 	return c
 }
 
-// appendValue encodes *p after b.
+// uniqueFields are the string fields that are one per document, written
+// as literals (type.Field).
+var uniqueFields = map[string]bool{
+	"readmodel.Permit.PermitID": true, "readmodel.Permit.PermitNumber": true, "readmodel.Permit.PropertyID": true,
+	"readmodel.Address.FullAddress": true,
+	"readmodel.Property.PropertyID": true, "readmodel.Property.CanonicalAddress": true,
+	"readmodel.Property.NormalizedAddress": true, "readmodel.Property.ParcelID": true,
+}
+
+// uniqueString is the codec of a uniqueFields field (a string type).
+var uniqueString = &fieldCodec{
+	enc: func(e *encoder, v reflect.Value) { e.str(v.String(), true) },
+	dec: func(d *decoder, v reflect.Value) {
+		if s := d.string(); s != "" {
+			v.SetString(s)
+		}
+	},
+}
+
+// appendValue encodes *p after b, with a string table of its own.
 func appendValue[T any](b []byte, p *T) []byte {
-	e := encoder{b: b}
+	return appendTabled(b, p, newEncTable())
+}
+
+// appendTabled encodes *p after b, with tab as its string table (the
+// table of a stream of values: decode them in order with one decTable).
+func appendTabled[T any](b []byte, p *T, tab *encTable) []byte {
+	e := encoder{b: b, tab: tab}
 	codecOf(reflect.TypeFor[T]()).enc(&e, reflect.ValueOf(p).Elem())
 	return e.b
 }
 
-// decodeValue decodes b into *p; the whole of b must be used.
+// decodeValue decodes b, encoded by appendValue, into *p; the whole of b
+// must be used.
 func decodeValue[T any](b []byte, p *T) error {
-	return decodeCached(b, p, nil)
+	return decodeTabled(b, p, newDecTable())
 }
 
-// decodeCached is decodeValue sharing repeated strings through cache
-// (nil: none).
-func decodeCached[T any](b []byte, p *T, cache *stringCache) error {
-	d := decoder{b: b, cache: cache}
+// decodeTabled decodes b, encoded by appendTabled, into *p; tab is the
+// stream's string table, as the values before b left it.
+func decodeTabled[T any](b []byte, p *T, tab *decTable) error {
+	d := decoder{b: b, tab: tab}
 	codecOf(reflect.TypeFor[T]()).dec(&d, reflect.ValueOf(p).Elem())
 	if d.err != nil {
 		return d.err

@@ -77,31 +77,54 @@ func TestCodecKeepsEveryField(t *testing.T) {
 	}
 }
 
-// Decoding through a string cache gives the same documents, whatever the
-// cache held before (a slot another string took, strings too long to
-// cache, empty ones), and a repeated short string comes back as one
-// string, its bytes shared.
-func TestCodecStringCache(t *testing.T) {
-	long := strings.Repeat("x", stringCacheMax+1)
-	b := readmodel.Batch{Permits: []readmodel.Permit{
-		{PermitID: "a:1", Status: "Issued", Address: readmodel.Address{City: "Springfield"}, RawDescription: long},
-		{PermitID: "a:2", Status: "Issued", Address: readmodel.Address{City: "Shelbyville"}, RawDescription: long},
-		{PermitID: "a:3", Status: "Issued", Address: readmodel.Address{}},
+// Values encoded with one string table decode, in order, with one: the
+// same documents, a repeated short string as one string (its bytes
+// shared, also across values), long strings, one-per-document fields
+// and property ids as literals. A value decoded without the table its stream built is an
+// error, as is a truncated one; past tableMaxEntries new strings are
+// literals.
+func TestCodecStringTable(t *testing.T) {
+	long := strings.Repeat("x", tableMaxLen+1)
+	b1 := readmodel.Batch{Permits: []readmodel.Permit{
+		{PermitID: "a:1", Status: "Issued", Address: readmodel.Address{City: "Springfield", FullAddress: "1 Main St"}, RawDescription: long},
+		{PermitID: "a:2", Status: "Issued", Address: readmodel.Address{City: "Shelbyville", FullAddress: "1 Main St"}, RawDescription: long},
 	}}
-	cache := newStringCache()
-	for i := range cache.slots { // every slot taken by another string
-		cache.slots[i] = "other"
+	prop := readmodel.GeoLink{GeoID: "prop_0123456789abcdef0123456789abcdef", GeoType: readmodel.GeoProperty, Method: "property_id"}
+	b1.Permits[0].GeoLinks = []readmodel.GeoLink{prop}
+	b1.Permits[1].GeoLinks = []readmodel.GeoLink{prop}
+	b2 := readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "a:3", Status: "Issued", Address: readmodel.Address{City: "Springfield"}}}}
+	enc := newEncTable()
+	raw1 := appendTabled(nil, &b1, enc)
+	raw2 := appendTabled(nil, &b2, enc)
+	dec := newDecTable()
+	var got1, got2 readmodel.Batch
+	require.NoError(t, decodeTabled(raw1, &got1, dec))
+	require.NoError(t, decodeTabled(raw2, &got2, dec))
+	require.Equal(t, b1, got1)
+	require.Equal(t, b2, got2)
+	p1, p2, p3 := got1.Permits[0], got1.Permits[1], got2.Permits[0]
+	require.Same(t, unsafe.StringData(p1.Status), unsafe.StringData(p3.Status))
+	require.Same(t, unsafe.StringData(p1.Address.City), unsafe.StringData(p3.Address.City))
+	require.NotSame(t, unsafe.StringData(p1.RawDescription), unsafe.StringData(p2.RawDescription), "long strings are literals")
+	require.NotSame(t, unsafe.StringData(p1.Address.FullAddress), unsafe.StringData(p2.Address.FullAddress), "addresses are literals")
+	require.NotSame(t, unsafe.StringData(p1.GeoLinks[0].GeoID), unsafe.StringData(p2.GeoLinks[0].GeoID), "property ids are literals")
+	require.Same(t, unsafe.StringData(p1.GeoLinks[0].Method), unsafe.StringData(p2.GeoLinks[0].Method))
+	require.Len(t, dec.strs, len(enc.ids))
+
+	require.ErrorContains(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), "string table")
+	for _, cut := range []int{1, len(raw1) / 2, len(raw1) - 1} {
+		require.Error(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), "cut at %d", cut)
 	}
-	raw := appendValue(nil, &b)
-	for range 2 { // cold, then warm
-		var got readmodel.Batch
-		require.NoError(t, decodeCached(raw, &got, cache))
-		require.Equal(t, b, got)
-		require.Same(t, unsafe.StringData(got.Permits[0].Status), unsafe.StringData(got.Permits[2].Status))
-		require.NotSame(t, unsafe.StringData(got.Permits[0].RawDescription), unsafe.StringData(got.Permits[1].RawDescription), "long strings are not cached")
+
+	full := newEncTable()
+	for i := range tableMaxEntries {
+		full.ids[fmt.Sprint("s", i)] = uint32(i)
 	}
+	raw := appendTabled(nil, &b1, full)
+	require.Len(t, full.ids, tableMaxEntries)
 	var got readmodel.Batch
-	require.Error(t, decodeCached(raw[:len(raw)/2], &got, cache))
+	require.NoError(t, decodeTabled(raw, &got, newDecTable()), "a full table writes literals")
+	require.Equal(t, b1, got)
 }
 
 // decodePermit reads what the reflective codec writes, as the reflective
@@ -130,7 +153,7 @@ func TestPermitDecoder(t *testing.T) {
 	got.Permits[2].GeoLinks = append(got.Permits[2].GeoLinks, readmodel.GeoLink{GeoID: "x"})
 	require.Equal(t, ps[3].GeoLinks, got.Permits[3].GeoLinks, "a permit's links end where its own do")
 
-	d := decoder{b: appendValue(nil, &ps[3])}
+	d := decoder{b: appendValue(nil, &ps[3]), tab: newDecTable()}
 	var viaReflection readmodel.Permit
 	permitReflective(&d, reflect.ValueOf(&viaReflection).Elem())
 	require.NoError(t, d.err)
@@ -159,7 +182,7 @@ func TestPropertyDecoder(t *testing.T) {
 	require.NotNil(t, got.Properties[1].GeoLinks)
 	require.Nil(t, got.Properties[0].GeoLinks)
 
-	d := decoder{b: appendValue(nil, &ps[4])}
+	d := decoder{b: appendValue(nil, &ps[4]), tab: newDecTable()}
 	var viaReflection readmodel.Property
 	propertyReflective(&d, reflect.ValueOf(&viaReflection).Elem())
 	require.NoError(t, d.err)
@@ -182,7 +205,7 @@ func BenchmarkDecodePermits(b *testing.B) {
 			Version:  1}
 	}
 	c := codecOf(permitT)
-	e := encoder{}
+	e := encoder{tab: newEncTable()}
 	for i := range ps {
 		c.enc(&e, reflect.ValueOf(&ps[i]).Elem())
 	}
@@ -191,10 +214,9 @@ func BenchmarkDecodePermits(b *testing.B) {
 		dec  func(*decoder, reflect.Value)
 	}{{"written", c.dec}, {"reflective", permitReflective}} {
 		b.Run(tc.name, func(b *testing.B) {
-			cache := newStringCache()
 			got := make([]readmodel.Permit, len(ps))
 			for b.Loop() {
-				d := decoder{b: e.b, cache: cache}
+				d := decoder{b: e.b, tab: newDecTable()}
 				for i := range got {
 					got[i] = readmodel.Permit{}
 					tc.dec(&d, reflect.ValueOf(&got[i]).Elem())

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,12 +39,45 @@ import (
 //
 // PERMITD_BENCH_LOAD_CPUPROFILE=path writes a CPU profile of the Import
 // loads alone (to Commit), without the setup or the Apply loads;
-// PERMITD_BENCH_LOAD_APPLY=0 leaves the Apply loads out.
+// PERMITD_BENCH_LOAD_APPLY=0 leaves the Apply loads out;
+// PERMITD_BENCH_LOAD_DIR=dir keeps the snapshot and its digest in dir
+// and loads them from there when present (named by the permits and the
+// format version), so that test binaries compared in turn skip the
+// generation and load the same file.
 func BenchmarkLoad(b *testing.B) {
 	permits := 200_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
 		permits = v
 	}
+	path := filepath.Join(b.TempDir(), "memory.snapshot")
+	var want string
+	var counts map[readmodel.Kind]int64
+	if dir := os.Getenv("PERMITD_BENCH_LOAD_DIR"); dir != "" {
+		path = filepath.Join(dir, fmt.Sprintf("load-%d-v%d.snapshot", permits, snapshot.FormatVersion))
+		if kept, err := os.ReadFile(path + ".digest"); err == nil {
+			want = string(kept)
+		} else {
+			defer func() {
+				if !b.Failed() {
+					require.NoError(b, os.WriteFile(path+".digest", []byte(want), 0o644))
+				}
+			}()
+		}
+	}
+	var info snapshot.Info
+	if want == "" {
+		want, counts, info = writeLoadSnapshot(b, path, permits)
+	} else {
+		st, err := os.Stat(path)
+		require.NoError(b, err)
+		info.Bytes = st.Size()
+	}
+	loadRounds(b, path, want, counts, info)
+}
+
+// writeLoadSnapshot writes the snapshot BenchmarkLoad loads to path and
+// returns the digest and counts of its state.
+func writeLoadSnapshot(b *testing.B, path string, permits int) (string, map[readmodel.Kind]int64, snapshot.Info) {
 	ctx := context.Background()
 	src := memory.New(memory.Params{})
 	var batch readmodel.Batch
@@ -73,12 +107,16 @@ func BenchmarkLoad(b *testing.B) {
 	require.NoError(b, err)
 	counts, err := src.Counts(ctx)
 	require.NoError(b, err)
-	path := filepath.Join(b.TempDir(), "memory.snapshot")
 	info, err := snapshot.Write(path, snapshot.Offsets{"t": {0: 1}}, func(fn func(readmodel.Batch) error) error {
 		return src.Export(ctx, 4096, fn)
 	})
 	require.NoError(b, err)
-	src = nil
+	return want, counts, info
+}
+
+// loadRounds loads the snapshot at path b.N times and reports the times.
+func loadRounds(b *testing.B, path, want string, counts map[readmodel.Kind]int64, info snapshot.Info) {
+	ctx := context.Background()
 	runtime.GC()
 
 	var took, applyTook, cpu, applyCPU, settled, settledCPU time.Duration
@@ -116,8 +154,10 @@ func BenchmarkLoad(b *testing.B) {
 			require.Equal(b, want, got, "the load restores the exported state")
 		}
 	}
-	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits")
-	b.ReportMetric(float64(counts[readmodel.KindProperty]), "properties")
+	if counts != nil { // not known of a kept snapshot
+		b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits")
+		b.ReportMetric(float64(counts[readmodel.KindProperty]), "properties")
+	}
 	b.ReportMetric(float64(info.Bytes)/1e6, "snapshot-MB")
 	b.ReportMetric(took.Seconds()/float64(b.N), "load-s")
 	b.ReportMetric(settled.Seconds()/float64(b.N), "settled-s")

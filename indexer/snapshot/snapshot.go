@@ -3,14 +3,15 @@
 // loads the snapshot and replays only what came after, instead of every
 // partition from the earliest offset.
 //
-// File format (version 3), in order:
+// File format (version 4), in order:
 //
 //	magic   "PERMITDSNAP\x00" (12 bytes)
 //	version uint32 big-endian (FormatVersion)
 //	frames  uvarint length, then that many bytes in the binary document
 //	        codec (codec.go): first the header (creation time, consumed
 //	        offset of every partition), then readmodel.Batch values
-//	        (documents, and tombstones as Deletes); a zero length ends
+//	        (documents, and tombstones as Deletes); a zero length ends.
+//	        The frames share one string table, in order (codec.go)
 //	trailer CRC-32C (Castagnoli) of every byte before it, uint32
 //	        big-endian (4 bytes)
 //
@@ -19,8 +20,9 @@
 // process's own. CRC-32C is computed by the CPU's CRC32 instruction at
 // several GB/s, where SHA-256 (version 2) cost about a second per
 // hundreds of MB on the development machine, on a start's critical path.
-// Versions 1 (JSON frames) and 2 (SHA-256 trailer) are refused like any
-// other format: a full replay follows. The codec carries every exported field of the documents, so a
+// Versions 1 (JSON frames), 2 (SHA-256 trailer) and 3 (every string
+// written out at each occurrence) are refused like any other format: a
+// full replay follows. The codec carries every exported field of the documents, so a
 // change to the document types must bump FormatVersion.
 //
 // A snapshot is written to a temporary file in the same directory,
@@ -58,7 +60,7 @@ import (
 const LoadGCPercent = -1
 
 // FormatVersion is the version this build writes and reads.
-const FormatVersion uint32 = 3
+const FormatVersion uint32 = 4
 
 // castagnoli is the CRC-32C table (hardware accelerated where the CPU
 // has the instruction).
@@ -144,7 +146,8 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 			fh.Offsets = append(fh.Offsets, offsetRec{Topic: topic, Partition: int64(id), Offset: o})
 		}
 	}
-	if err := put(appendValue(nil, &fh)); err != nil {
+	tab := newEncTable() // the frames', in order
+	if err := put(appendTabled(nil, &fh, tab)); err != nil {
 		return info, fmt.Errorf("snapshot: header: %w", err)
 	}
 	err = export(func(b readmodel.Batch) error {
@@ -152,7 +155,7 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 			return nil
 		}
 		info.Documents += b.Len()
-		frame = appendValue(frame[:0], &b)
+		frame = appendTabled(frame[:0], &b, tab)
 		return put(frame)
 	})
 	if err != nil {
@@ -260,8 +263,9 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	}
 	hb, err := next(nil)
 	var fh fileHeader
+	tab := newDecTable() // the frames', in order
 	if err == nil {
-		err = decodeValue(hb, &fh)
+		err = decodeTabled(hb, &fh, tab)
 	}
 	if err != nil {
 		return info, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
@@ -282,7 +286,6 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	go func() {
 		defer close(batches)
 		var buf []byte
-		cache := newStringCache()
 		for {
 			var err error
 			buf, err = next(buf)
@@ -294,7 +297,7 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 				return
 			}
 			var b readmodel.Batch
-			if err := decodeCached(buf, &b, cache); err != nil {
+			if err := decodeTabled(buf, &b, tab); err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}

@@ -86,7 +86,8 @@ func (s *Store) bulkSide() *side {
 		r = s.newResolver()
 	}
 	d := newSide(r)
-	d.bulk, d.deferGeo = true, true
+	d.bulk = true
+	d.deferGeoIndexes()
 	d.pi.syms.fast = new(symCache)
 	return d
 }

@@ -45,7 +45,7 @@ type importStages struct {
 	work    chan indexWork
 	pending sync.WaitGroup // work handed over, not yet indexed
 	done    chan struct{}  // the indexer has ended
-	geo     chan struct{}  // the background build of the geo indexes, closed when done; nil: none
+	geo     *geoBuild      // the background build of the geo indexes; nil: none
 }
 
 type indexWork struct {
@@ -91,7 +91,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 	rest.Permits = nil
 	if rest.Len() > 0 {
 		st.drain()
-		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && len(d.pi.geoIdx) > 0 {
+		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && d.pi.deferred.geos > 0 {
 			st.startGeo()
 		}
 		d.apply(&rest)
@@ -108,17 +108,10 @@ func deletesPermits(ds []readmodel.Delete) bool {
 }
 
 // startGeo builds the deferred per-geo indexes in the background, on a
-// view of the side as the indexer stage has one: what it reads (the geo
-// sets, the permits, the folds) no other kind changes, and what it
-// writes (postings, valuation orders, month stats) no other kind reads.
+// view of the side as the indexer stage has one (startGeoBuild): the
+// side has no permit sets until joinGeo has them from the build.
 func (st *importStages) startGeo() {
-	v := st.view()
-	done := make(chan struct{})
-	st.geo = done
-	go func() {
-		defer close(done)
-		v.buildGeoIndexes()
-	}()
+	st.geo = st.d.startGeoBuild(st.view())
 }
 
 // joinGeo waits for the background build of the geo indexes, after which
@@ -127,9 +120,8 @@ func (st *importStages) joinGeo() {
 	if st.geo == nil {
 		return
 	}
-	<-st.geo
+	st.geo.wait(st.d)
 	st.geo = nil
-	st.d.deferGeo = false
 }
 
 // send hands permits stored in the table to the indexer.

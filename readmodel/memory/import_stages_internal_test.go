@@ -25,7 +25,8 @@ func TestImportStagesDeferGeoInASnapshotsOrder(t *testing.T) {
 	loc := readmodel.Location{GeoID: "zip:1", GeoType: readmodel.GeoZip, Version: 1}
 	prop := readmodel.Property{PropertyID: "prop_0123456789abcdef0123456789abcdef", Version: 1}
 	d := newSide(nil)
-	d.bulk, d.deferGeo = true, true
+	d.bulk = true
+	d.deferGeoIndexes()
 	st := newImportStages(d)
 	for i, b := range []readmodel.Batch{
 		{Locations: []readmodel.Location{loc}},
@@ -48,5 +49,53 @@ func TestImportStagesDeferGeoInASnapshotsOrder(t *testing.T) {
 	}
 	if got := d.pi.geoIdx[d.pi.syms.ids["zip:1"]].size(); got != 30 {
 		t.Fatalf("zip:1 holds %d permits, want 30", got)
+	}
+}
+
+// While the geo indexes are deferred a permit goes to its geos' lists;
+// the build makes each geo's set from its list, sorted when the permits
+// came out of order and with a permit linked twice to a geo once, and
+// only the build's wait gives the side its sets: the lists are the
+// build's while it runs.
+func TestDeferredGeoListsMakeTheSets(t *testing.T) {
+	d := newSide(nil)
+	d.bulk = true
+	d.deferGeoIndexes()
+	zip := readmodel.GeoLink{GeoID: "zip:1", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
+	twice := zip
+	twice.Method = "geocode"
+	days := []string{"2024-01-05", "2024-03-01", "2023-12-31", "2024-03-01"}
+	for i, day := range days {
+		links := []readmodel.GeoLink{zip}
+		if i == 1 {
+			links = append(links, twice) // linked twice to zip:1
+		}
+		d.putPermit(readmodel.Permit{PermitID: fmt.Sprint("t:", i), PermitNumber: fmt.Sprint(i), Source: "t", IssueDate: day, Version: 1, GeoLinks: links})
+	}
+	if len(d.pi.geoIdx) != 0 {
+		t.Fatalf("%d geo sets while deferred, want none", len(d.pi.geoIdx))
+	}
+	b := d.startGeoBuild(d)
+	if d.pi.deferred != nil {
+		t.Fatal("the side kept the lists it handed to the build")
+	}
+	b.wait(d)
+	if d.deferGeo || d.pi.deferred != nil {
+		t.Fatalf("after wait: deferGeo %v, lists %v", d.deferGeo, d.pi.deferred)
+	}
+	var got []string
+	d.pi.geoIdx[d.pi.syms.ids["zip:1"]].t.Scan(func(k pkey) bool {
+		got = append(got, issueOf(k.ik)+" "+k.p.id)
+		return true
+	})
+	want := []string{"2024-03-01 t:1", "2024-03-01 t:3", "2024-01-05 t:0", "2023-12-31 t:2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("zip:1 holds %v, want %v", got, want)
+	}
+	if len(d.pf.months) != 3 {
+		t.Fatalf("%d month stats, want 3", len(d.pf.months))
+	}
+	if m := d.pf.months[monthKey{d.pi.syms.ids["zip:1"], 2024*12 + 2}]; m == nil || m.count != 2 {
+		t.Fatalf("March 2024 of zip:1: %+v, want 2 permits", m)
 	}
 }

@@ -253,6 +253,9 @@ type permitIndexes struct {
 	texts  *texts // descriptions and permit numbers
 	links  *linkSets
 	geoIdx map[uint32]treeSet
+	// deferred holds the geo sets instead of geoIdx while an Import
+	// defers its geo indexes (permit_bulk.go).
+	deferred *geoLists
 }
 
 func newPermitIndexes() permitIndexes {

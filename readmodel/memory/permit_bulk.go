@@ -29,23 +29,100 @@ import (
 // its own set, and gets them from Apply when it reaches postingMin. Month
 // stats are built for every geo.
 
-// buildGeoIndexes ends the deferral: it builds the deferred indexes from
-// the geo sets, after which every write indexes as usual. The deferred
-// indexes are empty until then (deferral starts on a new side, and ends
-// before a permit leaves a geo set: unindexPermit). Geos are independent,
-// so up to GOMAXPROCS builders share them, each with its own output
-// maps but the first's, which are the side's; the folds they read were
-// cached as the permits were indexed (indexFilters), so the side is only
-// read while they run.
-func (s *side) buildGeoIndexes() {
-	if !s.deferGeo {
-		return
+// While the indexes are deferred the side has no permit sets either
+// (pi.geoIdx): indexPermit appends each permit to its geos' lists
+// (geoLists, a slice per geo symbol: an append where a B-tree Load
+// walked a cold tree), and the build makes each geo's set from its list
+// with the rest. The lists and the sets belong to the build while it
+// runs (geoBuild): the side hands the lists over and gets the sets back
+// only from the build's wait, so a permit indexed in between finds no
+// lists (a nil *geoLists, a panic at its first link) and never a set
+// the build is still making.
+
+// geoLists are the permits of each geo while the geo indexes are
+// deferred, by geo symbol, in the order indexed.
+type geoLists struct {
+	lists [][]*cpermit
+	geos  int // lists that are not empty
+}
+
+func (g *geoLists) add(geo uint32, c *cpermit) {
+	if int(geo) >= len(g.lists) {
+		n := max(int(geo)+1, 2*len(g.lists), 1024)
+		g.lists = append(g.lists, make([][]*cpermit, n-len(g.lists))...)
+	}
+	l := g.lists[geo]
+	if l == nil {
+		g.geos++
+	}
+	g.lists[geo] = append(l, c)
+}
+
+// deferGeoIndexes starts the deferral on a new side (bulkSide).
+func (s *side) deferGeoIndexes() {
+	s.deferGeo = true
+	s.pi.deferred = &geoLists{}
+}
+
+// geoBuild is a build of the deferred indexes, perhaps in the background.
+// It holds the side's permit lists from its start and makes the side's
+// permit sets: wait is the one way they reach the side.
+type geoBuild struct {
+	done chan struct{}
+	sets map[uint32]treeSet
+}
+
+// startGeoBuild builds the deferred indexes of s in the background, on
+// v, a view of s whose maps are s's own (importStages.view) or s itself:
+// what the build reads (the permits, their folds, the lists) no other
+// write changes until wait, and what it writes (postings, valuation
+// orders, month stats) no other write reads. The lists are the build's
+// from now on.
+func (s *side) startGeoBuild(v *side) *geoBuild {
+	lists := s.pi.deferred
+	s.pi.deferred, v.pi.deferred = nil, nil
+	g := &geoBuild{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		g.sets = v.buildGeo(lists)
+	}()
+	return g
+}
+
+// wait waits for the build and gives s the permit sets it made; the
+// side indexes permits as Apply does from then on.
+func (g *geoBuild) wait(s *side) {
+	<-g.done
+	if len(s.pi.geoIdx) == 0 {
+		s.pi.geoIdx = g.sets
+	} else {
+		maps.Copy(s.pi.geoIdx, g.sets)
 	}
 	s.deferGeo = false
-	geos := make([]uint32, 0, len(s.pi.geoIdx))
-	for geo := range s.pi.geoIdx {
-		geos = append(geos, geo)
+}
+
+// buildGeoIndexes ends the deferral at once, if the side defers.
+func (s *side) buildGeoIndexes() {
+	if s.deferGeo {
+		s.startGeoBuild(s).wait(s)
 	}
+}
+
+// buildGeo builds the deferred indexes from the lists and returns the
+// permit sets. The deferred indexes are empty until then (deferral starts
+// on a new side, and ends before a permit leaves a geo set:
+// unindexPermit). Geos are independent, so up to GOMAXPROCS builders
+// share them, each with its own output maps but the first's, which are
+// the side's; the folds they read were cached as the permits were
+// indexed (indexFilters), so the side is only read while they run.
+func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
+	geos := make([]uint32, 0, lists.geos)
+	for geo, l := range lists.lists {
+		if len(l) > 0 {
+			geos = append(geos, uint32(geo))
+		}
+	}
+	sets := make([]treeSet, len(geos))
 	n := 1
 	if len(geos) >= parallelGeos {
 		n = min(runtime.GOMAXPROCS(0), 4)
@@ -57,7 +134,8 @@ func (s *side) buildGeoIndexes() {
 		bs[w] = b
 		wg.Go(func() {
 			for i := w; i < len(geos); i += n {
-				b.build(geos[i], s.pi.geoIdx[geos[i]])
+				sets[i] = b.build(geos[i], lists.lists[geos[i]])
+				lists.lists[geos[i]] = nil
 			}
 		})
 	}
@@ -68,9 +146,14 @@ func (s *side) buildGeoIndexes() {
 		maps.Copy(s.pf.posted, b.posted)
 		maps.Copy(s.pf.months, b.months)
 	}
+	out := make(map[uint32]treeSet, len(geos))
+	for i, geo := range geos {
+		out[geo] = sets[i]
+	}
+	return out
 }
 
-// parallelGeos is the number of geos from which buildGeoIndexes shares
+// parallelGeos is the number of geos from which buildGeo shares
 // them among builders (a variable for tests).
 var parallelGeos = 4096
 
@@ -82,8 +165,7 @@ type geoBuilder struct {
 	byValue  map[uint32]valueTree
 	posted   map[uint32]bool
 	months   map[monthKey]*monthStats
-	items    []*cpermit
-	byVal    []*cpermit
+	byVal    []valued
 	vals     []valKey
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
 	// of that value when its gen is the builder's (a nil tree: the value
@@ -109,18 +191,35 @@ type genTree struct {
 	t   treeSet
 }
 
-func (b *geoBuilder) build(geo uint32, set treeSet) {
-	items := b.items[:0]
-	set.t.Scan(func(k pkey) bool {
-		items = append(items, k.p)
-		return true
-	})
-	b.items = items
+// build builds the deferred indexes of geo from its list and returns its
+// permit set. The list is in index order when the permits came so (a
+// snapshot's); else it is sorted here. A permit linked twice to geo is
+// in it twice, and kept once.
+func (b *geoBuilder) build(geo uint32, items []*cpermit) treeSet {
+	for i := 1; i < len(items); i++ {
+		if !permitLess(items[i-1], items[i]) {
+			slices.SortFunc(items, permitCmp)
+			items = slices.Compact(items) // equal keys: the same permit (see above)
+			break
+		}
+	}
+	set := newTreeSet()
+	for _, c := range items {
+		set.t.Load(keyOf(c))
+	}
 	if len(items) >= postingMin {
 		b.buildPostings(geo, items)
 	}
 	b.buildMonths(geo, items)
-	clear(items)
+	return set
+}
+
+// permitCmp is permitLess as a comparison.
+func permitCmp(a, b *cpermit) int {
+	if c := cmp.Compare(a.ik, b.ik); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 // buildPostings builds the postings and the valuation order of geo, whose
@@ -166,16 +265,41 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 		}
 	}
 
-	// Valuation order.
-	byVal := append(b.byVal[:0], items...)
-	slices.SortFunc(byVal, valueCmp)
+	// Valuation order: sorted on keys held beside the permits, which
+	// are loaded only for ties.
+	byVal := b.byVal[:0]
+	for _, c := range items {
+		byVal = append(byVal, valued{nan: math.IsNaN(c.valuation), k: -c.valuation, c: c})
+	}
+	slices.SortFunc(byVal, valuedCmp)
 	vt := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
-	for _, c := range byVal {
-		vt.Load(c)
+	for _, v := range byVal {
+		vt.Load(v.c)
 	}
 	b.byValue[geo] = vt
 	clear(byVal)
 	b.byVal = byVal[:0]
+}
+
+// valued is a permit with its valuation order's key: valuations
+// descending (k is the negated valuation), then the null ones, each by
+// permit_id (valueLess).
+type valued struct {
+	nan bool
+	k   float64
+	c   *cpermit
+}
+
+func valuedCmp(a, b valued) int {
+	switch {
+	case a.nan != b.nan && b.nan:
+		return -1
+	case a.nan != b.nan:
+		return 1
+	case !a.nan && a.k != b.k:
+		return cmp.Compare(a.k, b.k)
+	}
+	return strings.Compare(a.c.id, b.c.id)
 }
 
 // buildMonths builds the month stats of geo, whose permits are items.
@@ -207,20 +331,6 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 		clear(vals)
 		b.vals = vals[:0]
 	}
-}
-
-// valueCmp is valueLess as a comparison.
-func valueCmp(a, b *cpermit) int {
-	an, bn := math.IsNaN(a.valuation), math.IsNaN(b.valuation)
-	switch {
-	case an != bn && bn:
-		return -1
-	case an != bn:
-		return 1
-	case !an && a.valuation != b.valuation:
-		return -cmp.Compare(a.valuation, b.valuation)
-	}
-	return strings.Compare(a.id, b.id)
 }
 
 // monthFirstDay is the first day (days since 1970) of month m

@@ -54,6 +54,10 @@ func (s *side) indexPermit(c *cpermit) {
 		if l.geo == selfProperty {
 			continue
 		}
+		if s.deferGeo { // an Import's: its set is made later (permit_bulk.go)
+			s.pi.deferred.add(l.geo, c)
+			continue
+		}
 		t, ok := s.pi.geoIdx[l.geo]
 		if !ok {
 			t = newTreeSet()
