@@ -41,36 +41,24 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 		}
 		return nil
 	}
-	var err error
-	tomb := func(k readmodel.Kind, id string, v int64) {
-		if err == nil {
-			b.Deletes = append(b.Deletes, readmodel.Delete{Kind: k, ID: id, Version: v})
-			err = add()
-		}
+	tomb := func(k readmodel.Kind, id string, v int64) error {
+		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: k, ID: id, Version: v})
+		return add()
 	}
-	for id, r := range d.locations.rows {
-		if err != nil {
-			return err
-		}
-		if r.deleted {
-			tomb(readmodel.KindLocation, id, r.version)
-			continue
-		}
-		b.Locations = append(b.Locations, r.doc.Clone())
-		err = add()
+	if err := exportRows(d.locations, readmodel.KindLocation, tomb, func(l readmodel.Location) error {
+		b.Locations = append(b.Locations, l.Clone())
+		return add()
+	}); err != nil {
+		return err
 	}
 	// Permits in index order (permitLess), so an Import appends them to
 	// its B-trees (import.go).
 	live := make([]*cpermit, 0, len(d.permits.rows))
-	for id, r := range d.permits.rows {
-		if err != nil {
-			return err
-		}
-		if r.deleted {
-			tomb(readmodel.KindPermit, id, r.version)
-			continue
-		}
-		live = append(live, r.doc)
+	if err := exportRows(d.permits, readmodel.KindPermit, tomb, func(c *cpermit) error {
+		live = append(live, c)
+		return nil
+	}); err != nil {
+		return err
 	}
 	slices.SortFunc(live, func(a, b *cpermit) int {
 		if permitLess(a, b) {
@@ -82,59 +70,58 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 		return 0
 	})
 	for _, c := range live {
-		if err != nil {
+		b.Permits = append(b.Permits, d.expandPermit(c))
+		if err := add(); err != nil {
 			return err
 		}
-		b.Permits = append(b.Permits, d.expandPermit(c))
-		err = add()
 	}
 	for _, e := range d.props.m {
-		if err != nil {
-			return err
-		}
+		var err error
 		switch e.state {
 		case propLive:
 			b.Properties = append(b.Properties, d.expandProperty(e))
 			err = add()
 		case propDeleted:
-			tomb(readmodel.KindProperty, d.propString(e.ref), e.version)
+			err = tomb(readmodel.KindProperty, d.propString(e.ref), e.version)
 		}
-	}
-	for id, r := range d.geoSignals.rows {
 		if err != nil {
 			return err
 		}
-		if r.deleted {
-			tomb(readmodel.KindGeoSignal, id, r.version)
-			continue
-		}
-		b.GeoSignals = append(b.GeoSignals, r.doc.Clone())
-		err = add()
 	}
-	for id, r := range d.leads.rows {
-		if err != nil {
-			return err
-		}
-		if r.deleted {
-			tomb(readmodel.KindLead, id, r.version)
-			continue
-		}
-		b.Leads = append(b.Leads, r.doc.lead.Clone())
-		err = add()
+	if err := exportRows(d.geoSignals, readmodel.KindGeoSignal, tomb, func(g readmodel.GeoSignal) error {
+		b.GeoSignals = append(b.GeoSignals, g.Clone())
+		return add()
+	}); err != nil {
+		return err
 	}
-	for id, r := range d.catalog.rows {
-		if err != nil {
-			return err
-		}
-		if r.deleted {
-			tomb(readmodel.KindCatalog, id, r.version)
-			continue
-		}
-		b.Catalog = append(b.Catalog, r.doc.Clone())
-		err = add()
+	if err := exportRows(d.leads, readmodel.KindLead, tomb, func(l *leadRec) error {
+		b.Leads = append(b.Leads, l.lead.Clone())
+		return add()
+	}); err != nil {
+		return err
 	}
-	if err != nil {
+	if err := exportRows(d.catalog, readmodel.KindCatalog, tomb, func(c readmodel.CatalogEntry) error {
+		b.Catalog = append(b.Catalog, c.Clone())
+		return add()
+	}); err != nil {
 		return err
 	}
 	return flush()
+}
+
+// exportRows hands each tombstone of t to tomb and each live document to
+// doc, stopping at the first error.
+func exportRows[T any](t *table[T], kind readmodel.Kind, tomb func(readmodel.Kind, string, int64) error, doc func(T) error) error {
+	for id, r := range t.rows {
+		var err error
+		if r.deleted {
+			err = tomb(kind, id, r.version)
+		} else {
+			err = doc(r.doc)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
