@@ -329,9 +329,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (c *Consumer) backoff(d time.Duration) time.Duration { return min(d*2, c.p.BackoffMax) }
 
 // retryAfter counts a retry, logs msg with err and the wait, sleeps *delay
-// and doubles it (to BackoffMax) for the next failure; false when ctx ends
-// first.
+// and doubles it (to BackoffMax) for the next failure; false, at once and
+// without a log line, when ctx has ended (the failure is then the
+// shutdown's), or when it ends during the sleep.
 func (c *Consumer) retryAfter(ctx context.Context, delay *time.Duration, msg string, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	c.retried()
 	c.log.Warn(msg, "err", err, "backoff", *delay)
 	if !sleep(ctx, *delay) {

@@ -22,9 +22,6 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 	for {
 		found, err := c.discover(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			if !c.retryAfter(ctx, &delay, "reading topic metadata failed; retrying", err) {
 				return nil
 			}
@@ -43,9 +40,6 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 		if len(start) > 0 || !c.started.Load() {
 			ps, err := c.newPartitions(ctx, start)
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
 				if !c.retryAfter(ctx, &delay, "listing offsets failed; retrying", err) {
 					return nil
 				}
@@ -140,7 +134,7 @@ func (c *Consumer) runGroup(ctx, drain context.Context) error {
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
+			if errors.Is(err, kafkago.ErrGroupClosed) {
 				return nil
 			}
 			if !c.retryAfter(ctx, &delay, "consumer group error; rejoining", err) {
