@@ -220,6 +220,35 @@ func testServerSpanAttributes(t *testing.T, client bool) {
 	}
 }
 
+// recordOnly is a sampler whose spans record without being sampled.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(p trace.SamplingParameters) trace.SamplingResult {
+	return trace.SamplingResult{Decision: trace.RecordOnly, Tracestate: oteltrace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+func (recordOnly) Description() string { return "recordOnly" }
+
+// TestServerSpanAttributesRecordOnly: a span that records but is not
+// sampled (a RecordOnly sampler) still gets its attributes and, on a 5xx,
+// its status.
+func TestServerSpanAttributesRecordOnly(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSampler(recordOnly{}), trace.WithSpanProcessor(spans))
+	h := apitest.New(t, apitest.Params{Server: api.Params{Tracing: &api.Tracing{Provider: tp}}})
+	h.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/nowhere", nil))
+	ended := spans.Ended()
+	if len(ended) != 1 || ended[0].SpanContext().IsSampled() {
+		t.Fatalf("spans %v", ended)
+	}
+	got := map[string]string{}
+	for _, a := range ended[0].Attributes() {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	if len(got) != 5 || got["http.response.status_code"] != "404" || got["http.route"] != api.RouteUnmatched {
+		t.Fatalf("attributes %v", got)
+	}
+}
+
 // TestRootsUnsampledStartNoSpan: with a sampler that drops every root,
 // a request without a caller's trace gets no span and no trace id; a
 // caller's sampled trace is still continued, and a caller's unsampled
