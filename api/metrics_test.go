@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +220,35 @@ func testServerSpanAttributes(t *testing.T, client bool) {
 	}
 }
 
+// recordOnly is a sampler whose spans record without being sampled.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(p trace.SamplingParameters) trace.SamplingResult {
+	return trace.SamplingResult{Decision: trace.RecordOnly, Tracestate: oteltrace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+func (recordOnly) Description() string { return "recordOnly" }
+
+// TestServerSpanAttributesRecordOnly: a span that records but is not
+// sampled (a RecordOnly sampler) still gets its attributes and, on a 5xx,
+// its status.
+func TestServerSpanAttributesRecordOnly(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSampler(recordOnly{}), trace.WithSpanProcessor(spans))
+	h := apitest.New(t, apitest.Params{Server: api.Params{Tracing: &api.Tracing{Provider: tp}}})
+	h.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/nowhere", nil))
+	ended := spans.Ended()
+	if len(ended) != 1 || ended[0].SpanContext().IsSampled() {
+		t.Fatalf("spans %v", ended)
+	}
+	got := map[string]string{}
+	for _, a := range ended[0].Attributes() {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	if len(got) != 5 || got["http.response.status_code"] != "404" || got["http.route"] != api.RouteUnmatched {
+		t.Fatalf("attributes %v", got)
+	}
+}
+
 // TestRootsUnsampledStartNoSpan: with a sampler that drops every root,
 // a request without a caller's trace gets no span and no trace id; a
 // caller's sampled trace is still continued, and a caller's unsampled
@@ -312,5 +342,37 @@ func TestConcurrentTracedRequests(t *testing.T) {
 		if !ended[id] {
 			t.Fatalf("the key check saw trace %s, no span's", id)
 		}
+	}
+}
+
+// wrappedHandler is a slog handler other than the standard ones: the
+// access log does not format its lines in place for it.
+type wrappedHandler struct{ slog.Handler }
+
+// TestAccessLogLineSameInPlace: the access-log line of a traced,
+// authenticated request reads the same, field for field and in order,
+// whether its handler formats in place (the standard text handler: the
+// attributes after the fifth are passed as a group with no key, which the
+// handler inlines) or not.
+func TestAccessLogLineSameInPlace(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	tp := trace.NewTracerProvider()
+	var lines []string
+	for _, wrap := range []bool{false, true} {
+		var logs bytes.Buffer
+		var lh slog.Handler = slog.NewTextHandler(&logs, nil)
+		if wrap {
+			lh = wrappedHandler{lh}
+		}
+		h := apitest.New(t, apitest.Params{Server: api.Params{Logger: slog.New(lh), Tracing: &api.Tracing{Provider: tp}}})
+		h.Do("/v1/locations/gabc", http.Header{"X-Api-Key": {apitest.Key}, "X-Request-Id": {"req-1"},
+			"Traceparent": {"00-" + traceID + "-00f067aa0ba902b7-01"}})
+		line := strings.SplitN(logs.String(), "\n", 2)[0]
+		lines = append(lines, regexp.MustCompile(`(time|duration)=\S+`).ReplaceAllString(line, "$1=x"))
+	}
+	const want = `time=x level=INFO msg=request request_id=req-1 method=GET route=/v1/locations/:geo_id path=/v1/locations/gabc status=404 bytes=`
+	if lines[0] != lines[1] || !strings.HasPrefix(lines[0], want) ||
+		!regexp.MustCompile(` duration=x key_id=\S+ trace_id=`+traceID+`$`).MatchString(lines[0]) {
+		t.Fatalf("in place:\n%s\nnot in place:\n%s", lines[0], lines[1])
 	}
 }

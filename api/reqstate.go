@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,6 +42,9 @@ type reqState struct {
 	// traceHex holds the hex trace id the access log writes, when its
 	// handler formats the line before Handle returns (traceIDAttr).
 	traceHex [32]byte
+	// logTail holds the access log's attributes after the fifth, when
+	// its handler formats the line before Handle returns.
+	logTail [5]slog.Attr
 }
 
 // stateWriter carries a request's reqState to the middleware, as the

@@ -66,7 +66,7 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 	}
 	tracer := t.Provider.Tracer(tracerName)
 	names := &spanNames{}
-	names.m.Store(&map[spanKey]string{})
+	names.m.Store(&map[string]*routeSpanNames{})
 	// Passed as a slice made once: a variadic list would be a new slice
 	// per request (the tracer is an interface, so it escapes).
 	startOpts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
@@ -98,8 +98,11 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 		sr.carry(req, ctx)
 		c.Request = &sr.req
 		c.Next()
-		if span.IsRecording() {
-			setServerAttributes(span, c, req, t.ClientAttributes)
+		// A sampled span records (the SDK's RecordAndSample); asking
+		// IsRecording, which takes the span's lock, is left for the
+		// others (a RecordOnly sampler's).
+		if span.SpanContext().IsSampled() || span.IsRecording() {
+			sr.setServerAttributes(span, c, req, t.ClientAttributes)
 		}
 		span.End()
 		c.Request = req
@@ -121,6 +124,10 @@ func (t *Tracing) middleware() gin.HandlerFunc {
 type spanRequest struct {
 	req http.Request
 	ctx spanContext
+	// attrs is the scratch list of the span's attributes: the span
+	// copies them (SetAttributes), so the pooled array serves every
+	// request instead of a variadic slice made per request.
+	attrs [7]attribute.KeyValue
 }
 
 // spanContext is a context.Context that answers as the context it points
@@ -182,20 +189,13 @@ func copyRequest(dst, src *http.Request) {
 	dst.Pattern = src.Pattern
 }
 
-// serverAttrs is the scratch list of a server span's attributes: the
-// span copies them (SetAttributes), so one pooled array serves every
-// request instead of a variadic slice made per request.
-type serverAttrs [7]attribute.KeyValue
-
-var serverAttrsPool = sync.Pool{New: func() any { return new(serverAttrs) }}
-
 // setServerAttributes sets the HTTP semantic-convention attributes of a
 // server span once the response is written: the five the conventions
 // require of a server span that has a route and a response, and with
 // client the recommended client address and opt-in body size. The SDK
 // grows the span's attribute slice to what one call passes, so the
 // required ones alone cost 320 bytes rather than 448.
-func setServerAttributes(span trace.Span, c *gin.Context, req *http.Request, client bool) {
+func (sr *spanRequest) setServerAttributes(span trace.Span, c *gin.Context, req *http.Request, client bool) {
 	status := c.Writer.Status()
 	scheme := "http"
 	if req.TLS != nil {
@@ -205,7 +205,7 @@ func setServerAttributes(span trace.Span, c *gin.Context, req *http.Request, cli
 	if route == "" {
 		route = RouteUnmatched
 	}
-	a := serverAttrsPool.Get().(*serverAttrs)
+	a := &sr.attrs
 	a[0] = semconv.HTTPRequestMethodKey.String(methodLabel(req.Method))
 	a[1] = semconv.HTTPRoute(route)
 	a[2] = semconv.URLPath(req.URL.Path)
@@ -222,44 +222,84 @@ func setServerAttributes(span trace.Span, c *gin.Context, req *http.Request, cli
 		n = 7
 	}
 	span.SetAttributes(a[:n]...)
-	*a = serverAttrs{} // keeps no request's strings alive in the pool
-	serverAttrsPool.Put(a)
+	clear(a[:n]) // keeps no request's strings alive in the pool
 	if status >= 500 {
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
 }
 
-// spanNames are the span names per method and route, made once: a
-// copy-on-write map read without a lock (a handful of entries per route).
+// spanNames are the span names per route and method, made once: a
+// copy-on-write map by route pattern (one string to hash per request),
+// read without a lock, of the route's names per standard method.
 type spanNames struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[spanKey]string]
+	m  atomic.Pointer[map[string]*routeSpanNames]
 }
 
-type spanKey struct{ method, route string }
+// routeSpanNames are one route's span names, by methodIndex.
+type routeSpanNames [len(standardMethods)]string
+
+// standardMethods are the methods spans are named after as sent (the
+// ones methodLabel keeps).
+var standardMethods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+
+// methodIndex is m's index in standardMethods, -1 for any other token.
+func methodIndex(m string) int {
+	switch m {
+	case "GET":
+		return 0
+	case "HEAD":
+		return 1
+	case "POST":
+		return 2
+	case "PUT":
+		return 3
+	case "PATCH":
+		return 4
+	case "DELETE":
+		return 5
+	case "OPTIONS":
+		return 6
+	case "CONNECT":
+		return 7
+	case "TRACE":
+		return 8
+	}
+	return -1
+}
+
+func spanName(method, route string) string {
+	if route == "" {
+		route = RouteUnmatched
+	}
+	return method + " " + route
+}
 
 func (n *spanNames) get(method, route string) string {
-	k := spanKey{method, route}
-	if s, ok := (*n.m.Load())[k]; ok {
-		return s
+	i := methodIndex(method)
+	if i < 0 {
+		return spanName(method, route) // any token may be a method: only the standard ones are kept
 	}
-	name := method + " " + route
-	if route == "" {
-		name = method + " " + RouteUnmatched
-	}
-	if methodLabel(method) != method {
-		return name // any token may be a method: only the standard ones are kept
+	if r, ok := (*n.m.Load())[route]; ok {
+		return r[i]
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	old := *n.m.Load()
-	next := make(map[spanKey]string, len(old)+1)
+	if r, ok := old[route]; ok {
+		return r[i]
+	}
+	r := new(routeSpanNames)
+	for j, m := range standardMethods {
+		r[j] = spanName(m, route)
+	}
+	next := make(map[string]*routeSpanNames, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	next[k] = name
+	next[route] = r
 	n.m.Store(&next)
-	return name
+	return r[i]
 }
 
 // TraceID is the hex id of the request's trace, "" when tracing is off.

@@ -94,3 +94,31 @@ func TestTraceIDAttr(t *testing.T) {
 		t.Error("formatsInPlace")
 	}
 }
+
+// TestSpanNames: a span is named after its method and route pattern, the
+// unmatched route after RouteUnmatched, and a non-standard method as sent
+// without entering the table (any token may be a method).
+func TestSpanNames(t *testing.T) {
+	n := &spanNames{}
+	n.m.Store(&map[string]*routeSpanNames{})
+	for _, c := range []struct{ method, route, want string }{
+		{"GET", "/v1/locations/:geo_id", "GET /v1/locations/:geo_id"},
+		{"HEAD", "/v1/locations/:geo_id", "HEAD /v1/locations/:geo_id"},
+		{"GET", "/v1/locations/:geo_id", "GET /v1/locations/:geo_id"},
+		{"DELETE", "", "DELETE " + RouteUnmatched},
+		{"PURGE", "/v1/permits/search", "PURGE /v1/permits/search"},
+		{"TRACE", "/v1/permits/search", "TRACE /v1/permits/search"},
+	} {
+		if got := n.get(c.method, c.route); got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.method, c.route, got, c.want)
+		}
+	}
+	if got := len(*n.m.Load()); got != 3 {
+		t.Errorf("%d routes in the table, want 3", got)
+	}
+	for i, m := range standardMethods {
+		if methodIndex(m) != i || methodLabel(m) != m {
+			t.Errorf("method %s: index %d, label %s", m, methodIndex(m), methodLabel(m))
+		}
+	}
+}

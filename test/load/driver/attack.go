@@ -60,9 +60,9 @@ type stats struct {
 
 // attackRounds drives ep at saturation against each server: a warm-up
 // each, then c.rounds measured rounds of c.duration/c.rounds in which the
-// servers take turns. prof, when set, runs during one more attack of
-// c.duration against profiled, after the measured rounds (not counted).
-func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profiled *proc, prof func() error) map[*proc]stats {
+// servers take turns. Each of profs runs during one more attack of
+// c.duration against its server, after the measured rounds (not counted).
+func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profs []profiled) map[*proc]stats {
 	type acc struct {
 		m        vegeta.Metrics
 		took     time.Duration
@@ -111,10 +111,10 @@ func attackRounds(servers []*proc, ep endpoint, keys []string, c config, profile
 			a.rounds = append(a.rounds, float64(a.requests-n)/took.Seconds())
 		}
 	}
-	if prof != nil {
+	for _, p := range profs {
 		done := make(chan error, 1)
-		go func() { done <- prof() }()
-		attack(profiled.base, ep, keys, c, clients[profiled], c.duration, func(*vegeta.Result) {})
+		go func() { done <- p.prof() }()
+		attack(p.p.base, ep, keys, c, clients[p.p], c.duration, func(*vegeta.Result) {})
 		if err := <-done; err != nil {
 			fmt.Fprintln(os.Stderr, "load: profile:", err)
 		}
@@ -142,6 +142,12 @@ func attack(base string, ep endpoint, keys []string, c config, client *http.Clie
 	for res := range atk.Attack(tr, vegeta.ConstantPacer{}, d, ep.name) {
 		each(res)
 	}
+}
+
+// profiled is a server to profile and what profiles it (profile).
+type profiled struct {
+	p    *proc
+	prof func() error
 }
 
 // profile returns what takes a CPU profile and an allocation profile

@@ -18,7 +18,8 @@
 // (metrics only), the difference, two standard errors of the difference
 // from the rounds (each round a pair of the two permitds side by side),
 // and the mean difference over the endpoints; -pprof writes CPU and
-// allocation profiles of each endpoint's load.
+// allocation profiles of each endpoint's load (of the 2nd permitd too,
+// named 2nd_*).
 //
 //	driver -permitd bin/permitd -floor bin/floor [-duration 5s] [-workers 32] [-procs 1]
 //	       [-rounds 5|20] [-tracing discard|otlp-sink|off-sampler] [-env K=V,...] [-env-all K=V,...]
@@ -82,7 +83,7 @@ func main() {
 	flag.IntVar(&c.cacheMB, "response-cache-mb", 64, "permitd's -response-cache-mb (0: no response cache, every request reads the read model)")
 	flag.StringVar(&c.only, "only", "", "run only the endpoints whose name contains this")
 	flag.IntVar(&c.rounds, "rounds", 0, "the measured time per server is split into this many rounds, the servers taking turns, so that the machine's drift hits each alike (0: 5, or 20 with a 2nd permitd, whose difference is read round by round)")
-	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there")
+	flag.StringVar(&c.pprofDir, "pprof", "", "directory: permitd runs with -pprof, and after each endpoint's measured rounds one more attack on it (not counted) is profiled: CPU and allocations, written there (a 2nd permitd's too, as 2nd_*)")
 	flag.StringVar(&c.env, "env", "", "comma-separated K=V: also run a second permitd with these variables added (with -tracing: the traced one) and compare it to the first in the same run, e.g. GOGC=400")
 	flag.StringVar(&c.envAll, "env-all", "", "comma-separated K=V added to every permitd's environment, e.g. GOMEMLIMIT=6GiB (under a memory limit serve's collector target is 400, as in the Kubernetes manifests)")
 	flag.StringVar(&c.tracing, "tracing", "", "also run a second permitd with tracing on and compare it to the first (metrics only) in the same run: discard (every span sampled and dropped by an in-process exporter), otlp-sink (every span exported over OTLP/HTTP to a sink here that drops it), off-sampler (OTEL_TRACES_SAMPLER=always_off)")
@@ -274,11 +275,14 @@ func run(c config) error {
 			order = slices.Clone(servers)
 			slices.Reverse(order)
 		}
-		var prof func() error
+		var profs []profiled
 		if c.pprofDir != "" {
-			prof = profile(srv.admin, c.pprofDir, ep.name, c.duration)
+			profs = append(profs, profiled{srv, profile(srv.admin, c.pprofDir, ep.name, c.duration)})
+			if traced != nil {
+				profs = append(profs, profiled{traced, profile(traced.admin, c.pprofDir, "2nd "+ep.name, c.duration)})
+			}
 		}
-		res := attackRounds(order, ep, keys, c, srv, prof)
+		res := attackRounds(order, ep, keys, c, profs)
 		s, f := res[srv], res[floor]
 		non2xx := fmt.Sprint(s.non2xx)
 		if f.non2xx > 0 {
