@@ -227,7 +227,10 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // ("<family>-events/s": HandleBatch, no Kafka, locations first) and its
 // share of the mix, and how many messages per round waited for their
 // location ("relinked/round": 0, as replay mode holds the other topics
-// until the locations topic reached its start watermark).
+// until the locations topic reached its start watermark). "ingest-cores"
+// and "raw-cores" are the process's CPU time over the wall time of the
+// ingest and raw rounds (the in-process broker included): below the
+// machine's cores, a run is bound by waiting rather than by CPU.
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
@@ -238,13 +241,17 @@ func BenchmarkIngestMix(b *testing.B) {
 	hwm := watermarks(b, addrs)
 	n := len(d.recs)
 	rounds := max(b.N, 3)
-	var ingest, raw time.Duration
+	var ingest, raw, ingestCPU, rawCPU time.Duration
 	var relinked int64
 	b.ResetTimer()
 	for range rounds {
+		cpu := cpuTime()
 		raw += rawConsumeAll(b, addrs, hwm)
+		rawCPU += cpuTime() - cpu
 		store := memory.New(memory.Params{})
+		cpu = cpuTime()
 		took, p := ingestMix(b, addrs, store)
+		ingestCPU += cpuTime() - cpu
 		ingest += took
 		relinked += p.Relinked
 		counts, err := store.Counts(context.Background())
@@ -260,6 +267,10 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(rawRate, "raw-events/s")
 	b.ReportMetric(rate/rawRate, "ingest/raw")
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
+	if ingestCPU > 0 {
+		b.ReportMetric(ingestCPU.Seconds()/ingest.Seconds(), "ingest-cores")
+		b.ReportMetric(rawCPU.Seconds()/raw.Seconds(), "raw-cores")
+	}
 	for _, s := range events.TopicSpecs {
 		if r, ok := rates[s.Family]; ok {
 			b.ReportMetric(r, s.Family+"-events/s")

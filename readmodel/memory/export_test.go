@@ -42,3 +42,20 @@ func SetPostingMin(n int) func() {
 	postingMin = n
 	return func() { postingMin = old }
 }
+
+// SetGroupMin sets the permit count from which a description's permits
+// are grouped in the text index (permit_text.go) until the returned func
+// restores it.
+func SetGroupMin(n int) func() {
+	old := groupMin
+	groupMin = n
+	return func() { groupMin = old }
+}
+
+// TextGroups is the number of description groups of the text index and
+// the number of words with a posting (permit_text.go).
+func (s *Store) TextGroups() (groups, words int) {
+	type gw struct{ g, w int }
+	r, _ := read(s, func(d *side) (gw, error) { return gw{len(d.pf.text.groups), len(d.pf.text.postings)}, nil })
+	return r.g, r.w
+}

@@ -100,13 +100,19 @@ func randomPermitFilter(r *rand.Rand) readmodel.PermitFilter {
 // meaning (PermitFilter.Match) over every permit, across changes. The
 // geos keep postings from their first permit, from their 300th (the
 // ZIPs and the city cross it while written; one ZIP never does), or
-// never (their own sets read with the predicate).
+// never (their own sets read with the predicate). The text index groups
+// a description's permits from its first, from its 40th (most of the
+// descriptions cross it while written, and their groups empty and go
+// while some are deleted), or never.
 func TestPermitFiltersMatchTheReference(t *testing.T) {
 	for _, min := range []int{0, 300, 1 << 30} {
-		t.Run(fmt.Sprint("postings from ", min), func(t *testing.T) {
-			defer memory.SetPostingMin(min)()
-			permitFiltersMatchTheReference(t)
-		})
+		for _, group := range []int{1, 40, 1 << 30} {
+			t.Run(fmt.Sprint("postings from ", min, ", groups from ", group), func(t *testing.T) {
+				defer memory.SetPostingMin(min)()
+				defer memory.SetGroupMin(group)()
+				permitFiltersMatchTheReference(t)
+			})
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidwall/btree"
@@ -30,7 +31,30 @@ type textIndex struct {
 	dict     *btree.BTreeG[string]
 	desc     map[uint32]descTerms // description text id -> its words
 	numbers  map[string]sliceSet  // FoldValue(permit number) -> permits
+	// Description groups (see descGroup): descN counts the indexed
+	// permits of each description text id not grouped yet; groups holds
+	// the grouped ones.
+	descN  map[uint32]int32
+	groups map[uint32]*descGroup
 }
+
+// descGroup holds the permits of one description once groupMin of them
+// are indexed. Descriptions repeat (templates: gen's permits have two
+// dozen), and a permit of a grouped description is added to its group's
+// set alone instead of to the posting of every word of it (a few inserts
+// into the largest trees of the side); each of those words' postings
+// names the group instead, and reads take the group's set in the union
+// of the word's sets. A permit is in its group or in its words' own
+// postings, never both, so a posting's size stays exact. The group lasts
+// while it holds a permit.
+type descGroup struct {
+	set   posting
+	words []string // the description's distinct words
+}
+
+// groupMin is the number of permits of a description from which they
+// are grouped (descGroup).
+var groupMin = 64
 
 type descTerms struct {
 	src   string
@@ -43,13 +67,18 @@ func newTextIndex() textIndex {
 		dict:     btree.NewBTreeGOptions(func(a, b string) bool { return a < b }, btree.Options{NoLocks: true}),
 		desc:     map[uint32]descTerms{},
 		numbers:  map[string]sliceSet{},
+		descN:    map[uint32]int32{},
+		groups:   map[uint32]*descGroup{},
 	}
 }
 
 // posting is an ordered permit set: a slice while small, then a B-tree.
+// A word's posting also names the description groups holding the word
+// (groups: their permits are not in small or tree).
 type posting struct {
-	small sliceSet
-	tree  *treeSet
+	small  sliceSet
+	tree   *treeSet
+	groups []*descGroup
 }
 
 // add adds c; bulk (an Import's side, permits in order) appends it with
@@ -81,19 +110,51 @@ func (p *posting) del(c *cpermit) {
 	p.small = removeSorted(p.small, c)
 }
 
-func (p *posting) size() int {
+// own is the number of permits in the posting itself, groups aside.
+func (p *posting) own() int {
 	if p.tree != nil {
 		return p.tree.size()
 	}
 	return len(p.small)
 }
 
-func (p *posting) set() iterable {
+// size is the number of permits of the posting and of its groups.
+func (p *posting) size() int {
+	n := p.own()
+	for _, g := range p.groups {
+		n += g.set.own()
+	}
+	return n
+}
+
+func (p *posting) ownSet() iterable {
 	if p.tree != nil {
 		return *p.tree
 	}
 	return p.small
 }
+
+// sets appends to dst the posting's own set (when not empty) and its
+// groups' sets that dst does not hold yet (seen: groups already added);
+// their union is the posting's permits.
+func (p *posting) sets(dst []iterable, seen map[*descGroup]bool) []iterable {
+	if p.own() > 0 {
+		dst = append(dst, p.ownSet())
+	}
+	for _, g := range p.groups {
+		if seen != nil {
+			if seen[g] {
+				continue
+			}
+			seen[g] = true
+		}
+		dst = append(dst, g.set.ownSet())
+	}
+	return dst
+}
+
+// set is the posting's permits as one ordered set.
+func (p *posting) set() permitSet { return unionOf(p.sets(nil, nil)) }
 
 // descWords returns the words of a description text (the side's writer
 // fills the cache; a live permit's text id is never reused).
@@ -130,36 +191,114 @@ func containsStr(l []string, s string) bool {
 }
 
 func (s *side) indexText(c *cpermit) {
-	for _, w := range s.permitWords(c) {
-		p, ok := s.pf.text.postings[w]
-		if !ok {
-			p = &posting{}
-			s.pf.text.postings[w] = p
-			s.pf.text.dict.Set(w)
-		}
-		p.add(c, s.bulk)
-	}
+	s.indexWords(c)
 	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
 		s.pf.text.numbers[n] = insertSorted(s.pf.text.numbers[n], c)
 	}
 }
 
 func (s *side) unindexText(c *cpermit) {
-	for _, w := range s.permitWords(c) {
-		if p, ok := s.pf.text.postings[w]; ok {
-			p.del(c)
-			if p.size() == 0 {
-				delete(s.pf.text.postings, w)
-				s.pf.text.dict.Delete(w)
-			}
-		}
-	}
+	s.unindexWords(c)
 	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
 		if l := removeSorted(s.pf.text.numbers[n], c); len(l) > 0 {
 			s.pf.text.numbers[n] = l
 		} else {
 			delete(s.pf.text.numbers, n)
 		}
+	}
+}
+
+// indexWords adds c to the postings of its description's words, or to
+// its description's group (descGroup).
+func (s *side) indexWords(c *cpermit) {
+	t := &s.pf.text
+	if g := t.groups[c.desc]; g != nil {
+		g.set.add(c, s.bulk)
+		return
+	}
+	words := s.permitWords(c)
+	if len(words) == 0 {
+		return
+	}
+	for _, w := range words {
+		p, ok := t.postings[w]
+		if !ok {
+			p = &posting{}
+			t.postings[w] = p
+			t.dict.Set(w)
+		}
+		p.add(c, s.bulk)
+	}
+	t.descN[c.desc]++
+	if t.descN[c.desc] >= int32(groupMin) {
+		s.groupDesc(c.desc, words)
+	}
+}
+
+// groupDesc moves the permits of description id, whose distinct words
+// are words, from the words' own postings to a new group.
+func (s *side) groupDesc(id uint32, words []string) {
+	t := &s.pf.text
+	delete(t.descN, id)
+	var members []*cpermit
+	t.postings[words[0]].ownSet().ascend(&cpermit{ik: minIK}, func(c *cpermit) bool {
+		if c.desc == id {
+			members = append(members, c)
+		}
+		return true
+	})
+	g := &descGroup{words: slices.Clone(words)}
+	for _, c := range members { // in order: each appends
+		g.set.add(c, true)
+	}
+	for _, w := range words {
+		p := t.postings[w]
+		for _, c := range members {
+			p.del(c)
+		}
+		p.groups = append(p.groups, g)
+	}
+	t.groups[id] = g
+}
+
+// unindexWords removes c from its words' postings or its group; a group
+// without permits goes, and so does a word left without any.
+func (s *side) unindexWords(c *cpermit) {
+	t := &s.pf.text
+	if g := t.groups[c.desc]; g != nil {
+		g.set.del(c)
+		if g.set.own() > 0 {
+			return
+		}
+		delete(t.groups, c.desc)
+		for _, w := range g.words {
+			if p, ok := t.postings[w]; ok {
+				p.groups = slices.DeleteFunc(p.groups, func(x *descGroup) bool { return x == g })
+				s.dropEmpty(w, p)
+			}
+		}
+		return
+	}
+	words := s.permitWords(c)
+	if len(words) == 0 {
+		return
+	}
+	if t.descN[c.desc]--; t.descN[c.desc] <= 0 {
+		delete(t.descN, c.desc)
+	}
+	for _, w := range words {
+		if p, ok := t.postings[w]; ok {
+			p.del(c)
+			s.dropEmpty(w, p)
+		}
+	}
+}
+
+// dropEmpty removes word w's posting p when it holds no permit.
+func (s *side) dropEmpty(w string, p *posting) {
+	if p.size() == 0 {
+		delete(s.pf.text.postings, w)
+		s.pf.text.dict.Delete(w)
 	}
 }
 
@@ -204,11 +343,12 @@ func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, in
 		if p == nil {
 			return nil, 0
 		}
-		if p.size() < limit {
-			set, n, limit = p.set(), p.size(), p.size()
+		if m := p.size(); m < limit {
+			set, n, limit = p.set(), m, m
 		}
 	}
 	var sets []iterable
+	seen := map[*descGroup]bool{}
 	total, terms := 0, 0
 	s.pf.text.dict.Ascend(tq.Prefix, func(w string) bool {
 		if !strings.HasPrefix(w, tq.Prefix) {
@@ -219,7 +359,7 @@ func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, in
 			return false
 		}
 		p := s.pf.text.postings[w]
-		sets = append(sets, p.set())
+		sets = p.sets(sets, seen)
 		total += p.size()
 		return true
 	})
