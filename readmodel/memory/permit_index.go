@@ -199,6 +199,24 @@ func page(set permitSet, sp pageSpec) []*cpermit {
 		})
 		return out
 	}
+	// oneDay appends the permits of one day (ik) in id order: after
+	// sp.after when the page resumes inside that day.
+	oneDay := func(day int32, resume bool) {
+		pivot := &cpermit{ik: day}
+		if resume {
+			pivot = sp.after
+		}
+		set.ascend(pivot, func(c *cpermit) bool {
+			if c.ik != day {
+				return false
+			}
+			if resume && c.id == sp.after.id {
+				return true
+			}
+			out = append(out, c)
+			return len(out) < sp.n
+		})
+	}
 	afterUndated := sp.after != nil && sp.after.ik == undated
 	if !afterUndated {
 		g := sp.hi
@@ -219,21 +237,7 @@ func page(set permitSet, sp pageSpec) []*cpermit {
 			if !found || day < sp.lo {
 				break
 			}
-			pivot := &cpermit{ik: day}
-			skip := sp.after != nil && day == sp.after.ik
-			if skip {
-				pivot = sp.after
-			}
-			set.ascend(pivot, func(c *cpermit) bool {
-				if c.ik != day {
-					return false
-				}
-				if skip && c.id == sp.after.id {
-					return true
-				}
-				out = append(out, c)
-				return len(out) < sp.n
-			})
+			oneDay(day, sp.after != nil && day == sp.after.ik)
 			if day == math.MinInt32 {
 				break
 			}
@@ -241,20 +245,7 @@ func page(set permitSet, sp pageSpec) []*cpermit {
 		}
 	}
 	if sp.undated && len(out) < sp.n {
-		pivot := &cpermit{ik: undated}
-		if afterUndated {
-			pivot = sp.after
-		}
-		set.ascend(pivot, func(c *cpermit) bool {
-			if c.ik != undated {
-				return false
-			}
-			if afterUndated && c.id == sp.after.id {
-				return true
-			}
-			out = append(out, c)
-			return len(out) < sp.n
-		})
+		oneDay(undated, afterUndated)
 	}
 	return out
 }

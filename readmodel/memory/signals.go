@@ -285,14 +285,24 @@ func (s *side) Catalog(ctx context.Context, q readmodel.CatalogQuery) ([]readmod
 	return out, nil
 }
 
+// anchorOf is the location a leads read is anchored at: invalid (the
+// query's Validate, checked first) or ErrNotFound when geo is unknown.
+func (s *side) anchorOf(invalid error, geo readmodel.GeoRef) (readmodel.Location, error) {
+	if invalid != nil {
+		return readmodel.Location{}, invalid
+	}
+	anchor, ok := s.locations.get(geo.ID())
+	if !ok {
+		return readmodel.Location{}, readmodel.ErrNotFound
+	}
+	return anchor, nil
+}
+
 // PermitLeads implements readmodel.Reader.
 func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmodel.LeadPage, error) {
-	if err := q.Validate(); err != nil {
+	anchor, err := s.anchorOf(q.Validate(), q.Filter.Geo)
+	if err != nil {
 		return readmodel.LeadPage{}, err
-	}
-	anchor, ok := s.locations.get(q.Filter.Geo.ID())
-	if !ok {
-		return readmodel.LeadPage{}, readmodel.ErrNotFound
 	}
 	page := readmodel.LeadPage{GeoType: anchor.GeoType, Leads: []readmodel.Lead{}}
 	recs, err := s.signals.leads.page(q)
@@ -310,12 +320,9 @@ func (s *side) PermitLeads(ctx context.Context, q readmodel.LeadQuery) (readmode
 
 // PermitStats implements readmodel.Reader.
 func (s *side) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmodel.PermitStats, error) {
-	if err := q.Validate(); err != nil {
+	anchor, err := s.anchorOf(q.Validate(), q.Filter.Geo)
+	if err != nil {
 		return readmodel.PermitStats{}, err
-	}
-	anchor, ok := s.locations.get(q.Filter.Geo.ID())
-	if !ok {
-		return readmodel.PermitStats{}, readmodel.ErrNotFound
 	}
 	st, err := s.signals.leads.stats(q, s.names)
 	st.GeoType = anchor.GeoType
