@@ -101,6 +101,9 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				if len(page.Leads) != 100 {
+					return fmt.Errorf("%d leads on a page of 100 while the batch is held", len(page.Leads))
+				}
 				for _, l := range page.Leads {
 					if l.Version != 1 {
 						return fmt.Errorf("lead %s at version %d while the batch is held", l.LeadID, l.Version)
@@ -138,6 +141,7 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 
 	page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Sort: readmodel.SortConfidenceDesc, Limit: 100})
 	require.NoError(t, err)
+	require.Len(t, page.Leads, 100)
 	for _, l := range page.Leads {
 		require.EqualValues(t, 2, l.Version)
 	}
