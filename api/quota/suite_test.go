@@ -134,11 +134,14 @@ func runLimiterSuite(t *testing.T, newLimiter func(t *testing.T) Limiter) {
 		lim := newLimiter(t)
 		plan := apikey.Plan{Name: "t", RatePerSecond: 0.001, Burst: 1}
 		a, b := principal("a-"+uniq, plan), principal("b-"+uniq, plan)
-		d, _ := lim.Allow(ctx, a)
+		d, err := lim.Allow(ctx, a)
+		require.NoError(t, err)
 		require.True(t, d.Allowed)
-		d, _ = lim.Allow(ctx, a)
+		d, err = lim.Allow(ctx, a)
+		require.NoError(t, err)
 		require.False(t, d.Allowed)
-		d, _ = lim.Allow(ctx, b)
+		d, err = lim.Allow(ctx, b)
+		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	})
 
