@@ -110,7 +110,7 @@ func TestBreakerProbesThenClosesAfterItsHooks(t *testing.T) {
 		require.NoError(t, <-done)
 	}()
 
-	require.Error(t, b.Do(ctx, func(context.Context) error { return errDown }))
+	require.ErrorIs(t, b.Do(ctx, func(context.Context) error { return errDown }), errDown)
 	require.True(t, b.Open())
 	require.Eventually(t, func() bool { return !b.Open() }, 5*time.Second, 5*time.Millisecond, "closes by itself")
 	assert.GreaterOrEqual(t, probes.Load(), int32(4), "two failed probes, a probe whose hook failed, then one that closed")

@@ -155,8 +155,12 @@ func TestRedisOutageSecondTime(t *testing.T) {
 	lim, err := NewRedis(RedisParams{Client: newTestClient(t, srv.Addr), MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = lim.Run(ctx) }()
+	runDone := make(chan error, 1)
+	go func() { runDone <- lim.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-runDone)
+	}()
 	p := principal("twice", apikey.Plan{Name: "t", RatePerSecond: 1000, Burst: 1000})
 	for range 2 {
 		srv.Stop()

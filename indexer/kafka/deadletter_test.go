@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,12 +40,13 @@ func TestPoisonMessagesGoToDeadLetterTopic(t *testing.T) {
 	}
 	big := location(t, "poison-oversize", 1)
 	big.Data = json.RawMessage(strings.Replace(string(big.Data), `"name":"City poison-oversize"`, `"name":"`+strings.Repeat("x", 8000)+`"`, 1))
-	poison := []struct {
+	type poisonCase struct {
 		name   string
 		key    string
 		value  []byte
 		reason string
-	}{
+	}
+	poison := []poisonCase{
 		{"malformed JSON", "poison-malformed", []byte(`{"schema_version":1,`), "envelope"},
 		{"truncated envelope", "poison-truncated", enc(location(t, "poison-truncated", 1))[:60], "envelope"},
 		{"invalid UTF-8", "poison-utf8", bytes.Replace(enc(location(t, "poison-utf8", 1)), []byte("City"), []byte("C\xffty"), 1), "UTF-8"},
@@ -108,12 +110,10 @@ func TestPoisonMessagesGoToDeadLetterTopic(t *testing.T) {
 		require.Equal(t, locTopic, h[kafka.HeaderSourceTopic], key)
 		require.Equal(t, strconv.Itoa(sourcePart[key]), h[kafka.HeaderSourcePartition], key)
 		require.Equal(t, strconv.FormatInt(source[key], 10), h[kafka.HeaderSourceOffset], key)
-		for _, p := range poison {
-			if p.key == key {
-				require.Contains(t, h[kafka.HeaderReason], p.reason, p.name)
-				require.Equal(t, p.value, msg.Value, "%s: the original bytes are kept", p.name)
-			}
-		}
+		i := slices.IndexFunc(poison, func(p poisonCase) bool { return p.key == key })
+		require.GreaterOrEqual(t, i, 0, "dead-lettered a message that is not poison: %s", key)
+		require.Contains(t, h[kafka.HeaderReason], poison[i].reason, poison[i].name)
+		require.Equal(t, poison[i].value, msg.Value, "%s: the original bytes are kept", poison[i].name)
 	}
 	require.Len(t, got, len(poison))
 }

@@ -128,13 +128,16 @@ func TestTLSAndSCRAM(t *testing.T) {
 }
 
 func TestSecurityValidate(t *testing.T) {
-	for name, s := range map[string]*kafka.Security{
-		"unknown mechanism": {SASLMechanism: "GSSAPI", Username: "u", Password: "p"},
-		"no password":       {SASLMechanism: "PLAIN", Username: "u"},
-		"missing CA":        {CAFile: "/nonexistent/ca.pem"},
-		"cert without key":  {CertFile: "/nonexistent/c.pem"},
+	for name, tc := range map[string]struct {
+		sec  *kafka.Security
+		want string
+	}{
+		"unknown mechanism": {&kafka.Security{SASLMechanism: "GSSAPI", Username: "u", Password: "p"}, `kafka SASL mechanism "GSSAPI"`},
+		"no password":       {&kafka.Security{SASLMechanism: "PLAIN", Username: "u"}, "kafka SASL PLAIN: username and password are required"},
+		"missing CA":        {&kafka.Security{CAFile: "/nonexistent/ca.pem"}, "kafka TLS CA"},
+		"cert without key":  {&kafka.Security{CertFile: "/nonexistent/c.pem"}, "kafka TLS: the client certificate and key go together"},
 	} {
-		require.Error(t, s.Validate(), name)
+		require.ErrorContains(t, tc.sec.Validate(), tc.want, name)
 	}
 	require.NoError(t, (*kafka.Security)(nil).Validate())
 	require.NoError(t, (&kafka.Security{SASLMechanism: "PLAIN", Username: "u", Password: "p"}).Validate())

@@ -73,7 +73,7 @@ func TestCodecKeepsEveryField(t *testing.T) {
 
 	raw := appendValue(nil, &b)
 	for _, cut := range []int{1, len(raw) / 2, len(raw) - 1} {
-		require.Error(t, decodeValue(raw[:cut], &readmodel.Batch{}), "cut at %d", cut)
+		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestCodecStringTable(t *testing.T) {
 
 	require.ErrorContains(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), "string table")
 	for _, cut := range []int{1, len(raw1) / 2, len(raw1) - 1} {
-		require.Error(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), "cut at %d", cut)
+		require.ErrorIs(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), errShort, "cut at %d", cut)
 	}
 
 	full := newEncTable()
@@ -159,7 +159,7 @@ func TestPermitDecoder(t *testing.T) {
 	require.NoError(t, d.err)
 	require.Equal(t, ps[3], viaReflection)
 	for _, cut := range []int{1, len(raw) / 3, len(raw) - 1} {
-		require.Error(t, decodeValue(raw[:cut], &readmodel.Batch{}), "cut at %d", cut)
+		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
 	}
 }
 
@@ -188,7 +188,7 @@ func TestPropertyDecoder(t *testing.T) {
 	require.NoError(t, d.err)
 	require.Equal(t, ps[4], viaReflection)
 	for _, cut := range []int{1, len(raw) / 3, len(raw) - 1} {
-		require.Error(t, decodeValue(raw[:cut], &readmodel.Batch{}), "cut at %d", cut)
+		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,12 +24,11 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // national is one import of the bundled data, shared by the tests.
 type national struct {
-	raw     []byte
-	report  Report
-	envs    []events.Envelope
-	locs    []events.Location
-	byID    map[string]events.Location
-	elapsed time.Duration
+	raw    []byte
+	report Report
+	envs   []events.Envelope
+	locs   []events.Location
+	byID   map[string]events.Location
 }
 
 var (
@@ -43,9 +41,8 @@ func loadNational(t testing.TB) national {
 	t.Helper()
 	nationalOnce.Do(func() {
 		var buf bytes.Buffer
-		start := time.Now()
 		rep, err := WriteNDJSON(context.Background(), &buf)
-		n := national{raw: buf.Bytes(), report: rep, elapsed: time.Since(start), byID: map[string]events.Location{}}
+		n := national{raw: buf.Bytes(), report: rep, byID: map[string]events.Location{}}
 		if err != nil {
 			nationalErr = err
 			return

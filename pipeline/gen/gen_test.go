@@ -148,6 +148,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestStreetsAreNormalised(t *testing.T) {
+	require.NotEmpty(t, streets)
 	for _, s := range streets {
 		line := "123 " + s
 		assert.Equal(t, line, address.Normalize(line).Street(), s)

@@ -105,8 +105,7 @@ func TestMultifamilyBadRows(t *testing.T) {
 func TestUnexpectedHeaderFails(t *testing.T) {
 	n := 0
 	_, err := Import(context.Background(), withFile(data.SeattleMultifamilyPermits, "PermitNum,Other\n"), func(events.Envelope) error { n++; return nil })
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "unexpected header")
+	require.ErrorContains(t, err, "unexpected header")
 	assert.Zero(t, n, "nothing is emitted unless both files were read")
 }
 

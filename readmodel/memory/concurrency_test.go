@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
@@ -22,17 +24,30 @@ import (
 // looking locations up in the store.
 func project(t *testing.T, s *memory.Store, envs []events.Envelope) readmodel.Batch {
 	t.Helper()
+	b, err := projectBatch(s, envs)
+	require.NoError(t, err)
+	return b
+}
+
+// projectBatch is project for a goroutine other than the test's.
+func projectBatch(s *memory.Store, envs []events.Envelope) (readmodel.Batch, error) {
 	var b readmodel.Batch
 	for _, env := range envs {
 		raw, err := json.Marshal(env)
-		require.NoError(t, err)
+		if err != nil {
+			return b, err
+		}
 		dec, err := events.Decode(raw)
-		require.NoError(t, err)
+		if err != nil {
+			return b, err
+		}
 		p, err := indexer.Project(context.Background(), dec, s)
-		require.NoError(t, err)
+		if err != nil {
+			return b, err
+		}
 		b.Append(p)
 	}
-	return b
+	return b, nil
 }
 
 func loaded(t *testing.T) *memory.Store {
@@ -60,9 +75,14 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 	permits := conformance.PermitEvents(t)
 	leads := conformance.LeadEvents(t)
 
+	// The goroutines report with assert (require may not stop a test
+	// from another goroutine) and return at the first failure.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var rounds atomic.Int64
+	var writerDone atomic.Bool
 	wg.Go(func() {
+		defer writerDone.Store(true)
 		for v := int64(2); ; v++ {
 			select {
 			case <-stop:
@@ -72,64 +92,99 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 			var envs []events.Envelope
 			for i, env := range permits {
 				var d events.Permit
-				require.NoError(t, json.Unmarshal(env.Data, &d))
+				if !assert.NoError(t, json.Unmarshal(env.Data, &d)) {
+					return
+				}
 				d.Description = fmt.Sprintf("%s, revision %d", d.Description, v)
 				e, err := events.New(env.Type, env.EntityID, v, env.OccurredAt, env.Source, d)
-				require.NoError(t, err)
+				if !assert.NoError(t, err) {
+					return
+				}
 				envs = append(envs, e)
 				// A new permit in the same ZIP each round: it may or may
 				// not show up in a walk under way, but never twice.
 				d.PermitNumber = fmt.Sprintf("N%d-%d", v, i)
 				d.IssueDate = time.Date(2024, 1, 1+i, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 				e, err = events.New(env.Type, events.PermitDocID("conformance", d.PermitNumber), 1, env.OccurredAt, env.Source, d)
-				require.NoError(t, err)
+				if !assert.NoError(t, err) {
+					return
+				}
 				envs = append(envs, e)
 			}
 			for _, env := range leads {
 				env.EntityVersion = 1000 + v
 				envs = append(envs, env)
 			}
-			_, err := s.Apply(ctx, project(t, s, envs))
-			require.NoError(t, err)
+			b, err := projectBatch(s, envs)
+			if !assert.NoError(t, err) {
+				return
+			}
+			if _, err := s.Apply(ctx, b); !assert.NoError(t, err) {
+				return
+			}
+			rounds.Add(1)
 		}
 	})
-	for range 4 {
-		wg.Go(func() {
-			deadline := time.Now().Add(500 * time.Millisecond)
-			for time.Now().Before(deadline) {
-				seen := map[string]bool{}
-				var after *readmodel.PermitKey
-				for {
-					page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 7, After: after})
-					require.NoError(t, err)
-					for i, h := range page.Permits {
-						require.False(t, seen[h.Permit.PermitID], "permit %s seen twice in one page walk", h.Permit.PermitID)
-						seen[h.Permit.PermitID] = true
-						if i > 0 && h.Permit.IssueDate != "" {
-							require.GreaterOrEqual(t, page.Permits[i-1].Permit.IssueDate, h.Permit.IssueDate)
-						}
-					}
-					if page.Next == nil {
-						break
-					}
-					after = page.Next
+	// read runs every read once; false after the first failed check.
+	read := func() bool {
+		seen := map[string]bool{}
+		var after *readmodel.PermitKey
+		for {
+			page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 7, After: after})
+			if !assert.NoError(t, err) {
+				return false
+			}
+			for i, h := range page.Permits {
+				if !assert.False(t, seen[h.Permit.PermitID], "permit %s seen twice in one page walk", h.Permit.PermitID) {
+					return false
 				}
-				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Today: conformance.Today, TopN: 10})
-				require.NoError(t, err)
-				require.Equal(t, st.Total, st.ConfidenceHigh+st.ConfidenceMedium+st.ConfidenceLow)
-				require.Equal(t, st.Total, st.Fresh0to7+st.Fresh8to14+st.Fresh15to30+st.Fresh31Plus)
-				_, err = s.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
-				require.NoError(t, err)
-				_, err = s.Location(ctx, readmodel.ParseGeoRef(conformance.Seattle))
-				require.NoError(t, err)
-				_, err = s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortConfidenceDesc, Limit: 10})
-				require.NoError(t, err)
+				seen[h.Permit.PermitID] = true
+				if i > 0 && h.Permit.IssueDate != "" && !assert.GreaterOrEqual(t, page.Permits[i-1].Permit.IssueDate, h.Permit.IssueDate) {
+					return false
+				}
+			}
+			if page.Next == nil {
+				break
+			}
+			after = page.Next
+		}
+		if !assert.NotEmpty(t, seen, "the walk saw permits") {
+			return false
+		}
+		st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Today: conformance.Today, TopN: 10})
+		if !assert.NoError(t, err) ||
+			!assert.Positive(t, st.Total) ||
+			!assert.Equal(t, st.Total, st.ConfidenceHigh+st.ConfidenceMedium+st.ConfidenceLow) ||
+			!assert.Equal(t, st.Total, st.Fresh0to7+st.Fresh8to14+st.Fresh15to30+st.Fresh31Plus) {
+			return false
+		}
+		_, err = s.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Seattle", Limit: 5})
+		if !assert.NoError(t, err) {
+			return false
+		}
+		_, err = s.Location(ctx, readmodel.ParseGeoRef(conformance.Seattle))
+		if !assert.NoError(t, err) {
+			return false
+		}
+		_, err = s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortConfidenceDesc, Limit: 10})
+		return assert.NoError(t, err)
+	}
+	// Each reader runs until the writer has written a few rounds (how
+	// long that takes depends on the machine's load, not on a clock).
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for i := 0; i < 5 || (rounds.Load() < 3 && !writerDone.Load()); i++ {
+				if !read() {
+					return
+				}
 			}
 		})
 	}
-	time.Sleep(550 * time.Millisecond)
+	readers.Wait()
 	close(stop)
 	wg.Wait()
+	require.GreaterOrEqual(t, rounds.Load(), int64(3), "the reads ran while batches were written")
 }
 
 // TestReadsHandOutCopies: mutating what a read returned never changes
@@ -141,6 +196,7 @@ func TestReadsHandOutCopies(t *testing.T) {
 	loc, err := s.Location(ctx, readmodel.ParseGeoRef(conformance.Zip98101))
 	require.NoError(t, err)
 	before := loc.Clone()
+	require.NotEmpty(t, loc.CountyGeoIDs, "a ZIP with counties to mutate")
 	for i := range loc.CountyGeoIDs {
 		loc.CountyGeoIDs[i] = "mutated"
 	}
@@ -154,12 +210,12 @@ func TestReadsHandOutCopies(t *testing.T) {
 	require.NotEmpty(t, page.Permits)
 	want := page.Permits[0].Permit.Clone()
 	p := &page.Permits[0].Permit
+	require.NotEmpty(t, p.GeoLinks, "a permit with geo links to mutate")
+	require.NotNil(t, p.Valuation, "a permit with a valuation to mutate")
 	for i := range p.GeoLinks {
 		p.GeoLinks[i].GeoID = "mutated"
 	}
-	if p.Valuation != nil {
-		*p.Valuation = -1
-	}
+	*p.Valuation = -1
 	page2, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(conformance.Zip98101), Desc: true, Limit: 5})
 	require.NoError(t, err)
 	require.Equal(t, want, page2.Permits[0].Permit)
@@ -168,26 +224,25 @@ func TestReadsHandOutCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, leads.Leads)
 	wantLead := leads.Leads[0].Clone()
+	require.NotEmpty(t, leads.Leads[0].ReasonCodes, "a lead with reason codes to mutate")
+	require.NotNil(t, leads.Leads[0].Confidence, "a lead with a confidence to mutate")
 	for i := range leads.Leads[0].ReasonCodes {
 		leads.Leads[0].ReasonCodes[i] = "MUTATED"
 	}
-	if leads.Leads[0].Confidence != nil {
-		*leads.Leads[0].Confidence = -1
-	}
+	*leads.Leads[0].Confidence = -1
 	leads2, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(conformance.WA)}, Sort: readmodel.SortEventDateDesc, Limit: 5})
 	require.NoError(t, err)
 	require.Equal(t, wantLead, leads2.Leads[0])
 
 	got, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(conformance.Seattle), nil)
 	require.NoError(t, err)
-	if sig := got.Signals; len(sig) > 0 {
-		want := sig[0].Clone()
-		if len(sig[0].Value) > 0 {
-			sig[0].Value[0] = 'X'
-		}
-		sig[0].Reasons = append(sig[0].Reasons[:0], "mutated")
-		got2, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(conformance.Seattle), nil)
-		require.NoError(t, err)
-		require.Equal(t, want, got2.Signals[0])
-	}
+	sig := got.Signals
+	require.NotEmpty(t, sig, "Seattle has signals to mutate")
+	require.NotEmpty(t, sig[0].Value)
+	wantSig := sig[0].Clone()
+	sig[0].Value[0] = 'X'
+	sig[0].Reasons = append(sig[0].Reasons[:0], "mutated")
+	got2, err := s.GeoSignalsForLocation(ctx, readmodel.ParseGeoRef(conformance.Seattle), nil)
+	require.NoError(t, err)
+	require.Equal(t, wantSig, got2.Signals[0])
 }

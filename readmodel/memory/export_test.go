@@ -59,3 +59,6 @@ func (s *Store) TextGroups() (groups, words int) {
 	r, _ := read(s, func(d *side) (gw, error) { return gw{len(d.pf.text.groups), len(d.pf.text.postings)}, nil })
 	return r.g, r.w
 }
+
+// ErrScanEnded is what a permit scan's Next answers after its last page.
+var ErrScanEnded = errScanEnded

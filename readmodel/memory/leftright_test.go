@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
@@ -100,6 +101,9 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				if len(page.Leads) != 100 {
+					return fmt.Errorf("%d leads on a page of 100 while the batch is held", len(page.Leads))
+				}
 				for _, l := range page.Leads {
 					if l.Version != 1 {
 						return fmt.Errorf("lead %s at version %d while the batch is held", l.LeadID, l.Version)
@@ -137,6 +141,7 @@ func TestConcurrentReadsNeverWaitForABatch(t *testing.T) {
 
 	page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrCityA)}, Sort: readmodel.SortConfidenceDesc, Limit: 100})
 	require.NoError(t, err)
+	require.Len(t, page.Leads, 100)
 	for _, l := range page.Leads {
 		require.EqualValues(t, 2, l.Version)
 	}
@@ -159,50 +164,59 @@ func TestConcurrentPagesNeverMixBatches(t *testing.T) {
 	_, err := s.Apply(ctx, readmodel.Batch{Locations: lrLocations(), Leads: lrLeads(lrCityA, n, 1)})
 	require.NoError(t, err)
 
+	// The goroutines report with assert (require may not stop a test
+	// from another goroutine) and return at the first failure. Each
+	// reader pages until the writer has written a few batches (how long
+	// that takes depends on the machine's load, not on a clock).
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var batches atomic.Int64
+	var writerDone atomic.Bool
 	wg.Go(func() {
+		defer writerDone.Store(true)
 		for v := int64(2); ; v++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			_, err := s.Apply(ctx, readmodel.Batch{Leads: lrLeads(lrCityA, n, v)})
-			require.NoError(t, err)
+			if _, err := s.Apply(ctx, readmodel.Batch{Leads: lrLeads(lrCityA, n, v)}); !assert.NoError(t, err) {
+				return
+			}
 			batches.Add(1)
 		}
 	})
+	var readers sync.WaitGroup
 	for r := range 3 {
-		wg.Go(func() {
+		readers.Go(func() {
 			sort := []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc}[r%2]
 			_, last := s.ReadVersion()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; i < 5 || (batches.Load() < 3 && !writerDone.Load()); i++ {
 				page, err := s.PermitLeads(ctx, readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrState), SignalKeys: []string{"k1", "k3"}}, Sort: sort, Limit: 100})
-				require.NoError(t, err)
-				require.Len(t, page.Leads, 100)
+				if !assert.NoError(t, err) || !assert.Len(t, page.Leads, 100) {
+					return
+				}
 				for _, l := range page.Leads {
-					require.Equal(t, page.Leads[0].Version, l.Version, "one page, two batches")
+					if !assert.Equal(t, page.Leads[0].Version, l.Version, "one page, two batches") {
+						return
+					}
 				}
 				st, err := s.PermitStats(ctx, readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(lrState)}, Today: "2026-01-15", TopN: 3})
-				require.NoError(t, err)
-				require.EqualValues(t, n, st.Total)
+				if !assert.NoError(t, err) || !assert.EqualValues(t, n, st.Total) {
+					return
+				}
 				_, seq := s.ReadVersion()
-				require.GreaterOrEqual(t, seq, last)
+				if !assert.GreaterOrEqual(t, seq, last) {
+					return
+				}
 				last = seq
 			}
 		})
 	}
-	time.Sleep(400 * time.Millisecond)
+	readers.Wait()
 	close(stop)
 	wg.Wait()
-	require.Positive(t, batches.Load())
+	require.GreaterOrEqual(t, batches.Load(), int64(3), "the pages were read while batches were written")
 }
 
 // TestConcurrentStaleBatchKeepsVersion: a batch that changes nothing
@@ -232,7 +246,7 @@ func TestConcurrentStaleBatchKeepsVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 15, counts[readmodel.KindLead])
 	_, err = s.Apply(ctx, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: "bogus", ID: "x", Version: 1}}})
-	require.Error(t, err)
+	require.ErrorContains(t, err, `delete of unknown kind "bogus"`)
 }
 
 // TestConcurrentStatsCacheByAnchor: a repeated stats query is a cache hit

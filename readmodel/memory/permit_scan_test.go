@@ -177,7 +177,7 @@ func TestPermitScanSnapshot(t *testing.T) {
 			require.Equal(t, want, got)
 			require.NotEqual(t, want, searchAll(t, s, q), "the writes changed what search pages")
 			_, err = sc.Next(context.Background())
-			require.Error(t, err, "Next after the last page")
+			require.ErrorIs(t, err, memory.ErrScanEnded, "Next after the last page")
 		})
 	}
 }

@@ -125,7 +125,10 @@ func (s *service) get(path, key string) reply {
 // getAt is get against another listener of the process (base).
 func (s *service) getAt(base, path, key string) reply {
 	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		return reply{Err: err}
+	}
 	if key != "" {
 		req.Header.Set("X-API-Key", key)
 	}
@@ -136,8 +139,8 @@ func (s *service) getAt(base, path, key string) reply {
 		return r
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	r.Status, r.Header, r.Body = res.StatusCode, res.Header, string(b)
+	b, err := io.ReadAll(res.Body)
+	r.Status, r.Header, r.Body, r.Err = res.StatusCode, res.Header, string(b), err
 	var e struct {
 		Error struct {
 			Code string `json:"code"`

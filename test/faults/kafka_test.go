@@ -85,8 +85,17 @@ func TestKafkaBrokerGoneMidIngest(t *testing.T) {
 		return applied > 0
 	})
 	gone.Store(true)
-	time.Sleep(time.Second) // fetches already waiting at the broker (500ms long poll) end
-	before, _, _ := indexerState(svc)
+	// Fetches already waiting at the broker (500ms long poll) end, and a
+	// batch fetched before the cut is applied: the count then stays put
+	// (polled, not a fixed sleep, so a loaded machine cannot make the
+	// comparison below fail).
+	var before float64
+	eventually(t, 30*time.Second, "the applied count settles once the broker is gone", func() bool {
+		a, _, _ := indexerState(svc)
+		time.Sleep(time.Second)
+		before, _, _ = indexerState(svc)
+		return a == before
+	})
 	publish(t, brokers, locationsFile(t, first, second))
 	time.Sleep(time.Second)
 	during, lag, _ := indexerState(svc)
