@@ -24,8 +24,8 @@
 // several GB/s, where SHA-256 (version 2) cost about a second per
 // hundreds of MB on the development machine, on a start's critical path.
 // Versions 1 (JSON frames), 2 (SHA-256 trailer), 3 (every string
-// written out at each occurrence) and 4 (no counts) are refused like any other format: a
-// full replay follows. The codec carries every exported field of the documents, so a
+// written out at each occurrence) and 4 (no counts) are refused like any
+// other format: a full replay follows. The codec carries every exported field of the documents, so a
 // change to the document types must bump FormatVersion.
 //
 // A snapshot is written to a temporary file in the same directory,
@@ -33,7 +33,10 @@
 // any point leaves the previous snapshot or the new one, never a mix.
 // Load checks the magic, the version and the checksum over the whole file
 // before it applies anything, so a corrupt, truncated or old-format file
-// is refused (ErrCorrupt, ErrFormat) and nothing wrong is loaded.
+// is refused (ErrCorrupt, ErrFormat) and nothing wrong is loaded. The
+// counts are checked against the frames as they are read: under a right
+// checksum a mismatch is a writer's bug, reported as ErrCorrupt after
+// the batches were applied (the caller aborts its import then).
 package snapshot
 
 import (
