@@ -109,6 +109,11 @@ func (d *side) reserve(counts map[readmodel.Kind]int64) {
 		// without a document of its own adds one).
 		d.props.m = make(map[propRef]*propEntry, size(readmodel.KindProperty))
 	}
+	if len(d.props.byStreetCity) == 0 {
+		// Nearly one street and city per property (165,508 for 169,193
+		// properties at 300,000 generated permits).
+		d.props.byStreetCity = make(map[uint64]*propEntry, size(readmodel.KindProperty))
+	}
 	if len(d.geoSignals.rows) == 0 {
 		d.geoSignals.rows = make(map[string]*row[readmodel.GeoSignal], size(readmodel.KindGeoSignal))
 	}
