@@ -278,7 +278,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	im := k.exporter.NewImport()
-	info, err := snapshot.Load(k.snapPath, func(b readmodel.Batch) error {
+	info, err := snapshot.LoadSized(k.snapPath, im.Reserve, func(b readmodel.Batch) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

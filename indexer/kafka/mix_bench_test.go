@@ -410,7 +410,7 @@ func BenchmarkRestart(b *testing.B) {
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it
-	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+	_, err = snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error {
 		ix.Preload(bt)
 		return im.Add(bt)
 	})

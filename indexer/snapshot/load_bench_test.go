@@ -187,7 +187,7 @@ func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 		return store
 	}
 	im := store.NewImport()
-	_, err = snapshot.Load(path, func(bt readmodel.Batch) error {
+	_, err = snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error {
 		ix.Preload(bt)
 		return im.Add(bt)
 	})

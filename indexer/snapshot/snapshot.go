@@ -3,7 +3,7 @@
 // loads the snapshot and replays only what came after, instead of every
 // partition from the earliest offset.
 //
-// File format (version 4), in order:
+// File format (version 5), in order:
 //
 //	magic   "PERMITDSNAP\x00" (12 bytes)
 //	version uint32 big-endian (FormatVersion)
@@ -12,7 +12,10 @@
 //	        offset of every partition), then readmodel.Batch values
 //	        (documents, and tombstones as Deletes); a zero length ends.
 //	        The frames share one string table, in order (codec.go)
-//	trailer CRC-32C (Castagnoli) of every byte before it, uint32
+//	counts  the number of documents and tombstones of each kind in the
+//	        frames, uint64 big-endian each, in countKinds' order (48
+//	        bytes): a load presizes its tables with them (LoadSized)
+//	sum     CRC-32C (Castagnoli) of every byte before it, uint32
 //	        big-endian (4 bytes)
 //
 // The checksum guards against corruption and truncation (a torn write, a
@@ -20,9 +23,9 @@
 // process's own. CRC-32C is computed by the CPU's CRC32 instruction at
 // several GB/s, where SHA-256 (version 2) cost about a second per
 // hundreds of MB on the development machine, on a start's critical path.
-// Versions 1 (JSON frames), 2 (SHA-256 trailer) and 3 (every string
-// written out at each occurrence) are refused like any other format: a
-// full replay follows. The codec carries every exported field of the documents, so a
+// Versions 1 (JSON frames), 2 (SHA-256 trailer), 3 (every string
+// written out at each occurrence) and 4 (no counts) are refused like any
+// other format: a full replay follows. The codec carries every exported field of the documents, so a
 // change to the document types must bump FormatVersion.
 //
 // A snapshot is written to a temporary file in the same directory,
@@ -30,7 +33,10 @@
 // any point leaves the previous snapshot or the new one, never a mix.
 // Load checks the magic, the version and the checksum over the whole file
 // before it applies anything, so a corrupt, truncated or old-format file
-// is refused (ErrCorrupt, ErrFormat) and nothing wrong is loaded.
+// is refused (ErrCorrupt, ErrFormat) and nothing wrong is loaded. The
+// counts are checked against the frames as they are read: under a right
+// checksum a mismatch is a writer's bug, reported as ErrCorrupt after
+// the batches were applied (the caller aborts its import then).
 package snapshot
 
 import (
@@ -60,7 +66,34 @@ import (
 const LoadGCPercent = -1
 
 // FormatVersion is the version this build writes and reads.
-const FormatVersion uint32 = 4
+const FormatVersion uint32 = 5
+
+// countKinds are the kinds whose counts the file holds, in order.
+var countKinds = [...]readmodel.Kind{
+	readmodel.KindLocation, readmodel.KindPermit, readmodel.KindProperty,
+	readmodel.KindGeoSignal, readmodel.KindLead, readmodel.KindCatalog,
+}
+
+// countsSize is the size of the counts before the checksum.
+const countsSize int64 = 8 * int64(len(countKinds))
+
+// Counts are the documents and tombstones of each kind a snapshot holds
+// (the file holds those of countKinds), the map memory.(*Import).Reserve
+// takes.
+type Counts = map[readmodel.Kind]int64
+
+// addCounts counts b's documents and tombstones in c.
+func addCounts(c Counts, b *readmodel.Batch) {
+	c[readmodel.KindLocation] += int64(len(b.Locations))
+	c[readmodel.KindPermit] += int64(len(b.Permits))
+	c[readmodel.KindProperty] += int64(len(b.Properties))
+	c[readmodel.KindGeoSignal] += int64(len(b.GeoSignals))
+	c[readmodel.KindLead] += int64(len(b.Leads))
+	c[readmodel.KindCatalog] += int64(len(b.Catalog))
+	for _, d := range b.Deletes {
+		c[d.Kind]++
+	}
+}
 
 // castagnoli is the CRC-32C table (hardware accelerated where the CPU
 // has the instruction).
@@ -102,8 +135,9 @@ type Header struct {
 // Info describes a written or loaded snapshot.
 type Info struct {
 	Header
-	Documents int   // documents and tombstones
-	Bytes     int64 // file size
+	Documents int    // documents and tombstones
+	Counts    Counts // the same by kind
+	Bytes     int64  // file size
 }
 
 // ExportFunc hands every document and tombstone of a consistent state to
@@ -114,7 +148,7 @@ type ExportFunc func(fn func(readmodel.Batch) error) error
 // atomically. The offsets must not be ahead of the state (take them
 // before exporting: replaying from an older offset is harmless).
 func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
-	info := Info{Header: Header{Created: time.Now().UTC(), Offsets: offsets}}
+	info := Info{Header: Header{Created: time.Now().UTC(), Offsets: offsets}, Counts: Counts{}}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -155,6 +189,7 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 			return nil
 		}
 		info.Documents += b.Len()
+		addCounts(info.Counts, &b)
 		frame = appendTabled(frame[:0], &b, tab)
 		return put(frame)
 	})
@@ -162,6 +197,13 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 		return info, fmt.Errorf("snapshot: export: %w", err)
 	}
 	if err := put(nil); err != nil {
+		return info, fmt.Errorf("snapshot: %w", err)
+	}
+	var counts []byte
+	for _, k := range countKinds {
+		counts = binary.BigEndian.AppendUint64(counts, uint64(info.Counts[k]))
+	}
+	if _, err := bw.Write(counts); err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -197,6 +239,17 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 // which case apply was never called. An error from apply is returned as
 // is (the state is then partial: start over from an empty read model).
 func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
+	return LoadSized(path, nil, apply)
+}
+
+// LoadSized is Load that first hands reserve (when not nil) the counts
+// the snapshot holds of each kind, once the file is verified and before
+// the first batch, so that the destination can size its tables for them
+// (memory.(*Import).Reserve) instead of growing them as the batches
+// come. The counts are checked against the batches: a file whose counts
+// differ from its frames is corrupt (ErrCorrupt, returned after the
+// last batch was applied; the checksum makes this a writer's bug).
+func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) error) (Info, error) {
 	var info Info
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -221,15 +274,15 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	if v := binary.BigEndian.Uint32(head[len(magic):]); v != FormatVersion {
 		return info, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, v, FormatVersion)
 	}
-	body := st.Size() - int64(len(head)) - sumSize
+	body := st.Size() - int64(len(head)) - countsSize - sumSize
 	if body < 0 {
-		return info, fmt.Errorf("%w: no checksum", ErrCorrupt)
+		return info, fmt.Errorf("%w: no counts and checksum", ErrCorrupt)
 	}
 	// First pass: the checksum over the whole file, before anything is
 	// applied.
 	sum := crc32.Update(0, castagnoli, head)
 	buf := make([]byte, 1<<20)
-	for left := body; left > 0; {
+	for left := body + countsSize; left > 0; {
 		n, err := f.Read(buf[:min(int64(len(buf)), left)])
 		sum = crc32.Update(sum, castagnoli, buf[:n])
 		left -= int64(n)
@@ -240,6 +293,14 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	want := make([]byte, sumSize)
 	if _, err := io.ReadFull(f, want); err != nil || binary.BigEndian.Uint32(want) != sum {
 		return info, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	counts := make([]byte, countsSize)
+	if _, err := f.ReadAt(counts, int64(len(head))+body); err != nil {
+		return info, fmt.Errorf("snapshot: %w", err)
+	}
+	held := Counts{}
+	for i, k := range countKinds {
+		held[k] = int64(binary.BigEndian.Uint64(counts[8*i:]))
 	}
 	// Second pass: decode and apply.
 	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
@@ -278,6 +339,14 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 		}
 		info.Offsets[o.Topic][int(o.Partition)] = o.Offset
 	}
+	if reserve != nil {
+		hint := Counts{}
+		for k, n := range held {
+			hint[k] = min(n, body) // a document takes a byte at least
+		}
+		reserve(hint)
+	}
+	info.Counts = Counts{}
 	// Decoding and applying overlap: one goroutine decodes the next
 	// batches while apply runs.
 	batches := make(chan readmodel.Batch, 4)
@@ -310,6 +379,7 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 	}()
 	for b := range batches {
 		info.Documents += b.Len()
+		addCounts(info.Counts, &b)
 		if err := apply(b); err != nil {
 			close(stop)
 			for range batches { // let the decoder finish
@@ -317,5 +387,13 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 			return info, err
 		}
 	}
-	return info, decErr
+	if decErr != nil {
+		return info, decErr
+	}
+	for _, k := range countKinds {
+		if info.Counts[k] != held[k] {
+			return info, fmt.Errorf("%w: %d documents of kind %s, the file counts %d", ErrCorrupt, info.Counts[k], k, held[k])
+		}
+	}
+	return info, nil
 }

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets)
 func load(path string) (*memory.Store, snapshot.Info, error) {
 	s := memory.New(memory.Params{})
 	im := s.NewImport()
-	info, err := snapshot.Load(path, im.Add)
+	info, err := snapshot.LoadSized(path, im.Reserve, im.Add)
 	if err != nil {
 		im.Abort()
 		return s, info, err
@@ -227,9 +228,11 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 		"version 2":       {func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 2); return b }, snapshot.ErrFormat},
 		// A version 3 file (no string table) with a right checksum: the
 		// version alone refuses it, before its frames are read.
-		"version 3":       {func(b []byte) []byte { return resummed(b, 3) }, snapshot.ErrFormat},
-		"version 5":       {func(b []byte) []byte { return resummed(b, 5) }, snapshot.ErrFormat},
-		"version 4 again": {func(b []byte) []byte { return resummed(b, 4) }, nil},
+		"version 3": {func(b []byte) []byte { return resummed(b, 3) }, snapshot.ErrFormat},
+		// A version 4 file has no counts: refused by its version too.
+		"version 4":       {func(b []byte) []byte { return resummed(b, 4) }, snapshot.ErrFormat},
+		"version 6":       {func(b []byte) []byte { return resummed(b, 6) }, snapshot.ErrFormat},
+		"version 5 again": {func(b []byte) []byte { return resummed(b, 5) }, nil},
 		"not a snapshot":  {func(b []byte) []byte { return []byte(`{"hello":"world"} and more bytes than a header`) }, snapshot.ErrFormat},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -249,6 +252,64 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 
 	// A crash while writing leaves a temporary file beside the snapshot.
 	require.NoError(t, os.WriteFile(path+".tmp-123", good[:len(good)/2], 0o600))
+	got, _, err := load(path)
+	require.NoError(t, err)
+	require.Equal(t, exported(t, src), exported(t, got))
+}
+
+// The counts before the checksum are the frames' documents and
+// tombstones by kind; LoadSized hands them over before the first batch,
+// and a file whose counts disagree with its frames is corrupt.
+func TestCounts(t *testing.T) {
+	src := filled(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "memory.snapshot")
+	info := write(t, src, path, snapshot.Offsets{"t": {0: 1}})
+	want := snapshot.Counts{}
+	for key := range exported(t, src) {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(key, "tombstone "), " ")
+		switch kind {
+		case "lead":
+			kind = string(readmodel.KindLead)
+		case "geo_signal":
+			kind = string(readmodel.KindGeoSignal)
+		}
+		want[readmodel.Kind(kind)]++
+	}
+	require.Positive(t, want[readmodel.KindPermit])
+	require.Positive(t, want[readmodel.KindLocation])
+	for k, n := range info.Counts {
+		if n == 0 {
+			delete(info.Counts, k)
+		}
+	}
+	require.Equal(t, want, info.Counts, "Write counts what it exports")
+
+	var reserved snapshot.Counts
+	batches := 0
+	linfo, err := snapshot.LoadSized(path, func(c snapshot.Counts) {
+		require.Zero(t, batches, "the counts come before the first batch")
+		reserved = c
+	}, func(readmodel.Batch) error { batches++; return nil })
+	require.NoError(t, err)
+	for k, n := range want {
+		require.Equal(t, n, reserved[k], "kind %s", k)
+		require.Equal(t, n, linfo.Counts[k], "kind %s", k)
+	}
+
+	// Counts that disagree with the frames, under a right checksum.
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	bad := append([]byte(nil), good...)
+	permits := len(bad) - 4 - 6*8 + 8 // the second count: permits
+	binary.BigEndian.PutUint64(bad[permits:], uint64(want[readmodel.KindPermit]+1))
+	p := filepath.Join(dir, "miscounted")
+	require.NoError(t, os.WriteFile(p, resummed(bad, 5), 0o600))
+	_, err = snapshot.Load(p, func(readmodel.Batch) error { return nil })
+	require.ErrorIs(t, err, snapshot.ErrCorrupt)
+	require.ErrorContains(t, err, "permit")
+
+	// A store reserved for the counts loads the same state.
 	got, _, err := load(path)
 	require.NoError(t, err)
 	require.Equal(t, exported(t, src), exported(t, got))

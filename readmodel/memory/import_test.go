@@ -354,3 +354,64 @@ func TestConcurrentAppliesDuringImportAreKept(t *testing.T) {
 	apply(t, imported, b)
 	same("second side")
 }
+
+// Reserve only sizes the new sides' tables: with the right counts, wrong
+// ones or none, before the first Add or (ignored) after it, the import
+// builds the state a store that applied the same batches holds, on both
+// sides.
+func TestImportReserve(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 8))
+	ps := filterPermits(r, 200)
+	applied := newStore(t)
+	apply(t, applied, readmodel.Batch{Permits: ps})
+	want, err := applied.Digest(ctx)
+	require.NoError(t, err)
+	counts, err := applied.Counts(ctx)
+	require.NoError(t, err)
+	for name, reserve := range map[string]func(*memory.Import){
+		"exact": func(im *memory.Import) { im.Reserve(counts) },
+		"zero":  func(im *memory.Import) { im.Reserve(map[readmodel.Kind]int64{}) },
+		"too small": func(im *memory.Import) {
+			im.Reserve(map[readmodel.Kind]int64{readmodel.KindPermit: 3, readmodel.KindLocation: 1})
+		},
+		"too large": func(im *memory.Import) {
+			im.Reserve(map[readmodel.Kind]int64{readmodel.KindPermit: 50_000, readmodel.KindProperty: 50_000})
+		},
+		"none":       func(*memory.Import) {},
+		"after Adds": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			imported := memory.New(memory.Params{})
+			im := imported.NewImport()
+			if reserve != nil {
+				reserve(im)
+			}
+			require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+			require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
+			if reserve == nil {
+				im.Reserve(map[readmodel.Kind]int64{readmodel.KindPermit: 1}) // does nothing now
+			}
+			require.NoError(t, im.Commit())
+			got, err := imported.Digest(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "readable at Commit")
+			imported.Settle()
+			// A write makes the second side the active one.
+			p := ps[3]
+			p.Version++
+			p.Status = "Withdrawn"
+			b := readmodel.Batch{Permits: []readmodel.Permit{p}}
+			_, err = imported.Apply(ctx, b)
+			require.NoError(t, err)
+			again := newStore(t)
+			apply(t, again, readmodel.Batch{Permits: ps})
+			apply(t, again, b)
+			w2, err := again.Digest(ctx)
+			require.NoError(t, err)
+			g2, err := imported.Digest(ctx)
+			require.NoError(t, err)
+			require.Equal(t, w2, g2, "the second side")
+		})
+	}
+}
