@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
@@ -13,15 +14,21 @@ import (
 // batches only (a step holds whole batches), and a call returns only
 // once its batch is visible.
 //
-// Within a step the leads are applied on their own goroutine beside
-// every other kind: a side's lead table and lead index (leads.go) share
-// nothing with its other tables and indexes, and nothing reads the side
+// Within a step the signal families (leads, geo signals, catalog
+// entries) are applied on their own goroutine beside every other kind:
+// a side's lead, geo signal and catalog tables and their indexes
+// (leads.go, signals.go) share nothing with its other tables and
+// indexes, the rest of the write never reads them (only readers do:
+// GeoSignalsForLocation's catalog check), and nothing reads the side
 // while it is written (store.go). The indexer hands the store one
 // partition, one family, per batch, and many partitions at once, so a
 // step commonly holds leads and permits (the mix's two costliest
 // families): on 2 cores the two halves of the write then take about the
 // time of the longer one instead of their sum. Each batch is still
-// applied twice, once per side.
+// applied twice, once per side; the batches the standby side missed
+// (the previous step's) and the step's own are split into the two lanes
+// together, one fork and one join a step, so a step of permits after a
+// step of leads still writes the two side by side.
 
 // applyReq is one Apply call waiting for the writer.
 type applyReq struct {
@@ -54,9 +61,8 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	j := 1 - s.active.Load()
 	s.drain(j)
 	standby := s.sides[j]
-	standby.applyAll(s.pending, nil)
 	res := make([]readmodel.ApplyResult, len(batches))
-	standby.applyAll(batches, res)
+	standby.applyAll(s.pending, batches, res)
 	if s.journal != nil { // an Import runs: its new sides get every batch of the step
 		*s.journal = append(*s.journal, batches...)
 	}
@@ -75,59 +81,86 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	return req.res
 }
 
-// applyAll applies bs in order, the leads beside the rest (see above);
-// res, when not nil, gets each batch's result.
-func (s *side) applyAll(bs []*readmodel.Batch, res []readmodel.ApplyResult) {
-	var leads, rest int
-	for _, b := range bs {
-		leads += len(b.Leads)
-		rest += b.Len() - len(b.Leads)
+// applyAll applies missed and then bs, in order, the signal families
+// beside the rest (see above); res[i] gets bs[i]'s result.
+func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResult) {
+	all := bs
+	if len(missed) > 0 {
+		all = append(slices.Clip(missed), bs...)
 	}
-	if leads < applyStep || rest < applyStep {
-		for i, b := range bs {
-			r := s.apply(b)
-			if res != nil {
-				res[i] = r
+	out := res
+	if len(missed) > 0 {
+		out = make([]readmodel.ApplyResult, len(all))
+	}
+	var sig, rest int
+	for _, b := range all {
+		n := signalLen(b)
+		sig += n
+		rest += b.Len() - n
+	}
+	if sig < applyStep || rest < applyStep {
+		for i, b := range all {
+			out[i] = s.apply(b)
+		}
+	} else {
+		lanes := make([]readmodel.Batch, 2*len(all))
+		for i, b := range all {
+			lanes[2*i], lanes[2*i+1] = splitSignals(b)
+		}
+		sigRes := make([]readmodel.ApplyResult, len(all))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := range all {
+				sigRes[i] = s.apply(&lanes[2*i+1])
 			}
+		})
+		for i := range all {
+			out[i] = s.apply(&lanes[2*i])
 		}
-		return
-	}
-	lanes := make([]readmodel.Batch, 2*len(bs))
-	for i, b := range bs {
-		lanes[2*i], lanes[2*i+1] = splitLeads(b)
-	}
-	var wg sync.WaitGroup
-	leadRes := make([]readmodel.ApplyResult, len(bs))
-	wg.Go(func() {
-		for i := range bs {
-			leadRes[i] = s.apply(&lanes[2*i+1])
+		wg.Wait()
+		for i := range out {
+			out[i].Applied += sigRes[i].Applied
+			out[i].Stale += sigRes[i].Stale
 		}
-	})
-	restRes := make([]readmodel.ApplyResult, len(bs))
-	for i := range bs {
-		restRes[i] = s.apply(&lanes[2*i])
 	}
-	wg.Wait()
-	for i := range res {
-		res[i] = readmodel.ApplyResult{Applied: restRes[i].Applied + leadRes[i].Applied, Stale: restRes[i].Stale + leadRes[i].Stale}
+	if len(missed) > 0 {
+		copy(res, out[len(missed):])
 	}
 }
 
-// splitLeads parts b into everything but the leads, and the leads (with
-// the lead deletes). Within each part the order is b's.
-func splitLeads(b *readmodel.Batch) (rest, leads readmodel.Batch) {
+// signalFamily reports whether documents of kind k go to the signal lane.
+func signalFamily(k readmodel.Kind) bool {
+	return k == readmodel.KindLead || k == readmodel.KindGeoSignal || k == readmodel.KindCatalog
+}
+
+// signalLen is the number of b's documents and deletes of the signal
+// families.
+func signalLen(b *readmodel.Batch) int {
+	n := len(b.Leads) + len(b.GeoSignals) + len(b.Catalog)
+	for _, d := range b.Deletes {
+		if signalFamily(d.Kind) {
+			n++
+		}
+	}
+	return n
+}
+
+// splitSignals parts b into everything but the signal families, and the
+// signal families (with their deletes). Within each part the order is
+// b's.
+func splitSignals(b *readmodel.Batch) (rest, sig readmodel.Batch) {
 	rest = *b
-	rest.Leads = nil
-	leads.Leads = b.Leads
+	rest.Leads, rest.GeoSignals, rest.Catalog = nil, nil, nil
+	sig.Leads, sig.GeoSignals, sig.Catalog = b.Leads, b.GeoSignals, b.Catalog
 	if len(b.Deletes) > 0 {
 		rest.Deletes = nil
 		for _, d := range b.Deletes {
-			if d.Kind == readmodel.KindLead {
-				leads.Deletes = append(leads.Deletes, d)
+			if signalFamily(d.Kind) {
+				sig.Deletes = append(sig.Deletes, d)
 			} else {
 				rest.Deletes = append(rest.Deletes, d)
 			}
 		}
 	}
-	return rest, leads
+	return rest, sig
 }

@@ -119,3 +119,58 @@ func buildApplyMix(permits int) ([]kindBatch, error) {
 	}
 	return out, flush()
 }
+
+// BenchmarkApplyMixConcurrent: the write side as the indexer drives it,
+// without the broker and the decoding. The mix of BenchmarkApplyMix is
+// applied to a new Store per round: the locations first (replay mode
+// holds the other topics until they are in), then one goroutine per
+// family, each applying its family's batches in order, as the consumers
+// of the partitions do. The store groups the concurrent calls into steps
+// and writes a step's lanes side by side (apply.go). It reports the wall
+// time per document and the process's cores (CPU time over wall time)
+// over the concurrent phase: how much of the two cores the writer's
+// lanes use.
+func BenchmarkApplyMixConcurrent(b *testing.B) {
+	batches := applyMixBatches(b)
+	ctx := context.Background()
+	var locs []readmodel.Batch
+	byKind := map[string][]readmodel.Batch{}
+	docs := 0
+	for _, mb := range batches {
+		if mb.kind == "locations" {
+			locs = append(locs, mb.b)
+			continue
+		}
+		byKind[mb.kind] = append(byKind[mb.kind], mb.b)
+		docs += mb.b.Len()
+	}
+	var wall, cpu time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := memory.New(memory.Params{})
+		for _, l := range locs {
+			if _, err := s.Apply(ctx, l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t0, c0 := time.Now(), cpuTime()
+		var wg sync.WaitGroup
+		for _, bs := range byKind {
+			wg.Go(func() {
+				for _, x := range bs {
+					if _, err := s.Apply(ctx, x); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		wall += time.Since(t0)
+		cpu += cpuTime() - c0
+	}
+	b.ReportMetric(float64(wall.Nanoseconds())/float64(docs*b.N), "wall-ns/doc")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(docs*b.N), "cpu-ns/doc")
+	b.ReportMetric(float64(cpu)/float64(wall), "cores")
+}
