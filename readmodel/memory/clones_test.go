@@ -119,24 +119,6 @@ func TestCloneBatchMatchesClone(t *testing.T) {
 	require.Equal(t, "c1", b.Locations[0].CountyGeoIDs[0])
 }
 
-func TestNumberedID(t *testing.T) {
-	for _, tc := range []struct {
-		id, source, number string
-		want               bool
-	}{
-		{"sea:B-1", "sea", "B-1", true},
-		{"sea:B-1", "sea", "B-2", false},
-		{"sea:B-1", "se", "a:B-1", false},
-		{"seaxB-1", "sea", "B-1", false},
-		{"sea:B-1x", "sea", "B-1", false},
-		{"sea:", "sea", "", true},
-		{"", "", "", false},
-	} {
-		require.Equal(t, tc.id == tc.source+":"+tc.number, numberedID(tc.id, tc.source, tc.number), tc)
-		require.Equal(t, tc.want, numberedID(tc.id, tc.source, tc.number), tc)
-	}
-}
-
 // TestLocationsSharedBySides: both sides' location rows point at one
 // document, and what a read hands out changes neither.
 func TestLocationsSharedBySides(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -188,18 +189,11 @@ func (s *side) compactPermit(p readmodel.Permit) *cpermit {
 		jur:        sy.id(p.Address.Jurisdiction),
 		prop:       s.propRefOf(p.PropertyID),
 	}
-	if p.PermitNumber == "" || !numberedID(p.PermitID, p.Source, p.PermitNumber) {
+	if p.PermitNumber == "" || !events.IsPermitDocID(p.PermitID, p.Source, p.PermitNumber) {
 		c.number = s.pi.texts.acquire(p.PermitNumber)
 	}
 	c.links = s.pi.links.id(sy, p.GeoLinks, p.PropertyID)
 	return c
-}
-
-// numberedID reports whether id is source + ":" + number (without
-// building that string).
-func numberedID(id, source, number string) bool {
-	return len(id) == len(source)+1+len(number) && id[len(source)] == ':' &&
-		id[:len(source)] == source && id[len(source)+1:] == number
 }
 
 // releaseTexts lets go of the texts c holds (the side's writer).
