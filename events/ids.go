@@ -52,3 +52,11 @@ func EventID(t Type, entityID string, version int64) string {
 func PermitDocID(source, permitNumber string) string {
 	return source + ":" + permitNumber
 }
+
+// IsPermitDocID reports whether id == PermitDocID(source, permitNumber),
+// without building that string (the projection and the memory backend
+// check it per permit).
+func IsPermitDocID(id, source, permitNumber string) bool {
+	return len(id) == len(source)+1+len(permitNumber) && id[len(source)] == ':' &&
+		id[:len(source)] == source && id[len(source)+1:] == permitNumber
+}

@@ -123,12 +123,12 @@ func ProjectPermit(ctx context.Context, env events.Envelope, look Lookup) (readm
 		})
 	}
 	zc := zipConfidence(d.Address)
-	links, zipLoc, err := matchZip(ctx, look, p.GeoLinks, d.Address.Zipcode, d.Address.City, d.Address.ZipSource, zc)
+	links, zipLoc, found, err := matchZip(ctx, look, p.GeoLinks, d.Address.Zipcode, d.Address.City, d.Address.ZipSource, zc)
 	if err != nil {
 		return readmodel.Permit{}, err
 	}
 	p.GeoLinks = links
-	if zipLoc != nil {
+	if found {
 		if p.Address.City == "" {
 			p.Address.City = zipLoc.City
 		}
@@ -164,7 +164,7 @@ func ProjectProperty(ctx context.Context, env events.Envelope, look Lookup) (rea
 		Lon:               d.Lon,
 		Version:           env.EntityVersion,
 	}
-	links, _, err := matchZip(ctx, look, make([]readmodel.GeoLink, 0, 5), d.Zipcode, d.City, "source", 1)
+	links, _, _, err := matchZip(ctx, look, make([]readmodel.GeoLink, 0, 5), d.Zipcode, d.City, "source", 1)
 	if err != nil {
 		return readmodel.Property{}, err
 	}
@@ -187,22 +187,23 @@ func zipConfidence(a events.PermitAddress) float64 {
 
 func derivedZip(source string) bool { return source != "" && source != "source" }
 
-// matchZip appends the links of a ZIP and its hierarchy to links. It
-// appends none (and returns a nil location) when zip is empty or has no
-// location.
-func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, city, zipSource string, zc float64) ([]readmodel.GeoLink, *readmodel.Location, error) {
+// matchZip appends the links of a ZIP and its hierarchy to links, and
+// returns the ZIP's location (by value: a pointer would cost a heap copy
+// of it per permit). It appends none (and returns found false) when zip
+// is empty or has no location.
+func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, city, zipSource string, zc float64) (_ []readmodel.GeoLink, loc readmodel.Location, found bool, err error) {
 	if zip == "" {
-		return links, nil, nil
+		return links, loc, false, nil
 	}
 	if look == nil {
-		return links, nil, errors.New("indexer: permit projection needs a Lookup")
+		return links, loc, false, errors.New("indexer: permit projection needs a Lookup")
 	}
-	loc, err := look.Location(ctx, readmodel.ParseGeoRef(zipIDs.of(zip)))
+	loc, err = look.Location(ctx, readmodel.ParseGeoRef(zipIDs.of(zip)))
 	if errors.Is(err, readmodel.ErrNotFound) {
-		return links, nil, nil
+		return links, loc, false, nil
 	}
 	if err != nil {
-		return links, nil, fmt.Errorf("indexer: look up ZIP %s: %w", zip, err)
+		return links, loc, false, fmt.Errorf("indexer: look up ZIP %s: %w", zip, err)
 	}
 	method := MethodSourceZip
 	if derivedZip(zipSource) {
@@ -226,7 +227,7 @@ func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, 
 		}
 		links = append(links, readmodel.GeoLink{GeoID: loc.CountyGeoID, GeoType: readmodel.GeoCounty, Confidence: round6(c), Method: MethodZipCounty})
 	}
-	return links, &loc, nil
+	return links, loc, true, nil
 }
 
 // sameName compares place names ignoring case, dots and runs of spaces
@@ -335,7 +336,7 @@ func validatePermit(env events.Envelope, d *events.Permit) error {
 		return errors.New("permit_number is required")
 	case d.Source == "":
 		return errors.New("source is required")
-	case env.EntityID != events.PermitDocID(d.Source, d.PermitNumber):
+	case !events.IsPermitDocID(env.EntityID, d.Source, d.PermitNumber):
 		return fmt.Errorf("entity_id must be %q", events.PermitDocID(d.Source, d.PermitNumber))
 	case d.PermitType == "":
 		return errors.New("permit_type is required")

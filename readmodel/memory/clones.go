@@ -82,3 +82,94 @@ func cloneLocation(l readmodel.Location) readmodel.Location {
 	l.Aliases = takeStrings(&strs, l.Aliases)
 	return l
 }
+
+// batchArena holds the copies cloneBatch makes of a batch's permits',
+// properties' and locations' slices and numbers: one allocation per kind
+// of field for the whole batch. Each copy is capped at its length, and
+// empty slices and nil numbers copy as nil, as the documents' Clone
+// methods do. The permits' and properties' copies are read only while
+// the batch is applied (the sides keep compact forms, permit_doc.go,
+// properties.go), so the arena goes with the batch; the locations' lists
+// are kept by the stored documents, which keep their batch's list arena
+// (a few kilobytes) while one of them is live.
+type batchArena struct {
+	links  []readmodel.GeoLink
+	floats []float64
+	strs   []string
+}
+
+func newBatchArena(b *readmodel.Batch) *batchArena {
+	nLink, nFloat, nStr := 0, 0, 0
+	count := func(fs ...*float64) {
+		for _, f := range fs {
+			if f != nil {
+				nFloat++
+			}
+		}
+	}
+	for i := range b.Permits {
+		p := &b.Permits[i]
+		nLink += len(p.GeoLinks)
+		count(p.Valuation, p.Lat, p.Lon)
+	}
+	for i := range b.Properties {
+		p := &b.Properties[i]
+		nLink += len(p.GeoLinks)
+		count(p.Lat, p.Lon)
+	}
+	for i := range b.Locations {
+		nStr += len(b.Locations[i].CountyGeoIDs) + len(b.Locations[i].Aliases)
+	}
+	a := &batchArena{}
+	if nLink > 0 {
+		a.links = make([]readmodel.GeoLink, nLink)
+	}
+	if nFloat > 0 {
+		a.floats = make([]float64, nFloat)
+	}
+	if nStr > 0 {
+		a.strs = make([]string, nStr)
+	}
+	return a
+}
+
+func (a *batchArena) float(f *float64) *float64 {
+	if f == nil {
+		return nil
+	}
+	a.floats[0] = *f
+	out := &a.floats[0]
+	a.floats = a.floats[1:]
+	return out
+}
+
+func (a *batchArena) geoLinks(l []readmodel.GeoLink) []readmodel.GeoLink {
+	if len(l) == 0 {
+		return nil
+	}
+	n := copy(a.links, l)
+	out := a.links[:n:n]
+	a.links = a.links[n:]
+	return out
+}
+
+// permit is a copy of p (as readmodel.Permit.Clone).
+func (a *batchArena) permit(p readmodel.Permit) readmodel.Permit {
+	p.Valuation, p.Lat, p.Lon = a.float(p.Valuation), a.float(p.Lat), a.float(p.Lon)
+	p.GeoLinks = a.geoLinks(p.GeoLinks)
+	return p
+}
+
+// property is a copy of p (as readmodel.Property.Clone).
+func (a *batchArena) property(p readmodel.Property) readmodel.Property {
+	p.Lat, p.Lon = a.float(p.Lat), a.float(p.Lon)
+	p.GeoLinks = a.geoLinks(p.GeoLinks)
+	return p
+}
+
+// location is a copy of l (as readmodel.Location.Clone).
+func (a *batchArena) location(l readmodel.Location) readmodel.Location {
+	l.CountyGeoIDs = takeStrings(&a.strs, l.CountyGeoIDs)
+	l.Aliases = takeStrings(&a.strs, l.Aliases)
+	return l
+}

@@ -69,3 +69,80 @@ func TestPageClonesMatchClone(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneBatchMatchesClone: cloneBatch's arena copies equal the
+// documents' Clone, share no memory with the caller's batch, and an
+// append to one copied slice never writes into the next document's.
+func TestCloneBatchMatchesClone(t *testing.T) {
+	v, la, lo := 1000.0, 47.6, -122.3
+	link := func(id string) readmodel.GeoLink {
+		return readmodel.GeoLink{GeoID: id, GeoType: readmodel.GeoZip, Confidence: 0.9, Method: "source_zip"}
+	}
+	b := readmodel.Batch{
+		Permits: []readmodel.Permit{
+			{PermitID: "s:1", Valuation: &v, Lat: &la, Lon: &lo, GeoLinks: []readmodel.GeoLink{link("z1"), link("c1")}},
+			{PermitID: "s:2", GeoLinks: []readmodel.GeoLink{}},
+			{PermitID: "s:3", Lon: &lo, GeoLinks: []readmodel.GeoLink{link("z2")}},
+		},
+		Properties: []readmodel.Property{
+			{PropertyID: "p1", Lat: &la, GeoLinks: []readmodel.GeoLink{link("z3")}},
+			{PropertyID: "p2", Lat: &la, Lon: &lo},
+		},
+		Locations: []readmodel.Location{
+			{GeoID: "a", CountyGeoIDs: []string{"c1", "c2"}, Aliases: []string{"x"}},
+			{GeoID: "b", CountyGeoIDs: []string{}},
+			{GeoID: "c", Aliases: []string{"y", "z"}},
+		},
+	}
+	got := cloneBatch(&b)
+	for i := range b.Permits {
+		require.Equal(t, b.Permits[i].Clone(), got.Permits[i])
+	}
+	for i := range b.Properties {
+		require.Equal(t, b.Properties[i].Clone(), got.Properties[i])
+	}
+	for i := range b.Locations {
+		require.Equal(t, b.Locations[i].Clone(), got.Locations[i])
+	}
+	*got.Permits[0].Valuation = -1
+	got.Permits[0].GeoLinks[0].GeoID = "X"
+	require.Equal(t, 1000.0, v)
+	require.Equal(t, "z1", b.Permits[0].GeoLinks[0].GeoID)
+	require.Equal(t, lo, *got.Permits[2].Lon)
+	got.Permits[0].GeoLinks = append(got.Permits[0].GeoLinks, link("Y"))
+	require.Equal(t, "z2", got.Permits[2].GeoLinks[0].GeoID)
+	got.Properties[0].GeoLinks = append(got.Properties[0].GeoLinks, link("Y"))
+	require.Equal(t, la, *got.Properties[1].Lat)
+	got.Locations[0].Aliases = append(got.Locations[0].Aliases, "Y")
+	require.Equal(t, []string{"y", "z"}, got.Locations[2].Aliases)
+	got.Locations[0].CountyGeoIDs[0] = "Y"
+	require.Equal(t, "c1", b.Locations[0].CountyGeoIDs[0])
+}
+
+// TestLocationsSharedBySides: both sides' location rows point at one
+// document, and what a read hands out changes neither.
+func TestLocationsSharedBySides(t *testing.T) {
+	s := New(Params{})
+	loc := readmodel.Location{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Name: "98101", State: "WA", CountyGeoIDs: []string{"county:1"}, Version: 1}
+	for v := int64(1); v <= 3; v++ { // each Apply brings the standby side up to date first
+		loc.Version = v
+		if v == 3 {
+			loc.GeoID = "zip:98102"
+		}
+		_, err := s.Apply(t.Context(), readmodel.Batch{Locations: []readmodel.Location{loc}})
+		require.NoError(t, err)
+	}
+	r0, ok0 := s.sides[0].locations.table.rows["zip:98101"]
+	r1, ok1 := s.sides[1].locations.table.rows["zip:98101"]
+	require.True(t, ok0 && ok1)
+	require.Same(t, r0.doc, r1.doc)
+	got, err := s.Location(t.Context(), readmodel.ParseGeoRef("zip:98101"))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), got.Version)
+	got.CountyGeoIDs[0] = "X"
+	got.Name = "Y"
+	again, err := s.Location(t.Context(), readmodel.ParseGeoRef("zip:98101"))
+	require.NoError(t, err)
+	require.Equal(t, "98101", again.Name)
+	require.Equal(t, []string{"county:1"}, again.CountyGeoIDs)
+}

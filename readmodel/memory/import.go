@@ -99,7 +99,7 @@ func (im *Import) Reserve(counts map[readmodel.Kind]int64) {
 func (d *side) reserve(counts map[readmodel.Kind]int64) {
 	size := func(k readmodel.Kind) int { return int(min(counts[k], 1<<30)) }
 	if len(d.locations.rows) == 0 {
-		d.locations.rows = make(map[string]*row[readmodel.Location], size(readmodel.KindLocation))
+		d.locations.rows = make(map[string]*row[*readmodel.Location], size(readmodel.KindLocation))
 	}
 	if len(d.permits.rows) == 0 {
 		d.permits.rows = make(map[string]*row[*cpermit], size(readmodel.KindPermit))

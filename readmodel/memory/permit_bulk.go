@@ -308,7 +308,7 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 	for i := 0; i < len(items) && items[i].ik != undated; {
 		m := monthOfIK(items[i].ik)
 		lo := -monthFirstDay(m) // the largest ik of month m
-		st := &monthStats{vals: btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})}
+		st := &monthStats{}
 		vals := b.vals[:0]
 		for ; i < len(items) && items[i].ik <= lo; i++ {
 			c := items[i]
@@ -318,14 +318,9 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 				vals = append(vals, valKey{c.valuation, c.id})
 			}
 		}
-		slices.SortFunc(vals, func(x, y valKey) int {
-			if c := cmp.Compare(x.v, y.v); c != 0 {
-				return c
-			}
-			return strings.Compare(x.id, y.id)
-		})
+		slices.SortFunc(vals, cmpValKey)
 		for _, v := range vals {
-			st.vals.Load(v)
+			st.vals.load(v)
 		}
 		b.months[monthKey{geo, m}] = st
 		clear(vals)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -188,7 +189,7 @@ func (s *side) compactPermit(p readmodel.Permit) *cpermit {
 		jur:        sy.id(p.Address.Jurisdiction),
 		prop:       s.propRefOf(p.PropertyID),
 	}
-	if p.PermitID != p.Source+":"+p.PermitNumber || p.PermitNumber == "" {
+	if p.PermitNumber == "" || !events.IsPermitDocID(p.PermitID, p.Source, p.PermitNumber) {
 		c.number = s.pi.texts.acquire(p.PermitNumber)
 	}
 	c.links = s.pi.links.id(sy, p.GeoLinks, p.PropertyID)

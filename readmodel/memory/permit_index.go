@@ -54,7 +54,7 @@ func pkeyLess(a, b pkey) bool {
 func keyOf(c *cpermit) pkey { return pkey{c.ik, c} }
 
 func newTreeSet() treeSet {
-	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 64})}
+	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 32})}
 }
 
 func (s treeSet) set(c *cpermit)    { s.t.Set(keyOf(c)) }

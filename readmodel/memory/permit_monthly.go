@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -24,7 +26,7 @@ type monthKey struct {
 type monthStats struct {
 	count int64
 	cents int64 // sum of known valuations, in cents
-	vals  *btree.BTreeG[valKey]
+	vals  valSet
 }
 
 type valKey struct {
@@ -37,6 +39,91 @@ func valKeyLess(a, b valKey) bool {
 		return a.v < b.v
 	}
 	return a.id < b.id
+}
+
+// valSet is a month's known valuations in valKeyLess order: a sorted
+// slice while small (most geo-months hold a few permits, and a B-tree
+// each cost them an allocation or two per insert), a B-tree from
+// smallVals on, for good.
+type valSet struct {
+	small []valKey
+	tree  *btree.BTreeG[valKey]
+}
+
+// smallVals is the size up to which a valSet is a slice.
+const smallVals = 64
+
+func cmpValKey(a, b valKey) int {
+	switch {
+	case a.v < b.v:
+		return -1
+	case a.v > b.v:
+		return 1
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// set adds k (replacing an equal key).
+func (v *valSet) set(k valKey) {
+	if v.tree != nil {
+		v.tree.Set(k)
+		return
+	}
+	i, found := slices.BinarySearchFunc(v.small, k, cmpValKey)
+	if found {
+		v.small[i] = k
+		return
+	}
+	v.small = slices.Insert(v.small, i, k)
+	v.grow()
+}
+
+// load adds k, which sorts after every key (an Import's, in order).
+func (v *valSet) load(k valKey) {
+	if v.tree != nil {
+		v.tree.Load(k)
+		return
+	}
+	v.small = append(v.small, k)
+	v.grow()
+}
+
+// grow turns a slice past smallVals into a B-tree.
+func (v *valSet) grow() {
+	if len(v.small) <= smallVals {
+		return
+	}
+	t := btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})
+	for _, x := range v.small {
+		t.Load(x)
+	}
+	v.tree, v.small = t, nil
+}
+
+func (v *valSet) del(k valKey) {
+	if v.tree != nil {
+		v.tree.Delete(k)
+		return
+	}
+	if i, found := slices.BinarySearchFunc(v.small, k, cmpValKey); found {
+		v.small = slices.Delete(v.small, i, i+1)
+	}
+}
+
+func (v *valSet) len() int {
+	if v.tree != nil {
+		return v.tree.Len()
+	}
+	return len(v.small)
+}
+
+// at is the i-th key, 0 <= i < len.
+func (v *valSet) at(i int) valKey {
+	if v.tree != nil {
+		k, _ := v.tree.GetAt(i)
+		return k
+	}
+	return v.small[i]
 }
 
 func monthOfIK(ik int32) int32 {
@@ -61,7 +148,7 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 			if !add {
 				continue
 			}
-			st = &monthStats{vals: btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})}
+			st = &monthStats{}
 			s.pf.months[k] = st
 		}
 		d := int64(1)
@@ -72,9 +159,9 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 		if !math.IsNaN(c.valuation) {
 			st.cents += d * cents(c.valuation)
 			if add {
-				st.vals.Set(valKey{c.valuation, c.id})
+				st.vals.set(valKey{c.valuation, c.id})
 			} else {
-				st.vals.Delete(valKey{c.valuation, c.id})
+				st.vals.del(valKey{c.valuation, c.id})
 			}
 		}
 		if st.count == 0 {
@@ -84,14 +171,14 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 }
 
 func (st *monthStats) median() *float64 {
-	n := st.vals.Len()
+	n := st.vals.len()
 	if n == 0 {
 		return nil
 	}
-	a, _ := st.vals.GetAt(n / 2)
+	a := st.vals.at(n / 2)
 	m := a.v
 	if n%2 == 0 {
-		b, _ := st.vals.GetAt(n/2 - 1)
+		b := st.vals.at(n/2 - 1)
 		m = (a.v + b.v) / 2
 	}
 	return &m

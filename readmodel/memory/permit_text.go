@@ -59,6 +59,7 @@ var groupMin = 64
 type descTerms struct {
 	src   string
 	terms []string
+	words []string // terms' distinct words, in first-seen order
 }
 
 func newTextIndex() textIndex {
@@ -156,30 +157,29 @@ func (p *posting) sets(dst []iterable, seen map[*descGroup]bool) []iterable {
 // set is the posting's permits as one ordered set.
 func (p *posting) set() permitSet { return unionOf(p.sets(nil, nil)) }
 
-// descWords returns the words of a description text (the side's writer
-// fills the cache; a live permit's text id is never reused).
-func (s *side) descWords(id uint32) []string {
+// descWords returns the analysed words of a description text and their
+// distinct words (the side's writer fills the cache, once per text; a
+// live permit's text id is never reused).
+func (s *side) descWords(id uint32) descTerms {
 	src := s.pi.texts.str(id)
 	if d, ok := s.pf.text.desc[id]; ok && d.src == src {
-		return d.terms
+		return d
 	}
 	terms := readmodel.EnglishTerms(src)
-	s.pf.text.desc[id] = descTerms{src: src, terms: terms}
-	return terms
+	var words []string
+	for _, w := range terms {
+		if !containsStr(words, w) {
+			words = append(words, w)
+		}
+	}
+	d := descTerms{src: src, terms: terms, words: slices.Clip(words)}
+	s.pf.text.desc[id] = d
+	return d
 }
 
 // permitWords are the distinct words of c's description (the side's
-// writer).
-func (s *side) permitWords(c *cpermit) []string {
-	words := s.descWords(c.desc)
-	out := make([]string, 0, len(words))
-	for _, w := range words {
-		if !containsStr(out, w) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+// writer; the cache's slice, not to be changed).
+func (s *side) permitWords(c *cpermit) []string { return s.descWords(c.desc).words }
 
 func containsStr(l []string, s string) bool {
 	for _, x := range l {

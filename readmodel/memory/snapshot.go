@@ -45,7 +45,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) e
 		b.Deletes = append(b.Deletes, readmodel.Delete{Kind: k, ID: id, Version: v})
 		return add()
 	}
-	if err := exportRows(d.locations, readmodel.KindLocation, tomb, func(l readmodel.Location) error {
+	if err := exportRows(d.locations.table, readmodel.KindLocation, tomb, func(l *readmodel.Location) error {
 		b.Locations = append(b.Locations, l.Clone())
 		return add()
 	}); err != nil {

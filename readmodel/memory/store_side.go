@@ -13,7 +13,7 @@ import (
 // Store holds two (store.go); one writer at a time changes the side no
 // reader reads, so nothing in a side is guarded by a lock.
 type side struct {
-	locations  *table[readmodel.Location]
+	locations  locTable
 	permits    *table[*cpermit]
 	props      *propertyTable // properties with their permits and address indexes
 	geoSignals *table[readmodel.GeoSignal]
@@ -36,9 +36,24 @@ type side struct {
 	deferGeo bool
 }
 
+// locTable is the side's location table. A row points at the document
+// in the batch that wrote it (cloneBatch), the same one for both sides:
+// no side changes a stored location in place, so sharing saves each side
+// a copy of every location. get hands out the document by value (its
+// lists still shared: readers copy them, cloneLocation).
+type locTable struct{ *table[*readmodel.Location] }
+
+func (t locTable) get(id string) (readmodel.Location, bool) {
+	l, ok := t.table.get(id)
+	if !ok {
+		return readmodel.Location{}, false
+	}
+	return *l, true
+}
+
 func newSide(r Resolver) *side {
 	return &side{
-		locations:  newTable[readmodel.Location](),
+		locations:  locTable{newTable[*readmodel.Location]()},
 		permits:    newTable[*cpermit](),
 		props:      newPropertyTable(),
 		pi:         newPermitIndexes(),
@@ -79,16 +94,17 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 			runtime.Gosched() // a bounded step: let waiting readers have this P
 		}
 	}
-	for _, l := range b.Locations {
+	for i := range b.Locations {
+		l := &b.Locations[i] // shared with the other side (locTable)
 		prev, hadPrev, ok := s.locations.put(l.GeoID, l.Version, l)
 		if ok {
 			s.locGen++
 			if hadPrev {
-				s.names.remove(prev)
+				s.names.remove(*prev)
 			}
-			s.names.put(l)
+			s.names.put(*l)
 			if s.resolver != nil {
-				s.resolver.Upsert(l) // the resolver keeps its own copy
+				s.resolver.Upsert(*l) // the resolver keeps its own copy
 			}
 		}
 		count(ok)
@@ -123,7 +139,7 @@ func (s *side) delete(d readmodel.Delete) (bool, error) {
 			s.locGen++
 		}
 		if hadPrev {
-			s.names.remove(prev)
+			s.names.remove(*prev)
 		}
 		if ok && s.resolver != nil {
 			s.resolver.Delete(d.ID)
