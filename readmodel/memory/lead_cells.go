@@ -10,8 +10,11 @@ import (
 
 // leadDayAggs are exact per-day aggregates of one anchor's leads of one key.
 type leadDayAggs struct {
-	days  []int32 // ascending
-	cells []*leadDayCell
+	days []int32 // ascending
+	// cells[i] is the cell of days[i], held by value: most cells hold a
+	// single lead, and a cell per allocation would be most of a lead
+	// write's garbage.
+	cells []leadDayCell
 	null  leadDayCell // leads without a date
 	// Roll-ups (rollup.go): every lead, each year's and each month's.
 	// The year and month roll-ups start (periods) once the key holds
@@ -25,11 +28,24 @@ type leadDayAggs struct {
 }
 
 type leadDayCell struct {
-	n                      int64
-	conf                   [3]int64 // high, medium, low
-	cities, zips, counties sparseCounts
-	recs                   cellRecs
+	n    int64
+	conf [3]int64 // high, medium, low
+	// sp, the cell's counts per city, zip and county, is kept once the
+	// cell has held sparseMin records: below that, reading the records
+	// costs no more than reading the counts, and most cells hold one lead.
+	sp   *cellSparse
+	recs cellRecs
 }
+
+// cellSparse are a day cell's lead counts per interned city, zip and
+// county.
+type cellSparse struct {
+	cities, zips, counties sparseCounts
+}
+
+// sparseMin is the record count from which a day cell keeps its sparse
+// counts.
+var sparseMin = 8
 
 func leadConfBucket(r *leadRec) int {
 	switch {
@@ -49,16 +65,16 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		i, ok := slices.BinarySearch(d.days, r.date)
 		if !ok {
 			d.days = slices.Insert(d.days, i, r.date)
-			d.cells = slices.Insert(d.cells, i, &leadDayCell{})
+			d.cells = slices.Insert(d.cells, i, leadDayCell{})
 		}
-		c = d.cells[i]
+		c = &d.cells[i]
 	}
-	c.addLead(r, delta)
 	if delta > 0 {
 		c.recs.insert(r)
 	} else {
 		c.recs.remove(r)
 	}
+	c.addLead(r, delta)
 	d.allRoll.all = true
 	d.roll(&d.allRoll, r, delta)
 	switch {
@@ -75,9 +91,21 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 func (c *leadDayCell) addLead(r *leadRec, delta int64) {
 	c.n += delta
 	c.conf[leadConfBucket(r)] += delta
-	c.cities.add(r.city, delta)
-	c.zips.add(r.zip, delta)
-	c.counties.add(r.county, delta)
+	switch {
+	case c.sp != nil:
+		c.sp.add(recIDs(r), delta)
+	case len(c.recs.r) >= sparseMin: // the records hold r already
+		c.sp = &cellSparse{}
+		for _, e := range c.recs.r {
+			c.sp.add(e.ids, 1)
+		}
+	}
+}
+
+func (sp *cellSparse) add(ids leadIDs, delta int64) {
+	sp.cities.add(ids.city, delta)
+	sp.zips.add(ids.zip, delta)
+	sp.counties.add(ids.county, delta)
 }
 
 // count is the number of dated leads in [lo, hi].
@@ -126,14 +154,21 @@ func (s *sparseCounts) add(id uint32, delta int64) {
 // leadIDs are a lead's interned city, zip and county (0 when empty).
 type leadIDs struct{ city, zip, county uint32 }
 
-// cellRecs are one day cell's leads as stats records: ids[:len(conf)] are
+// cellRecs are one day cell's leads as stats records, in one slice (a
+// cell of one lead, the common case, is one small allocation): r[:nc] are
 // the leads with a confidence, in (confidence descending, ids ascending)
-// order, conf aligned with them; ids[len(conf):] are the leads with null
-// confidence, ids ascending. Records with equal fields are
-// interchangeable, so no lead id is kept.
+// order; r[nc:] are the leads with null confidence (conf 0), ids
+// ascending. Records with equal fields are interchangeable, so no lead id
+// is kept.
 type cellRecs struct {
-	conf []float64
-	ids  []leadIDs
+	r  []cellRec
+	nc int
+}
+
+// cellRec is one lead of a day cell: 24 bytes, no pointers.
+type cellRec struct {
+	conf float64
+	ids  leadIDs
 }
 
 func recIDs(r *leadRec) leadIDs { return leadIDs{city: r.city, zip: r.zip, county: r.county} }
@@ -151,26 +186,29 @@ func cmpIDs(a, b leadIDs) int {
 // search returns the position of (hasConf, conf, ids) in the record
 // order and whether a record with those fields is there.
 func (c *cellRecs) search(hasConf bool, conf float64, ids leadIDs) (int, bool) {
-	nc := len(c.conf)
+	nc := c.nc
 	if !hasConf {
-		i, ok := slices.BinarySearchFunc(c.ids[nc:], ids, cmpIDs)
+		i, ok := slices.BinarySearchFunc(c.r[nc:], ids, func(e cellRec, ids leadIDs) int { return cmpIDs(e.ids, ids) })
 		return nc + i, ok
 	}
 	i := sort.Search(nc, func(i int) bool {
-		if c.conf[i] != conf {
-			return c.conf[i] < conf
+		if c.r[i].conf != conf {
+			return c.r[i].conf < conf
 		}
-		return cmpIDs(c.ids[i], ids) >= 0
+		return cmpIDs(c.r[i].ids, ids) >= 0
 	})
-	return i, i < nc && c.conf[i] == conf && c.ids[i] == ids
+	return i, i < nc && c.r[i].conf == conf && c.r[i].ids == ids
 }
 
 func (c *cellRecs) insert(r *leadRec) {
-	ids := recIDs(r)
-	i, _ := c.search(r.hasConf, r.conf, ids)
-	c.ids = slices.Insert(c.ids, i, ids)
+	e := cellRec{ids: recIDs(r)}
 	if r.hasConf {
-		c.conf = slices.Insert(c.conf, i, r.conf)
+		e.conf = r.conf
+	}
+	i, _ := c.search(r.hasConf, r.conf, e.ids)
+	c.r = slices.Insert(c.r, i, e)
+	if r.hasConf {
+		c.nc++
 	}
 }
 
@@ -179,23 +217,30 @@ func (c *cellRecs) remove(r *leadRec) {
 	if !ok {
 		return
 	}
-	c.ids = slices.Delete(c.ids, i, i+1)
+	c.r = slices.Delete(c.r, i, i+1)
 	if r.hasConf {
-		c.conf = slices.Delete(c.conf, i, i+1)
+		c.nc--
 	}
 }
 
 // atLeast is the number of records with a confidence >= f: a prefix.
 func (c *cellRecs) atLeast(f float64) int {
-	return sort.Search(len(c.conf), func(i int) bool { return c.conf[i] < f })
+	return sort.Search(c.nc, func(i int) bool { return c.r[i].conf < f })
 }
 
 // passing is the length of the prefix of c's records the floor keeps.
 func (c *leadDayCell) passing(minConf *float64) int {
 	if minConf == nil {
-		return len(c.recs.ids)
+		return len(c.recs.r)
 	}
 	return c.recs.atLeast(*minConf)
 }
 
-func (c *leadDayCell) sparseLen() int { return len(c.cities) + len(c.zips) + len(c.counties) }
+// sparseLen is the number of the cell's sparse counts; without them, as
+// many as reading its records costs.
+func (c *leadDayCell) sparseLen() int {
+	if c.sp == nil {
+		return 3 * len(c.recs.r)
+	}
+	return len(c.sp.cities) + len(c.sp.zips) + len(c.sp.counties)
+}

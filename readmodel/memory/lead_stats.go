@@ -21,9 +21,9 @@ import (
 // The design:
 //
 //   - Every (anchor, key, day) cell keeps its aggregates (count,
-//     confidence buckets, sparse counts per city, zip and county) and its
-//     leads as inline records (cellRecs: confidence plus three interned
-//     ids, 20 bytes, no pointers), confidence descending with null
+//     confidence buckets, sparse counts per city, zip and county once it
+//     holds sparseMin leads) and its leads as inline records (cellRecs:
+//     confidence plus three interned ids, 24 bytes, no pointers), confidence descending with null
 //     confidence last. A confidence floor keeps a prefix of each cell,
 //     found by binary search; its top-list counts are added record by
 //     record or as the cell's sparse totals less the other records,
@@ -43,7 +43,7 @@ import (
 // per lead: ~20-60 ms for the state geo. Reading every day cell (the
 // previous approach) grows with the days: 5 ms all-time over 3 years.
 //
-// Memory: one 20-byte record per lead per anchor (about 5 anchors per
+// Memory: one 24-byte record per lead per anchor (about 5 anchors per
 // lead), kept in step by leadDayAggs.add, and the roll-ups' trees.
 
 // leadStatsAcc accumulates PermitStats.
@@ -136,25 +136,30 @@ func (s *leadStatsAcc) scalars(c *leadDayCell, day int32, p int, sign int64) {
 	s.conf[2] += sign * int64(p-high-medium)
 }
 
-// sparse adds sign times c's sparse totals to the top-list counters.
+// sparse adds sign times c's sparse totals (its records' when it keeps
+// none) to the top-list counters.
 func (s *leadStatsAcc) sparse(c *leadDayCell, sign int64) {
-	for _, e := range c.cities {
+	if c.sp == nil {
+		s.records(c.recs.r, sign)
+		return
+	}
+	for _, e := range c.sp.cities {
 		s.cities.add(e.id, sign*int64(e.n))
 	}
-	for _, e := range c.zips {
+	for _, e := range c.sp.zips {
 		s.zips.add(e.id, sign*int64(e.n))
 	}
-	for _, e := range c.counties {
+	for _, e := range c.sp.counties {
 		s.counties.add(e.id, sign*int64(e.n))
 	}
 }
 
 // records adds sign once per record to the top-list counters.
-func (s *leadStatsAcc) records(ids []leadIDs, sign int64) {
-	for _, r := range ids {
-		s.cities.add(r.city, sign)
-		s.zips.add(r.zip, sign)
-		s.counties.add(r.county, sign)
+func (s *leadStatsAcc) records(recs []cellRec, sign int64) {
+	for _, r := range recs {
+		s.cities.add(r.ids.city, sign)
+		s.zips.add(r.ids.zip, sign)
+		s.counties.add(r.ids.county, sign)
 	}
 }
 
@@ -162,18 +167,18 @@ func (s *leadStatsAcc) records(ids []leadIDs, sign int64) {
 // the top-list counters the cheaper way: k records directly, or the
 // cell's sparse totals less the other n-k records.
 func (s *leadStatsAcc) part(c *leadDayCell, from, to int, sign int64) {
-	n := len(c.recs.ids)
+	n := len(c.recs.r)
 	k := to - from
 	switch {
 	case k == 0:
 	case k == n:
 		s.sparse(c, sign)
 	case 3*k <= c.sparseLen()+3*(n-k):
-		s.records(c.recs.ids[from:to], sign)
+		s.records(c.recs.r[from:to], sign)
 	default:
 		s.sparse(c, sign)
-		s.records(c.recs.ids[:from], -sign)
-		s.records(c.recs.ids[to:], -sign)
+		s.records(c.recs.r[:from], -sign)
+		s.records(c.recs.r[to:], -sign)
 	}
 }
 

@@ -91,12 +91,26 @@ func normStats(st readmodel.PermitStats) readmodel.PermitStats {
 // freshness windows, confidence floors on and off bucket edges, signal
 // keys), PermitStats equals the brute force over the leads, with roll-ups
 // in use (every one, or from a low threshold) and without, after upserts,
-// rewrites and deletes. A third of the windows start or end on a month's
+// rewrites and deletes, with day cells that keep their sparse counts
+// (from their first record or their second) and cells that read their
+// records instead. A third of the windows start or end on a month's
 // or year's edge, or the day next to one, or lie inside one month.
 func TestStatsMatchBruteForce(t *testing.T) {
-	for _, min := range []int64{1, 4, 1 << 40} {
-		t.Run(fmt.Sprintf("rollMin=%d", min), func(t *testing.T) {
+	type limits struct {
+		roll   int64
+		sparse int
+	}
+	var cases []limits
+	for _, roll := range []int64{1, 4, 1 << 40} {
+		for _, sparse := range []int{1, 2, 1 << 30} {
+			cases = append(cases, limits{roll, sparse})
+		}
+	}
+	for _, c := range cases {
+		min, sparse := c.roll, c.sparse
+		t.Run(fmt.Sprintf("rollMin=%d,sparseMin=%d", min, sparse), func(t *testing.T) {
 			defer memory.SetRollMin(min)()
+			defer memory.SetSparseMin(sparse)()
 			ctx := context.Background()
 			r := rand.New(rand.NewPCG(21, uint64(min)))
 			leads := randomLeads(r, 4000)

@@ -16,8 +16,9 @@ import (
 //   - two B-trees of the (immutable) lead records, one in event-date order
 //     and one in confidence order, so a page is a descent plus a short walk
 //     from the cursor, merged across the requested keys;
-//   - exact per-day aggregates (count, confidence buckets, sparseCounts counts
-//     per county, city and zip), kept in step with every upsert and delete,
+//   - exact per-day aggregates (count, confidence buckets, and from
+//     sparseMin leads a cell's sparseCounts counts per county, city and
+//     zip), kept in step with every upsert and delete,
 //     so stats over a date leadWindow add up a few hundred cells instead of
 //     visiting every lead;
 //   - in each day cell, the cell's leads as inline stats fields (cellRecs:

@@ -219,13 +219,8 @@ func (d *leadDayAggs) startPeriods() {
 func (d *leadDayAggs) buildFen(ru *rollup) {
 	f := &confFen{}
 	addCell := func(c *leadDayCell) {
-		nc := len(c.recs.conf)
-		for i, ids := range c.recs.ids {
-			if i < nc {
-				f.add(true, c.recs.conf[i], ids, 1)
-			} else {
-				f.add(false, 0, ids, 1)
-			}
+		for i, e := range c.recs.r {
+			f.add(i < c.recs.nc, e.conf, e.ids, 1)
 		}
 	}
 	lo, hi := int32(noDate+1), int32(math.MaxInt32)
@@ -236,7 +231,7 @@ func (d *leadDayAggs) buildFen(ru *rollup) {
 	}
 	i, _ := slices.BinarySearch(d.days, lo)
 	for ; i < len(d.days) && d.days[i] <= hi; i++ {
-		addCell(d.cells[i])
+		addCell(&d.cells[i])
 	}
 	ru.fen = f
 }
@@ -259,7 +254,7 @@ type signedCell struct {
 	sign int64
 }
 
-func cellCost(c *leadDayCell) int { return 4 + len(c.recs.ids) }
+func cellCost(c *leadDayCell) int { return 4 + len(c.recs.r) }
 
 func (p *statsPlan) addCell(c *leadDayCell, day int32, sign int64) {
 	p.cells = append(p.cells, signedCell{c, day, sign})
@@ -288,7 +283,7 @@ func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
 			return a
 		}
 		for i := i0; i < i1; i++ {
-			a.addCell(d.cells[i], d.days[i], 1)
+			a.addCell(&d.cells[i], d.days[i], 1)
 		}
 		a.addCell(&d.null, noDate, 1)
 		return a
@@ -328,7 +323,7 @@ func (d *leadDayAggs) sumDays(p *statsPlan, i0, i1 int, sign int64, use func(*ro
 			}
 			continue
 		}
-		p.addCell(d.cells[i], day, sign)
+		p.addCell(&d.cells[i], day, sign)
 		i++
 	}
 }
