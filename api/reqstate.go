@@ -42,8 +42,9 @@ type reqState struct {
 	// traceHex holds the hex trace id the access log writes, when its
 	// handler formats the line before Handle returns (traceIDAttr).
 	traceHex [32]byte
-	// logTail holds the access log's attributes after the fifth, when
-	// its handler formats the line before Handle returns.
+	// logTail holds the access log's attributes from the fifth on
+	// (status to trace_id, passed as a group with no key), when its
+	// handler formats the line before Handle returns.
 	logTail [5]slog.Attr
 }
 
