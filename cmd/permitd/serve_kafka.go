@@ -163,6 +163,15 @@ type kafkaIndexer struct {
 	snapEach time.Duration
 	exporter exporter    // nil: no snapshots
 	loaded   atomic.Bool // a snapshot was loaded
+	replayer replayer    // nil: the backend has no replay mode
+}
+
+// replayer is the memory backend's one-side-first replay
+// (memory.(*Store).BeginReplay): a start without a snapshot replays into
+// one side, made readable when the consumer has caught up.
+type replayer interface {
+	BeginReplay() bool
+	EndReplay() int
 }
 
 // exporter is the memory backend's door for snapshots
@@ -204,8 +213,24 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	if !durableBackend(backend) {
 		group, mode = "", "replay"
 	}
+	var rp replayer
+	if r, ok := w.(replayer); ok && mode == "replay" {
+		rp = r
+	}
 	c, err := kafkasrc.New(kafkasrc.Params{
 		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch, Settle: ix.Settle,
+		// The replay's state becomes readable before readiness turns
+		// true (a no-op when none is open).
+		OnCaughtUp: func() {
+			if rp == nil {
+				return
+			}
+			start := time.Now()
+			if n := rp.EndReplay(); n > 0 {
+				log.Info("replay caught up; its state is readable, the second side builds in the background",
+					"batches", n, "took", time.Since(start).Round(time.Microsecond))
+			}
+		},
 		// Documents of the assigned partitions still waiting for a
 		// location, recovered from a durable read model (indexer/relink_recover.go).
 		Assigned: func(ctx context.Context, owned map[string][]int) error {
@@ -225,7 +250,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	}
 	ix.SetLocationSource(c.AwaitLocations) // a location published while running is waited for, not missed
 	k := &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode, w: w, log: log,
-		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval}
+		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval, replayer: rp}
 	if cfg.SnapshotFile != "" {
 		ex, ok := w.(exporter)
 		if !ok || mode != "replay" {
@@ -248,6 +273,11 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Without a snapshot the memory backend is empty: the replay writes
+	// one side first (memory/replay.go), ended by OnCaughtUp.
+	if k.replayer != nil && k.replayer.BeginReplay() {
+		k.log.Info("replaying into one side of the memory backend first; readable once caught up")
+	}
 	var snaps sync.WaitGroup
 	stop := make(chan struct{})
 	if k.exporter != nil {
@@ -257,6 +287,9 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	err := k.Consumer.Run(ctx)
 	close(stop)
 	snaps.Wait()
+	if k.replayer != nil {
+		k.replayer.EndReplay() // stopped before catching up: what was applied is readable
+	}
 	if k.exporter != nil {
 		// The consumer has drained: the last snapshot saves the replay
 		// of everything consumed so far at the next start.

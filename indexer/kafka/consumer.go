@@ -114,6 +114,14 @@ type Params struct {
 	// is retried with backoff while the partitions wait. Optional.
 	Assigned func(ctx context.Context, owned map[string][]int) error
 
+	// OnCaughtUp is called once, when every partition owned at start
+	// has reached the high watermark it had then, before CaughtUp
+	// reports true (serve ends the memory backend's replay here:
+	// memory.(*Store).EndReplay, so the read model is readable when
+	// readiness turns true). It runs on a partition's goroutine and
+	// should be short. Optional.
+	OnCaughtUp func()
+
 	// Security: TLS and SASL for every connection (readers, the group,
 	// metadata and offsets); nil for plaintext.
 	Security *Security
@@ -146,6 +154,7 @@ type Consumer struct {
 	settleMu     sync.Mutex               // serialises Params.Settle
 	settled      atomic.Bool              // Params.Settle returned nil
 	caughtUp     atomic.Bool              // latched once every owned partition reached its start watermark
+	caughtOnce   sync.Once                // runs Params.OnCaughtUp, then latches caughtUp
 	stopping     chan struct{}            // closed once Run's context ends (AwaitLocations gives up)
 	stopOnce     sync.Once
 	batches      atomic.Int64

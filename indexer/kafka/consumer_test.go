@@ -19,7 +19,9 @@ import (
 
 // Replay mode reads every partition of several topics from the earliest
 // offset, reaches the exact expected state, reports caught-up with no
-// lag, and keeps applying what is published afterwards.
+// lag, and keeps applying what is published afterwards. As serve wires
+// it, the memory backend replays one side first and OnCaughtUp (called
+// once, before CaughtUp reports true) makes that side readable.
 func TestReplayReadsEveryPartition(t *testing.T) {
 	b := newBroker(t, 4)
 	envs := locations(t, "g", 300, 3)
@@ -35,9 +37,17 @@ func TestReplayReadsEveryPartition(t *testing.T) {
 	ix := newIndexer(t, store, nil)
 	p := fastParams(b, "", ix.HandleBatch)
 	p.Metrics = indexer.NewMetrics(reg)
+	require.True(t, store.BeginReplay())
+	var calls, replayed atomic.Int64
+	p.OnCaughtUp = func() {
+		calls.Add(1)
+		replayed.Store(int64(store.EndReplay()))
+	}
 	c := start(t, p)
 
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	require.EqualValues(t, 1, calls.Load())
+	require.Positive(t, replayed.Load(), "batches written one side first")
 	require.Equal(t, want, stateOf(t, store))
 	require.Zero(t, c.Lag())
 	parts := c.Partitions()

@@ -90,15 +90,23 @@ func (c *Consumer) checkCaughtUp() {
 		return // replay: caught up includes what waited for a location
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, p := range c.parts {
 		if p.pos.Load() < p.startHWM {
+			c.mu.Unlock()
 			return
 		}
 	}
-	if c.caughtUp.CompareAndSwap(false, true) {
-		c.log.Info("kafka consumer caught up", "partitions", len(c.parts))
-	}
+	n := len(c.parts)
+	c.mu.Unlock()
+	// Once: a concurrent caller waits for OnCaughtUp here, so CaughtUp
+	// never reports true before it has returned.
+	c.caughtOnce.Do(func() {
+		if c.p.OnCaughtUp != nil {
+			c.p.OnCaughtUp()
+		}
+		c.caughtUp.Store(true)
+		c.log.Info("kafka consumer caught up", "partitions", n)
+	})
 }
 
 func (c *Consumer) setLag(p *partition) {

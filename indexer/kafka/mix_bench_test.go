@@ -161,16 +161,25 @@ func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) 
 }
 
 // ingestMix runs the consumer in replay mode into store until caught up
-// and returns the wall time.
-func ingestMix(tb testing.TB, addrs []string, store *memory.Store) (time.Duration, indexer.Progress) {
+// and returns the wall time. With oneSide, as serve does, an empty store
+// is replayed one side first (memory.(*Store).BeginReplay, ended by the
+// consumer's OnCaughtUp), so caught up is readable; the store's second
+// side may still be building (Settle waits for it). Without, or into a
+// store that is not empty, every batch is applied to both sides before
+// the next (the live path).
+func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool) (time.Duration, indexer.Progress) {
 	tb.Helper()
+	if oneSide {
+		require.True(tb, store.BeginReplay())
+	}
 	var dead atomic.Int64
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error {
 		dead.Add(1)
 		return nil
 	}, Logger: testLogger()})
 	require.NoError(tb, err)
-	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger(),
+		OnCaughtUp: func() { store.EndReplay() }})
 	require.NoError(tb, err)
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,6 +231,11 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // against the raw kafka-go consume rate of the same messages with the
 // same readers ("raw-events/s"), alternating rounds in one run; every
 // clock runs from start until every partition is read to its end offset.
+// The ingest is serve's: one side first (memory.(*Store).BeginReplay),
+// readable when caught up; "settled-events/s" runs its clock on until
+// the store's second side is in place too, and "live-events/s" is the
+// same ingest with every batch applied to both sides (the live path, no
+// replay mode), in the same rounds.
 // Targets: events/s >= 100,000 and ingest/raw >= 0.5. Per event family
 // it reports the indexer's own rate on that family alone
 // ("<family>-events/s": HandleBatch, no Kafka, locations first) and its
@@ -241,7 +255,7 @@ func BenchmarkIngestMix(b *testing.B) {
 	hwm := watermarks(b, addrs)
 	n := len(d.recs)
 	rounds := max(b.N, 3)
-	var ingest, raw, ingestCPU, rawCPU time.Duration
+	var ingest, settled, live, raw, ingestCPU, rawCPU time.Duration
 	var relinked int64
 	b.ResetTimer()
 	for range rounds {
@@ -250,13 +264,19 @@ func BenchmarkIngestMix(b *testing.B) {
 		rawCPU += cpuTime() - cpu
 		store := memory.New(memory.Params{})
 		cpu = cpuTime()
-		took, p := ingestMix(b, addrs, store)
+		start := time.Now()
+		took, p := ingestMix(b, addrs, store, true)
 		ingestCPU += cpuTime() - cpu
 		ingest += took
+		store.Settle()
+		settled += time.Since(start)
 		relinked += p.Relinked
 		counts, err := store.Counts(context.Background())
 		require.NoError(b, err)
 		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
+		store = nil
+		took, _ = ingestMix(b, addrs, memory.New(memory.Params{}), false)
+		live += took
 	}
 	b.StopTimer()
 	rates := typeRates(b, d)
@@ -264,6 +284,8 @@ func BenchmarkIngestMix(b *testing.B) {
 	rawRate := float64(n*rounds) / raw.Seconds()
 	b.ReportMetric(float64(n), "events/round")
 	b.ReportMetric(rate, "events/s")
+	b.ReportMetric(float64(n*rounds)/settled.Seconds(), "settled-events/s")
+	b.ReportMetric(float64(n*rounds)/live.Seconds(), "live-events/s")
 	b.ReportMetric(rawRate, "raw-events/s")
 	b.ReportMetric(rate/rawRate, "ingest/raw")
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
@@ -313,8 +335,9 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	counts, err := filled.Counts(context.Background())
 	require.NoError(b, err)
 	b.ResetTimer()
-	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}))
-	into, _ := ingestMix(b, addrs, filled)
+	// Both on the live path (a store that is not empty takes no other).
+	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}), false)
+	into, _ := ingestMix(b, addrs, filled, false)
 	b.StopTimer()
 	n := float64(len(d.recs))
 	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits-held")
@@ -341,7 +364,8 @@ func envEmitter(emit indexer.Emit) func(events.Envelope) error {
 // BenchmarkRestart compares two restarts of the memory backend holding
 // the gazetteer and PERMITD_BENCH_RESTART_PERMITS generated permits with
 // their properties (default 1,000,000): a full replay of every partition
-// from kfake ("replay-s", as without a snapshot) against loading a
+// from kfake ("replay-s", as without a snapshot: one side first, ready to
+// read; "replay-settled-s" once its second side is in place too) against loading a
 // snapshot of the same state and replaying from its offsets ("snapshot-s",
 // the load, the apply and the consumer reaching the watermarks: ready to
 // read). It also reports when the store's second side is in place too
@@ -383,7 +407,10 @@ func BenchmarkRestart(b *testing.B) {
 
 	b.ResetTimer()
 	replayStore := memory.New(memory.Params{})
-	replay, _ := ingestMix(b, addrs, replayStore)
+	replayStart := time.Now()
+	replay, _ := ingestMix(b, addrs, replayStore, true) // as serve replays without a snapshot
+	replayStore.Settle()
+	replaySettled := time.Since(replayStart)
 	// Offsets first, then the export: the snapshot the serve command
 	// would write once caught up.
 	offsets := snapshot.Offsets{}
@@ -442,6 +469,7 @@ func BenchmarkRestart(b *testing.B) {
 	b.ReportMetric(float64(permits), "permits")
 	b.ReportMetric(float64(n), "events")
 	b.ReportMetric(replay.Seconds(), "replay-s")
+	b.ReportMetric(replaySettled.Seconds(), "replay-settled-s")
 	b.ReportMetric(fromSnap.Seconds(), "snapshot-s")
 	b.ReportMetric(loaded.Seconds(), "load-s")
 	// CPU time too: on a shared machine the wall time says as much about

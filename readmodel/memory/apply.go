@@ -63,6 +63,13 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	standby := s.sides[j]
 	res := make([]readmodel.ApplyResult, len(batches))
 	standby.applyAll(s.pending, batches, res)
+	if s.replay != nil { // one side first: readers keep the other until EndReplay (replay.go)
+		s.replay.batches += len(batches)
+		for i, r := range group {
+			r.res, r.done = res[i], true
+		}
+		return req.res
+	}
 	if s.journal != nil { // an Import runs: its new sides get every batch of the step
 		*s.journal = append(*s.journal, batches...)
 	}

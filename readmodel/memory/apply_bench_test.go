@@ -174,3 +174,34 @@ func BenchmarkApplyMixConcurrent(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(docs*b.N), "cpu-ns/doc")
 	b.ReportMetric(float64(cpu)/float64(wall), "cores")
 }
+
+// BenchmarkImportMixProbe: the mix of BenchmarkApplyMix through an Import.
+func BenchmarkImportMixProbe(b *testing.B) {
+	batches := applyMixBatches(b)
+	docs := 0
+	for _, mb := range batches {
+		docs += mb.b.Len()
+	}
+	var wall, settled, cpu time.Duration
+	b.ResetTimer()
+	for range b.N {
+		s := memory.New(memory.Params{})
+		t0, c0 := time.Now(), cpuTime()
+		im := s.NewImport()
+		for _, mb := range batches {
+			if err := im.Add(mb.b); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := im.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		wall += time.Since(t0)
+		s.Settle()
+		settled += time.Since(t0)
+		cpu += cpuTime() - c0
+	}
+	b.ReportMetric(float64(wall.Nanoseconds())/float64(docs*b.N), "ns/doc-ready")
+	b.ReportMetric(float64(settled.Nanoseconds())/float64(docs*b.N), "ns/doc-settled")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(docs*b.N), "cpu-ns/doc")
+}

@@ -64,6 +64,7 @@ type standbyBuild struct {
 
 // NewImport starts an Import into s.
 func (s *Store) NewImport() *Import {
+	s.EndReplay() // an Import's journal follows the readers' state (replay.go)
 	im := &Import{s: s, first: s.bulkSide(), in: make(chan *readmodel.Batch, 8)}
 	s.wmu.Lock()
 	s.journal = &im.journal

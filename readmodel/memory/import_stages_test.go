@@ -69,19 +69,27 @@ func TestImportStagesMatchApply(t *testing.T) {
 }
 
 func importMatchesApply(t *testing.T, r *rand.Rand, batches []readmodel.Batch, props []readmodel.Property) {
+	imported := memory.New(memory.Params{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(context.Background(), 100, im.Add))
+	for _, b := range batches {
+		require.NoError(t, im.Add(b))
+	}
+	require.NoError(t, im.Commit())
+	matchesApplied(t, r, batches, props, imported, "first side, at Commit")
+}
+
+// matchesApplied checks that imported, built from newStore's locations
+// and batches otherwise than by Apply, holds what a store that applied
+// them holds (documents, and text, filter, geometry, monthly and
+// property reads): first as it is, then once settled and written to, so
+// that its other side serves.
+func matchesApplied(t *testing.T, r *rand.Rand, batches []readmodel.Batch, props []readmodel.Property, imported *memory.Store, first string) {
 	ctx := context.Background()
 	applied := newStore(t)
 	for _, b := range batches {
 		apply(t, applied, b)
 	}
-	imported := memory.New(memory.Params{})
-	im := imported.NewImport()
-	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
-	for _, b := range batches {
-		require.NoError(t, im.Add(b))
-	}
-	require.NoError(t, im.Commit())
-
 	same := func(msg string) {
 		t.Helper()
 		require.Equal(t, sortedExport(t, applied), sortedExport(t, imported), msg)
@@ -116,7 +124,7 @@ func importMatchesApply(t *testing.T, r *rand.Rand, batches []readmodel.Batch, p
 			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: property %s", msg, p.PropertyID)
 		}
 	}
-	same("first side, at Commit")
+	same(first)
 	imported.Settle()
 	// The second side becomes the active one with the next write.
 	p := batches[0].Permits[11]

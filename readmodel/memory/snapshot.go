@@ -15,12 +15,20 @@ import (
 // (indexer/snapshot). The writer may apply one more batch while it runs
 // (to the other side), then waits for it; readers never do. An error from fn (or ctx ending)
 // stops it and is returned. fn may keep the batches: they are copies.
+// An open replay ends first (EndReplay): what Apply took must be in what
+// a snapshot saves, with the offsets taken before the export.
 func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error {
+	s.EndReplay()
+	d, c := s.enter()
+	defer leave(c)
+	return d.export(ctx, size, fn)
+}
+
+// export is Export of one side, which no writer may change meanwhile.
+func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) error) error {
 	if size < 1 {
 		size = 4096
 	}
-	d, c := s.enter()
-	defer leave(c)
 	var b readmodel.Batch
 	n := 0
 	flush := func() error {

@@ -87,6 +87,9 @@ type Store struct {
 	// in the background: the standby slot is stale until settle puts it
 	// there, so every write settles first (import.go).
 	standby *standbyBuild
+	// replay, while a replay is open, keeps the batches written to the
+	// standby side only, for EndReplay (replay.go).
+	replay *replayState
 }
 
 // readerCount counts the readers of one side, alone on its cache line.

@@ -1,0 +1,116 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// Replay: one side first. A replay into an empty Store (the Kafka
+// indexer's replay mode at a start without a snapshot) writes every
+// batch to the standby side only, and readers go on seeing the empty
+// active side: the read model is not ready before the replay has caught
+// up anyway (serve's readiness waits for the consumer). EndReplay makes
+// the written side active, the whole replayed state at once, and builds
+// the other side in the background from that state, not from the
+// replayed batches: the side is exported (Export's batches: permits in
+// index order, each id once) into a bulk side as an Import builds one
+// (import.go), which at 1M permits takes seconds where applying the
+// batches again took as long as the replay. The next write waits for
+// it (settle), as after an Import's Commit.
+//
+// Apply stays exact through a replay: each call applies its batch (the
+// group commit and the signal lane of apply.go included) and returns its
+// own result; only visibility is deferred, to EndReplay. What it saves is
+// the second side's work per batch, and the Store keeps no batch for it.
+
+// replayState is a replay in progress (Store.replay, under wmu).
+type replayState struct {
+	batches int // applied to the building side
+}
+
+// BeginReplay starts a replay (see above) and reports whether it did:
+// only into an empty Store (no document or tombstone on either side),
+// with no Import running or settling and no replay already open.
+func (s *Store) BeginReplay() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.settle()
+	if s.replay != nil || s.journal != nil || s.pending != nil || !s.sides[0].empty() || !s.sides[1].empty() {
+		return false
+	}
+	s.replay = &replayState{}
+	return true
+}
+
+// EndReplay ends an open replay (else it does nothing): the replayed
+// state becomes the readers' as one new version, and the other side is
+// built in the background (Settle waits for it). It returns the number
+// of batches the replay wrote.
+func (s *Store) EndReplay() int {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	r := s.replay
+	if r == nil {
+		return 0
+	}
+	s.replay = nil
+	if r.batches == 0 {
+		return 0 // nothing changed: both sides are still empty
+	}
+	j := 1 - s.active.Load()
+	a := s.sides[j]
+	// The stats cache keys on locGen: the replayed state must not meet
+	// answers computed on the empty one (import.go's Commit does the
+	// same).
+	a.locGen += max(s.sides[0].locGen, s.sides[1].locGen) + 1
+	s.pending = nil
+	s.active.Store(j)
+	s.seq.Add(1)
+	st := &standbyBuild{side: s.bulkSide(), done: make(chan struct{})}
+	s.standby = st
+	go func() {
+		d := st.side
+		stages := newImportStages(d)
+		// a is active now and read by readers only: no write changes it
+		// before settle has this build in place.
+		err := a.export(context.Background(), 4096, func(b readmodel.Batch) error {
+			stages.add(&b)
+			return nil
+		})
+		if err != nil { // export fails only on its context's end or fn's error: neither can happen
+			panic("memory: replay's second side: " + err.Error())
+		}
+		stages.close()
+		d.endBulk()
+		d.syncVersions(a)
+		close(st.done)
+		s.wmu.Lock()
+		s.settle()
+		s.wmu.Unlock()
+	}()
+	return r.batches
+}
+
+// empty reports whether the side holds no document and no tombstone.
+func (d *side) empty() bool {
+	return len(d.locations.rows) == 0 && len(d.permits.rows) == 0 && len(d.props.m) == 0 &&
+		len(d.geoSignals.rows) == 0 && len(d.leads.rows) == 0 && len(d.catalog.rows) == 0
+}
+
+// syncVersions gives d, built from a's export, a's counters the stats
+// cache keys on (statscache.go): locGen and every lead anchor's version.
+// The two sides hold the same state and must name it alike, or a key
+// one side computed could name another state on the other.
+func (d *side) syncVersions(a *side) {
+	d.locGen = a.locGen
+	dx, ax := d.signals.leads, a.signals.leads
+	for g, aa := range ax.anchors {
+		da := dx.anchors[g]
+		if da == nil { // every lead of g is gone: a still counts its writes
+			da = &anchorLeads{}
+			dx.anchors[g] = da
+		}
+		da.version = aa.version
+	}
+}

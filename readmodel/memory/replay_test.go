@@ -1,0 +1,140 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// A replay writes one side first: readers see nothing of it until
+// EndReplay, then the whole replayed state, and once settled the other
+// side (built from the first's export) serves the same answers. Each
+// Apply's result is the one a store that applied the batches reports.
+// The reads of the first side run while the second builds (-race).
+func TestConcurrentReplayMatchesApply(t *testing.T) {
+	defer memory.SetPostingMin(20)()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(21, 22))
+	ps := filterPermits(r, 600)
+	var props []readmodel.Property
+	for i := range 40 {
+		props = append(props, property(fmt.Sprintf("%d Pine Street", 100+i), "Seattle", "WA", "98101", 1))
+	}
+	for i := range ps {
+		if i%3 == 0 {
+			ps[i].PropertyID = props[i%len(props)].PropertyID
+		}
+	}
+	unlinked := slices.Clone(ps[500:540]) // then re-linked at the same version
+	for i := range unlinked {
+		unlinked[i].GeoLinks = unlinked[i].GeoLinks[1:]
+	}
+	changed := slices.Clone(ps[:100])
+	for i := range changed {
+		changed[i].Version = 2
+		changed[i].Status, changed[i].RawDescription = "Expired", "Replace the roof and gutters"
+	}
+	batches := []readmodel.Batch{
+		{Permits: slices.Concat(unlinked, ps[:250]), Properties: props[:20]},
+		{Permits: ps[250:400]},
+		{Permits: ps[400:600], Properties: props[20:]},
+		{Permits: slices.Concat(changed[:50], ps[:10])}, // ps[:10] stale
+		{Permits: changed[50:], Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: ps[7].PermitID, Version: 9}, {Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
+	}
+
+	reference := newStore(t)
+	replayed := memory.New(memory.Params{})
+	require.True(t, replayed.BeginReplay())
+	require.False(t, replayed.BeginReplay(), "one replay at a time")
+	require.NoError(t, newStore(t).Export(ctx, 100, func(b readmodel.Batch) error {
+		_, err := replayed.Apply(ctx, b)
+		return err
+	}))
+	// Concurrent calls share steps (group commit): each still gets its
+	// own batch's result.
+	var wg sync.WaitGroup
+	got := make([]readmodel.ApplyResult, len(batches))
+	got[0] = apply(t, replayed, batches[0])
+	for i, b := range batches[1:3] { // no id in common
+		wg.Go(func() { got[1+i] = apply(t, replayed, b) })
+	}
+	wg.Wait()
+	for i, b := range batches[3:] {
+		got[3+i] = apply(t, replayed, b)
+	}
+	for i, b := range batches {
+		require.Equal(t, apply(t, reference, b), got[i], "batch %d's result", i)
+	}
+	counts, err := replayed.Counts(ctx)
+	require.NoError(t, err)
+	for k, n := range counts {
+		require.Zero(t, n, "readers see %s documents before EndReplay", k)
+	}
+	_, seq := replayed.ReadVersion()
+
+	require.Equal(t, 1+len(batches), replayed.EndReplay())
+	require.Zero(t, replayed.EndReplay(), "ended once")
+	_, after := replayed.ReadVersion()
+	require.Greater(t, after, seq, "EndReplay is a new version for readers")
+	matchesApplied(t, r, batches, props, replayed, "replayed side, at EndReplay")
+}
+
+// A replay begins only into an empty store: no document, no tombstone.
+func TestReplayOnlyIntoAnEmptyStore(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New(memory.Params{})
+	_, err := s.Apply(ctx, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "t:1", Version: 3}}})
+	require.NoError(t, err)
+	require.False(t, s.BeginReplay(), "a tombstone is state")
+	require.False(t, newStore(t).BeginReplay())
+
+	// Ended with nothing written: still empty, and a new replay may begin.
+	s = memory.New(memory.Params{})
+	require.True(t, s.BeginReplay())
+	require.Zero(t, s.EndReplay())
+	require.True(t, s.BeginReplay())
+}
+
+// Export and NewImport end an open replay first: a snapshot taken
+// before the consumer caught up (at shutdown) holds what was applied,
+// and an Import's journal starts from the readers' state.
+func TestReplayEndsBeforeExportAndImport(t *testing.T) {
+	ctx := context.Background()
+	want, err := newStore(t).Digest(ctx)
+	require.NoError(t, err)
+
+	s := memory.New(memory.Params{})
+	require.True(t, s.BeginReplay())
+	require.NoError(t, newStore(t).Export(ctx, 100, func(b readmodel.Batch) error {
+		_, err := s.Apply(ctx, b)
+		return err
+	}))
+	var n int
+	require.NoError(t, s.Export(ctx, 100, func(b readmodel.Batch) error {
+		n += b.Len()
+		return nil
+	}))
+	require.Equal(t, 4, n, "the export holds the replayed locations")
+	got, err := s.Digest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	s = memory.New(memory.Params{})
+	require.True(t, s.BeginReplay())
+	apply(t, s, readmodel.Batch{Locations: lrLocations()})
+	im := s.NewImport()
+	require.NoError(t, im.Add(readmodel.Batch{Permits: filterPermits(rand.New(rand.NewPCG(1, 2)), 5)}))
+	require.NoError(t, im.Commit())
+	s.Settle()
+	counts, err := s.Counts(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, counts[readmodel.KindPermit])
+}
