@@ -11,9 +11,14 @@ import (
 // leadDayAggs are exact per-day aggregates of one anchor's leads of one key.
 type leadDayAggs struct {
 	days []int32 // ascending
-	// cells[i] is the cell of days[i], held by value: most cells hold a
-	// single lead, and a cell per allocation would be most of a lead
-	// write's garbage.
+	// cells[at[i]] is the cell of days[i] (cell(i)). Cells are held by
+	// value, in the order their days first came: most cells hold a single
+	// lead, and a cell per allocation would be most of a lead write's
+	// garbage; a new day then moves the 4-byte entries of days and at,
+	// not the 64-byte cells with their pointers (which moved under write
+	// barriers while the collector ran: most of a lead write's copying).
+	// Days are never removed: a cell whose leads are gone counts 0.
+	at    []int32
 	cells []leadDayCell
 	null  leadDayCell // leads without a date
 	// Roll-ups (rollup.go): every lead, each year's and each month's.
@@ -65,9 +70,10 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		i, ok := slices.BinarySearch(d.days, r.date)
 		if !ok {
 			d.days = slices.Insert(d.days, i, r.date)
-			d.cells = slices.Insert(d.cells, i, leadDayCell{})
+			d.at = slices.Insert(d.at, i, int32(len(d.cells)))
+			d.cells = append(d.cells, leadDayCell{})
 		}
-		c = &d.cells[i]
+		c = d.cell(i)
 	}
 	if delta > 0 {
 		c.recs.insert(r)
@@ -87,6 +93,9 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		d.startPeriods()
 	}
 }
+
+// cell is the cell of days[i].
+func (d *leadDayAggs) cell(i int) *leadDayCell { return &d.cells[d.at[i]] }
 
 func (c *leadDayCell) addLead(r *leadRec, delta int64) {
 	c.n += delta
@@ -113,7 +122,7 @@ func (d *leadDayAggs) count(lo, hi int32) int64 {
 	i, _ := slices.BinarySearch(d.days, lo)
 	var n int64
 	for ; i < len(d.days) && d.days[i] <= hi; i++ {
-		n += d.cells[i].n
+		n += d.cell(i).n
 	}
 	return n
 }

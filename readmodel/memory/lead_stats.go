@@ -359,7 +359,7 @@ func (s *leadStatsAcc) freshFix(d *leadDayAggs, rolls []signedRoll) {
 		if w == 0 {
 			continue
 		}
-		n := w * int64(d.cells[i].passing(s.minConf))
+		n := w * int64(d.cell(i).passing(s.minConf))
 		s.fresh[leadFreshBucket(max(s.today-day, 0))] += n
 		s.fresh[3] -= n
 	}

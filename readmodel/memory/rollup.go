@@ -201,7 +201,7 @@ func (d *leadDayAggs) roll(ru *rollup, r *leadRec, delta int64) {
 func (d *leadDayAggs) startPeriods() {
 	d.periods = true
 	for i, day := range d.days {
-		if n := d.cells[i].n; n != 0 {
+		if n := d.cell(i).n; n != 0 {
 			d.year(day).n += n
 			d.month(day).n += n
 		}
@@ -231,7 +231,7 @@ func (d *leadDayAggs) buildFen(ru *rollup) {
 	}
 	i, _ := slices.BinarySearch(d.days, lo)
 	for ; i < len(d.days) && d.days[i] <= hi; i++ {
-		addCell(&d.cells[i])
+		addCell(d.cell(i))
 	}
 	ru.fen = f
 }
@@ -283,7 +283,7 @@ func (d *leadDayAggs) plan(w leadWindow, a, b *statsPlan) *statsPlan {
 			return a
 		}
 		for i := i0; i < i1; i++ {
-			a.addCell(&d.cells[i], d.days[i], 1)
+			a.addCell(d.cell(i), d.days[i], 1)
 		}
 		a.addCell(&d.null, noDate, 1)
 		return a
@@ -323,7 +323,7 @@ func (d *leadDayAggs) sumDays(p *statsPlan, i0, i1 int, sign int64, use func(*ro
 			}
 			continue
 		}
-		p.addCell(&d.cells[i], day, sign)
+		p.addCell(d.cell(i), day, sign)
 		i++
 	}
 }

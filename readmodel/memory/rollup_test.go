@@ -44,7 +44,7 @@ func TestPlanCostDoesNotGrowWithTheWindow(t *testing.T) {
 		}
 		for i, dd := range d.days {
 			if dd >= w.lo && dd <= w.hi {
-				want += d.cells[i].n
+				want += d.cell(i).n
 			}
 		}
 		require.Equal(t, want, n, "window %s..%s", lo.Format(time.DateOnly), hi.Format(time.DateOnly))
