@@ -87,7 +87,7 @@ type keyLeads struct {
 }
 
 func newKeyLeads(key string) *keyLeads {
-	opts := btree.Options{NoLocks: true, Degree: 64}
+	opts := btree.Options{NoLocks: true, Degree: 32}
 	return &keyLeads{
 		key:    key,
 		byDate: btree.NewBTreeGOptions(dateLess, opts),
