@@ -62,3 +62,11 @@ func (s *Store) TextGroups() (groups, words int) {
 
 // ErrScanEnded is what a permit scan's Next answers after its last page.
 var ErrScanEnded = errScanEnded
+
+// ReplayDefersGeoIndexes reports whether an open replay's side still
+// defers its per-geo permit indexes (replay.go).
+func (s *Store) ReplayDefersGeoIndexes() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.replay != nil && s.sides[1-s.active.Load()].deferGeo
+}

@@ -23,6 +23,18 @@ import (
 // group commit and the signal lane of apply.go included) and returns its
 // own result; only visibility is deferred, to EndReplay. What it saves is
 // the second side's work per batch, and the Store keeps no batch for it.
+//
+// The replayed side also defers its per-geo permit indexes as an
+// Import's side does (permit_bulk.go): a permit is appended to its geos'
+// lists instead of being inserted into their sets, postings, valuation
+// orders and month stats (about half of a permit's write, all of it
+// B-tree inserts at random places, on the writer's longer lane), and
+// EndReplay builds them geo by geo, each list sorted once and appended
+// (on up to four goroutines). The first write that takes a permit out
+// of its geos (a newer version, a re-link, a delete) ends the deferral
+// there (unindexPermit builds them at once), so the result is the one
+// Apply reaches in any case; a log of one version per permit, as a
+// compacted topic holds, defers them to the end.
 
 // replayState is a replay in progress (Store.replay, under wmu).
 type replayState struct {
@@ -40,6 +52,7 @@ func (s *Store) BeginReplay() bool {
 		return false
 	}
 	s.replay = &replayState{}
+	s.sides[1-s.active.Load()].deferGeoIndexes()
 	return true
 }
 
@@ -55,11 +68,12 @@ func (s *Store) EndReplay() int {
 		return 0
 	}
 	s.replay = nil
+	j := 1 - s.active.Load()
+	a := s.sides[j]
+	a.buildGeoIndexes()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty
 	}
-	j := 1 - s.active.Load()
-	a := s.sides[j]
 	// The stats cache keys on locGen: the replayed state must not meet
 	// answers computed on the empty one (import.go's Commit does the
 	// same).

@@ -80,11 +80,53 @@ func TestConcurrentReplayMatchesApply(t *testing.T) {
 	}
 	_, seq := replayed.ReadVersion()
 
+	require.False(t, replayed.ReplayDefersGeoIndexes(), "a newer version ended the deferral")
 	require.Equal(t, 1+len(batches), replayed.EndReplay())
 	require.Zero(t, replayed.EndReplay(), "ended once")
 	_, after := replayed.ReadVersion()
 	require.Greater(t, after, seq, "EndReplay is a new version for readers")
 	matchesApplied(t, r, batches, props, replayed, "replayed side, at EndReplay")
+}
+
+// A replay of one version per permit (a compacted log's) keeps the
+// permit geo indexes deferred to EndReplay, which builds them from
+// permits that came in any order; answers are Apply's, on the replayed
+// side and on the second one. A later newer version, re-link or delete
+// is Apply's path (TestConcurrentReplayMatchesApply ends the deferral
+// mid-replay with one).
+func TestReplayBuildsDeferredGeoIndexesAtTheEnd(t *testing.T) {
+	defer memory.SetPostingMin(20)()
+	r := rand.New(rand.NewPCG(23, 24))
+	ps := filterPermits(r, 700)
+	var props []readmodel.Property
+	for i := range 30 {
+		props = append(props, property(fmt.Sprintf("%d Cedar Street", 10+i), "Seattle", "WA", "98101", 1))
+	}
+	for i := range ps {
+		if i%4 == 0 {
+			ps[i].PropertyID = props[i%len(props)].PropertyID
+		}
+	}
+	r.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	var batches []readmodel.Batch
+	for lo := 0; lo < len(ps); lo += 90 {
+		batches = append(batches, readmodel.Batch{Permits: ps[lo:min(lo+90, len(ps))]})
+	}
+	batches[0].Properties, batches[len(batches)-1].Properties = props[:15], props[15:]
+
+	replayed := memory.New(memory.Params{})
+	require.True(t, replayed.BeginReplay())
+	require.NoError(t, newStore(t).Export(context.Background(), 100, func(b readmodel.Batch) error {
+		_, err := replayed.Apply(context.Background(), b)
+		return err
+	}))
+	for _, b := range batches {
+		apply(t, replayed, b)
+	}
+	require.True(t, replayed.ReplayDefersGeoIndexes(), "no permit left its geos: the indexes wait for EndReplay")
+	require.Equal(t, 1+len(batches), replayed.EndReplay())
+	require.False(t, replayed.ReplayDefersGeoIndexes())
+	matchesApplied(t, r, batches, props, replayed, "replayed side, deferred to EndReplay")
 }
 
 // A replay begins only into an empty store: no document, no tombstone.
