@@ -80,3 +80,40 @@ func TestReplaySidesShareStatsKeys(t *testing.T) {
 	write(readmodel.Batch{}) // the standby side catches up with the last write
 	same("after a write")
 }
+
+// Export hands out leads in the date trees' order (dateLess: newest
+// event date first, then confidence, then lead id), so a side built
+// from it appends to its anchors' date trees.
+func TestExportLeadsInDateOrder(t *testing.T) {
+	ctx := context.Background()
+	s := New(Params{})
+	var leads []readmodel.Lead
+	for i := range 300 {
+		conf := float64(i%7) / 7
+		l := readmodel.Lead{
+			LeadID: fmt.Sprintf("lead-%03d", (i*37)%300), SignalKey: "k",
+			Confidence: &conf, GeoIDs: []string{"state:WA"}, Version: 1,
+		}
+		if i%11 != 0 {
+			l.EventDateUsed = time.Date(2025, 1, 1+(i*13)%90, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		}
+		leads = append(leads, l)
+	}
+	_, err := s.Apply(ctx, readmodel.Batch{Leads: leads})
+	require.NoError(t, err)
+	var got []*leadRec
+	require.NoError(t, s.Export(ctx, 64, func(b readmodel.Batch) error {
+		for _, l := range b.Leads {
+			r := &leadRec{lead: l, date: parseDay(l.EventDateUsed)}
+			if l.Confidence != nil {
+				r.hasConf, r.conf = true, *l.Confidence
+			}
+			got = append(got, r)
+		}
+		return nil
+	}))
+	require.Len(t, got, len(leads))
+	for i := 1; i < len(got); i++ {
+		require.True(t, dateLess(got[i-1], got[i]), "lead %d (%s) after %s", i, got[i].lead.LeadID, got[i-1].lead.LeadID)
+	}
+}

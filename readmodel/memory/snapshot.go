@@ -102,11 +102,31 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 	}); err != nil {
 		return err
 	}
+	// Leads in event-date order (dateLess): an Import then appends each
+	// to its anchors' date trees and fills their day cells a day at a
+	// time, where the table's order scattered every insert (the second
+	// side's lead build took about 3x the first side's CPU).
+	leads := make([]*leadRec, 0, d.leads.live)
 	if err := exportRows(d.leads, readmodel.KindLead, tomb, func(l *leadRec) error {
-		b.Leads = append(b.Leads, l.lead.Clone())
-		return add()
+		leads = append(leads, l)
+		return nil
 	}); err != nil {
 		return err
+	}
+	slices.SortFunc(leads, func(a, b *leadRec) int {
+		if dateLess(a, b) {
+			return -1
+		}
+		if dateLess(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, l := range leads {
+		b.Leads = append(b.Leads, l.lead.Clone())
+		if err := add(); err != nil {
+			return err
+		}
 	}
 	if err := exportRows(d.catalog, readmodel.KindCatalog, tomb, func(c readmodel.CatalogEntry) error {
 		b.Catalog = append(b.Catalog, c.Clone())
