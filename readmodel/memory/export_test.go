@@ -70,3 +70,19 @@ func (s *Store) ReplayDefersGeoIndexes() bool {
 	defer s.wmu.Unlock()
 	return s.replay != nil && s.sides[1-s.active.Load()].deferGeo
 }
+
+// ReplayDefersLeadTrees reports whether an open replay's side still
+// defers its leads' trees (lead_bulk.go).
+func (s *Store) ReplayDefersLeadTrees() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.replay != nil && s.sides[1-s.active.Load()].signals.leads.deferTrees
+}
+
+// SetParallelKeys sets the pending key count from which buildTrees
+// shares the keys among goroutines; it returns the undo.
+func SetParallelKeys(n int) func() {
+	old := parallelKeys
+	parallelKeys = n
+	return func() { parallelKeys = old }
+}

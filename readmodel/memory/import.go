@@ -135,6 +135,7 @@ func (s *Store) bulkSide() *side {
 	d := newSide(r)
 	d.bulk = true
 	d.deferGeoIndexes()
+	d.signals.leads.deferLeadTrees()
 	d.pi.syms.fast = new(symCache)
 	return d
 }
@@ -143,6 +144,7 @@ func (s *Store) bulkSide() *side {
 // and writes index as usual from now on.
 func (d *side) endBulk() {
 	d.buildGeoIndexes()
+	d.signals.leads.buildTrees()
 	d.bulk = false
 	d.pi.syms.fast = nil
 }

@@ -84,6 +84,10 @@ type keyLeads struct {
 	// The trees' write hints (the writer's only): leads tend to arrive
 	// near the last one written.
 	dateHint, confHint btree.PathHint
+	// pend holds the records added while the index defers its trees
+	// (leadIndex.deferTrees), in the order added; buildTrees sorts them
+	// into the trees.
+	pend []*leadRec
 }
 
 func newKeyLeads(key string) *keyLeads {
@@ -149,6 +153,10 @@ func (a *anchorLeads) put(key string, id uint32) *keyLeads {
 type leadIndex struct {
 	anchors map[string]*anchorLeads
 	names   *symbols // interned *_norm values and signal keys
+	// deferTrees: a side written before anyone reads it (a replay's, an
+	// Import's) appends each record to its keys' pend instead of
+	// inserting it into their two trees; buildTrees ends it (lead_bulk.go).
+	deferTrees bool
 }
 
 func newLeadIndex() *leadIndex {
@@ -181,8 +189,12 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 		}
 		a.version++
 		k := a.put(l.SignalKey, key)
-		k.byDate.SetHint(r, &k.dateHint)
-		k.byConf.SetHint(r, &k.confHint)
+		if x.deferTrees {
+			k.pend = append(k.pend, r)
+		} else {
+			k.byDate.SetHint(r, &k.dateHint)
+			k.byConf.SetHint(r, &k.confHint)
+		}
 		k.days.add(r, 1)
 	}
 	return r
@@ -227,6 +239,7 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 // (putLead) re-indexes the lead in it instead of allocating another, so a
 // writer moving leads makes no garbage of records.
 func (x *leadIndex) remove(r *leadRec) *leadRec {
+	x.buildTrees() // r may be pending (lead_bulk.go)
 	for _, g := range r.lead.GeoIDs {
 		a := x.anchors[g]
 		if a == nil {

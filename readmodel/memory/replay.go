@@ -24,17 +24,18 @@ import (
 // own result; only visibility is deferred, to EndReplay. What it saves is
 // the second side's work per batch, and the Store keeps no batch for it.
 //
-// The replayed side also defers its per-geo permit indexes as an
-// Import's side does (permit_bulk.go): a permit is appended to its geos'
-// lists instead of being inserted into their sets, postings, valuation
-// orders and month stats (about half of a permit's write, all of it
-// B-tree inserts at random places, on the writer's longer lane), and
-// EndReplay builds them geo by geo, each list sorted once and appended
-// (on up to four goroutines). The first write that takes a permit out
-// of its geos (a newer version, a re-link, a delete) ends the deferral
-// there (unindexPermit builds them at once), so the result is the one
-// Apply reaches in any case; a log of one version per permit, as a
-// compacted topic holds, defers them to the end.
+// The replayed side also defers what an Import's side defers: its
+// per-geo permit indexes (permit_bulk.go: a permit is appended to its
+// geos' lists instead of being inserted into their sets, postings,
+// valuation orders and month stats, about half of a permit's write, all
+// of it B-tree inserts at random places on the writer's longer lane)
+// and its leads' two B-trees per anchor and key (lead_bulk.go).
+// EndReplay builds both, each list sorted once and appended (on up to
+// four goroutines). The first write that takes a permit out of its geos
+// or a lead out of its trees (a newer version that moves it, a re-link,
+// a delete) ends that deferral there, so the result is the one Apply
+// reaches in any case; a log of one version per document, as a compacted
+// topic holds, defers both to the end.
 
 // replayState is a replay in progress (Store.replay, under wmu).
 type replayState struct {
@@ -52,7 +53,9 @@ func (s *Store) BeginReplay() bool {
 		return false
 	}
 	s.replay = &replayState{}
-	s.sides[1-s.active.Load()].deferGeoIndexes()
+	d := s.sides[1-s.active.Load()]
+	d.deferGeoIndexes()
+	d.signals.leads.deferLeadTrees()
 	return true
 }
 
@@ -71,6 +74,7 @@ func (s *Store) EndReplay() int {
 	j := 1 - s.active.Load()
 	a := s.sides[j]
 	a.buildGeoIndexes()
+	a.signals.leads.buildTrees()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -179,4 +180,111 @@ func TestReplayEndsBeforeExportAndImport(t *testing.T) {
 	counts, err := s.Counts(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, counts[readmodel.KindPermit])
+}
+
+// A replay's side defers its leads' trees (lead_bulk.go) to EndReplay
+// through rewrites that leave every lead where it was, and a lead that
+// moves ends the deferral there; either way every lead page and stats
+// answer is a store's that applied the batches, on the replayed side
+// and on the second side (built by an Import, which defers them too).
+func TestReplayDefersLeadTrees(t *testing.T) {
+	defer memory.SetParallelKeys(2)() // the keys' trees built by two goroutines (-race)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(25, 26))
+	geos := []string{"state:WA", "city:a", "city:b", "zip:98101"}
+	lead := func(i int, v int64, shift int) readmodel.Lead {
+		l := readmodel.Lead{
+			LeadID: fmt.Sprintf("lead-%04d", i), SignalKey: []string{"k1", "k2", "k3"}[i%3],
+			Location: readmodel.LeadLocation{CityNorm: []string{"alpha", "beta"}[i%2], ZipcodeNorm: "98101", CountyNorm: "king county"},
+			GeoIDs:   []string{"state:WA", geos[1+i%2]}, Version: v,
+		}
+		if i%5 == 0 {
+			l.GeoIDs = append(l.GeoIDs, "zip:98101")
+		}
+		if i%9 != 0 {
+			conf := float64((i*7)%10) / 10
+			l.Confidence = &conf
+		}
+		if i%13 != 0 {
+			l.EventDateUsed = time.Date(2025, 1, 1+(i*31+shift)%120, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		}
+		return l
+	}
+	ids := r.Perm(500)
+	fresh := []readmodel.Batch{{Locations: []readmodel.Location{
+		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
+		{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
+		{GeoID: "city:b", GeoType: readmodel.GeoCity, Name: "Beta", City: "Beta", State: "WA", Version: 1},
+		{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Name: "98101", Zipcode: "98101", State: "WA", Version: 1},
+	}}}
+	for lo := 0; lo < len(ids); lo += 70 {
+		var b readmodel.Batch
+		for _, i := range ids[lo:min(lo+70, len(ids))] {
+			b.Leads = append(b.Leads, lead(i, 1, 0))
+		}
+		fresh = append(fresh, b)
+	}
+	var rewritten, moved readmodel.Batch // same place, version 2; another day, version 3
+	for i := range 60 {
+		rewritten.Leads = append(rewritten.Leads, lead(i*7, 2, 0))
+		moved.Leads = append(moved.Leads, lead(i*5+1, 3, 17))
+	}
+	moved.Deletes = []readmodel.Delete{{Kind: readmodel.KindLead, ID: "lead-0003", Version: 9}}
+
+	for _, tc := range []struct {
+		name     string
+		batches  []readmodel.Batch
+		deferred bool
+	}{
+		{"to the end", append(slices.Clone(fresh), rewritten), true},
+		{"ended by a move", append(slices.Clone(fresh), rewritten, moved), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			applied := memory.New(memory.Params{})
+			replayed := memory.New(memory.Params{})
+			require.True(t, replayed.BeginReplay())
+			for _, b := range tc.batches {
+				apply(t, applied, b)
+				apply(t, replayed, b)
+			}
+			require.Equal(t, tc.deferred, replayed.ReplayDefersLeadTrees())
+			require.Positive(t, replayed.EndReplay())
+			same := func(msg string) {
+				t.Helper()
+				for _, geo := range geos {
+					for _, sort := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
+						q := readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Sort: sort, Limit: 37}
+						require.Equal(t, walkLeads(t, applied, q), walkLeads(t, replayed, q), "%s: leads of %s by %s", msg, geo, sort)
+					}
+					sq := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Today: "2025-04-01", TopN: 5}
+					want, err := applied.PermitStats(ctx, sq)
+					require.NoError(t, err)
+					got, err := replayed.PermitStats(ctx, sq)
+					require.NoError(t, err)
+					require.Equal(t, want, got, "%s: stats of %s", msg, geo)
+				}
+			}
+			same("replayed side")
+			replayed.Settle()
+			b := readmodel.Batch{Leads: []readmodel.Lead{lead(2, 5, 40)}}
+			apply(t, applied, b)
+			apply(t, replayed, b) // the second side, built by an Import, serves now
+			same("second side")
+		})
+	}
+}
+
+// walkLeads is every lead q's pages hold, page by page.
+func walkLeads(t *testing.T, s *memory.Store, q readmodel.LeadQuery) []readmodel.Lead {
+	t.Helper()
+	var out []readmodel.Lead
+	for {
+		p, err := s.PermitLeads(context.Background(), q)
+		require.NoError(t, err)
+		out = append(out, p.Leads...)
+		if p.Next == nil {
+			return out
+		}
+		q.After = p.Next
+	}
 }

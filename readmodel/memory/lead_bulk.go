@@ -1,0 +1,87 @@
+package memory
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/tidwall/btree"
+)
+
+// Deferred lead trees. A side that nobody reads while it is written (a
+// replay's, replay.go; an Import's, import.go) defers its leads' two
+// B-trees per (anchor, key): add appends each record to the key's pend,
+// and buildTrees sorts each key's records once per order and appends
+// them to the empty trees (Load), where an insert at a random place of
+// a growing tree cost a descent, a shift of half a node and the
+// collector's write barriers, twice per anchor of every lead. The day
+// cells and roll-ups are kept as usual (stats read only those). The
+// first remove ends the deferral (the record must leave the trees it is
+// in, and a moved record is reused at once), so the trees are the ones
+// add builds in any case.
+
+// deferLeadTrees starts the deferral on an empty side's lead index.
+func (x *leadIndex) deferLeadTrees() {
+	if len(x.anchors) == 0 {
+		x.deferTrees = true
+	}
+}
+
+// buildTrees ends the deferral, if the index defers: every key's pending
+// records go into its trees. Keys are independent, so up to four
+// goroutines share them.
+func (x *leadIndex) buildTrees() {
+	if !x.deferTrees {
+		return
+	}
+	x.deferTrees = false
+	var keys []*keyLeads
+	for _, a := range x.anchors {
+		for _, k := range a.keys {
+			if len(k.pend) > 0 {
+				keys = append(keys, k)
+			}
+		}
+	}
+	n := 1
+	if len(keys) >= parallelKeys {
+		n = min(runtime.GOMAXPROCS(0), 4)
+	}
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			for i := w; i < len(keys); i += n {
+				keys[i].loadPending()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// loadPending sorts k's pending records into its trees.
+func (k *keyLeads) loadPending() {
+	recs := k.pend
+	k.pend = nil
+	loadSorted(k.byDate, recs, dateLess)
+	loadSorted(k.byConf, recs, confLess)
+}
+
+// loadSorted sorts recs by less and appends them to t.
+func loadSorted(t *btree.BTreeG[*leadRec], recs []*leadRec, less func(a, b *leadRec) bool) {
+	slices.SortFunc(recs, func(a, b *leadRec) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
+	for _, r := range recs {
+		t.Load(r)
+	}
+}
+
+// parallelKeys is the number of pending keys from which buildTrees
+// shares them among goroutines (a variable for tests).
+var parallelKeys = 4096
