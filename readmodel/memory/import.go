@@ -134,17 +134,30 @@ func (s *Store) bulkSide() *side {
 	}
 	d := newSide(r)
 	d.bulk = true
-	d.deferGeoIndexes()
-	d.signals.leads.deferLeadTrees()
+	d.deferIndexes()
 	d.pi.syms.fast = new(symCache)
 	return d
+}
+
+// deferIndexes starts, on a new side nobody reads while it is written
+// (an Import's, a replay's), the deferral of its per-geo permit indexes
+// (permit_bulk.go) and of its leads' trees (lead_bulk.go).
+func (d *side) deferIndexes() {
+	d.deferGeoIndexes()
+	d.signals.leads.deferLeadTrees()
+}
+
+// buildDeferred ends both deferrals: the side indexes as Apply does from
+// now on.
+func (d *side) buildDeferred() {
+	d.buildGeoIndexes()
+	d.signals.leads.buildTrees()
 }
 
 // endBulk ends the bulk load of a side: the deferred indexes are built
 // and writes index as usual from now on.
 func (d *side) endBulk() {
-	d.buildGeoIndexes()
-	d.signals.leads.buildTrees()
+	d.buildDeferred()
 	d.bulk = false
 	d.pi.syms.fast = nil
 }

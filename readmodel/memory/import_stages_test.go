@@ -23,16 +23,7 @@ import (
 // the first side at Commit and on the second once settled.
 func TestImportStagesMatchApply(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	ps := filterPermits(r, 600)
-	var props []readmodel.Property
-	for i := range 40 {
-		props = append(props, property(fmt.Sprintf("%d Pine Street", 100+i), "Seattle", "WA", "98101", 1))
-	}
-	for i := range ps {
-		if i%3 == 0 {
-			ps[i].PropertyID = props[i%len(props)].PropertyID
-		}
-	}
+	ps, props := permitsOnProperties(r, 600, 40, 3)
 	// Unlinked first (no ZIP link), then linked at the same version: a
 	// re-link, which the indexer stage must not see as a new permit.
 	unlinked := slices.Clone(ps[500:540])
@@ -144,4 +135,20 @@ func sortedExport(t *testing.T, s *memory.Store) readmodel.Batch {
 	slices.SortFunc(all.Properties, func(a, b readmodel.Property) int { return cmp.Compare(a.PropertyID, b.PropertyID) })
 	slices.SortFunc(all.Deletes, func(a, b readmodel.Delete) int { return cmp.Compare(string(a.Kind)+a.ID, string(b.Kind)+b.ID) })
 	return all
+}
+
+// permitsOnProperties is n filter permits (filterPermits) and nprops
+// properties in one Seattle ZIP, every every-th permit on one of them.
+func permitsOnProperties(r *rand.Rand, n, nprops, every int) ([]readmodel.Permit, []readmodel.Property) {
+	ps := filterPermits(r, n)
+	props := make([]readmodel.Property, nprops)
+	for i := range props {
+		props[i] = property(fmt.Sprintf("%d Pine Street", 100+i), "Seattle", "WA", "98101", 1)
+	}
+	for i := range ps {
+		if i%every == 0 {
+			ps[i].PropertyID = props[i%len(props)].PropertyID
+		}
+	}
+	return ps, props
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/tidwall/btree"
@@ -68,15 +67,7 @@ func (k *keyLeads) loadPending() {
 
 // loadSorted sorts recs by less and appends them to t.
 func loadSorted(t *btree.BTreeG[*leadRec], recs []*leadRec, less func(a, b *leadRec) bool) {
-	slices.SortFunc(recs, func(a, b *leadRec) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
+	sortByLess(recs, less)
 	for _, r := range recs {
 		t.Load(r)
 	}

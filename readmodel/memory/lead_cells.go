@@ -15,7 +15,7 @@ type leadDayAggs struct {
 	// value, in the order their days first came: most cells hold a single
 	// lead, and a cell per allocation would be most of a lead write's
 	// garbage; a new day then moves the 4-byte entries of days and at,
-	// not the 64-byte cells with their pointers (which moved under write
+	// not the 72-byte cells with their pointers (which moved under write
 	// barriers while the collector ran: most of a lead write's copying).
 	// Days are never removed: a cell whose leads are gone counts 0.
 	at    []int32

@@ -457,15 +457,7 @@ func (x *leadIndex) top(c *idCounter, n int, names map[string]string, buf *[]idC
 		kept[i] = e
 	}
 	if n < 0 {
-		slices.SortFunc(kept, func(a, b idCountPair64) int {
-			switch {
-			case before(a, b):
-				return -1
-			case before(b, a):
-				return 1
-			}
-			return 0
-		})
+		sortByLess(kept, before)
 	}
 	out := make([]readmodel.ValueCount, len(kept))
 	for i, e := range kept {

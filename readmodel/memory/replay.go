@@ -53,9 +53,7 @@ func (s *Store) BeginReplay() bool {
 		return false
 	}
 	s.replay = &replayState{}
-	d := s.sides[1-s.active.Load()]
-	d.deferGeoIndexes()
-	d.signals.leads.deferLeadTrees()
+	s.sides[1-s.active.Load()].deferIndexes()
 	return true
 }
 
@@ -73,8 +71,7 @@ func (s *Store) EndReplay() int {
 	s.replay = nil
 	j := 1 - s.active.Load()
 	a := s.sides[j]
-	a.buildGeoIndexes()
-	a.signals.leads.buildTrees()
+	a.buildDeferred()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty
 	}

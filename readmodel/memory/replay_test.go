@@ -24,16 +24,7 @@ func TestConcurrentReplayMatchesApply(t *testing.T) {
 	defer memory.SetPostingMin(20)()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(21, 22))
-	ps := filterPermits(r, 600)
-	var props []readmodel.Property
-	for i := range 40 {
-		props = append(props, property(fmt.Sprintf("%d Pine Street", 100+i), "Seattle", "WA", "98101", 1))
-	}
-	for i := range ps {
-		if i%3 == 0 {
-			ps[i].PropertyID = props[i%len(props)].PropertyID
-		}
-	}
+	ps, props := permitsOnProperties(r, 600, 40, 3)
 	unlinked := slices.Clone(ps[500:540]) // then re-linked at the same version
 	for i := range unlinked {
 		unlinked[i].GeoLinks = unlinked[i].GeoLinks[1:]
@@ -98,16 +89,7 @@ func TestConcurrentReplayMatchesApply(t *testing.T) {
 func TestReplayBuildsDeferredGeoIndexesAtTheEnd(t *testing.T) {
 	defer memory.SetPostingMin(20)()
 	r := rand.New(rand.NewPCG(23, 24))
-	ps := filterPermits(r, 700)
-	var props []readmodel.Property
-	for i := range 30 {
-		props = append(props, property(fmt.Sprintf("%d Cedar Street", 10+i), "Seattle", "WA", "98101", 1))
-	}
-	for i := range ps {
-		if i%4 == 0 {
-			ps[i].PropertyID = props[i%len(props)].PropertyID
-		}
-	}
+	ps, props := permitsOnProperties(r, 700, 30, 4)
 	r.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	var batches []readmodel.Batch
 	for lo := 0; lo < len(ps); lo += 90 {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"slices"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -68,15 +67,7 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 	}); err != nil {
 		return err
 	}
-	slices.SortFunc(live, func(a, b *cpermit) int {
-		if permitLess(a, b) {
-			return -1
-		}
-		if permitLess(b, a) {
-			return 1
-		}
-		return 0
-	})
+	sortByLess(live, permitLess)
 	for _, c := range live {
 		b.Permits = append(b.Permits, d.expandPermit(c))
 		if err := add(); err != nil {
@@ -113,15 +104,7 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 	}); err != nil {
 		return err
 	}
-	slices.SortFunc(leads, func(a, b *leadRec) int {
-		if dateLess(a, b) {
-			return -1
-		}
-		if dateLess(b, a) {
-			return 1
-		}
-		return 0
-	})
+	sortByLess(leads, dateLess)
 	for _, l := range leads {
 		b.Leads = append(b.Leads, l.lead.Clone())
 		if err := add(); err != nil {

@@ -1,5 +1,7 @@
 package memory
 
+import "slices"
+
 // table holds the versioned documents of one kind. A delete leaves a
 // tombstone carrying its version, so an older upsert that arrives later
 // (replay, reordering) stays deleted. Not safe for concurrent use: the
@@ -77,4 +79,17 @@ func (t *table[T]) each(fn func(id string, version int64, doc T)) {
 			fn(id, r.version, r.doc)
 		}
 	}
+}
+
+// sortByLess sorts xs by less, a strict weak order.
+func sortByLess[T any](xs []T, less func(a, b T) bool) {
+	slices.SortFunc(xs, func(a, b T) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
 }
