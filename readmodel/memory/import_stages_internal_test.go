@@ -84,7 +84,7 @@ func TestDeferredGeoListsMakeTheSets(t *testing.T) {
 		t.Fatalf("after wait: deferGeo %v, lists %v", d.deferGeo, d.pi.deferred)
 	}
 	var got []string
-	d.pi.geoIdx[d.pi.syms.ids["zip:1"]].t.Scan(func(k pkey) bool {
+	d.pi.geoIdx[d.pi.syms.ids["zip:1"]].t.scan(func(k pkey) bool {
 		got = append(got, issueOf(k.ik)+" "+k.p.id)
 		return true
 	})

@@ -204,8 +204,8 @@ func (b *geoBuilder) build(geo uint32, items []*cpermit) treeSet {
 		}
 	}
 	set := newTreeSet()
-	for _, c := range items {
-		set.t.Load(keyOf(c))
+	for _, c := range items { // sorted, each once
+		set.t.appendSorted(keyOf(c))
 	}
 	if len(items) >= postingMin {
 		b.buildPostings(geo, items)
@@ -252,7 +252,7 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 			}
 		}
 		if g.t.t != nil {
-			g.t.t.Load(keyOf(c))
+			g.t.t.appendSorted(keyOf(c)) // items are sorted
 		}
 	}
 	for _, c := range items {

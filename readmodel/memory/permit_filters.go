@@ -158,9 +158,7 @@ func (s *side) indexFilters(c *cpermit) {
 	s.indexMonthly(c, true)
 }
 
-func newPosting() treeSet {
-	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
-}
+func newPosting() treeSet { return newTreeSet() }
 
 // buildPostings gives geo, whose set t has reached postingMin, the
 // postings of its permits (walked in index order, so each posting's
@@ -170,9 +168,9 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 	s.pf.posted[geo] = true
 	var kvs [5]fieldValue
 	byValue := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
-	t.t.Scan(func(k pkey) bool {
+	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
 		for _, x := range kvs[:s.filterKeys(k.p, &kvs)] {
-			s.posting(fkey{geo, x.f, x.v}).t.Load(k)
+			s.posting(fkey{geo, x.f, x.v}).t.appendSorted(k)
 		}
 		byValue.Set(k.p)
 		return true

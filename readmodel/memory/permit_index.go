@@ -3,8 +3,6 @@ package memory
 import (
 	"math"
 	"sort"
-
-	"github.com/tidwall/btree"
 )
 
 // Permit indexes. Every set of permits (those linked to one geo_id, those
@@ -34,10 +32,11 @@ type permitSet interface {
 	first() (*cpermit, bool)
 }
 
-// treeSet holds the permits of one geo_id. Items carry the permit's ik
-// inline so that most comparisons need not load the permit (a cache miss
-// each in a large tree); only same-day ties compare ids.
-type treeSet struct{ t *btree.BTreeG[pkey] }
+// treeSet holds the permits of one geo_id (and of a filter posting, a
+// text word) in a blockSet (permit_blocks.go). Items carry the permit's
+// ik inline so that most comparisons need not load the permit (a cache
+// miss each in a large set); only same-day ties compare ids.
+type treeSet struct{ t *blockSet }
 
 type pkey struct {
 	ik int32
@@ -53,37 +52,35 @@ func pkeyLess(a, b pkey) bool {
 
 func keyOf(c *cpermit) pkey { return pkey{c.ik, c} }
 
-func newTreeSet() treeSet {
-	return treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 32})}
-}
+func newTreeSet() treeSet { return treeSet{newBlockSet()} }
 
-func (s treeSet) set(c *cpermit)    { s.t.Set(keyOf(c)) }
-func (s treeSet) delete(c *cpermit) { s.t.Delete(keyOf(c)) }
+func (s treeSet) set(c *cpermit)    { s.t.set(keyOf(c)) }
+func (s treeSet) delete(c *cpermit) { s.t.delete(keyOf(c)) }
 
-// setIn adds c to t. While the side is bulk loaded (import.go) it goes
-// through the B-tree's Load: appended to the rightmost leaf when c sorts
-// after every item, as permits in index order do, else an ordinary
-// insert, so the result is the same in any order.
+// setIn adds c to t. While the side is bulk loaded (import.go) it is a
+// load: appended when c sorts after every item, as permits in index
+// order do, else an ordinary insert, so the result is the same in any
+// order.
 func (s *side) setIn(t treeSet, c *cpermit) {
 	if s.bulk {
-		t.t.Load(keyOf(c))
+		t.t.load(keyOf(c))
 		return
 	}
 	t.set(c)
 }
 
 func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool) {
-	s.t.Ascend(keyOf(p), func(k pkey) bool { return fn(k.p) })
+	s.t.ascend(keyOf(p), func(k pkey) bool { return fn(k.p) })
 }
 
 func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) {
-	s.t.Descend(keyOf(p), func(k pkey) bool { return fn(k.p) })
+	s.t.descend(keyOf(p), func(k pkey) bool { return fn(k.p) })
 }
 
-func (s treeSet) size() int { return s.t.Len() }
+func (s treeSet) size() int { return s.t.len() }
 
 func (s treeSet) first() (*cpermit, bool) {
-	k, ok := s.t.Min()
+	k, ok := s.t.min()
 	return k.p, ok
 }
 

@@ -2,8 +2,6 @@ package memory
 
 import (
 	"sort"
-
-	"github.com/tidwall/btree"
 )
 
 // The ordered permit sets a page reads besides a geo's own set (tree or
@@ -51,24 +49,7 @@ type iterable interface {
 	iter() setIter
 }
 
-type treeIter struct{ it btree.IterG[pkey] }
-
-func (s treeSet) iter() setIter { return &treeIter{it: s.t.Iter()} }
-
-func (t *treeIter) seekGE(k pkey) bool { return t.it.Seek(k) }
-func (t *treeIter) seekLE(k pkey) bool {
-	if !t.it.Seek(k) {
-		return t.it.Last()
-	}
-	if pkeyLess(k, t.it.Item()) {
-		return t.it.Prev()
-	}
-	return true
-}
-func (t *treeIter) next() bool     { return t.it.Next() }
-func (t *treeIter) prev() bool     { return t.it.Prev() }
-func (t *treeIter) item() *cpermit { return t.it.Item().p }
-func (t *treeIter) release()       { t.it.Release() }
+func (s treeSet) iter() setIter { return &blockIter{s: s.t} }
 
 type sliceIter struct {
 	s sliceSet

@@ -87,7 +87,7 @@ type posting struct {
 func (p *posting) add(c *cpermit, bulk bool) {
 	if p.tree != nil {
 		if bulk {
-			p.tree.t.Load(keyOf(c))
+			p.tree.t.load(keyOf(c))
 		} else {
 			p.tree.set(c)
 		}
@@ -95,7 +95,7 @@ func (p *posting) add(c *cpermit, bulk bool) {
 	}
 	p.small = insertSorted(p.small, c)
 	if len(p.small) > smallPosting {
-		t := treeSet{btree.NewBTreeGOptions(pkeyLess, btree.Options{NoLocks: true, Degree: 16})}
+		t := newTreeSet()
 		for _, x := range p.small {
 			t.set(x)
 		}

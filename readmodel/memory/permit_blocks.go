@@ -1,0 +1,296 @@
+package memory
+
+import "sort"
+
+// blockSet is the ordered set behind a treeSet: its keys in sorted blocks
+// of at most blockMax keys, the blocks in order (a B+tree of two levels).
+//
+// It is built for how permit sets are filled and read. An Import's side
+// (and a replay's) fills them in index order: a key sorting last is
+// appended to the last block, which is full (blockMax keys) before the
+// next is started, so a loaded set holds 16 bytes per key. A B-tree
+// filled by appending splits each full leaf in two halves and ends half
+// full, with a node search per key; a checked append here is one
+// comparison, and appendSorted none. Apply inserts at any place: a
+// binary search over the blocks and one in the block, and a copy of at
+// most blockMax keys; a full block splits in two. A delete that leaves a
+// block under a quarter full merges it into a neighbour with room. Pages
+// walk the blocks as slices.
+//
+// Not safe for concurrent use: a side's sets are written by its writer
+// while no reader reads that side (store_side.go).
+type blockSet struct {
+	blocks [][]pkey // each sorted and not empty; blocks[i]'s last < blocks[i+1]'s first
+	n      int
+}
+
+// blockMax is the most keys a block holds: 2 KiB of 16-byte keys.
+const blockMax = 128
+
+func newBlockSet() *blockSet { return &blockSet{} }
+
+func (s *blockSet) len() int { return s.n }
+
+func (s *blockSet) min() (pkey, bool) {
+	if s.n == 0 {
+		return pkey{}, false
+	}
+	return s.blocks[0][0], true
+}
+
+// find returns the position of the first key >= k: block bi, index i;
+// bi == len(s.blocks) when every key is < k.
+func (s *blockSet) find(k pkey) (bi, i int) {
+	bi = sort.Search(len(s.blocks), func(j int) bool {
+		b := s.blocks[j]
+		return !pkeyLess(b[len(b)-1], k)
+	})
+	if bi == len(s.blocks) {
+		return bi, 0
+	}
+	b := s.blocks[bi]
+	i = sort.Search(len(b), func(j int) bool { return !pkeyLess(b[j], k) })
+	return bi, i
+}
+
+// at reports the key at (bi, i) and whether there is one.
+func (s *blockSet) at(bi, i int) (pkey, bool) {
+	if bi >= len(s.blocks) {
+		return pkey{}, false
+	}
+	return s.blocks[bi][i], true
+}
+
+// set adds k, replacing a key equal to it.
+func (s *blockSet) set(k pkey) {
+	if s.n == 0 {
+		s.blocks = append(s.blocks, []pkey{k})
+		s.n = 1
+		return
+	}
+	bi, i := s.find(k)
+	if bi == len(s.blocks) { // after every key
+		s.push(k)
+		return
+	}
+	b := s.blocks[bi]
+	if !pkeyLess(k, b[i]) { // equal
+		b[i] = k
+		return
+	}
+	s.n++
+	if len(b) < blockMax {
+		s.blocks[bi] = insertAt(b, i, k)
+		return
+	}
+	// Split the full block in two halves and insert into one.
+	h := blockMax / 2
+	right := make([]pkey, blockMax-h, blockMax)
+	copy(right, b[h:])
+	clear(b[h:])
+	left := b[:h]
+	if i <= h {
+		left = insertAt(left, i, k)
+	} else {
+		right = insertAt(right, i-h, k)
+	}
+	s.blocks[bi] = left
+	s.blocks = insertAt(s.blocks, bi+1, right)
+}
+
+// insertAt inserts v at i, growing the slice's array when it is full.
+func insertAt[T any](b []T, i int, v T) []T {
+	var zero T
+	b = append(b, zero)
+	copy(b[i+1:], b[i:])
+	b[i] = v
+	return b
+}
+
+// load adds k, appended when it sorts after every key (a bulk load in
+// order), else set.
+func (s *blockSet) load(k pkey) {
+	if s.n > 0 {
+		b := s.blocks[len(s.blocks)-1]
+		if !pkeyLess(b[len(b)-1], k) {
+			s.set(k)
+			return
+		}
+	}
+	s.push(k)
+}
+
+// appendSorted adds k, which the caller knows sorts after every key.
+func (s *blockSet) appendSorted(k pkey) { s.push(k) }
+
+// push appends k, greater than every key, to the last block, or to a new
+// one when it is full.
+func (s *blockSet) push(k pkey) {
+	s.n++
+	if n := len(s.blocks); n > 0 && len(s.blocks[n-1]) < blockMax {
+		s.blocks[n-1] = append(s.blocks[n-1], k)
+		return
+	}
+	if len(s.blocks) == 0 {
+		s.blocks = append(s.blocks, []pkey{k})
+		return
+	}
+	// A set that filled a block is large: the next is made whole.
+	b := make([]pkey, 1, blockMax)
+	b[0] = k
+	s.blocks = append(s.blocks, b)
+}
+
+// delete removes the key equal to k, if any.
+func (s *blockSet) delete(k pkey) {
+	bi, i := s.find(k)
+	if bi == len(s.blocks) {
+		return
+	}
+	b := s.blocks[bi]
+	if pkeyLess(k, b[i]) {
+		return // not held
+	}
+	s.n--
+	copy(b[i:], b[i+1:])
+	b[len(b)-1] = pkey{}
+	b = b[:len(b)-1]
+	s.blocks[bi] = b
+	switch {
+	case len(b) == 0:
+		s.removeBlock(bi)
+	case len(b) < blockMax/4:
+		if bi > 0 && len(s.blocks[bi-1])+len(b) <= blockMax {
+			s.blocks[bi-1] = append(s.blocks[bi-1], b...)
+			s.removeBlock(bi)
+		} else if bi+1 < len(s.blocks) && len(s.blocks[bi+1])+len(b) <= blockMax {
+			s.blocks[bi] = append(b, s.blocks[bi+1]...)
+			s.removeBlock(bi + 1)
+		}
+	}
+}
+
+func (s *blockSet) removeBlock(bi int) {
+	copy(s.blocks[bi:], s.blocks[bi+1:])
+	s.blocks[len(s.blocks)-1] = nil
+	s.blocks = s.blocks[:len(s.blocks)-1]
+	if len(s.blocks) == 0 {
+		s.blocks = nil
+	}
+}
+
+// ascend calls fn for the keys >= pivot in order until fn returns false.
+func (s *blockSet) ascend(pivot pkey, fn func(pkey) bool) {
+	bi, i := s.find(pivot)
+	for ; bi < len(s.blocks); bi, i = bi+1, 0 {
+		for _, k := range s.blocks[bi][i:] {
+			if !fn(k) {
+				return
+			}
+		}
+	}
+}
+
+// scan calls fn for every key in order until fn returns false.
+func (s *blockSet) scan(fn func(pkey) bool) {
+	for _, b := range s.blocks {
+		for _, k := range b {
+			if !fn(k) {
+				return
+			}
+		}
+	}
+}
+
+// lastLE returns the position of the last key <= k; ok false when there
+// is none.
+func (s *blockSet) lastLE(k pkey) (bi, i int, ok bool) {
+	bi, i = s.find(k)
+	if x, found := s.at(bi, i); found && !pkeyLess(k, x) {
+		return bi, i, true // equal
+	}
+	// the key before (bi, i)
+	if i > 0 {
+		return bi, i - 1, true
+	}
+	if bi == 0 {
+		return 0, 0, false
+	}
+	return bi - 1, len(s.blocks[bi-1]) - 1, true
+}
+
+// descend calls fn for the keys <= pivot in reverse order until fn
+// returns false.
+func (s *blockSet) descend(pivot pkey, fn func(pkey) bool) {
+	bi, i, ok := s.lastLE(pivot)
+	if !ok {
+		return
+	}
+	for {
+		b := s.blocks[bi]
+		for ; i >= 0; i-- {
+			if !fn(b[i]) {
+				return
+			}
+		}
+		if bi == 0 {
+			return
+		}
+		bi--
+		i = len(s.blocks[bi]) - 1
+	}
+}
+
+// blockIter walks a blockSet from a position (setIter).
+type blockIter struct {
+	s     *blockSet
+	bi, i int
+}
+
+func (t *blockIter) valid() bool {
+	return t.bi >= 0 && t.bi < len(t.s.blocks)
+}
+
+func (t *blockIter) seekGE(k pkey) bool {
+	t.bi, t.i = t.s.find(k)
+	return t.valid()
+}
+
+func (t *blockIter) seekLE(k pkey) bool {
+	bi, i, ok := t.s.lastLE(k)
+	if !ok {
+		t.bi = -1
+		return false
+	}
+	t.bi, t.i = bi, i
+	return true
+}
+
+func (t *blockIter) next() bool {
+	if !t.valid() {
+		return false
+	}
+	if t.i++; t.i < len(t.s.blocks[t.bi]) {
+		return true
+	}
+	t.bi, t.i = t.bi+1, 0
+	return t.valid()
+}
+
+func (t *blockIter) prev() bool {
+	if !t.valid() {
+		return false
+	}
+	if t.i--; t.i >= 0 {
+		return true
+	}
+	t.bi--
+	if t.bi < 0 {
+		return false
+	}
+	t.i = len(t.s.blocks[t.bi]) - 1
+	return true
+}
+
+func (t *blockIter) item() *cpermit { return t.s.blocks[t.bi][t.i].p }
+func (t *blockIter) release()       {}
