@@ -58,44 +58,80 @@ func TestImportStagesDeferGeoInASnapshotsOrder(t *testing.T) {
 // only the build's wait gives the side its sets: the lists are the
 // build's while it runs.
 func TestDeferredGeoListsMakeTheSets(t *testing.T) {
+	// Permits indexed out of index order, and in it (a snapshot's order:
+	// the lists are taken as sorted, indexOrder), give the same sets.
+	for _, tc := range []struct {
+		name  string
+		order []int
+	}{{"out of order", []int{0, 1, 2, 3}}, {"in index order", []int{1, 3, 0, 2}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSide(nil)
+			d.bulk = true
+			d.deferGeoIndexes()
+			zip := readmodel.GeoLink{GeoID: "zip:1", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
+			twice := zip
+			twice.Method = "geocode"
+			days := []string{"2024-01-05", "2024-03-01", "2023-12-31", "2024-03-01"}
+			for _, i := range tc.order {
+				links := []readmodel.GeoLink{zip}
+				if i == 1 {
+					links = append(links, twice) // linked twice to zip:1
+				}
+				d.putPermit(readmodel.Permit{PermitID: fmt.Sprint("t:", i), PermitNumber: fmt.Sprint(i), Source: "t", IssueDate: days[i], Version: 1, GeoLinks: links})
+			}
+			if sorted := tc.order[0] == 1; d.pi.order.sorted != sorted {
+				t.Fatalf("indexOrder.sorted %v, want %v", d.pi.order.sorted, sorted)
+			}
+			if len(d.pi.geoIdx) != 0 {
+				t.Fatalf("%d geo sets while deferred, want none", len(d.pi.geoIdx))
+			}
+			b := d.startGeoBuild(d)
+			if d.pi.deferred != nil {
+				t.Fatal("the side kept the lists it handed to the build")
+			}
+			b.wait(d)
+			if d.deferGeo || d.pi.deferred != nil {
+				t.Fatalf("after wait: deferGeo %v, lists %v", d.deferGeo, d.pi.deferred)
+			}
+			var got []string
+			set := d.pi.geoIdx[d.pi.syms.ids["zip:1"]]
+			set.t.scan(func(k pkey) bool {
+				got = append(got, issueOf(k.ik)+" "+k.p.id)
+				return true
+			})
+			want := []string{"2024-03-01 t:1", "2024-03-01 t:3", "2024-01-05 t:0", "2023-12-31 t:2"}
+			if fmt.Sprint(got) != fmt.Sprint(want) || set.size() != len(want) {
+				t.Fatalf("zip:1 holds %v (size %d), want %v", got, set.size(), want)
+			}
+			if len(d.pf.months) != 3 {
+				t.Fatalf("%d month stats, want 3", len(d.pf.months))
+			}
+			if m := d.pf.months[monthKey{d.pi.syms.ids["zip:1"], 2024*12 + 2}]; m == nil || m.count != 2 {
+				t.Fatalf("March 2024 of zip:1: %+v, want 2 permits", m)
+			}
+		})
+	}
+}
+
+// TestPermitLinkedTwiceSortingLastIsHeldOnce: a permit that sorts after
+// every permit indexed before it is appended to its sets (indexOrder);
+// linked twice to one geo, it is in the geo's set once, as when it is
+// inserted.
+func TestPermitLinkedTwiceSortingLastIsHeldOnce(t *testing.T) {
 	d := newSide(nil)
-	d.bulk = true
-	d.deferGeoIndexes()
 	zip := readmodel.GeoLink{GeoID: "zip:1", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
 	twice := zip
 	twice.Method = "geocode"
-	days := []string{"2024-01-05", "2024-03-01", "2023-12-31", "2024-03-01"}
-	for i, day := range days {
-		links := []readmodel.GeoLink{zip}
-		if i == 1 {
-			links = append(links, twice) // linked twice to zip:1
+	for i, day := range []string{"2024-03-01", "2020-01-01"} { // the second sorts last
+		d.putPermit(readmodel.Permit{PermitID: fmt.Sprint("t:", i), PermitNumber: fmt.Sprint(i), Source: "t", IssueDate: day, Version: 1, GeoLinks: []readmodel.GeoLink{zip, twice}})
+		if !d.pi.order.appends(d.permits.rows[fmt.Sprint("t:", i)].doc) {
+			t.Fatalf("permit %d was not appended", i)
 		}
-		d.putPermit(readmodel.Permit{PermitID: fmt.Sprint("t:", i), PermitNumber: fmt.Sprint(i), Source: "t", IssueDate: day, Version: 1, GeoLinks: links})
 	}
-	if len(d.pi.geoIdx) != 0 {
-		t.Fatalf("%d geo sets while deferred, want none", len(d.pi.geoIdx))
-	}
-	b := d.startGeoBuild(d)
-	if d.pi.deferred != nil {
-		t.Fatal("the side kept the lists it handed to the build")
-	}
-	b.wait(d)
-	if d.deferGeo || d.pi.deferred != nil {
-		t.Fatalf("after wait: deferGeo %v, lists %v", d.deferGeo, d.pi.deferred)
-	}
+	set := d.pi.geoIdx[d.pi.syms.ids["zip:1"]]
 	var got []string
-	d.pi.geoIdx[d.pi.syms.ids["zip:1"]].t.scan(func(k pkey) bool {
-		got = append(got, issueOf(k.ik)+" "+k.p.id)
-		return true
-	})
-	want := []string{"2024-03-01 t:1", "2024-03-01 t:3", "2024-01-05 t:0", "2023-12-31 t:2"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("zip:1 holds %v, want %v", got, want)
-	}
-	if len(d.pf.months) != 3 {
-		t.Fatalf("%d month stats, want 3", len(d.pf.months))
-	}
-	if m := d.pf.months[monthKey{d.pi.syms.ids["zip:1"], 2024*12 + 2}]; m == nil || m.count != 2 {
-		t.Fatalf("March 2024 of zip:1: %+v, want 2 permits", m)
+	set.t.scan(func(k pkey) bool { got = append(got, k.p.id); return true })
+	if fmt.Sprint(got) != "[t:0 t:1]" || set.size() != 2 {
+		t.Fatalf("zip:1 holds %v (size %d), want [t:0 t:1]", got, set.size())
 	}
 }

@@ -38,6 +38,14 @@ func (s *blockSet) min() (pkey, bool) {
 	return s.blocks[0][0], true
 }
 
+func (s *blockSet) max() (pkey, bool) {
+	if s.n == 0 {
+		return pkey{}, false
+	}
+	b := s.blocks[len(s.blocks)-1]
+	return b[len(b)-1], true
+}
+
 // find returns the position of the first key >= k: block bi, index i;
 // bi == len(s.blocks) when every key is < k.
 func (s *blockSet) find(k pkey) (bi, i int) {

@@ -44,6 +44,10 @@ import (
 type geoLists struct {
 	lists [][]*cpermit
 	geos  int // lists that are not empty
+	// sorted: the permits were indexed in index order (indexOrder), so
+	// each list is sorted as it is, a permit linked twice to the geo
+	// being in it twice in a row.
+	sorted bool
 }
 
 func (g *geoLists) add(geo uint32, c *cpermit) {
@@ -81,6 +85,7 @@ type geoBuild struct {
 func (s *side) startGeoBuild(v *side) *geoBuild {
 	lists := s.pi.deferred
 	s.pi.deferred, v.pi.deferred = nil, nil
+	lists.sorted = s.pi.order.sorted
 	g := &geoBuild{done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
@@ -134,7 +139,7 @@ func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
 		bs[w] = b
 		wg.Go(func() {
 			for i := w; i < len(geos); i += n {
-				sets[i] = b.build(geos[i], lists.lists[geos[i]])
+				sets[i] = b.build(geos[i], lists.lists[geos[i]], lists.sorted)
 				lists.lists[geos[i]] = nil
 			}
 		})
@@ -193,14 +198,18 @@ type genTree struct {
 
 // build builds the deferred indexes of geo from its list and returns its
 // permit set. The list is in index order when the permits came so (a
-// snapshot's); else it is sorted here. A permit linked twice to geo is
-// in it twice, and kept once.
-func (b *geoBuilder) build(geo uint32, items []*cpermit) treeSet {
-	for i := 1; i < len(items); i++ {
-		if !permitLess(items[i-1], items[i]) {
-			slices.SortFunc(items, permitCmp)
-			items = slices.Compact(items) // equal keys: the same permit (see above)
-			break
+// snapshot's: sorted says so); else it is sorted here. A permit linked
+// twice to geo is in it twice, and kept once.
+func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool) treeSet {
+	if sorted {
+		items = slices.Compact(items) // the same permit twice in a row
+	} else {
+		for i := 1; i < len(items); i++ {
+			if !permitLess(items[i-1], items[i]) {
+				slices.SortFunc(items, permitCmp)
+				items = slices.Compact(items) // equal keys: the same permit (see above)
+				break
+			}
 		}
 	}
 	set := newTreeSet()

@@ -33,7 +33,7 @@ func (s *side) indexCell(c *cpermit) {
 		return
 	}
 	k := keyOfCell(cellOf(c.lat, c.lon))
-	s.pf.cells[k] = insertSorted(s.pf.cells[k], c)
+	s.pf.cells[k] = s.insertPermit(s.pf.cells[k], c)
 }
 
 func (s *side) unindexCell(c *cpermit) {

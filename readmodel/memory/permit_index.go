@@ -62,6 +62,12 @@ func (s treeSet) delete(c *cpermit) { s.t.delete(keyOf(c)) }
 // order do, else an ordinary insert, so the result is the same in any
 // order.
 func (s *side) setIn(t treeSet, c *cpermit) {
+	if s.pi.order.appends(c) {
+		if k, ok := t.t.max(); !ok || k.p != c { // c may link twice to one geo
+			t.t.appendSorted(keyOf(c))
+		}
+		return
+	}
 	if s.bulk {
 		t.t.load(keyOf(c))
 		return

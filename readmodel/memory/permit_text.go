@@ -82,18 +82,27 @@ type posting struct {
 	groups []*descGroup
 }
 
-// add adds c; bulk (an Import's side, permits in order) appends it with
-// the B-tree's Load, which is an insert when c does not sort last.
-func (p *posting) add(c *cpermit, bulk bool) {
+// add adds c: appended with no comparison when last (c sorts after
+// every permit in the posting: indexOrder); bulk (an Import's side,
+// permits likely in order) appends it when it sorts last, and inserts it
+// when it does not.
+func (p *posting) add(c *cpermit, bulk, last bool) {
 	if p.tree != nil {
-		if bulk {
+		switch {
+		case last:
+			p.tree.t.appendSorted(keyOf(c))
+		case bulk:
 			p.tree.t.load(keyOf(c))
-		} else {
+		default:
 			p.tree.set(c)
 		}
 		return
 	}
-	p.small = insertSorted(p.small, c)
+	if last {
+		p.small = append(p.small, c)
+	} else {
+		p.small = insertSorted(p.small, c)
+	}
 	if len(p.small) > smallPosting {
 		t := newTreeSet()
 		for _, x := range p.small {
@@ -193,7 +202,7 @@ func containsStr(l []string, s string) bool {
 func (s *side) indexText(c *cpermit) {
 	s.indexWords(c)
 	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
-		s.pf.text.numbers[n] = insertSorted(s.pf.text.numbers[n], c)
+		s.pf.text.numbers[n] = s.insertPermit(s.pf.text.numbers[n], c)
 	}
 }
 
@@ -213,7 +222,7 @@ func (s *side) unindexText(c *cpermit) {
 func (s *side) indexWords(c *cpermit) {
 	t := &s.pf.text
 	if g := t.groups[c.desc]; g != nil {
-		g.set.add(c, s.bulk)
+		g.set.add(c, s.bulk, s.pi.order.appends(c))
 		return
 	}
 	words := s.permitWords(c)
@@ -227,7 +236,7 @@ func (s *side) indexWords(c *cpermit) {
 			t.postings[w] = p
 			t.dict.Set(w)
 		}
-		p.add(c, s.bulk)
+		p.add(c, s.bulk, s.pi.order.appends(c))
 	}
 	t.descN[c.desc]++
 	if t.descN[c.desc] >= int32(groupMin) {
@@ -249,7 +258,7 @@ func (s *side) groupDesc(id uint32, words []string) {
 	})
 	g := &descGroup{words: slices.Clone(words)}
 	for _, c := range members { // in order: each appends
-		g.set.add(c, true)
+		g.set.add(c, true, false)
 	}
 	for _, w := range words {
 		p := t.postings[w]

@@ -50,6 +50,7 @@ func (s *side) delPermit(id string, version int64) bool {
 }
 
 func (s *side) indexPermit(c *cpermit) {
+	s.pi.order.next(c)
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
@@ -67,7 +68,7 @@ func (s *side) indexPermit(c *cpermit) {
 	}
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)
-		e.permits = insertSorted(e.permits, c)
+		e.permits = s.insertPermit(e.permits, c)
 	}
 	s.indexFilters(c)
 }
