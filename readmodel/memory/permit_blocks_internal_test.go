@@ -55,7 +55,7 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 					s.appendSorted(keyOf(c))
 					refSet(keyOf(c))
 				}
-				check(t, s, ref, perm)
+				checkBlockSet(t, s, ref, perm)
 			}
 			for op := range tc.ops {
 				c := perm[r.IntN(len(perm))]
@@ -79,24 +79,16 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 					}
 				}
 				if op%tc.check == 0 || op == tc.ops-1 {
-					check(t, s, ref, perm)
+					checkBlockSet(t, s, ref, perm)
 				}
 			}
 		})
 	}
 }
 
-func cmpPkey(a, b pkey) int {
-	switch {
-	case pkeyLess(a, b):
-		return -1
-	case pkeyLess(b, a):
-		return 1
-	}
-	return 0
-}
+var cmpPkey = cmpByLess(pkeyLess)
 
-func check(t *testing.T, s *blockSet, ref []pkey, pivots []*cpermit) {
+func checkBlockSet(t *testing.T, s *blockSet, ref []pkey, pivots []*cpermit) {
 	t.Helper()
 	if s.len() != len(ref) {
 		t.Fatalf("len %d, want %d", s.len(), len(ref))

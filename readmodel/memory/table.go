@@ -83,7 +83,12 @@ func (t *table[T]) each(fn func(id string, version int64, doc T)) {
 
 // sortByLess sorts xs by less, a strict weak order.
 func sortByLess[T any](xs []T, less func(a, b T) bool) {
-	slices.SortFunc(xs, func(a, b T) int {
+	slices.SortFunc(xs, cmpByLess(less))
+}
+
+// cmpByLess is the comparison of less, a strict weak order.
+func cmpByLess[T any](less func(a, b T) bool) func(a, b T) int {
+	return func(a, b T) int {
 		switch {
 		case less(a, b):
 			return -1
@@ -91,5 +96,5 @@ func sortByLess[T any](xs []T, less func(a, b T) bool) {
 			return 1
 		}
 		return 0
-	})
+	}
 }
