@@ -1,6 +1,9 @@
 package memory
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // blockSet is the ordered set behind a treeSet: its keys in sorted blocks
 // of at most blockMax keys, the blocks in order (a B+tree of two levels).
@@ -28,6 +31,24 @@ type blockSet struct {
 const blockMax = 128
 
 func newBlockSet() *blockSet { return &blockSet{} }
+
+// blockSetOf makes the set of keys, sorted and distinct, in full blocks
+// of one array of their number (copied: keys stays the caller's). Each
+// block's capacity ends where the next block's keys begin, so a write to
+// a block that outgrows it moves the block to an array of its own.
+func blockSetOf(keys []pkey) *blockSet {
+	s := &blockSet{n: len(keys)}
+	if len(keys) == 0 {
+		return s
+	}
+	all := slices.Clone(keys)
+	s.blocks = make([][]pkey, 0, (len(all)+blockMax-1)/blockMax)
+	for i := 0; i < len(all); i += blockMax {
+		j := min(i+blockMax, len(all))
+		s.blocks = append(s.blocks, all[i:j:j])
+	}
+	return s
+}
 
 func (s *blockSet) len() int { return s.n }
 

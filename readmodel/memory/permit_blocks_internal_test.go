@@ -21,11 +21,14 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 		bulk  bool // load in order first, as an Import's side does
 		check int  // full check every check ops
 		drain bool // mostly deletes: blocks fall under a quarter and merge
+		of    bool // the loaded keys made in one piece (blockSetOf)
 	}{
-		{"small", 400, 50, false, 1, false},
-		{"splits and merges", 6000, 900, false, 97, false},
-		{"loaded in order then changed", 3000, 2000, true, 53, false},
-		{"loaded in order then drained", 4000, 2000, true, 31, true},
+		{"small", 400, 50, false, 1, false, false},
+		{"splits and merges", 6000, 900, false, 97, false, false},
+		{"loaded in order then changed", 3000, 2000, true, 53, false, false},
+		{"loaded in order then drained", 4000, 2000, true, 31, true, false},
+		{"made in one piece then changed", 3000, 2000, true, 53, false, true},
+		{"made in one piece then drained", 4000, 2000, true, 31, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
@@ -51,9 +54,18 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				sorted := slices.Clone(perm)
 				slices.SortFunc(sorted, permitCmp)
 				sorted = slices.CompactFunc(sorted, func(a, b *cpermit) bool { return permitCmp(a, b) == 0 })
+				var keys []pkey
 				for _, c := range sorted[:len(sorted)*3/4] {
-					s.appendSorted(keyOf(c))
+					if tc.of {
+						keys = append(keys, keyOf(c))
+					} else {
+						s.appendSorted(keyOf(c))
+					}
 					refSet(keyOf(c))
+				}
+				if tc.of {
+					s = blockSetOf(keys)
+					clear(keys) // the set holds its own copy
 				}
 				checkBlockSet(t, s, ref, perm)
 			}

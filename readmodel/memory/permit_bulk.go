@@ -173,11 +173,20 @@ type geoBuilder struct {
 	byVal    []valued
 	vals     []valKey
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
-	// of that value when its gen is the builder's (a nil tree: the value
-	// is not indexed); gen changes per geo, so nothing is cleared.
+	// of that value when its gen is the builder's (a nil posting: the
+	// value is not indexed); gen changes per geo, so nothing is cleared.
 	trees [ffValue + 1][]genTree
 	gen   uint32
+	// pend holds the keys of the geo's postings, by posting (two symbols
+	// may fold to one value), until each is made in one piece; free keeps
+	// their key slices for the next geo.
+	pend map[fkey]*pendPosting
+	free []*pendPosting
+	keys []pkey // a geo set's keys
 }
+
+// pendPosting is the keys of a posting being built, in order.
+type pendPosting struct{ keys []pkey }
 
 func newGeoBuilder(s *side, own bool) *geoBuilder {
 	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
@@ -188,12 +197,13 @@ func newGeoBuilder(s *side, own bool) *geoBuilder {
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
 	}
 	b.trees[ffValue] = make([]genTree, valueBuckets)
+	b.pend = map[fkey]*pendPosting{}
 	return b
 }
 
 type genTree struct {
 	gen uint32
-	t   treeSet
+	p   *pendPosting
 }
 
 // build builds the deferred indexes of geo from its list and returns its
@@ -212,15 +222,28 @@ func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool) treeSet {
 			}
 		}
 	}
-	set := newTreeSet()
-	for _, c := range items { // sorted, each once
-		set.t.appendSorted(keyOf(c))
+	keys := b.keys[:0] // sorted, each once
+	for _, c := range items {
+		keys = append(keys, keyOf(c))
 	}
+	set := treeSet{blockSetOf(keys)}
+	clear(keys)
+	b.keys = keys[:0]
 	if len(items) >= postingMin {
 		b.buildPostings(geo, items)
 	}
 	b.buildMonths(geo, items)
 	return set
+}
+
+// newPend returns an empty pendPosting, reusing a freed one.
+func (b *geoBuilder) newPend() *pendPosting {
+	if n := len(b.free); n > 0 {
+		p := b.free[n-1]
+		b.free = b.free[:n-1]
+		return p
+	}
+	return &pendPosting{}
 }
 
 // permitCmp is permitLess as a comparison.
@@ -240,7 +263,7 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	post := func(f filterField, sym uint32, c *cpermit) {
 		g := &b.trees[f][sym]
 		if g.gen != b.gen {
-			g.gen, g.t = b.gen, treeSet{}
+			g.gen, g.p = b.gen, nil
 			var v string
 			switch f {
 			case ffContractor:
@@ -252,16 +275,16 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 			}
 			if v != "" { // empty values are not indexed (filterKeys)
 				k := fkey{geo, f, v}
-				t, ok := b.postings[k]
+				p, ok := b.pend[k]
 				if !ok {
-					t = newPosting()
-					b.postings[k] = t
+					p = b.newPend()
+					b.pend[k] = p
 				}
-				g.t = t
+				g.p = p
 			}
 		}
-		if g.t.t != nil {
-			g.t.t.appendSorted(keyOf(c)) // items are sorted
+		if g.p != nil {
+			g.p.keys = append(g.p.keys, keyOf(c)) // items are sorted
 		}
 	}
 	for _, c := range items {
@@ -273,6 +296,21 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 			post(ffValue, uint32(valueBucket(c.valuation)), c)
 		}
 	}
+	// Each posting in one piece: full blocks of one array (a posting
+	// that some other way already holds keys takes them one by one).
+	for k, p := range b.pend {
+		if t, ok := b.postings[k]; ok && t.size() > 0 {
+			for _, x := range p.keys {
+				t.t.load(x)
+			}
+		} else {
+			b.postings[k] = treeSet{blockSetOf(p.keys)}
+		}
+		clear(p.keys)
+		p.keys = p.keys[:0]
+		b.free = append(b.free, p)
+	}
+	clear(b.pend)
 
 	// Valuation order: sorted on keys held beside the permits, which
 	// are loaded only for ties.
