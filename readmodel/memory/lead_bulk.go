@@ -1,11 +1,6 @@
 package memory
 
-import (
-	"runtime"
-	"sync"
-
-	"github.com/tidwall/btree"
-)
+import "github.com/tidwall/btree"
 
 // Deferred lead trees. A side that nobody reads while it is written (a
 // replay's, replay.go; an Import's, import.go) defers its leads' two
@@ -42,19 +37,7 @@ func (x *leadIndex) buildTrees() {
 			}
 		}
 	}
-	n := 1
-	if len(keys) >= parallelKeys {
-		n = min(runtime.GOMAXPROCS(0), 4)
-	}
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Go(func() {
-			for i := w; i < len(keys); i += n {
-				keys[i].loadPending()
-			}
-		})
-	}
-	wg.Wait()
+	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) { keys[i].loadPending() })
 }
 
 // loadPending sorts k's pending records into its trees.

@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -116,8 +114,8 @@ func (s *side) buildGeoIndexes() {
 // buildGeo builds the deferred indexes from the lists and returns the
 // permit sets. The deferred indexes are empty until then (deferral starts
 // on a new side, and ends before a permit leaves a geo set:
-// unindexPermit). Geos are independent, so up to GOMAXPROCS builders
-// share them, each with its own output maps but the first's, which are
+// unindexPermit). Geos are independent, so up to four builders
+// share them (workersFor, shareOut), each with its own output maps but the first's, which are
 // the side's; the folds they read were cached as the permits were
 // indexed (indexFilters), so the side is only read while they run.
 func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
@@ -128,23 +126,14 @@ func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
 		}
 	}
 	sets := make([]treeSet, len(geos))
-	n := 1
-	if len(geos) >= parallelGeos {
-		n = min(runtime.GOMAXPROCS(0), 4)
-	}
-	bs := make([]*geoBuilder, n)
-	var wg sync.WaitGroup
+	bs := make([]*geoBuilder, workersFor(len(geos), parallelGeos))
 	for w := range bs {
-		b := newGeoBuilder(s, w == 0)
-		bs[w] = b
-		wg.Go(func() {
-			for i := w; i < len(geos); i += n {
-				sets[i] = b.build(geos[i], lists.lists[geos[i]], lists.sorted)
-				lists.lists[geos[i]] = nil
-			}
-		})
+		bs[w] = newGeoBuilder(s, w == 0)
 	}
-	wg.Wait()
+	shareOut(len(bs), len(geos), func(w, i int) {
+		sets[i] = bs[w].build(geos[i], lists.lists[geos[i]], lists.sorted)
+		lists.lists[geos[i]] = nil
+	})
 	for _, b := range bs[1:] {
 		maps.Copy(s.pf.postings, b.postings)
 		maps.Copy(s.pf.byValue, b.byValue)

@@ -1,11 +1,15 @@
 package memory
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+	"sync"
+)
 
 // table holds the versioned documents of one kind. A delete leaves a
 // tombstone carrying its version, so an older upsert that arrives later
-// (replay, reordering) stays deleted. Not safe for concurrent use: the
-// a side is written by one writer while no reader reads it (store.go).
+// (replay, reordering) stays deleted. Not safe for concurrent use: a
+// side is written by one writer while no reader reads it (store.go).
 type table[T any] struct {
 	rows map[string]*row[T]
 	live int
@@ -97,4 +101,28 @@ func cmpByLess[T any](less func(a, b T) bool) func(a, b T) int {
 		}
 		return 0
 	}
+}
+
+// workersFor is how many goroutines share n independent pieces of work:
+// one below from pieces, else up to four (GOMAXPROCS).
+func workersFor(n, from int) int {
+	if n < from {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// shareOut calls fn(w, i) once for every i < n, worker w (of workers
+// goroutines) taking every workers-th i from w, and returns when all
+// have.
+func shareOut(workers, n int, fn func(w, i int)) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				fn(w, i)
+			}
+		})
+	}
+	wg.Wait()
 }
