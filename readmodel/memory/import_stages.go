@@ -84,6 +84,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 		}
 		c := d.compactPermit(p)
 		d.permits.put(c.id, c.version, c) // a new id: it takes
+		d.pi.slab.take(c)                 // before the indexer stage reads it
 		stored = append(stored, c)
 	}
 	st.send(stored)

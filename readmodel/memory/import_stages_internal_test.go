@@ -96,7 +96,7 @@ func TestDeferredGeoListsMakeTheSets(t *testing.T) {
 			var got []string
 			set := d.pi.geoIdx[d.pi.syms.ids["zip:1"]]
 			set.t.scan(func(k pkey) bool {
-				got = append(got, issueOf(k.ik)+" "+k.p.id)
+				got = append(got, issueOf(k.ik)+" "+set.t.permit(k).id)
 				return true
 			})
 			want := []string{"2024-03-01 t:1", "2024-03-01 t:3", "2024-01-05 t:0", "2023-12-31 t:2"}
@@ -130,7 +130,7 @@ func TestPermitLinkedTwiceSortingLastIsHeldOnce(t *testing.T) {
 	}
 	set := d.pi.geoIdx[d.pi.syms.ids["zip:1"]]
 	var got []string
-	set.t.scan(func(k pkey) bool { got = append(got, k.p.id); return true })
+	set.t.scan(func(k pkey) bool { got = append(got, set.t.permit(k).id); return true })
 	if fmt.Sprint(got) != "[t:0 t:1]" || set.size() != 2 {
 		t.Fatalf("zip:1 holds %v (size %d), want [t:0 t:1]", got, set.size())
 	}

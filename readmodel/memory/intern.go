@@ -257,10 +257,11 @@ type permitIndexes struct {
 	// defers its geo indexes (permit_bulk.go).
 	deferred *geoLists
 	order    *indexOrder // shared with the side's views (import_stages.go)
+	slab     *permitSlab // the stored permits' slots (permit_slab.go)
 }
 
 func newPermitIndexes() permitIndexes {
-	return permitIndexes{syms: newSymbols(), texts: newTexts(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}, order: &indexOrder{sorted: true}}
+	return permitIndexes{syms: newSymbols(), texts: newTexts(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}, order: &indexOrder{sorted: true}, slab: newPermitSlab()}
 }
 
 // indexOrder follows the order in which a side's permits are indexed

@@ -11,7 +11,7 @@ import (
 // It is built for how permit sets are filled and read. An Import's side
 // (and a replay's) fills them in index order: a key sorting last is
 // appended to the last block, which is full (blockMax keys) before the
-// next is started, so a loaded set holds 16 bytes per key. A B-tree
+// next is started, so a loaded set holds 8 bytes per key. A B-tree
 // filled by appending splits each full leaf in two halves and ends half
 // full, with a node search per key; a checked append here is one
 // comparison, and appendSorted none. Apply inserts at any place: a
@@ -25,19 +25,46 @@ import (
 type blockSet struct {
 	blocks [][]pkey // each sorted and not empty; blocks[i]'s last < blocks[i+1]'s first
 	n      int
+	slab   *permitSlab // the side's: what the keys' slots name
 }
 
-// blockMax is the most keys a block holds: 2 KiB of 16-byte keys.
+// blockMax is the most keys a block holds: 1 KiB of 8-byte keys.
 const blockMax = 128
 
-func newBlockSet() *blockSet { return &blockSet{} }
+func newBlockSet(slab *permitSlab) *blockSet { return &blockSet{slab: slab} }
+
+// before reports whether k sorts before the permit p (a page's pivot
+// need not be stored: ties on the day compare ids).
+func (s *blockSet) before(k pkey, p *cpermit) bool {
+	if k.ik != p.ik {
+		return k.ik < p.ik
+	}
+	if p.slot != 0 && k.slot == p.slot {
+		return false // p itself
+	}
+	return s.slab.at(k.slot).id < p.id
+}
+
+// after reports whether k sorts after the permit p.
+func (s *blockSet) after(k pkey, p *cpermit) bool {
+	if k.ik != p.ik {
+		return k.ik > p.ik
+	}
+	if p.slot != 0 && k.slot == p.slot {
+		return false
+	}
+	return p.id < s.slab.at(k.slot).id
+}
+
+// permit is the permit k names.
+func (s *blockSet) permit(k pkey) *cpermit { return s.slab.at(k.slot) }
 
 // blockSetOf makes the set of keys, sorted and distinct, in full blocks
 // of one array of their number (copied: keys stays the caller's). Each
 // block's capacity ends where the next block's keys begin, so a write to
 // a block that outgrows it moves the block to an array of its own.
-func blockSetOf(keys []pkey) *blockSet {
-	s := &blockSet{n: len(keys)}
+func blockSetOf(slab *permitSlab, keys []pkey) *blockSet {
+	s := &blockSet{n: len(keys), slab: slab}
 	if len(keys) == 0 {
 		return s
 	}
@@ -67,18 +94,18 @@ func (s *blockSet) max() (pkey, bool) {
 	return b[len(b)-1], true
 }
 
-// find returns the position of the first key >= k: block bi, index i;
-// bi == len(s.blocks) when every key is < k.
-func (s *blockSet) find(k pkey) (bi, i int) {
+// find returns the position of the first key >= p: block bi, index i;
+// bi == len(s.blocks) when every key is < p.
+func (s *blockSet) find(p *cpermit) (bi, i int) {
 	bi = sort.Search(len(s.blocks), func(j int) bool {
 		b := s.blocks[j]
-		return !pkeyLess(b[len(b)-1], k)
+		return !s.before(b[len(b)-1], p)
 	})
 	if bi == len(s.blocks) {
 		return bi, 0
 	}
 	b := s.blocks[bi]
-	i = sort.Search(len(b), func(j int) bool { return !pkeyLess(b[j], k) })
+	i = sort.Search(len(b), func(j int) bool { return !s.before(b[j], p) })
 	return bi, i
 }
 
@@ -90,20 +117,21 @@ func (s *blockSet) at(bi, i int) (pkey, bool) {
 	return s.blocks[bi][i], true
 }
 
-// set adds k, replacing a key equal to it.
-func (s *blockSet) set(k pkey) {
+// set adds c, replacing a key equal to it.
+func (s *blockSet) set(c *cpermit) {
+	k := keyOf(c)
 	if s.n == 0 {
 		s.blocks = append(s.blocks, []pkey{k})
 		s.n = 1
 		return
 	}
-	bi, i := s.find(k)
+	bi, i := s.find(c)
 	if bi == len(s.blocks) { // after every key
 		s.push(k)
 		return
 	}
 	b := s.blocks[bi]
-	if !pkeyLess(k, b[i]) { // equal
+	if !s.after(b[i], c) { // equal
 		b[i] = k
 		return
 	}
@@ -136,21 +164,21 @@ func insertAt[T any](b []T, i int, v T) []T {
 	return b
 }
 
-// load adds k, appended when it sorts after every key (a bulk load in
+// load adds c, appended when it sorts after every key (a bulk load in
 // order), else set.
-func (s *blockSet) load(k pkey) {
+func (s *blockSet) load(c *cpermit) {
 	if s.n > 0 {
 		b := s.blocks[len(s.blocks)-1]
-		if !pkeyLess(b[len(b)-1], k) {
-			s.set(k)
+		if !s.before(b[len(b)-1], c) {
+			s.set(c)
 			return
 		}
 	}
-	s.push(k)
+	s.push(keyOf(c))
 }
 
-// appendSorted adds k, which the caller knows sorts after every key.
-func (s *blockSet) appendSorted(k pkey) { s.push(k) }
+// appendSorted adds c, which the caller knows sorts after every key.
+func (s *blockSet) appendSorted(c *cpermit) { s.push(keyOf(c)) }
 
 // push appends k, greater than every key, to the last block, or to a new
 // one when it is full.
@@ -170,14 +198,14 @@ func (s *blockSet) push(k pkey) {
 	s.blocks = append(s.blocks, b)
 }
 
-// delete removes the key equal to k, if any.
-func (s *blockSet) delete(k pkey) {
-	bi, i := s.find(k)
+// delete removes the key equal to c's, if any.
+func (s *blockSet) delete(c *cpermit) {
+	bi, i := s.find(c)
 	if bi == len(s.blocks) {
 		return
 	}
 	b := s.blocks[bi]
-	if pkeyLess(k, b[i]) {
+	if s.after(b[i], c) {
 		return // not held
 	}
 	s.n--
@@ -208,12 +236,13 @@ func (s *blockSet) removeBlock(bi int) {
 	}
 }
 
-// ascend calls fn for the keys >= pivot in order until fn returns false.
-func (s *blockSet) ascend(pivot pkey, fn func(pkey) bool) {
+// ascend calls fn for the permits >= pivot in order until fn returns
+// false.
+func (s *blockSet) ascend(pivot *cpermit, fn func(*cpermit) bool) {
 	bi, i := s.find(pivot)
 	for ; bi < len(s.blocks); bi, i = bi+1, 0 {
 		for _, k := range s.blocks[bi][i:] {
-			if !fn(k) {
+			if !fn(s.permit(k)) {
 				return
 			}
 		}
@@ -231,11 +260,11 @@ func (s *blockSet) scan(fn func(pkey) bool) {
 	}
 }
 
-// lastLE returns the position of the last key <= k; ok false when there
+// lastLE returns the position of the last key <= p; ok false when there
 // is none.
-func (s *blockSet) lastLE(k pkey) (bi, i int, ok bool) {
-	bi, i = s.find(k)
-	if x, found := s.at(bi, i); found && !pkeyLess(k, x) {
+func (s *blockSet) lastLE(p *cpermit) (bi, i int, ok bool) {
+	bi, i = s.find(p)
+	if x, found := s.at(bi, i); found && !s.after(x, p) {
 		return bi, i, true // equal
 	}
 	// the key before (bi, i)
@@ -248,9 +277,9 @@ func (s *blockSet) lastLE(k pkey) (bi, i int, ok bool) {
 	return bi - 1, len(s.blocks[bi-1]) - 1, true
 }
 
-// descend calls fn for the keys <= pivot in reverse order until fn
+// descend calls fn for the permits <= pivot in reverse order until fn
 // returns false.
-func (s *blockSet) descend(pivot pkey, fn func(pkey) bool) {
+func (s *blockSet) descend(pivot *cpermit, fn func(*cpermit) bool) {
 	bi, i, ok := s.lastLE(pivot)
 	if !ok {
 		return
@@ -258,7 +287,7 @@ func (s *blockSet) descend(pivot pkey, fn func(pkey) bool) {
 	for {
 		b := s.blocks[bi]
 		for ; i >= 0; i-- {
-			if !fn(b[i]) {
+			if !fn(s.permit(b[i])) {
 				return
 			}
 		}
@@ -280,13 +309,13 @@ func (t *blockIter) valid() bool {
 	return t.bi >= 0 && t.bi < len(t.s.blocks)
 }
 
-func (t *blockIter) seekGE(k pkey) bool {
-	t.bi, t.i = t.s.find(k)
+func (t *blockIter) seekGE(p *cpermit) bool {
+	t.bi, t.i = t.s.find(p)
 	return t.valid()
 }
 
-func (t *blockIter) seekLE(k pkey) bool {
-	bi, i, ok := t.s.lastLE(k)
+func (t *blockIter) seekLE(p *cpermit) bool {
+	bi, i, ok := t.s.lastLE(p)
 	if !ok {
 		t.bi = -1
 		return false
@@ -321,5 +350,5 @@ func (t *blockIter) prev() bool {
 	return true
 }
 
-func (t *blockIter) item() *cpermit { return t.s.blocks[t.bi][t.i].p }
+func (t *blockIter) item() *cpermit { return t.s.permit(t.s.blocks[t.bi][t.i]) }
 func (t *blockIter) release()       {}

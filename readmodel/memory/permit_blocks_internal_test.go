@@ -40,14 +40,23 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				}
 			}
 			perm = slices.CompactFunc(perm, func(a, b *cpermit) bool { return a.id == b.id && a.ik == b.ik })
-			s := newBlockSet()
-			var ref []pkey
-			refSet := func(k pkey) {
-				i, found := slices.BinarySearchFunc(ref, k, cmpPkey)
+			slab := newPermitSlab()
+			held := map[string]bool{} // ids in the set
+			for i, c := range perm {
+				if i > 0 && perm[i-1].id == c.id {
+					c.id += "x" // one slot per id: keep ids distinct
+				}
+				slab.take(c)
+			}
+			s := newBlockSet(slab)
+			var ref []*cpermit
+			refSet := func(c *cpermit) {
+				held[c.id] = true
+				i, found := slices.BinarySearchFunc(ref, c, permitCmp)
 				if found {
-					ref[i] = k
+					ref[i] = c
 				} else {
-					ref = slices.Insert(ref, i, k)
+					ref = slices.Insert(ref, i, c)
 				}
 			}
 			if tc.bulk {
@@ -59,35 +68,44 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 					if tc.of {
 						keys = append(keys, keyOf(c))
 					} else {
-						s.appendSorted(keyOf(c))
+						s.appendSorted(c)
 					}
-					refSet(keyOf(c))
+					refSet(c)
 				}
 				if tc.of {
-					s = blockSetOf(keys)
+					s = blockSetOf(slab, keys)
 					clear(keys) // the set holds its own copy
 				}
 				checkBlockSet(t, s, ref, perm)
 			}
 			for op := range tc.ops {
-				c := perm[r.IntN(len(perm))]
+				pi := r.IntN(len(perm))
+				c := perm[pi]
 				kind := r.IntN(5)
 				if tc.drain && r.IntN(10) > 0 {
 					kind = 4
 				}
 				switch kind {
 				case 0, 1:
-					s.set(keyOf(c))
-					refSet(keyOf(c))
+					s.set(c)
+					refSet(c)
 				case 2:
-					// a new version of the same key: replaced, not added
+					// a new version of the same permit (its slot): replaced, not added
 					n := &cpermit{id: c.id, ik: c.ik}
-					s.load(keyOf(n))
-					refSet(keyOf(n))
+					slab.replace(c, n)
+					perm[pi] = n
+					if held[c.id] {
+						if i, found := slices.BinarySearchFunc(ref, c, permitCmp); found {
+							ref[i] = n
+						}
+					}
+					s.load(n)
+					refSet(n)
 				default:
-					s.delete(keyOf(c))
-					if i, found := slices.BinarySearchFunc(ref, keyOf(c), cmpPkey); found {
+					s.delete(c)
+					if i, found := slices.BinarySearchFunc(ref, c, permitCmp); found {
 						ref = slices.Delete(ref, i, i+1)
+						delete(held, c.id)
 					}
 				}
 				if op%tc.check == 0 || op == tc.ops-1 {
@@ -98,62 +116,68 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 	}
 }
 
-var cmpPkey = cmpByLess(pkeyLess)
-
-func checkBlockSet(t *testing.T, s *blockSet, ref []pkey, pivots []*cpermit) {
+func checkBlockSet(t *testing.T, s *blockSet, ref []*cpermit, pivots []*cpermit) {
 	t.Helper()
 	if s.len() != len(ref) {
 		t.Fatalf("len %d, want %d", s.len(), len(ref))
 	}
-	var all []pkey
-	s.scan(func(k pkey) bool { all = append(all, k); return true })
+	var all []*cpermit
+	s.scan(func(k pkey) bool {
+		c := s.permit(k)
+		if k.ik != c.ik {
+			t.Fatalf("key %v names %s of ik %d", k, c.id, c.ik)
+		}
+		all = append(all, c)
+		return true
+	})
 	if !slices.Equal(all, ref) {
-		t.Fatalf("scan %v, want %v", all, ref)
+		t.Fatalf("scan %d permits, want %d", len(all), len(ref))
 	}
 	for i, b := range s.blocks {
 		if len(b) == 0 || len(b) > blockMax {
 			t.Fatalf("block %d holds %d keys", i, len(b))
 		}
 	}
-	if m, ok := s.min(); ok != (len(ref) > 0) || ok && m != ref[0] {
-		t.Fatalf("min %v %v", m, ok)
+	if m, ok := (treeSet{s}).first(); ok != (len(ref) > 0) || ok && m != ref[0] {
+		t.Fatalf("first %v %v", m, ok)
 	}
-	for _, c := range append(pivots[:min(len(pivots), 40):min(len(pivots), 40)], &cpermit{ik: minIK}, &cpermit{ik: undated, id: "~"}) {
-		k := keyOf(c)
-		lo, _ := slices.BinarySearchFunc(ref, k, cmpPkey) // first >= k
-		hi := lo                                          // one past the last <= k
-		if hi < len(ref) && cmpPkey(ref[hi], k) == 0 {
+	// Pivots: stored permits (slots) and ones that are not (slot 0, as a
+	// page's cursor), on and between the keys.
+	for _, c := range append(pivots[:min(len(pivots), 40):min(len(pivots), 40)], &cpermit{ik: minIK}, &cpermit{ik: undated, id: "~"}, &cpermit{ik: pivots[0].ik, id: pivots[0].id}, &cpermit{ik: pivots[1].ik, id: pivots[1].id + "0"}) {
+		lo, _ := slices.BinarySearchFunc(ref, c, permitCmp) // first >= c
+		hi := lo                                            // one past the last <= c
+		if hi < len(ref) && permitCmp(ref[hi], c) == 0 {
 			hi++
 		}
-		var up, down []pkey
-		s.ascend(k, func(x pkey) bool { up = append(up, x); return len(up) < 300 })
-		s.descend(k, func(x pkey) bool { down = append(down, x); return len(down) < 300 })
+		var up, down []*cpermit
+		s.ascend(c, func(x *cpermit) bool { up = append(up, x); return len(up) < 300 })
+		s.descend(c, func(x *cpermit) bool { down = append(down, x); return len(down) < 300 })
 		wantUp := ref[lo:min(len(ref), lo+300)]
-		var wantDown []pkey
+		var wantDown []*cpermit
 		for i := hi - 1; i >= 0 && len(wantDown) < 300; i-- {
 			wantDown = append(wantDown, ref[i])
 		}
 		if !slices.Equal(up, wantUp) || !slices.Equal(down, wantDown) {
-			t.Fatalf("from %v: ascend %d keys, want %d; descend %d, want %d", k, len(up), len(wantUp), len(down), len(wantDown))
+			t.Fatalf("from %s %d: ascend %d permits, want %d; descend %d, want %d", c.id, c.ik, len(up), len(wantUp), len(down), len(wantDown))
 		}
 		// the iterator: seek, then walk both ways
 		it := treeSet{s}.iter()
-		if ok := it.seekGE(k); ok != (lo < len(ref)) || ok && it.item() != ref[lo].p {
-			t.Fatalf("seekGE %v: %v", k, ok)
+		if ok := it.seekGE(c); ok != (lo < len(ref)) || ok && it.item() != ref[lo] {
+			t.Fatalf("seekGE %s: %v", c.id, ok)
 		}
 		if lo < len(ref) {
 			for j := lo + 1; j < min(len(ref), lo+140); j++ {
-				if !it.next() || it.item() != ref[j].p {
+				if !it.next() || it.item() != ref[j] {
 					t.Fatalf("next to %d", j)
 				}
 			}
 		}
-		if ok := it.seekLE(k); ok != (hi > 0) || ok && it.item() != ref[hi-1].p {
-			t.Fatalf("seekLE %v: %v", k, ok)
+		if ok := it.seekLE(c); ok != (hi > 0) || ok && it.item() != ref[hi-1] {
+			t.Fatalf("seekLE %s: %v", c.id, ok)
 		}
 		if hi > 0 {
 			for j := hi - 2; j >= max(0, hi-140); j-- {
-				if !it.prev() || it.item() != ref[j].p {
+				if !it.prev() || it.item() != ref[j] {
 					t.Fatalf("prev to %d", j)
 				}
 			}
@@ -163,5 +187,78 @@ func checkBlockSet(t *testing.T, s *blockSet, ref []pkey, pivots []*cpermit) {
 				}
 			}
 		}
+	}
+}
+
+// TestPermitSlabGivesEachPermitOneSlot: slots are distinct and never 0,
+// a new version keeps its permit's slot, a deleted permit's slot is
+// given again, and permits stay found as the directory grows past its
+// first chunks.
+func TestPermitSlabGivesEachPermitOneSlot(t *testing.T) {
+	s := newPermitSlab()
+	n := 5*slabSize + 17
+	ps := make([]*cpermit, n)
+	seen := map[uint32]bool{}
+	for i := range ps {
+		ps[i] = &cpermit{id: fmt.Sprint(i)}
+		s.take(ps[i])
+		if ps[i].slot == 0 || seen[ps[i].slot] {
+			t.Fatalf("permit %d: slot %d given twice or 0", i, ps[i].slot)
+		}
+		seen[ps[i].slot] = true
+	}
+	for i, c := range ps {
+		if s.at(c.slot) != c {
+			t.Fatalf("permit %d not at its slot", i)
+		}
+	}
+	v2 := &cpermit{id: ps[3].id}
+	s.replace(ps[3], v2)
+	if v2.slot != ps[3].slot || s.at(v2.slot) != v2 {
+		t.Fatal("a new version does not take its permit's slot")
+	}
+	s.release(ps[9])
+	if s.at(ps[9].slot) != nil {
+		t.Fatal("a released slot still names its permit")
+	}
+	again := &cpermit{id: "new"}
+	s.take(again)
+	if again.slot != ps[9].slot {
+		t.Fatalf("a released slot is not given again: %d, want %d", again.slot, ps[9].slot)
+	}
+}
+
+// TestPermitSlabConcurrentReadsBesideTakes: as in an Import's stages, a
+// reader reads the slots handed to it while the writer gives more,
+// across new chunks and directory growth (make test runs it under
+// -race).
+func TestPermitSlabConcurrentReadsBesideTakes(t *testing.T) {
+	s := newPermitSlab()
+	handed := make(chan []*cpermit, 4)
+	done := make(chan error)
+	go func() {
+		var all []*cpermit
+		for batch := range handed {
+			all = append(all, batch...)
+			for _, c := range all[max(0, len(all)-3*len(batch)):] {
+				if s.at(c.slot) != c {
+					done <- fmt.Errorf("slot %d does not name %s", c.slot, c.id)
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	for b := range 9 * slabSize / 500 {
+		batch := make([]*cpermit, 500)
+		for i := range batch {
+			batch[i] = &cpermit{id: fmt.Sprint(b, ":", i)}
+			s.take(batch[i])
+		}
+		handed <- batch
+	}
+	close(handed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

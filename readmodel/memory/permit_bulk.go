@@ -215,7 +215,7 @@ func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool) treeSet {
 	for _, c := range items {
 		keys = append(keys, keyOf(c))
 	}
-	set := treeSet{blockSetOf(keys)}
+	set := treeSet{blockSetOf(b.s.pi.slab, keys)}
 	clear(keys)
 	b.keys = keys[:0]
 	if len(items) >= postingMin {
@@ -290,10 +290,10 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	for k, p := range b.pend {
 		if t, ok := b.postings[k]; ok && t.size() > 0 {
 			for _, x := range p.keys {
-				t.t.load(x)
+				t.t.load(t.t.permit(x))
 			}
 		} else {
-			b.postings[k] = treeSet{blockSetOf(p.keys)}
+			b.postings[k] = treeSet{blockSetOf(b.s.pi.slab, p.keys)}
 		}
 		clear(p.keys)
 		p.keys = p.keys[:0]

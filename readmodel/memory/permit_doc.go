@@ -25,8 +25,9 @@ type cpermit struct {
 	version             int64
 	valuation, lat, lon float64 // NaN: null
 
-	ik          int32 // index key: -issue day, or undated
-	appD, compD int32 // days since 1970, noDate when absent
+	ik          int32  // index key: -issue day, or undated
+	slot        uint32 // in the side's permitSlab once stored; 0 before
+	appD, compD int32  // days since 1970, noDate when absent
 
 	// symbols
 	number     uint32 // 0: the suffix of id after "<source>:"

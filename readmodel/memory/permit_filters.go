@@ -158,8 +158,6 @@ func (s *side) indexFilters(c *cpermit) {
 	s.indexMonthly(c, true)
 }
 
-func newPosting() treeSet { return newTreeSet() }
-
 // buildPostings gives geo, whose set t has reached postingMin, the
 // postings of its permits (walked in index order, so each posting's
 // B-tree is filled by appending: Load) and its valuation order
@@ -169,10 +167,11 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 	var kvs [5]fieldValue
 	byValue := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
 	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
-		for _, x := range kvs[:s.filterKeys(k.p, &kvs)] {
-			s.posting(fkey{geo, x.f, x.v}).t.appendSorted(k)
+		c := t.t.permit(k)
+		for _, x := range kvs[:s.filterKeys(c, &kvs)] {
+			s.posting(fkey{geo, x.f, x.v}).t.push(k)
 		}
-		byValue.Set(k.p)
+		byValue.Set(c)
 		return true
 	})
 	s.pf.byValue[geo] = byValue
@@ -182,7 +181,7 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 func (s *side) posting(k fkey) treeSet {
 	t, ok := s.pf.postings[k]
 	if !ok {
-		t = newPosting()
+		t = newTreeSet(s.pi.slab)
 		s.pf.postings[k] = t
 	}
 	return t

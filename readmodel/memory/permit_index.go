@@ -35,27 +35,22 @@ type permitSet interface {
 // treeSet holds the permits of one geo_id (and of a filter posting, a
 // text word) in a blockSet (permit_blocks.go). Items carry the permit's
 // ik inline so that most comparisons need not load the permit (a cache
-// miss each in a large set); only same-day ties compare ids.
+// miss each in a large set); only same-day ties compare ids. The other
+// half of an item is the permit's slot in the side's permitSlab, not a
+// pointer: 8 bytes an item, none of them scanned by the collector.
 type treeSet struct{ t *blockSet }
 
 type pkey struct {
-	ik int32
-	p  *cpermit
+	ik   int32
+	slot uint32
 }
 
-func pkeyLess(a, b pkey) bool {
-	if a.ik != b.ik {
-		return a.ik < b.ik
-	}
-	return a.p.id < b.p.id
-}
+func keyOf(c *cpermit) pkey { return pkey{c.ik, c.slot} }
 
-func keyOf(c *cpermit) pkey { return pkey{c.ik, c} }
+func newTreeSet(slab *permitSlab) treeSet { return treeSet{newBlockSet(slab)} }
 
-func newTreeSet() treeSet { return treeSet{newBlockSet()} }
-
-func (s treeSet) set(c *cpermit)    { s.t.set(keyOf(c)) }
-func (s treeSet) delete(c *cpermit) { s.t.delete(keyOf(c)) }
+func (s treeSet) set(c *cpermit)    { s.t.set(c) }
+func (s treeSet) delete(c *cpermit) { s.t.delete(c) }
 
 // setIn adds c to t. While the side is bulk loaded (import.go) it is a
 // load: appended when c sorts after every item, as permits in index
@@ -63,31 +58,29 @@ func (s treeSet) delete(c *cpermit) { s.t.delete(keyOf(c)) }
 // order.
 func (s *side) setIn(t treeSet, c *cpermit) {
 	if s.pi.order.appends(c) {
-		if k, ok := t.t.max(); !ok || k.p != c { // c may link twice to one geo
-			t.t.appendSorted(keyOf(c))
+		if k, ok := t.t.max(); !ok || k.slot != c.slot { // c may link twice to one geo
+			t.t.appendSorted(c)
 		}
 		return
 	}
 	if s.bulk {
-		t.t.load(keyOf(c))
+		t.t.load(c)
 		return
 	}
 	t.set(c)
 }
 
-func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool) {
-	s.t.ascend(keyOf(p), func(k pkey) bool { return fn(k.p) })
-}
-
-func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) {
-	s.t.descend(keyOf(p), func(k pkey) bool { return fn(k.p) })
-}
+func (s treeSet) ascend(p *cpermit, fn func(*cpermit) bool)  { s.t.ascend(p, fn) }
+func (s treeSet) descend(p *cpermit, fn func(*cpermit) bool) { s.t.descend(p, fn) }
 
 func (s treeSet) size() int { return s.t.len() }
 
 func (s treeSet) first() (*cpermit, bool) {
 	k, ok := s.t.min()
-	return k.p, ok
+	if !ok {
+		return nil, false
+	}
+	return s.t.permit(k), true
 }
 
 // sliceSet holds the few permits of one property, sorted.

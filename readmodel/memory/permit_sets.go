@@ -35,8 +35,8 @@ const minIK = -1 << 31
 
 // setIter walks an ordered set from a position.
 type setIter interface {
-	seekGE(k pkey) bool // first item >= k
-	seekLE(k pkey) bool // last item <= k
+	seekGE(p *cpermit) bool // first item >= p
+	seekLE(p *cpermit) bool // last item <= p
 	next() bool
 	prev() bool
 	item() *cpermit
@@ -58,12 +58,12 @@ type sliceIter struct {
 
 func (s sliceSet) iter() setIter { return &sliceIter{s: s} }
 
-func (t *sliceIter) seekGE(k pkey) bool {
-	t.i = sort.Search(len(t.s), func(i int) bool { return !pkeyLess(keyOf(t.s[i]), k) })
+func (t *sliceIter) seekGE(p *cpermit) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return !permitLess(t.s[i], p) })
 	return t.i < len(t.s)
 }
-func (t *sliceIter) seekLE(k pkey) bool {
-	t.i = sort.Search(len(t.s), func(i int) bool { return pkeyLess(k, keyOf(t.s[i])) }) - 1
+func (t *sliceIter) seekLE(p *cpermit) bool {
+	t.i = sort.Search(len(t.s), func(i int) bool { return permitLess(p, t.s[i]) }) - 1
 	return t.i >= 0
 }
 func (t *sliceIter) next() bool     { t.i++; return t.i < len(t.s) }
@@ -99,13 +99,12 @@ func (u unionSet) first() (*cpermit, bool) {
 func (u unionSet) walk(pivot *cpermit, fn func(*cpermit) bool, asc bool) {
 	its := make([]setIter, len(u))
 	ok := make([]bool, len(u))
-	pk := keyOf(pivot)
 	for i, t := range u {
 		its[i] = t.iter()
 		if asc {
-			ok[i] = its[i].seekGE(pk)
+			ok[i] = its[i].seekGE(pivot)
 		} else {
-			ok[i] = its[i].seekLE(pk)
+			ok[i] = its[i].seekLE(pivot)
 		}
 	}
 	defer func() {

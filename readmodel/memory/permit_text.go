@@ -86,13 +86,13 @@ type posting struct {
 // every permit in the posting: indexOrder); bulk (an Import's side,
 // permits likely in order) appends it when it sorts last, and inserts it
 // when it does not.
-func (p *posting) add(c *cpermit, bulk, last bool) {
+func (p *posting) add(slab *permitSlab, c *cpermit, bulk, last bool) {
 	if p.tree != nil {
 		switch {
 		case last:
-			p.tree.t.appendSorted(keyOf(c))
+			p.tree.t.appendSorted(c)
 		case bulk:
-			p.tree.t.load(keyOf(c))
+			p.tree.t.load(c)
 		default:
 			p.tree.set(c)
 		}
@@ -104,7 +104,7 @@ func (p *posting) add(c *cpermit, bulk, last bool) {
 		p.small = insertSorted(p.small, c)
 	}
 	if len(p.small) > smallPosting {
-		t := newTreeSet()
+		t := newTreeSet(slab)
 		for _, x := range p.small {
 			t.set(x)
 		}
@@ -222,7 +222,7 @@ func (s *side) unindexText(c *cpermit) {
 func (s *side) indexWords(c *cpermit) {
 	t := &s.pf.text
 	if g := t.groups[c.desc]; g != nil {
-		g.set.add(c, s.bulk, s.pi.order.appends(c))
+		g.set.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
 		return
 	}
 	words := s.permitWords(c)
@@ -236,7 +236,7 @@ func (s *side) indexWords(c *cpermit) {
 			t.postings[w] = p
 			t.dict.Set(w)
 		}
-		p.add(c, s.bulk, s.pi.order.appends(c))
+		p.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
 	}
 	t.descN[c.desc]++
 	if t.descN[c.desc] >= int32(groupMin) {
@@ -258,7 +258,7 @@ func (s *side) groupDesc(id uint32, words []string) {
 	})
 	g := &descGroup{words: slices.Clone(words)}
 	for _, c := range members { // in order: each appends
-		g.set.add(c, true, false)
+		g.set.add(s.pi.slab, c, true, false)
 	}
 	for _, w := range words {
 		p := t.postings[w]

@@ -33,8 +33,11 @@ func (s *side) putPermit(p readmodel.Permit) bool {
 	}
 	if hadPrev {
 		c.id = prev.id // share the table key's bytes
-		s.unindexPermit(prev)
+		s.pi.slab.replace(prev, c)
+		s.unindexPermit(prev) // its keys name c now: the same id, so the same places
 		s.releaseTexts(prev)
+	} else {
+		s.pi.slab.take(c)
 	}
 	s.indexPermit(c)
 	return true
@@ -45,6 +48,7 @@ func (s *side) delPermit(id string, version int64) bool {
 	if hadPrev {
 		s.unindexPermit(prev)
 		s.releaseTexts(prev)
+		s.pi.slab.release(prev)
 	}
 	return ok
 }
@@ -61,7 +65,7 @@ func (s *side) indexPermit(c *cpermit) {
 		}
 		t, ok := s.pi.geoIdx[l.geo]
 		if !ok {
-			t = newTreeSet()
+			t = newTreeSet(s.pi.slab)
 			s.pi.geoIdx[l.geo] = t
 		}
 		s.setIn(t, c)
