@@ -351,7 +351,7 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 			st.count++
 			if !math.IsNaN(c.valuation) {
 				st.cents += cents(c.valuation)
-				vals = append(vals, valKey{c.valuation, c.id})
+				vals = append(vals, valKey{c.valuation, c.slot})
 			}
 		}
 		slices.SortFunc(vals, cmpValKey)

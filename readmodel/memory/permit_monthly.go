@@ -1,10 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -29,16 +29,21 @@ type monthStats struct {
 	vals  valSet
 }
 
+// valKey is a known valuation and, to tell equal ones apart, the
+// permit's slot (permit_slab.go: a permit keeps it across versions, so a
+// version's key is removed as it was added). Reads use v alone (at), so
+// the order of equal values is nobody's business; 16 bytes and no
+// pointer.
 type valKey struct {
-	v  float64
-	id string
+	v    float64
+	slot uint32
 }
 
 func valKeyLess(a, b valKey) bool {
 	if a.v != b.v {
 		return a.v < b.v
 	}
-	return a.id < b.id
+	return a.slot < b.slot
 }
 
 // valSet is a month's known valuations in valKeyLess order: a sorted
@@ -60,7 +65,7 @@ func cmpValKey(a, b valKey) int {
 	case a.v > b.v:
 		return 1
 	}
-	return strings.Compare(a.id, b.id)
+	return cmp.Compare(a.slot, b.slot)
 }
 
 // set adds k (replacing an equal key).
@@ -159,9 +164,9 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 		if !math.IsNaN(c.valuation) {
 			st.cents += d * cents(c.valuation)
 			if add {
-				st.vals.set(valKey{c.valuation, c.id})
+				st.vals.set(valKey{c.valuation, c.slot})
 			} else {
-				st.vals.del(valKey{c.valuation, c.id})
+				st.vals.del(valKey{c.valuation, c.slot})
 			}
 		}
 		if st.count == 0 {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -25,7 +24,7 @@ func TestValSetMatchesBTree(t *testing.T) {
 		}
 	}
 	key := func() valKey {
-		return valKey{v: float64(rng.IntN(20)) * 1000, id: fmt.Sprint("s:", rng.IntN(200))}
+		return valKey{v: float64(rng.IntN(20)) * 1000, slot: uint32(rng.IntN(200))}
 	}
 	for i := range 3000 {
 		k := key()
@@ -45,7 +44,7 @@ func TestValSetMatchesBTree(t *testing.T) {
 
 	var small, loaded valSet
 	for i := range smallVals + 10 {
-		k := valKey{v: float64(i), id: "x"}
+		k := valKey{v: float64(i), slot: 1}
 		small.set(k)
 		loaded.load(k)
 		require.Equal(t, small.len(), loaded.len())
