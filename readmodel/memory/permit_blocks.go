@@ -2,7 +2,6 @@ package memory
 
 import (
 	"slices"
-	"sort"
 )
 
 // blockSet is the ordered set behind a treeSet: its keys in sorted blocks
@@ -24,6 +23,7 @@ import (
 // while no reader reads that side (store_side.go).
 type blockSet struct {
 	blocks [][]pkey // each sorted and not empty; blocks[i]'s last < blocks[i+1]'s first
+	last   []pkey   // last[i] is blocks[i]'s last key: a seek's search over the blocks reads one array
 	n      int
 	slab   *permitSlab // the side's: what the keys' slots name
 }
@@ -69,10 +69,12 @@ func blockSetOf(slab *permitSlab, keys []pkey) *blockSet {
 		return s
 	}
 	all := slices.Clone(keys)
-	s.blocks = make([][]pkey, 0, (len(all)+blockMax-1)/blockMax)
+	nb := (len(all) + blockMax - 1) / blockMax
+	s.blocks, s.last = make([][]pkey, 0, nb), make([]pkey, 0, nb)
 	for i := 0; i < len(all); i += blockMax {
 		j := min(i+blockMax, len(all))
 		s.blocks = append(s.blocks, all[i:j:j])
+		s.last = append(s.last, all[j-1])
 	}
 	return s
 }
@@ -95,18 +97,32 @@ func (s *blockSet) max() (pkey, bool) {
 }
 
 // find returns the position of the first key >= p: block bi, index i;
-// bi == len(s.blocks) when every key is < p.
+// bi == len(s.blocks) when every key is < p. The blocks are searched by
+// their last keys (one array), then the block.
 func (s *blockSet) find(p *cpermit) (bi, i int) {
-	bi = sort.Search(len(s.blocks), func(j int) bool {
-		b := s.blocks[j]
-		return !s.before(b[len(b)-1], p)
-	})
-	if bi == len(s.blocks) {
-		return bi, 0
+	lo, hi := 0, len(s.last)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.before(s.last[m], p) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	b := s.blocks[bi]
-	i = sort.Search(len(b), func(j int) bool { return !s.before(b[j], p) })
-	return bi, i
+	if lo == len(s.last) {
+		return lo, 0
+	}
+	b := s.blocks[lo]
+	l, h := 0, len(b)-1 // b's last key is >= p
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if s.before(b[m], p) {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	return lo, l
 }
 
 // at reports the key at (bi, i) and whether there is one.
@@ -121,7 +137,7 @@ func (s *blockSet) at(bi, i int) (pkey, bool) {
 func (s *blockSet) set(c *cpermit) {
 	k := keyOf(c)
 	if s.n == 0 {
-		s.blocks = append(s.blocks, []pkey{k})
+		s.blocks, s.last = append(s.blocks, []pkey{k}), append(s.last, k)
 		s.n = 1
 		return
 	}
@@ -131,7 +147,7 @@ func (s *blockSet) set(c *cpermit) {
 		return
 	}
 	b := s.blocks[bi]
-	if !s.after(b[i], c) { // equal
+	if !s.after(b[i], c) { // equal: the same key (ik and slot)
 		b[i] = k
 		return
 	}
@@ -153,6 +169,8 @@ func (s *blockSet) set(c *cpermit) {
 	}
 	s.blocks[bi] = left
 	s.blocks = insertAt(s.blocks, bi+1, right)
+	s.last[bi] = left[len(left)-1]
+	s.last = insertAt(s.last, bi+1, right[len(right)-1])
 }
 
 // insertAt inserts v at i, growing the slice's array when it is full.
@@ -186,8 +204,10 @@ func (s *blockSet) push(k pkey) {
 	s.n++
 	if n := len(s.blocks); n > 0 && len(s.blocks[n-1]) < blockMax {
 		s.blocks[n-1] = append(s.blocks[n-1], k)
+		s.last[n-1] = k
 		return
 	}
+	s.last = append(s.last, k)
 	if len(s.blocks) == 0 {
 		s.blocks = append(s.blocks, []pkey{k})
 		return
@@ -213,15 +233,20 @@ func (s *blockSet) delete(c *cpermit) {
 	b[len(b)-1] = pkey{}
 	b = b[:len(b)-1]
 	s.blocks[bi] = b
+	if len(b) > 0 {
+		s.last[bi] = b[len(b)-1]
+	}
 	switch {
 	case len(b) == 0:
 		s.removeBlock(bi)
 	case len(b) < blockMax/4:
 		if bi > 0 && len(s.blocks[bi-1])+len(b) <= blockMax {
 			s.blocks[bi-1] = append(s.blocks[bi-1], b...)
+			s.last[bi-1] = s.last[bi]
 			s.removeBlock(bi)
 		} else if bi+1 < len(s.blocks) && len(s.blocks[bi+1])+len(b) <= blockMax {
 			s.blocks[bi] = append(b, s.blocks[bi+1]...)
+			s.last[bi] = s.last[bi+1]
 			s.removeBlock(bi + 1)
 		}
 	}
@@ -231,8 +256,9 @@ func (s *blockSet) removeBlock(bi int) {
 	copy(s.blocks[bi:], s.blocks[bi+1:])
 	s.blocks[len(s.blocks)-1] = nil
 	s.blocks = s.blocks[:len(s.blocks)-1]
+	s.last = slices.Delete(s.last, bi, bi+1)
 	if len(s.blocks) == 0 {
-		s.blocks = nil
+		s.blocks, s.last = nil, nil
 	}
 }
 

@@ -133,9 +133,15 @@ func checkBlockSet(t *testing.T, s *blockSet, ref []*cpermit, pivots []*cpermit)
 	if !slices.Equal(all, ref) {
 		t.Fatalf("scan %d permits, want %d", len(all), len(ref))
 	}
+	if len(s.last) != len(s.blocks) {
+		t.Fatalf("%d last keys for %d blocks", len(s.last), len(s.blocks))
+	}
 	for i, b := range s.blocks {
 		if len(b) == 0 || len(b) > blockMax {
 			t.Fatalf("block %d holds %d keys", i, len(b))
+		}
+		if s.last[i] != b[len(b)-1] {
+			t.Fatalf("block %d: last key %v, want %v", i, s.last[i], b[len(b)-1])
 		}
 	}
 	if m, ok := (treeSet{s}).first(); ok != (len(ref) > 0) || ok && m != ref[0] {
