@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -186,6 +187,24 @@ func (im *Import) Add(b readmodel.Batch) error {
 	im.in <- own
 	return nil
 }
+
+// Apply makes an Import a readmodel.Writer: it Adds a copy of b (the
+// caller keeps b, as Apply's contract says), so an indexer can project a
+// log into a new state built in bulk (the ingest benchmark fills its
+// large store so). Its result counts every document and delete as
+// applied: an Import counts nothing until Commit (readmodel.Health then
+// counts what it holds).
+func (im *Import) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyResult, error) {
+	if err := ctx.Err(); err != nil {
+		return readmodel.ApplyResult{}, err
+	}
+	if err := im.Add(*cloneBatch(&b)); err != nil {
+		return readmodel.ApplyResult{}, err
+	}
+	return readmodel.ApplyResult{Applied: b.Len()}, nil
+}
+
+var _ readmodel.Writer = (*Import)(nil)
 
 // Commit waits for the first side to be built, applies to it what Apply
 // wrote meanwhile, and makes it the Store's state, as one new version for
