@@ -415,3 +415,39 @@ func TestImportReserve(t *testing.T) {
 		})
 	}
 }
+
+// TestImportAsWriter: an Import's Apply (an Import as an indexer's
+// Writer) copies the batch, so a caller that reuses its batch's slices
+// after Apply, as the indexer does, changes nothing imported; the store
+// then holds what Apply builds from the same batches.
+func TestImportAsWriter(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	ps, props := permitsOnProperties(r, 300, 30, 3)
+	batches := []readmodel.Batch{{Permits: ps[:150]}, {Permits: ps[150:], Properties: props}}
+	imported := memory.New(memory.Params{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	var w readmodel.Writer = im
+	for _, b := range batches {
+		reused := readmodel.Batch{Permits: slices.Clone(b.Permits), Properties: slices.Clone(b.Properties)}
+		for i := range reused.Permits {
+			reused.Permits[i].GeoLinks = slices.Clone(reused.Permits[i].GeoLinks)
+		}
+		res, err := w.Apply(ctx, reused)
+		require.NoError(t, err)
+		require.Equal(t, reused.Len(), res.Applied)
+		for i := range reused.Permits { // the caller's next batch overwrites its slices
+			reused.Permits[i].PermitID, reused.Permits[i].GeoLinks[0].GeoID = "x:reused", "zip:reused"
+		}
+		for i := range reused.Properties {
+			reused.Properties[i].PropertyID = "prop_reused"
+		}
+	}
+	require.NoError(t, im.Commit())
+	applied := newStore(t)
+	for _, b := range batches {
+		apply(t, applied, b)
+	}
+	require.Equal(t, sortedExport(t, applied), sortedExport(t, imported))
+}
