@@ -1,0 +1,118 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/pipeline/data"
+	"github.com/permitd/permitd/pipeline/gazetteer"
+	"github.com/permitd/permitd/pipeline/gen"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// BenchmarkIngestMixFullStore compares the mix's ingest rate into a
+// memory backend already holding many generated permits (and their
+// properties; PERMITD_BENCH_FULL_PERMITS, default 1,000,000) with the
+// rate into an empty one, alternating in one run. Target: full/empty >=
+// 0.7. It also reports the heap in use once the big store is filled
+// ("filled-heap-MB"). PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU
+// profile of the round into the big store. PERMITD_BENCH_FULL_FILL=import fills it as an
+// Import (see below); at 5M permits run it so, with a memory limit:
+//
+//	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
+//	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
+//	  go test -run '^$' -bench IngestMixFullStore -benchtime 1x -timeout 60m ./indexer/kafka/
+func BenchmarkIngestMixFullStore(b *testing.B) {
+	full := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_FULL_PERMITS")); err == nil && v > 0 {
+		full = v
+	}
+	// PERMITD_BENCH_FULL_FILL=import fills the big store as an Import
+	// (the state a restart loads, built in bulk: faster, and smaller on
+	// the heap); by default it is written with Apply, as a store that
+	// grew while serving.
+	byImport := os.Getenv("PERMITD_BENCH_FULL_FILL") == "import"
+	d := mixRecords(b)
+	addrs := newMixBroker(b, d)
+	// The big store is filled once, directly (no Kafka), with the
+	// gazetteer and permits of another seed; then the mix is ingested
+	// once into an empty store and once into the big one.
+	filled := memory.New(memory.Params{})
+	var w readmodel.Writer = filled
+	var im *memory.Import
+	if byImport {
+		im = filled.NewImport()
+		w = im
+	}
+	ix, err := indexer.New(indexer.Params{Writer: w, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
+	require.NoError(b, err)
+	feed := indexer.NewFeed(ix, 4096)
+	start := time.Now()
+	require.NoError(b, feed.Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
+		if _, err := gazetteer.Import(ctx, data.Open, envEmitter(emit)); err != nil {
+			return err
+		}
+		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, envEmitter(emit))
+		return err
+	}))
+	if im != nil {
+		require.NoError(b, im.Commit())
+		filled.Settle() // both sides built: the mix's writes would wait for the second
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.Logf("filled a store with %d generated permits in %v (import %v); heap %d MB", full, time.Since(start), byImport, ms.HeapAlloc>>20)
+	counts, err := filled.Counts(context.Background())
+	require.NoError(b, err)
+	b.ResetTimer()
+	// Both on the live path (a store that is not empty takes no other).
+	// Each round starts from a collection, so that neither inherits the
+	// other's garbage (the empty round's store is garbage once it ends)
+	// and each pays for the cycles its own allocations bring.
+	runtime.GC()
+	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}), false)
+	runtime.GC()
+	if prof := os.Getenv("PERMITD_BENCH_FULL_CPUPROFILE"); prof != "" { // the round into the big store
+		f, err := os.Create(prof)
+		require.NoError(b, err)
+		defer f.Close()
+		require.NoError(b, pprof.StartCPUProfile(f))
+	}
+	into, _ := ingestMix(b, addrs, filled, false)
+	pprof.StopCPUProfile()
+	b.StopTimer()
+	n := float64(len(d.recs))
+	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits-held")
+	b.ReportMetric(float64(ms.HeapAlloc>>20), "filled-heap-MB")
+	b.ReportMetric(n/empty.Seconds(), "empty-events/s")
+	b.ReportMetric(n/into.Seconds(), "full-events/s")
+	b.ReportMetric(empty.Seconds()/into.Seconds(), "full/empty")
+	b.ReportMetric(0, "ns/op")
+}
+
+func envEmitter(emit indexer.Emit) func(events.Envelope) error {
+	return func(env events.Envelope) error {
+		topic, err := events.TopicFor(env.Type)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(env)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		return emit(topic, []byte(env.EntityID), raw)
+	}
+}
