@@ -3,6 +3,8 @@ package indexer
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/permitd/permitd/events"
 )
 
 // Feed is the embedded source: it hands the indexer the raw events a
@@ -26,6 +28,24 @@ func NewFeed(ix *Indexer, batchSize int) *Feed {
 
 // Emit hands one raw event (topic, key, value) to the feed.
 type Emit = func(topic string, key, value []byte) error
+
+// Envelopes returns what hands envelopes to emit as raw events: each on
+// its family's topic, keyed by its entity id, as JSON, as a publisher to
+// Kafka writes them (the bundled data, and the tests and benchmarks that
+// feed generated events).
+func Envelopes(emit Emit) func(events.Envelope) error {
+	return func(env events.Envelope) error {
+		topic, err := events.TopicFor(env.Type)
+		if err != nil {
+			return err
+		}
+		raw, err := env.AppendJSON(nil)
+		if err != nil {
+			return err
+		}
+		return emit(topic, []byte(env.EntityID), raw)
+	}
+}
 
 // Producer yields raw events; it stops early when emit returns an error.
 type Producer func(ctx context.Context, emit Emit) error

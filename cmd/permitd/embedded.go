@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/api"
-	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	pdata "github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
@@ -121,22 +120,6 @@ func demoPermits(now time.Time, n int) envelopeSource {
 	}
 }
 
-// envelopeEmitter serialises envelopes onto their family's topic, as a
-// publisher to Kafka would.
-func envelopeEmitter(emit indexer.Emit) signals.Emit {
-	return func(env events.Envelope) error {
-		topic, err := events.TopicFor(env.Type)
-		if err != nil {
-			return err
-		}
-		raw, err := env.AppendJSON(nil)
-		if err != nil {
-			return err
-		}
-		return emit(topic, []byte(env.EntityID), raw)
-	}
-}
-
 // signalDataParams configure the signal part of the embedded data.
 type signalDataParams struct {
 	// AsOf is the service clock at start: leads dated after it wait, geo
@@ -187,11 +170,11 @@ func withSignals(p signalDataParams, sources []envelopeSource) ([]indexer.Produc
 	out := make([]indexer.Producer, 0, len(sources)+1)
 	for _, src := range sources {
 		out = append(out, func(ctx context.Context, emit indexer.Emit) error {
-			return src(ctx, pl.Tee(envelopeEmitter(emit)))
+			return src(ctx, pl.Tee(indexer.Envelopes(emit)))
 		})
 	}
 	out = append(out, func(ctx context.Context, emit indexer.Emit) error {
-		rep, err := pl.FinishTo(ctx, envelopeEmitter(emit))
+		rep, err := pl.FinishTo(ctx, indexer.Envelopes(emit))
 		st.finished(rep, err)
 		return err
 	})

@@ -2,8 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
@@ -28,8 +25,9 @@ import (
 // rate into an empty one, alternating in one run. Target: full/empty >=
 // 0.7. It also reports the heap in use once the big store is filled
 // ("filled-heap-MB"). PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU
-// profile of the round into the big store. PERMITD_BENCH_FULL_FILL=import fills it as an
-// Import (see below); at 5M permits run it so, with a memory limit:
+// profile of the round into the big store. PERMITD_BENCH_FULL_FILL=import
+// fills it as an Import (see below); at 5M permits run it so, with a
+// memory limit:
 //
 //	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
 //	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
@@ -61,10 +59,10 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	feed := indexer.NewFeed(ix, 4096)
 	start := time.Now()
 	require.NoError(b, feed.Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
-		if _, err := gazetteer.Import(ctx, data.Open, envEmitter(emit)); err != nil {
+		if _, err := gazetteer.Import(ctx, data.Open, indexer.Envelopes(emit)); err != nil {
 			return err
 		}
-		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, envEmitter(emit))
+		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, indexer.Envelopes(emit))
 		return err
 	}))
 	if im != nil {
@@ -101,18 +99,4 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	b.ReportMetric(n/into.Seconds(), "full-events/s")
 	b.ReportMetric(empty.Seconds()/into.Seconds(), "full/empty")
 	b.ReportMetric(0, "ns/op")
-}
-
-func envEmitter(emit indexer.Emit) func(events.Envelope) error {
-	return func(env events.Envelope) error {
-		topic, err := events.TopicFor(env.Type)
-		if err != nil {
-			return err
-		}
-		raw, err := json.Marshal(env)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		return emit(topic, []byte(env.EntityID), raw)
-	}
 }

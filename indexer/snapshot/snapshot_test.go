@@ -3,7 +3,6 @@ package snapshot_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -33,21 +32,8 @@ func filled(t *testing.T) *memory.Store {
 	// letters; the rest is what a snapshot must keep.
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error { return nil }})
 	require.NoError(t, err)
-	emitEnv := func(emit indexer.Emit) func(events.Envelope) error {
-		return func(env events.Envelope) error {
-			topic, err := events.TopicFor(env.Type)
-			if err != nil {
-				return err
-			}
-			raw, err := json.Marshal(env)
-			if err != nil {
-				return err
-			}
-			return emit(topic, []byte(env.EntityID), raw)
-		}
-	}
 	require.NoError(t, indexer.NewFeed(ix, 512).Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
-		e := emitEnv(emit)
+		e := indexer.Envelopes(emit)
 		state := events.GeoID("state", "WA")
 		for _, env := range []struct {
 			typ  events.Type

@@ -112,6 +112,13 @@ func (p *posting) add(slab *permitSlab, c *cpermit, bulk, last bool) {
 	}
 }
 
+// post adds c, being indexed on the side, to p (add's cases: appended
+// when it sorts last, loaded while the side is bulk loaded, else
+// inserted).
+func (s *side) post(p *posting, c *cpermit) {
+	p.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
+}
+
 func (p *posting) del(c *cpermit) {
 	if p.tree != nil {
 		p.tree.delete(c)
@@ -222,7 +229,7 @@ func (s *side) unindexText(c *cpermit) {
 func (s *side) indexWords(c *cpermit) {
 	t := &s.pf.text
 	if g := t.groups[c.desc]; g != nil {
-		g.set.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
+		s.post(&g.set, c)
 		return
 	}
 	words := s.permitWords(c)
@@ -236,7 +243,7 @@ func (s *side) indexWords(c *cpermit) {
 			t.postings[w] = p
 			t.dict.Set(w)
 		}
-		p.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
+		s.post(p, c)
 	}
 	t.descN[c.desc]++
 	if t.descN[c.desc] >= int32(groupMin) {
