@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"testing"
@@ -24,10 +26,14 @@ import (
 // properties; PERMITD_BENCH_FULL_PERMITS, default 1,000,000) with the
 // rate into an empty one, alternating in one run. Target: full/empty >=
 // 0.7. It also reports the heap in use once the big store is filled
-// ("filled-heap-MB"). PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU
-// profile of the round into the big store. PERMITD_BENCH_FULL_FILL=import
-// fills it as an Import (see below); at 5M permits run it so, with a
-// memory limit:
+// ("filled-heap-MB") and the collector's CPU time for one collection of
+// it with nothing else running ("filled-gc-cpu-s"); per round, the bytes
+// allocated, the collections and the collector's CPU time
+// ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s").
+// PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU profile of the round
+// into the big store, PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
+// the filled store. PERMITD_BENCH_FULL_FILL=import fills it as an Import
+// (see below); at 5M permits run it so, with a memory limit:
 //
 //	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
 //	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
@@ -70,9 +76,24 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 		filled.Settle() // both sides built: the mix's writes would wait for the second
 	}
 	runtime.GC()
+	// Collections of the filled store alone: what marking it costs, in
+	// the collector's CPU time (steadier than the wall time on a shared
+	// machine), the least of three.
+	filledGC := math.Inf(1)
+	for range 3 {
+		c := startRoundCost()
+		runtime.GC()
+		filledGC = min(filledGC, c.since().gcCPU)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.Logf("filled a store with %d generated permits in %v (import %v); heap %d MB", full, time.Since(start), byImport, ms.HeapAlloc>>20)
+	if prof := os.Getenv("PERMITD_BENCH_FULL_HEAPPROFILE"); prof != "" { // the filled store's heap
+		f, err := os.Create(prof)
+		require.NoError(b, err)
+		require.NoError(b, pprof.Lookup("heap").WriteTo(f, 0))
+		require.NoError(b, f.Close())
+	}
 	counts, err := filled.Counts(context.Background())
 	require.NoError(b, err)
 	b.ResetTimer()
@@ -81,7 +102,9 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	// other's garbage (the empty round's store is garbage once it ends)
 	// and each pays for the cycles its own allocations bring.
 	runtime.GC()
+	emptyCost := startRoundCost()
 	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}), false)
+	emptyCost = emptyCost.since()
 	runtime.GC()
 	if prof := os.Getenv("PERMITD_BENCH_FULL_CPUPROFILE"); prof != "" { // the round into the big store
 		f, err := os.Create(prof)
@@ -89,14 +112,51 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 		defer f.Close()
 		require.NoError(b, pprof.StartCPUProfile(f))
 	}
+	fullCost := startRoundCost()
 	into, _ := ingestMix(b, addrs, filled, false)
+	fullCost = fullCost.since()
 	pprof.StopCPUProfile()
 	b.StopTimer()
 	n := float64(len(d.recs))
 	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits-held")
 	b.ReportMetric(float64(ms.HeapAlloc>>20), "filled-heap-MB")
+	b.ReportMetric(filledGC, "filled-gc-cpu-s")
 	b.ReportMetric(n/empty.Seconds(), "empty-events/s")
 	b.ReportMetric(n/into.Seconds(), "full-events/s")
 	b.ReportMetric(empty.Seconds()/into.Seconds(), "full/empty")
+	emptyCost.report(b, "empty")
+	fullCost.report(b, "full")
 	b.ReportMetric(0, "ns/op")
+}
+
+// roundCost is what a round cost the runtime: bytes allocated,
+// collections, and the collector's CPU time (runtime/metrics), so that a
+// full/empty ratio can be read as "the round allocates more" or "each
+// collection costs more".
+type roundCost struct {
+	allocMB, cycles, gcCPU float64
+}
+
+var roundCostMetrics = []string{"/gc/heap/allocs:bytes", "/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds"}
+
+func readRoundCost() roundCost {
+	s := make([]metrics.Sample, len(roundCostMetrics))
+	for i, n := range roundCostMetrics {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	return roundCost{allocMB: float64(s[0].Value.Uint64()) / (1 << 20), cycles: float64(s[1].Value.Uint64()), gcCPU: s[2].Value.Float64()}
+}
+
+func startRoundCost() roundCost { return readRoundCost() }
+
+func (c roundCost) since() roundCost {
+	n := readRoundCost()
+	return roundCost{allocMB: n.allocMB - c.allocMB, cycles: n.cycles - c.cycles, gcCPU: n.gcCPU - c.gcCPU}
+}
+
+func (c roundCost) report(b *testing.B, round string) {
+	b.ReportMetric(c.allocMB, round+"-alloc-MB")
+	b.ReportMetric(c.cycles, round+"-gc-cycles")
+	b.ReportMetric(c.gcCPU, round+"-gc-cpu-s")
 }
