@@ -19,13 +19,21 @@ import (
 // block under a quarter full merges it into a neighbour with room. Pages
 // walk the blocks as slices.
 //
+// The blocks' order is a list of their places in a pool (order): a split
+// or a merge moves 4-byte places, which hold no pointer, rather than
+// slice headers. A set of 5M keys has about 40,000 blocks; moving their
+// headers at a split took a write barrier for each while the collector
+// ran, and was most of an insert's cost into a big store.
+//
 // Not safe for concurrent use: a side's sets are written by its writer
 // while no reader reads that side (store_side.go).
 type blockSet struct {
-	blocks [][]pkey // each sorted and not empty; blocks[i]'s last < blocks[i+1]'s first
-	last   []pkey   // last[i] is blocks[i]'s last key: a seek's search over the blocks reads one array
-	n      int
-	slab   *permitSlab // the side's: what the keys' slots name
+	pool  [][]pkey // the blocks, in no order; a removed block's place is nil and in free
+	order []uint32 // pool places in key order: each block sorted and not empty, block i's last < block i+1's first
+	last  []pkey   // last[i] is block i's last key: a seek's search over the blocks reads one array
+	free  []uint32 // pool places to give again
+	n     int
+	slab  *permitSlab // the side's: what the keys' slots name
 }
 
 // blockMax is the most keys a block holds: 1 KiB of 8-byte keys.
@@ -33,27 +41,51 @@ const blockMax = 128
 
 func newBlockSet(slab *permitSlab) *blockSet { return &blockSet{slab: slab} }
 
+// nblocks is the number of blocks; block(i) is the i-th in key order.
+func (s *blockSet) nblocks() int             { return len(s.order) }
+func (s *blockSet) block(i int) []pkey       { return s.pool[s.order[i]] }
+func (s *blockSet) setBlock(i int, b []pkey) { s.pool[s.order[i]] = b }
+
+// place puts b in the pool and returns its place.
+func (s *blockSet) place(b []pkey) uint32 {
+	if n := len(s.free); n > 0 {
+		at := s.free[n-1]
+		s.free = s.free[:n-1]
+		s.pool[at] = b
+		return at
+	}
+	s.pool = append(s.pool, b)
+	return uint32(len(s.pool) - 1)
+}
+
 // before reports whether k sorts before the permit p (a page's pivot
 // need not be stored: ties on the day compare ids).
-func (s *blockSet) before(k pkey, p *cpermit) bool {
+func (s *blockSet) before(k pkey, p *cpermit) bool { return keyBefore(s.slab, k, p) }
+
+// after reports whether k sorts after the permit p.
+func (s *blockSet) after(k pkey, p *cpermit) bool { return keyAfter(s.slab, k, p) }
+
+// keyBefore reports whether k, a key of slab's permits, sorts before the
+// permit p (p need not be stored: ties on the day compare ids).
+func keyBefore(slab *permitSlab, k pkey, p *cpermit) bool {
 	if k.ik != p.ik {
 		return k.ik < p.ik
 	}
 	if p.slot != 0 && k.slot == p.slot {
 		return false // p itself
 	}
-	return s.slab.at(k.slot).id < p.id
+	return slab.at(k.slot).id < p.id
 }
 
-// after reports whether k sorts after the permit p.
-func (s *blockSet) after(k pkey, p *cpermit) bool {
+// keyAfter reports whether k sorts after the permit p.
+func keyAfter(slab *permitSlab, k pkey, p *cpermit) bool {
 	if k.ik != p.ik {
 		return k.ik > p.ik
 	}
 	if p.slot != 0 && k.slot == p.slot {
 		return false
 	}
-	return p.id < s.slab.at(k.slot).id
+	return p.id < slab.at(k.slot).id
 }
 
 // permit is the permit k names.
@@ -70,10 +102,11 @@ func blockSetOf(slab *permitSlab, keys []pkey) *blockSet {
 	}
 	all := slices.Clone(keys)
 	nb := (len(all) + blockMax - 1) / blockMax
-	s.blocks, s.last = make([][]pkey, 0, nb), make([]pkey, 0, nb)
+	s.pool, s.order, s.last = make([][]pkey, 0, nb), make([]uint32, 0, nb), make([]pkey, 0, nb)
 	for i := 0; i < len(all); i += blockMax {
 		j := min(i+blockMax, len(all))
-		s.blocks = append(s.blocks, all[i:j:j])
+		s.order = append(s.order, uint32(len(s.pool)))
+		s.pool = append(s.pool, all[i:j:j])
 		s.last = append(s.last, all[j-1])
 	}
 	return s
@@ -85,19 +118,18 @@ func (s *blockSet) min() (pkey, bool) {
 	if s.n == 0 {
 		return pkey{}, false
 	}
-	return s.blocks[0][0], true
+	return s.block(0)[0], true
 }
 
 func (s *blockSet) max() (pkey, bool) {
 	if s.n == 0 {
 		return pkey{}, false
 	}
-	b := s.blocks[len(s.blocks)-1]
-	return b[len(b)-1], true
+	return s.last[len(s.last)-1], true
 }
 
 // find returns the position of the first key >= p: block bi, index i;
-// bi == len(s.blocks) when every key is < p. The blocks are searched by
+// bi == s.nblocks() when every key is < p. The blocks are searched by
 // their last keys (one array), then the block.
 func (s *blockSet) find(p *cpermit) (bi, i int) {
 	lo, hi := 0, len(s.last)
@@ -112,7 +144,7 @@ func (s *blockSet) find(p *cpermit) (bi, i int) {
 	if lo == len(s.last) {
 		return lo, 0
 	}
-	b := s.blocks[lo]
+	b := s.block(lo)
 	l, h := 0, len(b)-1 // b's last key is >= p
 	for l < h {
 		m := int(uint(l+h) >> 1)
@@ -127,33 +159,33 @@ func (s *blockSet) find(p *cpermit) (bi, i int) {
 
 // at reports the key at (bi, i) and whether there is one.
 func (s *blockSet) at(bi, i int) (pkey, bool) {
-	if bi >= len(s.blocks) {
+	if bi >= s.nblocks() {
 		return pkey{}, false
 	}
-	return s.blocks[bi][i], true
+	return s.block(bi)[i], true
 }
 
 // set adds c, replacing a key equal to it.
 func (s *blockSet) set(c *cpermit) {
 	k := keyOf(c)
 	if s.n == 0 {
-		s.blocks, s.last = append(s.blocks, []pkey{k}), append(s.last, k)
+		s.order, s.last = append(s.order, s.place([]pkey{k})), append(s.last, k)
 		s.n = 1
 		return
 	}
 	bi, i := s.find(c)
-	if bi == len(s.blocks) { // after every key
+	if bi == s.nblocks() { // after every key
 		s.push(k)
 		return
 	}
-	b := s.blocks[bi]
+	b := s.block(bi)
 	if !s.after(b[i], c) { // equal: the same key (ik and slot)
 		b[i] = k
 		return
 	}
 	s.n++
 	if len(b) < blockMax {
-		s.blocks[bi] = insertAt(b, i, k)
+		s.setBlock(bi, insertAt(b, i, k))
 		return
 	}
 	// Split the full block in two halves and insert into one.
@@ -167,8 +199,8 @@ func (s *blockSet) set(c *cpermit) {
 	} else {
 		right = insertAt(right, i-h, k)
 	}
-	s.blocks[bi] = left
-	s.blocks = insertAt(s.blocks, bi+1, right)
+	s.setBlock(bi, left)
+	s.order = insertAt(s.order, bi+1, s.place(right))
 	s.last[bi] = left[len(left)-1]
 	s.last = insertAt(s.last, bi+1, right[len(right)-1])
 }
@@ -186,8 +218,7 @@ func insertAt[T any](b []T, i int, v T) []T {
 // order), else set.
 func (s *blockSet) load(c *cpermit) {
 	if s.n > 0 {
-		b := s.blocks[len(s.blocks)-1]
-		if !s.before(b[len(b)-1], c) {
+		if !s.before(s.last[len(s.last)-1], c) {
 			s.set(c)
 			return
 		}
@@ -202,29 +233,29 @@ func (s *blockSet) appendSorted(c *cpermit) { s.push(keyOf(c)) }
 // one when it is full.
 func (s *blockSet) push(k pkey) {
 	s.n++
-	if n := len(s.blocks); n > 0 && len(s.blocks[n-1]) < blockMax {
-		s.blocks[n-1] = append(s.blocks[n-1], k)
+	if n := s.nblocks(); n > 0 && len(s.block(n-1)) < blockMax {
+		s.setBlock(n-1, append(s.block(n-1), k))
 		s.last[n-1] = k
 		return
 	}
 	s.last = append(s.last, k)
-	if len(s.blocks) == 0 {
-		s.blocks = append(s.blocks, []pkey{k})
+	if s.nblocks() == 0 {
+		s.order = append(s.order, s.place([]pkey{k}))
 		return
 	}
 	// A set that filled a block is large: the next is made whole.
 	b := make([]pkey, 1, blockMax)
 	b[0] = k
-	s.blocks = append(s.blocks, b)
+	s.order = append(s.order, s.place(b))
 }
 
 // delete removes the key equal to c's, if any.
 func (s *blockSet) delete(c *cpermit) {
 	bi, i := s.find(c)
-	if bi == len(s.blocks) {
+	if bi == s.nblocks() {
 		return
 	}
-	b := s.blocks[bi]
+	b := s.block(bi)
 	if s.after(b[i], c) {
 		return // not held
 	}
@@ -232,7 +263,7 @@ func (s *blockSet) delete(c *cpermit) {
 	copy(b[i:], b[i+1:])
 	b[len(b)-1] = pkey{}
 	b = b[:len(b)-1]
-	s.blocks[bi] = b
+	s.setBlock(bi, b)
 	if len(b) > 0 {
 		s.last[bi] = b[len(b)-1]
 	}
@@ -240,34 +271,37 @@ func (s *blockSet) delete(c *cpermit) {
 	case len(b) == 0:
 		s.removeBlock(bi)
 	case len(b) < blockMax/4:
-		if bi > 0 && len(s.blocks[bi-1])+len(b) <= blockMax {
-			s.blocks[bi-1] = append(s.blocks[bi-1], b...)
+		if bi > 0 && len(s.block(bi-1))+len(b) <= blockMax {
+			s.setBlock(bi-1, append(s.block(bi-1), b...))
 			s.last[bi-1] = s.last[bi]
 			s.removeBlock(bi)
-		} else if bi+1 < len(s.blocks) && len(s.blocks[bi+1])+len(b) <= blockMax {
-			s.blocks[bi] = append(b, s.blocks[bi+1]...)
+		} else if bi+1 < s.nblocks() && len(s.block(bi+1))+len(b) <= blockMax {
+			s.setBlock(bi, append(b, s.block(bi+1)...))
 			s.last[bi] = s.last[bi+1]
 			s.removeBlock(bi + 1)
 		}
 	}
 }
 
+// removeBlock takes block bi out of the order and gives its place back.
 func (s *blockSet) removeBlock(bi int) {
-	copy(s.blocks[bi:], s.blocks[bi+1:])
-	s.blocks[len(s.blocks)-1] = nil
-	s.blocks = s.blocks[:len(s.blocks)-1]
+	at := s.order[bi]
+	s.pool[at] = nil
+	s.order = slices.Delete(s.order, bi, bi+1)
 	s.last = slices.Delete(s.last, bi, bi+1)
-	if len(s.blocks) == 0 {
-		s.blocks, s.last = nil, nil
+	if len(s.order) == 0 {
+		s.pool, s.order, s.last, s.free = nil, nil, nil, nil
+		return
 	}
+	s.free = append(s.free, at)
 }
 
 // ascend calls fn for the permits >= pivot in order until fn returns
 // false.
 func (s *blockSet) ascend(pivot *cpermit, fn func(*cpermit) bool) {
 	bi, i := s.find(pivot)
-	for ; bi < len(s.blocks); bi, i = bi+1, 0 {
-		for _, k := range s.blocks[bi][i:] {
+	for ; bi < s.nblocks(); bi, i = bi+1, 0 {
+		for _, k := range s.block(bi)[i:] {
 			if !fn(s.permit(k)) {
 				return
 			}
@@ -277,8 +311,8 @@ func (s *blockSet) ascend(pivot *cpermit, fn func(*cpermit) bool) {
 
 // scan calls fn for every key in order until fn returns false.
 func (s *blockSet) scan(fn func(pkey) bool) {
-	for _, b := range s.blocks {
-		for _, k := range b {
+	for _, at := range s.order {
+		for _, k := range s.pool[at] {
 			if !fn(k) {
 				return
 			}
@@ -300,7 +334,7 @@ func (s *blockSet) lastLE(p *cpermit) (bi, i int, ok bool) {
 	if bi == 0 {
 		return 0, 0, false
 	}
-	return bi - 1, len(s.blocks[bi-1]) - 1, true
+	return bi - 1, len(s.block(bi-1)) - 1, true
 }
 
 // descend calls fn for the permits <= pivot in reverse order until fn
@@ -311,7 +345,7 @@ func (s *blockSet) descend(pivot *cpermit, fn func(*cpermit) bool) {
 		return
 	}
 	for {
-		b := s.blocks[bi]
+		b := s.block(bi)
 		for ; i >= 0; i-- {
 			if !fn(s.permit(b[i])) {
 				return
@@ -321,7 +355,7 @@ func (s *blockSet) descend(pivot *cpermit, fn func(*cpermit) bool) {
 			return
 		}
 		bi--
-		i = len(s.blocks[bi]) - 1
+		i = len(s.block(bi)) - 1
 	}
 }
 
@@ -332,7 +366,7 @@ type blockIter struct {
 }
 
 func (t *blockIter) valid() bool {
-	return t.bi >= 0 && t.bi < len(t.s.blocks)
+	return t.bi >= 0 && t.bi < t.s.nblocks()
 }
 
 func (t *blockIter) seekGE(p *cpermit) bool {
@@ -354,7 +388,7 @@ func (t *blockIter) next() bool {
 	if !t.valid() {
 		return false
 	}
-	if t.i++; t.i < len(t.s.blocks[t.bi]) {
+	if t.i++; t.i < len(t.s.block(t.bi)) {
 		return true
 	}
 	t.bi, t.i = t.bi+1, 0
@@ -372,9 +406,9 @@ func (t *blockIter) prev() bool {
 	if t.bi < 0 {
 		return false
 	}
-	t.i = len(t.s.blocks[t.bi]) - 1
+	t.i = len(t.s.block(t.bi)) - 1
 	return true
 }
 
-func (t *blockIter) item() *cpermit { return t.s.permit(t.s.blocks[t.bi][t.i]) }
+func (t *blockIter) item() *cpermit { return t.s.permit(t.s.block(t.bi)[t.i]) }
 func (t *blockIter) release()       {}

@@ -15,20 +15,23 @@ import (
 // size, min) against a sorted slice of the same keys.
 func TestBlockSetMatchesASortedSlice(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		ops   int
-		ids   int
-		bulk  bool // load in order first, as an Import's side does
-		check int  // full check every check ops
-		drain bool // mostly deletes: blocks fall under a quarter and merge
-		of    bool // the loaded keys made in one piece (blockSetOf)
+		name   string
+		ops    int
+		ids    int
+		bulk   bool // load in order first, as an Import's side does
+		check  int  // full check every check ops
+		drain  bool // mostly deletes: blocks fall under a quarter and merge
+		of     bool // the loaded keys made in one piece (blockSetOf)
+		refill bool // drained for half the ops, then mostly sets: splits take freed pool places again
 	}{
-		{"small", 400, 50, false, 1, false, false},
-		{"splits and merges", 6000, 900, false, 97, false, false},
-		{"loaded in order then changed", 3000, 2000, true, 53, false, false},
-		{"loaded in order then drained", 4000, 2000, true, 31, true, false},
-		{"made in one piece then changed", 3000, 2000, true, 53, false, true},
-		{"made in one piece then drained", 4000, 2000, true, 31, true, true},
+		{"small", 400, 50, false, 1, false, false, false},
+		{"splits and merges", 6000, 900, false, 97, false, false, false},
+		{"loaded in order then changed", 3000, 2000, true, 53, false, false, false},
+		{"loaded in order then drained", 4000, 2000, true, 31, true, false, false},
+		{"made in one piece then changed", 3000, 2000, true, 53, false, true, false},
+		{"made in one piece then drained", 4000, 2000, true, 31, true, true, false},
+		{"made in one piece, drained, refilled", 8000, 2000, true, 31, true, true, true},
+		{"loaded in order, drained, refilled", 8000, 2000, true, 31, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
@@ -84,6 +87,9 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				kind := r.IntN(5)
 				if tc.drain && r.IntN(10) > 0 {
 					kind = 4
+					if tc.refill && op >= tc.ops/2 {
+						kind = 0
+					}
 				}
 				switch kind {
 				case 0, 1:
@@ -133,15 +139,33 @@ func checkBlockSet(t *testing.T, s *blockSet, ref []*cpermit, pivots []*cpermit)
 	if !slices.Equal(all, ref) {
 		t.Fatalf("scan %d permits, want %d", len(all), len(ref))
 	}
-	if len(s.last) != len(s.blocks) {
-		t.Fatalf("%d last keys for %d blocks", len(s.last), len(s.blocks))
+	if len(s.last) != s.nblocks() {
+		t.Fatalf("%d last keys for %d blocks", len(s.last), s.nblocks())
 	}
-	for i, b := range s.blocks {
+	for i := range s.nblocks() {
+		b := s.block(i)
 		if len(b) == 0 || len(b) > blockMax {
 			t.Fatalf("block %d holds %d keys", i, len(b))
 		}
 		if s.last[i] != b[len(b)-1] {
 			t.Fatalf("block %d: last key %v, want %v", i, s.last[i], b[len(b)-1])
+		}
+	}
+	// Every pool place is in the order once or free once, and a free
+	// place holds no block.
+	seen := make([]int, len(s.pool))
+	for _, at := range s.order {
+		seen[at]++
+	}
+	for _, at := range s.free {
+		if s.pool[at] != nil {
+			t.Fatalf("free place %d holds a block", at)
+		}
+		seen[at] += 2
+	}
+	for at, n := range seen {
+		if n != 1 && n != 2 {
+			t.Fatalf("pool place %d: in the order or free list %d times (1: ordered, 2: free)", at, n)
 		}
 	}
 	if m, ok := (treeSet{s}).first(); ok != (len(ref) > 0) || ok && m != ref[0] {
