@@ -109,7 +109,7 @@ func (d *side) reserve(counts map[readmodel.Kind]int64) {
 	if len(d.pf.text.numbers) == 0 {
 		// Nearly one permit number per permit: grown from empty, the
 		// map's rehashes were about 3% of a snapshot load's CPU.
-		d.pf.text.numbers = make(map[string]sliceSet, size(readmodel.KindPermit))
+		d.pf.text.numbers = make(map[string]slotKeys, size(readmodel.KindPermit))
 	}
 	if len(d.props.m) == 0 {
 		// An entry per property document at least (a permit's property

@@ -297,12 +297,13 @@ func (o *indexOrder) next(c *cpermit) {
 func (o *indexOrder) appends(c *cpermit) bool { return o.last && o.max == c }
 
 // insertPermit adds c, being indexed, to the sorted list l.
-func (s *side) insertPermit(l []*cpermit, c *cpermit) []*cpermit {
+func (s *side) insertPermit(l slotKeys, c *cpermit) slotKeys {
 	if s.pi.order.appends(c) {
-		if n := len(l); n > 0 && l[n-1] == c {
+		k := keyOf(c)
+		if n := len(l); n > 0 && l[n-1] == k {
 			return l // added already
 		}
-		return append(l, c)
+		return append(l, k)
 	}
-	return insertSorted(l, c)
+	return insertSorted(s.pi.slab, l, c)
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// TestBlockSetMatchesASortedSlice drives a blockSet with random sets,
+// TestBlockSetMatchesASortedSlice drives a blockSet (and beside it a
+// slotKeys list, read as a sliceSet) with random sets,
 // loads, deletes and replacements (many on a few days, so ties compare
 // ids), with small and large sizes so blocks split and merge, and checks
 // after each step every read a page makes (ascend and descend from
@@ -52,6 +53,7 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				slab.take(c)
 			}
 			s := newBlockSet(slab)
+			var l slotKeys // the same permits as a slotKeys list, beside the blockSet
 			var ref []*cpermit
 			refSet := func(c *cpermit) {
 				held[c.id] = true
@@ -73,6 +75,7 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 					} else {
 						s.appendSorted(c)
 					}
+					l = insertSorted(slab, l, c)
 					refSet(c)
 				}
 				if tc.of {
@@ -94,6 +97,7 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				switch kind {
 				case 0, 1:
 					s.set(c)
+					l = insertSorted(slab, l, c)
 					refSet(c)
 				case 2:
 					// a new version of the same permit (its slot): replaced, not added
@@ -106,9 +110,11 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 						}
 					}
 					s.load(n)
+					l = insertSorted(slab, l, n)
 					refSet(n)
 				default:
 					s.delete(c)
+					l = removeSorted(slab, l, c)
 					if i, found := slices.BinarySearchFunc(ref, c, permitCmp); found {
 						ref = slices.Delete(ref, i, i+1)
 						delete(held, c.id)
@@ -116,6 +122,7 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 				}
 				if op%tc.check == 0 || op == tc.ops-1 {
 					checkBlockSet(t, s, ref, perm)
+					checkOrderedSet(t, sliceSet{l, slab}, ref, perm)
 				}
 			}
 		})
@@ -168,7 +175,17 @@ func checkBlockSet(t *testing.T, s *blockSet, ref []*cpermit, pivots []*cpermit)
 			t.Fatalf("pool place %d: in the order or free list %d times (1: ordered, 2: free)", at, n)
 		}
 	}
-	if m, ok := (treeSet{s}).first(); ok != (len(ref) > 0) || ok && m != ref[0] {
+	checkOrderedSet(t, treeSet{s}, ref, pivots)
+}
+
+// checkOrderedSet checks the reads of an ordered set (a treeSet, a
+// sliceSet) against ref, its permits in order.
+func checkOrderedSet(t *testing.T, s iterable, ref []*cpermit, pivots []*cpermit) {
+	t.Helper()
+	if s.size() != len(ref) {
+		t.Fatalf("size %d, want %d", s.size(), len(ref))
+	}
+	if m, ok := s.first(); ok != (len(ref) > 0) || ok && m != ref[0] {
 		t.Fatalf("first %v %v", m, ok)
 	}
 	// Pivots: stored permits (slots) and ones that are not (slot 0, as a
@@ -191,7 +208,7 @@ func checkBlockSet(t *testing.T, s *blockSet, ref []*cpermit, pivots []*cpermit)
 			t.Fatalf("from %s %d: ascend %d permits, want %d; descend %d, want %d", c.id, c.ik, len(up), len(wantUp), len(down), len(wantDown))
 		}
 		// the iterator: seek, then walk both ways
-		it := treeSet{s}.iter()
+		it := s.iter()
 		if ok := it.seekGE(c); ok != (lo < len(ref)) || ok && it.item() != ref[lo] {
 			t.Fatalf("seekGE %s: %v", c.id, ok)
 		}

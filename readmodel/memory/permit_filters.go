@@ -77,12 +77,12 @@ type permitFilterIndex struct {
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	text     textIndex                // permit_text.go
 	byValue  map[uint32]valueTree     // permit_sort.go
-	cells    map[cellKey]sliceSet     // permit_geo.go
+	cells    map[cellKey]slotKeys     // permit_geo.go
 	months   map[monthKey]*monthStats // permit_monthly.go
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]sliceSet{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
 }
 
 func (s *side) foldSym(sym uint32) string {
@@ -321,7 +321,7 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 		}
 	}
 	if bestSize == 0 {
-		return sliceSet(nil)
+		return sliceSet{}
 	}
 	return predSet{inner: best, keep: func(c *cpermit) bool {
 		return (!global || s.linked(c, geo)) && s.match(p, c)

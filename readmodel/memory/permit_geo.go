@@ -41,7 +41,7 @@ func (s *side) unindexCell(c *cpermit) {
 		return
 	}
 	k := keyOfCell(cellOf(c.lat, c.lon))
-	if l := removeSorted(s.pf.cells[k], c); len(l) > 0 {
+	if l := removeSorted(s.pi.slab, s.pf.cells[k], c); len(l) > 0 {
 		s.pf.cells[k] = l
 	} else {
 		delete(s.pf.cells, k)
@@ -106,7 +106,8 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 	var hits []geoHit
 	for la := la0; la <= la1; la++ {
 		for lo := lo0; lo <= lo1; lo++ {
-			for _, c := range s.pf.cells[keyOfCell(la, lo)] {
+			for _, k := range s.pf.cells[keyOfCell(la, lo)] {
+				c := s.pi.slab.at(k.slot)
 				if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
 					continue
 				}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -83,62 +84,79 @@ func (s treeSet) first() (*cpermit, bool) {
 	return s.t.permit(k), true
 }
 
-// sliceSet holds the few permits of one property, sorted.
-type sliceSet []*cpermit
+// slotKeys is a short sorted list of a side's permits as keys (issue day
+// and slot, as a blockSet's: 8 bytes and no pointer, so the collector
+// has nothing to trace in it): the permits of a property, of a map cell,
+// of a permit number, a small text posting. There are millions of these
+// lists in a large store; as lists of pointers they were a large share
+// of what each collection marks.
+type slotKeys []pkey
+
+// permits returns the permits of l, in order.
+func (l slotKeys) permits(slab *permitSlab) []*cpermit {
+	out := make([]*cpermit, len(l))
+	for i, k := range l {
+		out[i] = slab.at(k.slot)
+	}
+	return out
+}
+
+// sliceSet reads a slotKeys as an ordered permit set.
+type sliceSet struct {
+	keys slotKeys
+	slab *permitSlab // the side's: what the keys' slots name
+}
 
 func (s sliceSet) ascend(p *cpermit, fn func(*cpermit) bool) {
-	for i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], p) }); i < len(s); i++ {
-		if !fn(s[i]) {
+	for i := sort.Search(len(s.keys), func(i int) bool { return !keyBefore(s.slab, s.keys[i], p) }); i < len(s.keys); i++ {
+		if !fn(s.slab.at(s.keys[i].slot)) {
 			return
 		}
 	}
 }
 
 func (s sliceSet) descend(p *cpermit, fn func(*cpermit) bool) {
-	for i := sort.Search(len(s), func(i int) bool { return permitLess(p, s[i]) }) - 1; i >= 0; i-- {
-		if !fn(s[i]) {
+	for i := sort.Search(len(s.keys), func(i int) bool { return keyAfter(s.slab, s.keys[i], p) }) - 1; i >= 0; i-- {
+		if !fn(s.slab.at(s.keys[i].slot)) {
 			return
 		}
 	}
 }
 
-func (s sliceSet) size() int { return len(s) }
+func (s sliceSet) size() int { return len(s.keys) }
 
 func (s sliceSet) first() (*cpermit, bool) {
-	if len(s) == 0 {
+	if len(s.keys) == 0 {
 		return nil, false
 	}
-	return s[0], true
+	return s.slab.at(s.keys[0].slot), true
 }
 
-// insertSorted adds c to a sorted slice, replacing an equal key.
-func insertSorted(s []*cpermit, c *cpermit) []*cpermit {
-	if n := len(s); n == 0 || permitLess(s[n-1], c) {
-		return append(s, c) // after every item: an Import's permits come in order
+// insertSorted adds c (stored: it has its slot) to a sorted list,
+// replacing an equal key.
+func insertSorted(slab *permitSlab, l slotKeys, c *cpermit) slotKeys {
+	k := keyOf(c)
+	if n := len(l); n == 0 || keyBefore(slab, l[n-1], c) {
+		return append(l, k) // after every item: an Import's permits come in order
 	}
-	i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], c) })
-	if i < len(s) && !permitLess(c, s[i]) {
-		s[i] = c
-		return s
+	i := sort.Search(len(l), func(i int) bool { return !keyBefore(slab, l[i], c) })
+	if i < len(l) && !keyAfter(slab, l[i], c) {
+		l[i] = k
+		return l
 	}
-	s = append(s, nil)
-	copy(s[i+1:], s[i:])
-	s[i] = c
-	return s
+	return slices.Insert(l, i, k)
 }
 
 // removeSorted removes the item with c's key.
-func removeSorted(s []*cpermit, c *cpermit) []*cpermit {
-	i := sort.Search(len(s), func(i int) bool { return !permitLess(s[i], c) })
-	if i < len(s) && !permitLess(c, s[i]) {
-		copy(s[i:], s[i+1:])
-		s[len(s)-1] = nil
-		s = s[:len(s)-1]
-		if len(s) == 0 {
+func removeSorted(slab *permitSlab, l slotKeys, c *cpermit) slotKeys {
+	i := sort.Search(len(l), func(i int) bool { return !keyBefore(slab, l[i], c) })
+	if i < len(l) && !keyAfter(slab, l[i], c) {
+		l = slices.Delete(l, i, i+1)
+		if len(l) == 0 {
 			return nil
 		}
 	}
-	return s
+	return l
 }
 
 // latest is the issue date of the newest dated permit of a set, "" when

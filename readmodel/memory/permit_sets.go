@@ -59,16 +59,18 @@ type sliceIter struct {
 func (s sliceSet) iter() setIter { return &sliceIter{s: s} }
 
 func (t *sliceIter) seekGE(p *cpermit) bool {
-	t.i = sort.Search(len(t.s), func(i int) bool { return !permitLess(t.s[i], p) })
-	return t.i < len(t.s)
+	k := t.s.keys
+	t.i = sort.Search(len(k), func(i int) bool { return !keyBefore(t.s.slab, k[i], p) })
+	return t.i < len(k)
 }
 func (t *sliceIter) seekLE(p *cpermit) bool {
-	t.i = sort.Search(len(t.s), func(i int) bool { return permitLess(p, t.s[i]) }) - 1
+	k := t.s.keys
+	t.i = sort.Search(len(k), func(i int) bool { return keyAfter(t.s.slab, k[i], p) }) - 1
 	return t.i >= 0
 }
-func (t *sliceIter) next() bool     { t.i++; return t.i < len(t.s) }
+func (t *sliceIter) next() bool     { t.i++; return t.i < len(t.s.keys) }
 func (t *sliceIter) prev() bool     { t.i--; return t.i >= 0 }
-func (t *sliceIter) item() *cpermit { return t.s[t.i] }
+func (t *sliceIter) item() *cpermit { return t.s.slab.at(t.s.keys[t.i].slot) }
 func (t *sliceIter) release()       {}
 
 // unionSet is the ordered union of sets, merged k ways; an item in

@@ -30,7 +30,7 @@ type textIndex struct {
 	postings map[string]*posting
 	dict     *btree.BTreeG[string]
 	desc     map[uint32]descTerms // description text id -> its words
-	numbers  map[string]sliceSet  // FoldValue(permit number) -> permits
+	numbers  map[string]slotKeys  // FoldValue(permit number) -> permits
 	// Description groups (see descGroup): descN counts the indexed
 	// permits of each description text id not grouped yet; groups holds
 	// the grouped ones.
@@ -67,7 +67,7 @@ func newTextIndex() textIndex {
 		postings: map[string]*posting{},
 		dict:     btree.NewBTreeGOptions(func(a, b string) bool { return a < b }, btree.Options{NoLocks: true}),
 		desc:     map[uint32]descTerms{},
-		numbers:  map[string]sliceSet{},
+		numbers:  map[string]slotKeys{},
 		descN:    map[uint32]int32{},
 		groups:   map[uint32]*descGroup{},
 	}
@@ -77,7 +77,7 @@ func newTextIndex() textIndex {
 // A word's posting also names the description groups holding the word
 // (groups: their permits are not in small or tree).
 type posting struct {
-	small  sliceSet
+	small  slotKeys
 	tree   *treeSet
 	groups []*descGroup
 }
@@ -99,14 +99,14 @@ func (p *posting) add(slab *permitSlab, c *cpermit, bulk, last bool) {
 		return
 	}
 	if last {
-		p.small = append(p.small, c)
+		p.small = append(p.small, keyOf(c))
 	} else {
-		p.small = insertSorted(p.small, c)
+		p.small = insertSorted(slab, p.small, c)
 	}
 	if len(p.small) > smallPosting {
 		t := newTreeSet(slab)
 		for _, x := range p.small {
-			t.set(x)
+			t.set(slab.at(x.slot))
 		}
 		p.tree, p.small = &t, nil
 	}
@@ -119,12 +119,12 @@ func (s *side) post(p *posting, c *cpermit) {
 	p.add(s.pi.slab, c, s.bulk, s.pi.order.appends(c))
 }
 
-func (p *posting) del(c *cpermit) {
+func (p *posting) del(slab *permitSlab, c *cpermit) {
 	if p.tree != nil {
 		p.tree.delete(c)
 		return
 	}
-	p.small = removeSorted(p.small, c)
+	p.small = removeSorted(slab, p.small, c)
 }
 
 // own is the number of permits in the posting itself, groups aside.
@@ -144,19 +144,19 @@ func (p *posting) size() int {
 	return n
 }
 
-func (p *posting) ownSet() iterable {
+func (p *posting) ownSet(slab *permitSlab) iterable {
 	if p.tree != nil {
 		return *p.tree
 	}
-	return p.small
+	return sliceSet{p.small, slab}
 }
 
 // sets appends to dst the posting's own set (when not empty) and its
 // groups' sets that dst does not hold yet (seen: groups already added);
 // their union is the posting's permits.
-func (p *posting) sets(dst []iterable, seen map[*descGroup]bool) []iterable {
+func (p *posting) sets(slab *permitSlab, dst []iterable, seen map[*descGroup]bool) []iterable {
 	if p.own() > 0 {
-		dst = append(dst, p.ownSet())
+		dst = append(dst, p.ownSet(slab))
 	}
 	for _, g := range p.groups {
 		if seen != nil {
@@ -165,13 +165,13 @@ func (p *posting) sets(dst []iterable, seen map[*descGroup]bool) []iterable {
 			}
 			seen[g] = true
 		}
-		dst = append(dst, g.set.ownSet())
+		dst = append(dst, g.set.ownSet(slab))
 	}
 	return dst
 }
 
 // set is the posting's permits as one ordered set.
-func (p *posting) set() permitSet { return unionOf(p.sets(nil, nil)) }
+func (p *posting) set(slab *permitSlab) permitSet { return unionOf(p.sets(slab, nil, nil)) }
 
 // descWords returns the analysed words of a description text and their
 // distinct words (the side's writer fills the cache, once per text; a
@@ -216,7 +216,7 @@ func (s *side) indexText(c *cpermit) {
 func (s *side) unindexText(c *cpermit) {
 	s.unindexWords(c)
 	if n := readmodel.FoldValue(s.permitNumber(c)); n != "" {
-		if l := removeSorted(s.pf.text.numbers[n], c); len(l) > 0 {
+		if l := removeSorted(s.pi.slab, s.pf.text.numbers[n], c); len(l) > 0 {
 			s.pf.text.numbers[n] = l
 		} else {
 			delete(s.pf.text.numbers, n)
@@ -257,7 +257,7 @@ func (s *side) groupDesc(id uint32, words []string) {
 	t := &s.pf.text
 	delete(t.descN, id)
 	var members []*cpermit
-	t.postings[words[0]].ownSet().ascend(&cpermit{ik: minIK}, func(c *cpermit) bool {
+	t.postings[words[0]].ownSet(s.pi.slab).ascend(&cpermit{ik: minIK}, func(c *cpermit) bool {
 		if c.desc == id {
 			members = append(members, c)
 		}
@@ -270,7 +270,7 @@ func (s *side) groupDesc(id uint32, words []string) {
 	for _, w := range words {
 		p := t.postings[w]
 		for _, c := range members {
-			p.del(c)
+			p.del(s.pi.slab, c)
 		}
 		p.groups = append(p.groups, g)
 	}
@@ -282,7 +282,7 @@ func (s *side) groupDesc(id uint32, words []string) {
 func (s *side) unindexWords(c *cpermit) {
 	t := &s.pf.text
 	if g := t.groups[c.desc]; g != nil {
-		g.set.del(c)
+		g.set.del(s.pi.slab, c)
 		if g.set.own() > 0 {
 			return
 		}
@@ -304,7 +304,7 @@ func (s *side) unindexWords(c *cpermit) {
 	}
 	for _, w := range words {
 		if p, ok := t.postings[w]; ok {
-			p.del(c)
+			p.del(s.pi.slab, c)
 			s.dropEmpty(w, p)
 		}
 	}
@@ -330,20 +330,20 @@ func (s *side) textMatch(q string, tq *readmodel.TextQuery, c *cpermit) bool {
 // one of q's words, or the union of the postings of the words its prefix
 // begins when there are at most maxPrefixTerms).
 func (s *side) textCandidates(q string, tq *readmodel.TextQuery, limit int) (set permitSet, n int) {
-	numbered := s.pf.text.numbers[readmodel.FoldValue(q)]
-	descSet, descN := s.descCandidates(tq, limit-len(numbered))
+	numbered := sliceSet{s.pf.text.numbers[readmodel.FoldValue(q)], s.pi.slab}
+	descSet, descN := s.descCandidates(tq, limit-numbered.size())
 	switch {
 	case descN < 0:
 		return nil, -1
 	case descN == 0:
-		return numbered, len(numbered)
-	case len(numbered) == 0:
+		return numbered, numbered.size()
+	case numbered.size() == 0:
 		return descSet, descN
 	}
 	if u, ok := descSet.(unionSet); ok {
-		return append(unionSet{numbered}, u...), descN + len(numbered)
+		return append(unionSet{numbered}, u...), descN + numbered.size()
 	}
-	return unionSet{descSet.(iterable), numbered}, descN + len(numbered)
+	return unionSet{descSet.(iterable), numbered}, descN + numbered.size()
 }
 
 // descCandidates: 0 when no description can match, -1 when none of q's
@@ -360,7 +360,7 @@ func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, in
 			return nil, 0
 		}
 		if m := p.size(); m < limit {
-			set, n, limit = p.set(), m, m
+			set, n, limit = p.set(s.pi.slab), m, m
 		}
 	}
 	var sets []iterable
@@ -375,7 +375,7 @@ func (s *side) descCandidates(tq *readmodel.TextQuery, limit int) (permitSet, in
 			return false
 		}
 		p := s.pf.text.postings[w]
-		sets = p.sets(sets, seen)
+		sets = p.sets(s.pi.slab, sets, seen)
 		total += p.size()
 		return true
 	})

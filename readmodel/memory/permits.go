@@ -92,7 +92,7 @@ func (s *side) unindexPermit(c *cpermit) {
 	}
 	if c.prop.kind != 0 {
 		if e := s.props.entry(c.prop, false); e != nil {
-			e.permits = removeSorted(e.permits, c)
+			e.permits = removeSorted(s.pi.slab, e.permits, c)
 			s.props.gc(e)
 		}
 	}
@@ -109,7 +109,7 @@ func (s *side) geoSet(g readmodel.GeoRef) (set permitSet, geo uint32, props []*c
 		if e == nil {
 			return nil, 0, nil, readmodel.ErrNotFound
 		}
-		return sliceSet(e.permits), selfProperty, e.permits, nil
+		return sliceSet{e.permits, s.pi.slab}, selfProperty, e.permits.permits(s.pi.slab), nil
 	}
 	if _, ok := s.locations.get(g.ID()); !ok {
 		return nil, 0, nil, readmodel.ErrNotFound

@@ -47,7 +47,7 @@ type propEntry struct {
 	state   uint8
 	version int64
 	doc     *cproperty // nil unless live
-	permits []*cpermit // sorted by permitLess
+	permits slotKeys   // sorted by permitLess
 
 	// address index chains
 	nextStreet, nextStreetCity, nextHouse *propEntry
@@ -323,5 +323,5 @@ func (s *side) propertyCandidates(q readmodel.ResolveQuery) []readmodel.Candidat
 // location of the property scope (a reader of the side), its hierarchy taken
 // from its links.
 func (s *side) propertyLocation(e *propEntry, p readmodel.Property) readmodel.Location {
-	return readmodel.PropertyLocation(p, s.locations.get, int64(len(e.permits)), latest(sliceSet(e.permits)))
+	return readmodel.PropertyLocation(p, s.locations.get, int64(len(e.permits)), latest(sliceSet{e.permits, s.pi.slab}))
 }
