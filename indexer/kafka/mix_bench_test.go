@@ -81,8 +81,20 @@ func buildMix(permits int) (mixData, error) {
 }
 
 // newMixBroker is a kfake cluster holding the mix on the default topics.
+//
+// PERMITD_BENCH_BROKER=host:port uses that broker instead (a separate
+// process, such as ../shared/tools/kfake-broker; it must hold none of
+// the topics' messages yet): the in-process broker's own allocations are
+// most of a round's, and bring the collections the round pays for.
 func newMixBroker(tb testing.TB, d mixData) []string {
 	tb.Helper()
+	if addr := os.Getenv("PERMITD_BENCH_BROKER"); addr != "" {
+		addrs := []string{addr}
+		require.NoError(tb, kafka.CreateTopics(context.Background(), addrs, 1, kafka.DefaultTopics()...))
+		require.Empty(tb, watermarks(tb, addrs), "PERMITD_BENCH_BROKER holds messages already: start it afresh")
+		publishMix(tb, addrs, d)
+		return addrs
+	}
 	opts := []kfake.Opt{kfake.NumBrokers(1)}
 	for _, tc := range kafka.DefaultTopics() {
 		opts = append(opts, kfake.SeedTopics(int32(tc.Partitions), tc.Name))
@@ -91,13 +103,18 @@ func newMixBroker(tb testing.TB, d mixData) []string {
 	require.NoError(tb, err)
 	tb.Cleanup(c.Close)
 	addrs := c.ListenAddrs()
+	publishMix(tb, addrs, d)
+	return addrs
+}
+
+func publishMix(tb testing.TB, addrs []string, d mixData) {
+	tb.Helper()
 	pub, err := kafka.NewPublisher(addrs)
 	require.NoError(tb, err)
 	for lo := 0; lo < len(d.recs); lo += 20_000 {
 		require.NoError(tb, pub.PublishRaw(context.Background(), d.recs[lo:min(lo+20_000, len(d.recs))]...))
 	}
 	require.NoError(tb, pub.Close())
-	return addrs
 }
 
 // watermarks lists every non-empty partition's end offset.
