@@ -11,7 +11,11 @@ GO=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# go list -m names the module's directory only once it is in the module
+# cache: download it first (a fresh machine has an empty cache).
+$GO -C "$root/tools" mod download github.com/yannh/kubeconform
 kc=$($GO -C "$root/tools" list -m -f '{{.Dir}}' github.com/yannh/kubeconform)
+test -n "$kc" || { echo "k8s-lint: no directory for github.com/yannh/kubeconform" >&2; exit 1; }
 defs="$kc/fixtures/cache/6dc6142c64b944d783a3e783526114da8e747a14a11d8b32dd1f12e2d89a8330"
 $GO -C "$root/tools" run ./k8sschema -definitions "$defs" -out "$tmp/schemas" \
 	-kinds Deployment,Service,ConfigMap,ServiceAccount,PodDisruptionBudget,HorizontalPodAutoscaler
