@@ -85,7 +85,8 @@ func buildMix(permits int) (mixData, error) {
 // PERMITD_BENCH_BROKER=host:port uses that broker instead (a separate
 // process, such as ../shared/tools/kfake-broker; it must hold none of
 // the topics' messages yet): the in-process broker's own allocations are
-// most of a round's, and bring the collections the round pays for.
+// about half of a round's into an empty store, and bring collections the
+// round then pays for.
 func newMixBroker(tb testing.TB, d mixData) []string {
 	tb.Helper()
 	if addr := os.Getenv("PERMITD_BENCH_BROKER"); addr != "" {
