@@ -64,19 +64,11 @@ func mixRecords(tb testing.TB) mixData {
 
 func buildMix(permits int) (mixData, error) {
 	d := mixData{byType: map[string]int{}}
-	err := mix.Events(context.Background(), mix.Params{Permits: permits, Seed: 1, AsOf: mixAsOf}, func(env events.Envelope) error {
-		topic, err := events.TopicFor(env.Type)
-		if err != nil {
-			return err
-		}
-		raw, err := json.Marshal(env)
-		if err != nil {
-			return err
-		}
-		d.recs = append(d.recs, kafka.Record{Topic: topic, Key: []byte(env.EntityID), Value: raw})
+	err := mix.Events(context.Background(), mix.Params{Permits: permits, Seed: 1, AsOf: mixAsOf}, indexer.Envelopes(func(topic string, key, value []byte) error {
+		d.recs = append(d.recs, kafka.Record{Topic: topic, Key: key, Value: value})
 		d.byType[topic]++
 		return nil
-	})
+	}))
 	return d, err
 }
 

@@ -76,16 +76,14 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 	geo := uint32(0)
 	var propSet map[*cpermit]bool
 	if !q.Geo.IsZero() {
-		set, sym, props, err := s.geoSet(q.Geo)
+		set, sym, err := s.geoSet(q.Geo)
 		if err != nil || set == nil {
 			return nil, sym, err
 		}
 		geo = sym
 		if geo == selfProperty {
-			propSet = make(map[*cpermit]bool, len(props))
-			for _, c := range props {
-				propSet[c] = true
-			}
+			propSet = make(map[*cpermit]bool, set.size())
+			set.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { propSet[c] = true; return true })
 		}
 	}
 	plan := s.planOf(f)

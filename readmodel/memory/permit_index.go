@@ -92,15 +92,6 @@ func (s treeSet) first() (*cpermit, bool) {
 // of what each collection marks.
 type slotKeys []pkey
 
-// permits returns the permits of l, in order.
-func (l slotKeys) permits(slab *permitSlab) []*cpermit {
-	out := make([]*cpermit, len(l))
-	for i, k := range l {
-		out[i] = slab.at(k.slot)
-	}
-	return out
-}
-
 // sliceSet reads a slotKeys as an ordered permit set.
 type sliceSet struct {
 	keys slotKeys

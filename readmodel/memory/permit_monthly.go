@@ -201,7 +201,7 @@ func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]rea
 		out[i].Month = m
 	}
 	first := monthOfIK(-from)
-	set, geo, _, err := s.geoSet(q.Geo)
+	set, geo, err := s.geoSet(q.Geo)
 	if err != nil {
 		return nil, err
 	}

@@ -55,9 +55,10 @@ func (s *side) unindexValue(c *cpermit) {
 	}
 }
 
-// sortedWalk walks a copy of ps in valuation order from a pivot.
+// sortedWalk sorts ps (the caller's own) in valuation order and walks it
+// from a pivot.
 func sortedWalk(ps []*cpermit) func(pivot *cpermit, fn func(*cpermit) bool) {
-	sorted := append([]*cpermit(nil), ps...)
+	sorted := ps
 	sort.Slice(sorted, func(i, j int) bool { return valueLess(sorted[i], sorted[j]) })
 	return func(pivot *cpermit, fn func(*cpermit) bool) {
 		for _, c := range sorted[sort.Search(len(sorted), func(i int) bool { return !valueLess(sorted[i], pivot) }):] {
@@ -83,24 +84,20 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 		}
 		return c.ik != undated && c.ik >= lo && c.ik <= hi
 	}
-	base, geo, props, err := s.geoSet(q.Geo)
+	base, geo, err := s.geoSet(q.Geo)
 	if err != nil {
 		return nil, 0, err
 	}
+	if base == nil {
+		return nil, geo, nil
+	}
 	var walk func(pivot *cpermit, fn func(*cpermit) bool)
-	if q.Geo.IsProperty() {
-		walk = sortedWalk(props)
-	} else {
-		if base == nil {
-			return nil, geo, nil
-		}
-		if t := s.pf.byValue[geo]; t != nil {
-			walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
-		} else { // fewer than postingMin permits (permit_filters.go)
-			var all []*cpermit
-			base.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { all = append(all, c); return true })
-			walk = sortedWalk(all)
-		}
+	if t := s.pf.byValue[geo]; t != nil && !q.Geo.IsProperty() {
+		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
+	} else { // a property's few permits, or a geo's fewer than postingMin (permit_filters.go)
+		var all []*cpermit
+		base.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { all = append(all, c); return true })
+		walk = sortedWalk(all)
 	}
 	keep := s.filteredSet(geo, base, &q.Filter)
 	pred, ok := keep.(predSet)

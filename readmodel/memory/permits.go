@@ -103,19 +103,19 @@ func (s *side) unindexPermit(c *cpermit) {
 // the geo they are matched on (a symbol, or selfProperty for a property,
 // whose permits are props too). ErrNotFound for an unknown geography; a
 // known location without permits has a nil set.
-func (s *side) geoSet(g readmodel.GeoRef) (set permitSet, geo uint32, props []*cpermit, err error) {
+func (s *side) geoSet(g readmodel.GeoRef) (set permitSet, geo uint32, err error) {
 	if g.IsProperty() {
 		e := s.liveProperty(g)
 		if e == nil {
-			return nil, 0, nil, readmodel.ErrNotFound
+			return nil, 0, readmodel.ErrNotFound
 		}
-		return sliceSet{e.permits, s.pi.slab}, selfProperty, e.permits.permits(s.pi.slab), nil
+		return sliceSet{e.permits, s.pi.slab}, selfProperty, nil
 	}
 	if _, ok := s.locations.get(g.ID()); !ok {
-		return nil, 0, nil, readmodel.ErrNotFound
+		return nil, 0, readmodel.ErrNotFound
 	}
 	set, geo = s.geoPermits(g.ID())
-	return set, geo, nil, nil
+	return set, geo, nil
 }
 
 // geoPermits returns the permit set of a location's geo_id (a reader of the
@@ -156,7 +156,7 @@ func (s *side) permitHits(ctx context.Context, q *readmodel.PermitQuery, n int) 
 	if q.Sort == readmodel.SortValuationDesc {
 		return s.valuationHits(ctx, q, n) // permit_sort.go
 	}
-	set, geo, _, err := s.geoSet(q.Geo)
+	set, geo, err := s.geoSet(q.Geo)
 	if err != nil || set == nil {
 		return nil, geo, err
 	}
