@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/tidwall/btree"
 )
 
 // An Import's side defers the permit indexes that are per geo_id and
@@ -308,9 +306,9 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 		byVal = append(byVal, valued{nan: math.IsNaN(c.valuation), k: -c.valuation, c: c})
 	}
 	slices.SortFunc(byVal, valuedCmp)
-	vt := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+	vt := newValueTree(b.s.pi.slab)
 	for _, v := range byVal {
-		vt.Load(v.c)
+		vt.Load(vkeyOf(v.c))
 	}
 	b.byValue[geo] = vt
 	clear(byVal)

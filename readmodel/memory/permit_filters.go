@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tidwall/btree"
-
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -165,13 +163,13 @@ func (s *side) indexFilters(c *cpermit) {
 func (s *side) buildPostings(geo uint32, t treeSet) {
 	s.pf.posted[geo] = true
 	var kvs [5]fieldValue
-	byValue := btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+	byValue := newValueTree(s.pi.slab)
 	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
 		c := t.t.permit(k)
 		for _, x := range kvs[:s.filterKeys(c, &kvs)] {
 			s.posting(fkey{geo, x.f, x.v}).t.push(k)
 		}
-		byValue.Set(c)
+		byValue.Set(vkeyOf(c))
 		return true
 	})
 	s.pf.byValue[geo] = byValue

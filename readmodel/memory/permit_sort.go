@@ -28,7 +28,72 @@ func valueLess(a, b *cpermit) bool {
 	return a.id < b.id
 }
 
-type valueTree = *btree.BTreeG[*cpermit]
+// valueTree is a geo's permits in valueLess order, as keys: the
+// valuation inline (vkey.ord) and the permit's slot. A B-tree of permit
+// pointers loaded the permit for every comparison of a seek, a cache
+// miss each in a large store; a key's own ord decides all but exact
+// ties of valuation, which compare ids through the slab (an id never
+// changes for a slot, so a version's key is found and removed while the
+// slot already names the next version: permits.go). No pointer: the
+// collector does not trace the items.
+type valueTree = *btree.BTreeG[vkey]
+
+// vkey is a permit's key in valuation order.
+type vkey struct {
+	ord  uint64 // valueOrd of the valuation: ascending ord is valueLess's order
+	slot uint32 // 0 only in a seek's pivot, which sorts before its ord's keys
+}
+
+// valueOrd maps a valuation to an integer whose ascending order is
+// valuation descending, unknown (NaN) last; equal valuations (0 and -0
+// too) map to one ord.
+func valueOrd(v float64) uint64 {
+	if math.IsNaN(v) {
+		return math.MaxUint64
+	}
+	if v == 0 {
+		v = 0 // -0
+	}
+	b := math.Float64bits(v)
+	if b>>63 == 0 { // ascending unsigned order of the floats
+		b |= 1 << 63
+	} else {
+		b = ^b
+	}
+	return ^b // descending
+}
+
+func vkeyOf(c *cpermit) vkey { return vkey{valueOrd(c.valuation), c.slot} }
+
+// newValueTree makes an empty valueTree of slab's permits.
+func newValueTree(slab *permitSlab) valueTree {
+	return btree.NewBTreeGOptions(func(a, b vkey) bool {
+		switch {
+		case a.ord != b.ord:
+			return a.ord < b.ord
+		case a.slot == b.slot:
+			return false
+		case a.slot == 0: // a pivot
+			return true
+		case b.slot == 0:
+			return false
+		}
+		return slab.at(a.slot).id < slab.at(b.slot).id
+	}, btree.Options{NoLocks: true, Degree: 32})
+}
+
+// ascendValues calls fn for the permits of t from pivot (which need not
+// be stored) in valueLess order until fn returns false.
+func ascendValues(t valueTree, slab *permitSlab, pivot *cpermit, fn func(*cpermit) bool) {
+	ord := valueOrd(pivot.valuation)
+	t.Ascend(vkey{ord: ord}, func(k vkey) bool {
+		c := slab.at(k.slot)
+		if k.ord == ord && c.id < pivot.id {
+			return true // the pivot's valuation, before its id
+		}
+		return fn(c)
+	})
+}
 
 func (s *side) indexValue(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
@@ -37,17 +102,17 @@ func (s *side) indexValue(c *cpermit) {
 		}
 		t, ok := s.pf.byValue[l.geo]
 		if !ok {
-			t = btree.NewBTreeGOptions(valueLess, btree.Options{NoLocks: true, Degree: 32})
+			t = newValueTree(s.pi.slab)
 			s.pf.byValue[l.geo] = t
 		}
-		t.Set(c)
+		t.Set(vkeyOf(c))
 	}
 }
 
 func (s *side) unindexValue(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
 		if t, ok := s.pf.byValue[l.geo]; ok {
-			t.Delete(c)
+			t.Delete(vkeyOf(c))
 			if t.Len() == 0 {
 				delete(s.pf.byValue, l.geo)
 			}
@@ -93,7 +158,7 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 	}
 	var walk func(pivot *cpermit, fn func(*cpermit) bool)
 	if t := s.pf.byValue[geo]; t != nil && !q.Geo.IsProperty() {
-		walk = func(pivot *cpermit, fn func(*cpermit) bool) { t.Ascend(pivot, fn) }
+		walk = func(pivot *cpermit, fn func(*cpermit) bool) { ascendValues(t, s.pi.slab, pivot, fn) }
 	} else { // a property's few permits, or a geo's fewer than postingMin (permit_filters.go)
 		var all []*cpermit
 		base.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { all = append(all, c); return true })
