@@ -9,8 +9,10 @@ import (
 //
 // It is built for how permit sets are filled and read. An Import's side
 // (and a replay's) fills them in index order: a key sorting last is
-// appended to the last block, which is full (blockMax keys) before the
-// next is started, so a loaded set holds 8 bytes per key. A B-tree
+// appended to the last block, which holds blockFill keys (15/16 of
+// blockMax) before the next is started, so a loaded set holds about 8.5
+// bytes per key, with room in every block for the inserts that follow.
+// A B-tree
 // filled by appending splits each full leaf in two halves and ends half
 // full, with a node search per key; a checked append here is one
 // comparison, and appendSorted none. Apply inserts at any place: a
@@ -39,6 +41,15 @@ type blockSet struct {
 
 // blockMax is the most keys a block holds: 1 KiB of 8-byte keys.
 const blockMax = 128
+
+// blockFill is the keys a block is given when a set is made or appended
+// to in order (an Import's, a replay's): 15/16 of blockMax, so that the
+// inserts that follow a restart fill the room left instead of splitting
+// nearly every block they touch (a split allocates a block and moves the
+// set's block order; filled to blockMax, the round into a 5M store
+// split a block for most of its inserts). B-tree bulk loads leave room
+// in their leaves for the same reason.
+const blockFill = blockMax - blockMax/16
 
 func newBlockSet(slab *permitSlab) *blockSet { return &blockSet{slab: slab} }
 
@@ -92,23 +103,31 @@ func keyAfter(slab *permitSlab, k pkey, p *cpermit) bool {
 // permit is the permit k names.
 func (s *blockSet) permit(k pkey) *cpermit { return s.slab.at(k.slot) }
 
-// blockSetOf makes the set of keys, sorted and distinct, in full blocks
-// of one array of their number (copied: keys stays the caller's). Each
-// block's capacity ends where the next block's keys begin, so a write to
-// a block that outgrows it moves the block to an array of its own.
+// blockSetOf makes the set of keys, sorted and distinct, in blocks of
+// blockFill keys in one array (copied: keys stays the caller's). Each
+// block's capacity is blockMax and ends where the next block's keys
+// begin, so the first blockMax-blockFill inserts into a block take its
+// room, and the next splits it (a new array for one half; a block never
+// holds more than blockMax keys, so it never reaches the next). The last
+// block has room for a sixteenth more.
 func blockSetOf(slab *permitSlab, keys []pkey) *blockSet {
 	s := &blockSet{n: len(keys), slab: slab}
 	if len(keys) == 0 {
 		return s
 	}
-	all := slices.Clone(keys)
-	nb := (len(all) + blockMax - 1) / blockMax
+	nb := (len(keys) + blockFill - 1) / blockFill
+	tail := len(keys) - (nb-1)*blockFill
+	all := make([]pkey, (nb-1)*blockMax+tail+tail/16)
 	s.pool, s.order, s.last = make([][]pkey, 0, nb), make([]uint32, 0, nb), make([]pkey, 0, nb)
-	for i := 0; i < len(all); i += blockMax {
-		j := min(i+blockMax, len(all))
+	for b := range nb {
+		i, j := b*blockFill, min((b+1)*blockFill, len(keys))
+		at := b * blockMax
+		end := min(at+blockMax, len(all))
+		blk := all[at : at+j-i : end]
+		copy(blk, keys[i:j])
 		s.order = append(s.order, uint32(len(s.pool)))
-		s.pool = append(s.pool, all[i:j:j])
-		s.last = append(s.last, all[j-1])
+		s.pool = append(s.pool, blk)
+		s.last = append(s.last, keys[j-1])
 	}
 	return s
 }
@@ -231,10 +250,10 @@ func (s *blockSet) load(c *cpermit) {
 func (s *blockSet) appendSorted(c *cpermit) { s.push(keyOf(c)) }
 
 // push appends k, greater than every key, to the last block, or to a new
-// one when it is full.
+// one when it holds blockFill keys.
 func (s *blockSet) push(k pkey) {
 	s.n++
-	if n := s.nblocks(); n > 0 && len(s.block(n-1)) < blockMax {
+	if n := s.nblocks(); n > 0 && len(s.block(n-1)) < blockFill {
 		s.setBlock(n-1, append(s.block(n-1), k))
 		s.last[n-1] = k
 		return

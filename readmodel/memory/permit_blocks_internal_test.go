@@ -309,3 +309,49 @@ func TestPermitSlabConcurrentReadsBesideTakes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBlockSetOfLeavesRoom: a set made in one piece (an Import's) and one
+// appended to in order take blockMax-blockFill inserts into each block
+// without a split, and past that room every block splits with no key
+// lost or written over (the blocks share one array).
+func TestBlockSetOfLeavesRoom(t *testing.T) {
+	const n = 10 * blockFill
+	slab := newPermitSlab()
+	perm := make([]*cpermit, 0, 2*n)
+	for i := range 2 * n { // even i are loaded, odd i inserted later
+		c := &cpermit{id: fmt.Sprintf("p:%06d", i), ik: -7}
+		slab.take(c)
+		perm = append(perm, c)
+	}
+	var keys []pkey
+	for i := 0; i < len(perm); i += 2 {
+		keys = append(keys, keyOf(perm[i]))
+	}
+	appended := newBlockSet(slab)
+	for _, k := range keys {
+		appended.push(k)
+	}
+	for name, s := range map[string]*blockSet{"made": blockSetOf(slab, keys), "appended": appended} {
+		t.Run(name, func(t *testing.T) {
+			nb := s.nblocks()
+			if nb != 10 {
+				t.Fatalf("%d keys in %d blocks, want 10 of %d", n, nb, blockFill)
+			}
+			// Room: blockMax-blockFill inserts into every block, no split.
+			for b := range nb {
+				for j := range blockMax - blockFill {
+					s.set(perm[2*(b*blockFill+j)+1])
+				}
+			}
+			if s.nblocks() != nb {
+				t.Fatalf("%d blocks after filling the room, want %d", s.nblocks(), nb)
+			}
+			// Past it: every block splits, and no key is lost or overwritten.
+			for i := 1; i < len(perm); i += 2 {
+				s.set(perm[i])
+			}
+			ref := slices.Clone(perm)
+			checkBlockSet(t, s, ref, []*cpermit{perm[0], perm[n], {id: "p:", ik: -7}})
+		})
+	}
+}
