@@ -78,13 +78,19 @@ func (s *blockSet) before(k pkey, p *cpermit) bool { return keyBefore(s.slab, k,
 func (s *blockSet) after(k pkey, p *cpermit) bool { return keyAfter(s.slab, k, p) }
 
 // keyBefore reports whether k, a key of slab's permits, sorts before the
-// permit p (p need not be stored: ties on the day compare ids).
+// permit p (p need not be stored: ties on the day compare ids, through
+// their abbreviated ids when both have one and they differ: abbr.go).
 func keyBefore(slab *permitSlab, k pkey, p *cpermit) bool {
 	if k.ik != p.ik {
 		return k.ik < p.ik
 	}
-	if p.slot != 0 && k.slot == p.slot {
-		return false // p itself
+	if p.slot != 0 {
+		if k.slot == p.slot {
+			return false // p itself
+		}
+		if a, b := slab.abbrAt(k.slot), slab.abbrAt(p.slot); a != b && !a.none() && !b.none() {
+			return a.less(b)
+		}
 	}
 	return slab.at(k.slot).id < p.id
 }
@@ -94,8 +100,13 @@ func keyAfter(slab *permitSlab, k pkey, p *cpermit) bool {
 	if k.ik != p.ik {
 		return k.ik > p.ik
 	}
-	if p.slot != 0 && k.slot == p.slot {
-		return false
+	if p.slot != 0 {
+		if k.slot == p.slot {
+			return false
+		}
+		if a, b := slab.abbrAt(k.slot), slab.abbrAt(p.slot); a != b && !a.none() && !b.none() {
+			return b.less(a)
+		}
 	}
 	return p.id < slab.at(k.slot).id
 }

@@ -14,6 +14,11 @@ import "sync/atomic"
 // never given: a permit without a slot (a page's pivot, a version not
 // stored) has slot 0, so a key equal in slot to a pivot is that permit.
 //
+// Beside each slot the slab keeps the permit's abbreviated id (abbr.go):
+// 16 bytes whose order, when two differ, is their ids' order. A set whose
+// keys tie on the issue day compares these, one load from an array, instead of the ids (the slot's chunk, the permit, the id's
+// bytes: three dependent cache misses in a large store).
+//
 // The side's writer gives, replaces and frees slots. An Import's indexer
 // stage reads slots the compactor gave before it handed the permits over,
 // while the compactor gives more (import_stages.go): each is a different
@@ -23,6 +28,7 @@ type permitSlab struct {
 	dir  atomic.Pointer[[]*slabChunk]
 	next uint32   // the next slot never given
 	free []uint32 // slots of deleted permits, given again
+	abbr abbreviator
 }
 
 const (
@@ -30,7 +36,12 @@ const (
 	slabSize  = 1 << slabShift
 )
 
-type slabChunk [slabSize]*cpermit
+// slabChunk is slabSize slots: their permits and abbreviated ids (the
+// pointers first: the collector scans only them).
+type slabChunk struct {
+	permits [slabSize]*cpermit
+	abbr    [slabSize]abbrID
+}
 
 func newPermitSlab() *permitSlab {
 	s := &permitSlab{next: 1}
@@ -42,7 +53,12 @@ func newPermitSlab() *permitSlab {
 
 // at is the permit holding slot.
 func (s *permitSlab) at(slot uint32) *cpermit {
-	return (*s.dir.Load())[slot>>slabShift][slot&(slabSize-1)]
+	return (*s.dir.Load())[slot>>slabShift].permits[slot&(slabSize-1)]
+}
+
+// abbrAt is the abbreviated id of the permit holding slot.
+func (s *permitSlab) abbrAt(slot uint32) abbrID {
+	return (*s.dir.Load())[slot>>slabShift].abbr[slot&(slabSize-1)]
 }
 
 // take gives c, a permit id not stored yet, a slot.
@@ -66,6 +82,7 @@ func (s *permitSlab) take(c *cpermit) {
 			s.dir.Store(&dir)
 		}
 	}
+	(*s.dir.Load())[c.slot>>slabShift].abbr[c.slot&(slabSize-1)] = s.abbr.of(c.id)
 	s.put(c)
 }
 
@@ -78,10 +95,11 @@ func (s *permitSlab) replace(prev, c *cpermit) {
 // release frees the slot of c, a permit deleted and taken out of every
 // set.
 func (s *permitSlab) release(c *cpermit) {
-	(*s.dir.Load())[c.slot>>slabShift][c.slot&(slabSize-1)] = nil
+	ch := (*s.dir.Load())[c.slot>>slabShift]
+	ch.permits[c.slot&(slabSize-1)], ch.abbr[c.slot&(slabSize-1)] = nil, abbrID{}
 	s.free = append(s.free, c.slot)
 }
 
 func (s *permitSlab) put(c *cpermit) {
-	(*s.dir.Load())[c.slot>>slabShift][c.slot&(slabSize-1)] = c
+	(*s.dir.Load())[c.slot>>slabShift].permits[c.slot&(slabSize-1)] = c
 }
