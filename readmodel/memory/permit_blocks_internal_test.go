@@ -101,8 +101,8 @@ func TestBlockSetMatchesASortedSlice(t *testing.T) {
 					refSet(c)
 				case 2:
 					// a new version of the same permit (its slot): replaced, not added
-					n := &cpermit{id: c.id, ik: c.ik}
-					slab.replace(c, n)
+					n := &cpermit{id: c.id, ik: c.ik, slot: c.slot}
+					slab.replace(n)
 					perm[pi] = n
 					if held[c.id] {
 						if i, found := slices.BinarySearchFunc(ref, c, permitCmp); found {
@@ -259,9 +259,9 @@ func TestPermitSlabGivesEachPermitOneSlot(t *testing.T) {
 			t.Fatalf("permit %d not at its slot", i)
 		}
 	}
-	v2 := &cpermit{id: ps[3].id}
-	s.replace(ps[3], v2)
-	if v2.slot != ps[3].slot || s.at(v2.slot) != v2 {
+	v2 := &cpermit{id: ps[3].id, slot: ps[3].slot}
+	s.replace(v2)
+	if s.at(v2.slot) != v2 {
 		t.Fatal("a new version does not take its permit's slot")
 	}
 	s.release(ps[9])

@@ -132,6 +132,10 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 func (s *side) indexFilters(c *cpermit) {
 	s.indexText(c)
 	s.indexCell(c)
+	if s.lanes { // postings, valuation orders and month stats: the other lanes' (permit_lanes.go)
+		s.markPosted(c, true)
+		return
+	}
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)] // also caches the folds readers look up (match)
 	if s.deferGeo {
@@ -163,13 +167,21 @@ func (s *side) indexFilters(c *cpermit) {
 func (s *side) buildPostings(geo uint32, t treeSet) {
 	s.pf.posted[geo] = true
 	var kvs [5]fieldValue
-	byValue := newValueTree(s.pi.slab)
 	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
 		c := t.t.permit(k)
 		for _, x := range kvs[:s.filterKeys(c, &kvs)] {
 			s.posting(fkey{geo, x.f, x.v}).t.push(k)
 		}
-		byValue.Set(vkeyOf(c))
+		return true
+	})
+	s.buildValueTree(geo, t)
+}
+
+// buildValueTree makes geo's valuation order from its set t.
+func (s *side) buildValueTree(geo uint32, t treeSet) {
+	byValue := newValueTree(s.pi.slab)
+	t.t.scan(func(k pkey) bool {
+		byValue.Set(vkeyOf(t.t.permit(k)))
 		return true
 	})
 	s.pf.byValue[geo] = byValue
@@ -187,6 +199,12 @@ func (s *side) posting(k fkey) treeSet {
 
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
+	if s.lanes { // postings, valuation orders and month stats: the other lanes' (permit_lanes.go)
+		s.markPosted(c, false)
+		s.unindexText(c)
+		s.unindexCell(c)
+		return
+	}
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {

@@ -39,7 +39,7 @@ const (
 // slabChunk is slabSize slots: their permits and abbreviated ids (the
 // pointers first: the collector scans only them).
 type slabChunk struct {
-	permits [slabSize]*cpermit
+	permits [slabSize]atomic.Pointer[cpermit]
 	abbr    [slabSize]abbrID
 }
 
@@ -53,7 +53,7 @@ func newPermitSlab() *permitSlab {
 
 // at is the permit holding slot.
 func (s *permitSlab) at(slot uint32) *cpermit {
-	return (*s.dir.Load())[slot>>slabShift].permits[slot&(slabSize-1)]
+	return (*s.dir.Load())[slot>>slabShift].permits[slot&(slabSize-1)].Load()
 }
 
 // abbrAt is the abbreviated id of the permit holding slot.
@@ -86,20 +86,19 @@ func (s *permitSlab) take(c *cpermit) {
 	s.put(c)
 }
 
-// replace gives c, a new version of prev, prev's slot.
-func (s *permitSlab) replace(prev, c *cpermit) {
-	c.slot = prev.slot
-	s.put(c)
-}
+// replace puts c, a new version of the permit in its slot (c.slot, the
+// one its previous version holds), in that slot.
+func (s *permitSlab) replace(c *cpermit) { s.put(c) }
 
 // release frees the slot of c, a permit deleted and taken out of every
 // set.
 func (s *permitSlab) release(c *cpermit) {
 	ch := (*s.dir.Load())[c.slot>>slabShift]
-	ch.permits[c.slot&(slabSize-1)], ch.abbr[c.slot&(slabSize-1)] = nil, abbrID{}
+	ch.permits[c.slot&(slabSize-1)].Store(nil)
+	ch.abbr[c.slot&(slabSize-1)] = abbrID{}
 	s.free = append(s.free, c.slot)
 }
 
 func (s *permitSlab) put(c *cpermit) {
-	(*s.dir.Load())[c.slot>>slabShift].permits[c.slot&(slabSize-1)] = c
+	(*s.dir.Load())[c.slot>>slabShift].permits[c.slot&(slabSize-1)].Store(c)
 }

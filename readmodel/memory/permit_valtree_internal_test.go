@@ -92,8 +92,8 @@ func TestValueTreeMatchesSortedPermits(t *testing.T) {
 			slab.release(prev)
 			delete(live, id)
 		case prev != nil: // a new version, revalued
-			c := &cpermit{id: id, valuation: valuation()}
-			slab.replace(prev, c)
+			c := &cpermit{id: id, valuation: valuation(), slot: prev.slot}
+			slab.replace(c)
 			tree.Delete(vkeyOf(prev))
 			tree.Set(vkeyOf(c))
 			live[id] = c

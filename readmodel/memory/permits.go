@@ -21,7 +21,24 @@ import (
 
 // putPermit stores a permit (the side's writer); true when it took.
 func (s *side) putPermit(p readmodel.Permit) bool {
-	c := s.compactPermit(p)
+	prev, c, ok := s.storePermit(p)
+	if !ok {
+		return false
+	}
+	s.reindexPermit(prev, c)
+	if prev != nil {
+		s.releaseTexts(prev)
+	}
+	return true
+}
+
+// storePermit puts p in the permits table, and returns the version it
+// replaced (nil when none) and its own; ok false when it did not take. A
+// new permit is given its slot, a new version its previous version's,
+// but it is not in the slab yet, nor in the indexes: reindexPermit puts
+// it in both.
+func (s *side) storePermit(p readmodel.Permit) (prev, c *cpermit, ok bool) {
+	c = s.compactPermit(p)
 	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
 	if !ok && p.Linked() {
 		prev, ok = s.relinkPermit(c) // equal version: a re-link (relink.go)
@@ -29,18 +46,25 @@ func (s *side) putPermit(p readmodel.Permit) bool {
 	}
 	if !ok {
 		s.releaseTexts(c) // stale: never stored
-		return false
+		return nil, nil, false
 	}
 	if hadPrev {
 		c.id = prev.id // share the table key's bytes
-		s.pi.slab.replace(prev, c)
+		c.slot = prev.slot
+		return prev, c, true
+	}
+	s.pi.slab.take(c)
+	return nil, c, true
+}
+
+// reindexPermit indexes c, stored by storePermit, in place of prev (nil
+// when c is new).
+func (s *side) reindexPermit(prev, c *cpermit) {
+	if prev != nil {
+		s.pi.slab.replace(c)
 		s.unindexPermit(prev) // its keys name c now: the same id, so the same places
-		s.releaseTexts(prev)
-	} else {
-		s.pi.slab.take(c)
 	}
 	s.indexPermit(c)
-	return true
 }
 
 func (s *side) delPermit(id string, version int64) bool {

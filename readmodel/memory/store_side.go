@@ -34,6 +34,11 @@ type side struct {
 	// (permit_bulk.go).
 	bulk     bool
 	deferGeo bool
+	// lanes is set while putPermits writes a batch's permits in lanes
+	// (permit_lanes.go); postedNow holds the geos whose postings were
+	// given (true) or ended (false) meanwhile, until the lanes join.
+	lanes     bool
+	postedNow map[uint32]bool
 }
 
 // locTable is the side's location table. A row points at the document
@@ -109,9 +114,7 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 		}
 		count(ok)
 	}
-	for _, p := range b.Permits {
-		count(s.putPermit(p))
-	}
+	s.putPermits(b.Permits, count)
 	for _, p := range b.Properties {
 		count(s.putProperty(p))
 	}
