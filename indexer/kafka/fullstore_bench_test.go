@@ -29,7 +29,9 @@ import (
 // ("filled-heap-MB") and the collector's CPU time for one collection of
 // it with nothing else running ("filled-gc-cpu-s"); per round, the bytes
 // allocated, the collections and the collector's CPU time
-// ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s").
+// ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s"), and the process's CPU
+// time over the round's wall time ("<round>-cores": under the machine's
+// cores, the round waited on one goroutine's work rather than on CPU).
 // PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU profile of the round
 // into the big store, PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
 // the filled store. PERMITD_BENCH_FULL_FILL=import fills it as an Import
@@ -135,6 +137,9 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 // collection costs more".
 type roundCost struct {
 	allocMB, cycles, gcCPU float64
+	cpu                    time.Duration // the process's CPU time
+	wall                   time.Time     // at the start; since: the round's wall time in cores
+	cores                  float64
 }
 
 var roundCostMetrics = []string{"/gc/heap/allocs:bytes", "/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds"}
@@ -145,18 +150,21 @@ func readRoundCost() roundCost {
 		s[i].Name = n
 	}
 	metrics.Read(s)
-	return roundCost{allocMB: float64(s[0].Value.Uint64()) / (1 << 20), cycles: float64(s[1].Value.Uint64()), gcCPU: s[2].Value.Float64()}
+	return roundCost{allocMB: float64(s[0].Value.Uint64()) / (1 << 20), cycles: float64(s[1].Value.Uint64()), gcCPU: s[2].Value.Float64(),
+		cpu: cpuTime(), wall: time.Now()}
 }
 
 func startRoundCost() roundCost { return readRoundCost() }
 
 func (c roundCost) since() roundCost {
 	n := readRoundCost()
-	return roundCost{allocMB: n.allocMB - c.allocMB, cycles: n.cycles - c.cycles, gcCPU: n.gcCPU - c.gcCPU}
+	return roundCost{allocMB: n.allocMB - c.allocMB, cycles: n.cycles - c.cycles, gcCPU: n.gcCPU - c.gcCPU,
+		cores: (n.cpu - c.cpu).Seconds() / n.wall.Sub(c.wall).Seconds()}
 }
 
 func (c roundCost) report(b *testing.B, round string) {
 	b.ReportMetric(c.allocMB, round+"-alloc-MB")
 	b.ReportMetric(c.cycles, round+"-gc-cycles")
 	b.ReportMetric(c.gcCPU, round+"-gc-cpu-s")
+	b.ReportMetric(c.cores, round+"-cores")
 }
