@@ -197,6 +197,20 @@ func (s *side) posting(k fkey) treeSet {
 	return t
 }
 
+// unpost removes c from geo's postings of its (field, value) pairs kv; a
+// posting left empty goes.
+func (s *side) unpost(geo uint32, kv []fieldValue, c *cpermit) {
+	for _, x := range kv {
+		k := fkey{geo, x.f, x.v}
+		if t, ok := s.pf.postings[k]; ok {
+			t.delete(c)
+			if t.size() == 0 {
+				delete(s.pf.postings, k)
+			}
+		}
+	}
+}
+
 // unindexFilters removes c from its postings (the side's writer).
 func (s *side) unindexFilters(c *cpermit) {
 	if s.lanes { // postings, valuation orders and month stats: the other lanes' (permit_lanes.go)
@@ -214,15 +228,7 @@ func (s *side) unindexFilters(c *cpermit) {
 		if _, ok := s.pi.geoIdx[l.geo]; !ok {
 			delete(s.pf.posted, l.geo) // c was its last permit (unindexPermit)
 		}
-		for _, x := range kv {
-			k := fkey{l.geo, x.f, x.v}
-			if t, ok := s.pf.postings[k]; ok {
-				t.delete(c)
-				if t.size() == 0 {
-					delete(s.pf.postings, k)
-				}
-			}
-		}
+		s.unpost(l.geo, kv, c)
 	}
 	s.unindexText(c)
 	s.unindexValue(c)

@@ -148,21 +148,14 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty || !s.pf.posted[l.geo] {
-			continue
-		}
-		for _, x := range kv {
-			k := fkey{l.geo, x.f, x.v}
-			if add {
-				s.posting(k).set(c)
-				continue
+		switch {
+		case l.geo == selfProperty || !s.pf.posted[l.geo]:
+		case add:
+			for _, x := range kv {
+				s.posting(fkey{l.geo, x.f, x.v}).set(c)
 			}
-			if t, ok := s.pf.postings[k]; ok {
-				t.delete(c)
-				if t.size() == 0 {
-					delete(s.pf.postings, k)
-				}
-			}
+		default:
+			s.unpost(l.geo, kv, c)
 		}
 	}
 }
@@ -174,19 +167,10 @@ func (s *side) laneValues(c *cpermit, add bool) {
 		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
-		t, ok := s.pf.byValue[l.geo]
-		switch {
-		case add && !ok:
-			t = newValueTree(s.pi.slab)
-			s.pf.byValue[l.geo] = t
-			fallthrough
-		case add:
-			t.Set(vkeyOf(c))
-		case ok:
-			t.Delete(vkeyOf(c))
-			if t.Len() == 0 {
-				delete(s.pf.byValue, l.geo)
-			}
+		if add {
+			s.value(l.geo, c)
+		} else {
+			s.unvalue(l.geo, c)
 		}
 	}
 	s.indexMonthly(c, add)

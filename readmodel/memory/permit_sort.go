@@ -100,22 +100,33 @@ func (s *side) indexValue(c *cpermit) {
 		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
-		t, ok := s.pf.byValue[l.geo]
-		if !ok {
-			t = newValueTree(s.pi.slab)
-			s.pf.byValue[l.geo] = t
-		}
-		t.Set(vkeyOf(c))
+		s.value(l.geo, c)
 	}
+}
+
+// value adds c to geo's valuation order, made when missing.
+func (s *side) value(geo uint32, c *cpermit) {
+	t, ok := s.pf.byValue[geo]
+	if !ok {
+		t = newValueTree(s.pi.slab)
+		s.pf.byValue[geo] = t
+	}
+	t.Set(vkeyOf(c))
 }
 
 func (s *side) unindexValue(c *cpermit) {
 	for _, l := range s.pi.links.get(c.links) {
-		if t, ok := s.pf.byValue[l.geo]; ok {
-			t.Delete(vkeyOf(c))
-			if t.Len() == 0 {
-				delete(s.pf.byValue, l.geo)
-			}
+		s.unvalue(l.geo, c)
+	}
+}
+
+// unvalue removes c from geo's valuation order, if geo has one; an order
+// left empty goes.
+func (s *side) unvalue(geo uint32, c *cpermit) {
+	if t, ok := s.pf.byValue[geo]; ok {
+		t.Delete(vkeyOf(c))
+		if t.Len() == 0 {
+			delete(s.pf.byValue, geo)
 		}
 	}
 }
