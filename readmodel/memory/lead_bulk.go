@@ -42,17 +42,20 @@ func (x *leadIndex) buildTrees() {
 
 // loadPending sorts k's pending records into its trees.
 func (k *keyLeads) loadPending() {
-	recs := k.pend
+	items := make([]leadItem, len(k.pend))
+	for i, r := range k.pend {
+		items[i] = itemOf(r)
+	}
 	k.pend = nil
-	loadSorted(k.byDate, recs, dateLess)
-	loadSorted(k.byConf, recs, confLess)
+	loadSorted(k.byDate, items, itemDateLess)
+	loadSorted(k.byConf, items, itemConfLess)
 }
 
-// loadSorted sorts recs by less and appends them to t.
-func loadSorted(t *btree.BTreeG[*leadRec], recs []*leadRec, less func(a, b *leadRec) bool) {
-	sortByLess(recs, less)
-	for _, r := range recs {
-		t.Load(r)
+// loadSorted sorts items by less and appends them to t.
+func loadSorted(t *btree.BTreeG[leadItem], items []leadItem, less func(a, b leadItem) bool) {
+	sortByLess(items, less)
+	for _, it := range items {
+		t.Load(it)
 	}
 }
 

@@ -20,7 +20,7 @@ func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
 // edge), or from a short list already in order.
 type leadStream struct {
 	cur  *leadRec
-	iter btree.IterG[*leadRec]
+	iter btree.IterG[leadItem]
 	live bool // iter is in use
 	// started: the iterator is positioned on its first candidate.
 	started bool
@@ -47,7 +47,7 @@ func (st *leadStream) advance() bool {
 		if !ok {
 			return false
 		}
-		r := st.iter.Item()
+		r := st.iter.Item().r
 		take, more := st.accept(r)
 		if take {
 			st.cur = r
@@ -63,7 +63,7 @@ func (st *leadStream) seek() bool {
 	if st.cur != nil { // the seek key
 		k := st.cur
 		st.cur = nil
-		return st.iter.Seek(k)
+		return st.iter.Seek(itemOf(k))
 	}
 	return st.iter.First()
 }

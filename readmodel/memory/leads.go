@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/tidwall/btree"
@@ -75,11 +77,83 @@ func confLess(a, b *leadRec) bool {
 	return a.lead.LeadID < b.lead.LeadID
 }
 
+// leadItem is a lead record as its two B-trees hold it: its sort fields
+// inline beside the record, so a descent into a large tree compares
+// items it already holds instead of loading a record per step (a cache
+// miss each, in a state's tree of a million leads). Confidences have two
+// decimals, so days and confidences tie often; the lead id's abbreviation
+// settles most ties: ids are mostly "lead_" and 24 hex digits
+// (events.LeadID), and abbr is the big-endian number of the 8 bytes after
+// that prefix (lp), or of the id's first 8 bytes when it has none,
+// zero-padded. Two items of the same lp whose abbr differ are in the
+// order of their abbr; otherwise the ids themselves are compared.
+type leadItem struct {
+	date    int32
+	hasConf bool
+	lp      bool
+	conf    float64
+	abbr    uint64
+	r       *leadRec
+}
+
+// leadIDPrefix is the prefix of events.LeadID's ids, which abbr skips.
+const leadIDPrefix = "lead_"
+
+// itemOf is r's tree item.
+func itemOf(r *leadRec) leadItem {
+	id := r.lead.LeadID
+	it := leadItem{date: r.date, hasConf: r.hasConf, conf: r.conf, r: r}
+	if strings.HasPrefix(id, leadIDPrefix) {
+		it.lp, id = true, id[len(leadIDPrefix):]
+	}
+	var b [8]byte
+	copy(b[:], id)
+	it.abbr = binary.BigEndian.Uint64(b[:])
+	return it
+}
+
+// idLess orders a and b by lead id, through their abbreviations when
+// those decide.
+func idLess(a, b leadItem) bool {
+	if a.lp == b.lp && a.abbr != b.abbr {
+		return a.abbr < b.abbr
+	}
+	return a.r.lead.LeadID < b.r.lead.LeadID
+}
+
+// itemDateLess is dateLess on items.
+func itemDateLess(a, b leadItem) bool {
+	if a.date != b.date {
+		return a.date > b.date
+	}
+	if a.hasConf != b.hasConf {
+		return a.hasConf
+	}
+	if a.conf != b.conf {
+		return a.conf > b.conf
+	}
+	return idLess(a, b)
+}
+
+// itemConfLess is confLess on items.
+func itemConfLess(a, b leadItem) bool {
+	if a.hasConf != b.hasConf {
+		return a.hasConf
+	}
+	if a.conf != b.conf {
+		return a.conf > b.conf
+	}
+	if a.date != b.date {
+		return a.date > b.date
+	}
+	return idLess(a, b)
+}
+
 // keyLeads is one anchor's leads of one signal key.
 type keyLeads struct {
 	key    string
-	byDate *btree.BTreeG[*leadRec]
-	byConf *btree.BTreeG[*leadRec]
+	byDate *btree.BTreeG[leadItem]
+	byConf *btree.BTreeG[leadItem]
 	days   leadDayAggs
 	// The trees' write hints (the writer's only): leads tend to arrive
 	// near the last one written.
@@ -94,8 +168,8 @@ func newKeyLeads(key string) *keyLeads {
 	opts := btree.Options{NoLocks: true, Degree: 32}
 	return &keyLeads{
 		key:    key,
-		byDate: btree.NewBTreeGOptions(dateLess, opts),
-		byConf: btree.NewBTreeGOptions(confLess, opts),
+		byDate: btree.NewBTreeGOptions(itemDateLess, opts),
+		byConf: btree.NewBTreeGOptions(itemConfLess, opts),
 	}
 }
 
@@ -166,6 +240,21 @@ func newLeadIndex() *leadIndex {
 // add indexes l and returns its record: reuse (a record remove just took
 // out of every structure of this side, or nil for a new one).
 func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
+	r := x.record(l, reuse)
+	it := itemOf(r)
+	x.eachKey(r, true, func(k *keyLeads) {
+		if x.deferTrees {
+			k.pend = append(k.pend, r)
+		} else {
+			k.addTrees(it)
+		}
+		k.days.add(r, 1)
+	})
+	return r
+}
+
+// record fills reuse (or a new record) with l's indexed fields.
+func (x *leadIndex) record(l readmodel.Lead, reuse *leadRec) *leadRec {
 	r := reuse
 	if r == nil {
 		r = &leadRec{}
@@ -180,24 +269,47 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	if l.Confidence != nil {
 		r.hasConf, r.conf = true, *l.Confidence
 	}
-	key := x.names.id(l.SignalKey)
-	for _, g := range l.GeoIDs {
+	return r
+}
+
+// eachKey calls fn with the structures of r's signal key in each of r's
+// anchors, counting a write in each anchor: with create (an add), making
+// those that do not exist yet; without (a remove), skipping them.
+func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(k *keyLeads)) {
+	var key uint32
+	if create {
+		key = x.names.id(r.lead.SignalKey)
+	}
+	for _, g := range r.lead.GeoIDs {
 		a := x.anchors[g]
 		if a == nil {
+			if !create {
+				continue
+			}
 			a = &anchorLeads{}
 			x.anchors[g] = a
 		}
 		a.version++
-		k := a.put(l.SignalKey, key)
-		if x.deferTrees {
-			k.pend = append(k.pend, r)
-		} else {
-			k.byDate.SetHint(r, &k.dateHint)
-			k.byConf.SetHint(r, &k.confHint)
+		var k *keyLeads
+		if create {
+			k = a.put(r.lead.SignalKey, key)
+		} else if k = a.get(r.lead.SignalKey); k == nil {
+			continue
 		}
-		k.days.add(r, 1)
+		fn(k)
 	}
-	return r
+}
+
+// addTrees and removeTrees put a lead's item in k's two trees and take
+// it out.
+func (k *keyLeads) addTrees(it leadItem) {
+	k.byDate.SetHint(it, &k.dateHint)
+	k.byConf.SetHint(it, &k.confHint)
+}
+
+func (k *keyLeads) removeTrees(it leadItem) {
+	k.byDate.DeleteHint(it, &k.dateHint)
+	k.byConf.DeleteHint(it, &k.confHint)
 }
 
 // replace re-indexes l in place of r, its stored record (the side's lead
@@ -240,20 +352,11 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 // writer moving leads makes no garbage of records.
 func (x *leadIndex) remove(r *leadRec) *leadRec {
 	x.buildTrees() // r may be pending (lead_bulk.go)
-	for _, g := range r.lead.GeoIDs {
-		a := x.anchors[g]
-		if a == nil {
-			continue
-		}
-		a.version++
-		k := a.get(r.lead.SignalKey)
-		if k == nil {
-			continue
-		}
-		k.byDate.DeleteHint(r, &k.dateHint)
-		k.byConf.DeleteHint(r, &k.confHint)
+	it := itemOf(r)
+	x.eachKey(r, false, func(k *keyLeads) {
+		k.removeTrees(it)
 		k.days.add(r, -1)
-	}
+	})
 	return r
 }
 

@@ -1,0 +1,48 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/permitd/permitd/events"
+)
+
+// TestLeadItemsOrderAsRecords checks the trees' item orders against the
+// records' (dateLess, confLess) on pairs that tie on day and confidence
+// and differ only in their ids: ids of events.LeadID's form, ids without
+// its prefix, ids sharing their first bytes, shorter than an
+// abbreviation, holding zero bytes, and the empty id of a seek's pivot.
+func TestLeadItemsOrderAsRecords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 12))
+	ids := []string{"", "lead_", "lead", "lead_0", "lead_00", "lead_0\x00", "lead_0\x00\x00", "a", "a\x00", "a\x00b",
+		"abcdefgh", "abcdefgh0", "abcdefgi", "lead_abcdefgh", "lead_abcdefgh1", "lead_abcdefgi", "lead_abcdefg", "lead_\xff\xff",
+		"lead_abcdefgh\x00", "leae", "lead`", "zzz"}
+	for i := range 40 {
+		ids = append(ids, events.LeadID("p"+string(rune('a'+i%26)), "k"))
+	}
+	recs := make([]*leadRec, 0, 4*len(ids))
+	for _, id := range ids {
+		for range 4 {
+			r := &leadRec{date: int32(rng.IntN(3)), hasConf: rng.IntN(4) > 0, conf: float64(rng.IntN(3)) / 4}
+			if rng.IntN(5) == 0 {
+				r.date = noDate
+			}
+			if !r.hasConf {
+				r.conf = 0
+			}
+			r.lead.LeadID = id
+			recs = append(recs, r)
+		}
+	}
+	for _, a := range recs {
+		for _, b := range recs {
+			ia, ib := itemOf(a), itemOf(b)
+			if got, want := itemDateLess(ia, ib), dateLess(a, b); got != want {
+				t.Fatalf("date order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
+			}
+			if got, want := itemConfLess(ia, ib), confLess(a, b); got != want {
+				t.Fatalf("confidence order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
+			}
+		}
+	}
+}
