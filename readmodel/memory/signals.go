@@ -110,25 +110,40 @@ func (s *side) delGeoSignal(id string, version int64) bool {
 
 // putLead stores a lead (the side's writer); true when it took.
 func (s *side) putLead(l readmodel.Lead) bool {
+	prev, index, took := s.storeLead(l)
+	if index {
+		var rec *leadRec
+		if prev != nil {
+			rec = s.signals.leads.remove(prev) // reused: a move makes no garbage
+		}
+		s.leads.rows[l.LeadID].doc = s.signals.leads.add(l, rec)
+	}
+	return took
+}
+
+// storeLead stores l in the side's lead table (the side's writer) and
+// reports whether it took. When it did, either its stored record kept
+// its place and now holds l (replace), or index is true: l is still to
+// be indexed, after prev, the record it replaced (nil for a new lead),
+// leaves the lead structures; the table's row is then the caller's to
+// fill.
+func (s *side) storeLead(l readmodel.Lead) (prev *leadRec, index, took bool) {
 	prev, hadPrev, ok := s.leads.put(l.LeadID, l.Version, nil)
 	if !ok && l.Linked() {
 		prev, ok = s.leads.replace(l.LeadID, l.Version, nil, leadLinked) // equal version: a re-link (relink.go)
 		hadPrev = ok
 	}
 	if !ok {
-		return false
+		return nil, false, false
 	}
-	row := s.leads.rows[l.LeadID]
-	var rec *leadRec
-	if hadPrev {
-		if s.signals.leads.replace(prev, l) {
-			row.doc = prev // the same record, with the new document
-			return true
-		}
-		rec = s.signals.leads.remove(prev) // reused: a move makes no garbage
+	if !hadPrev {
+		return nil, true, true
 	}
-	row.doc = s.signals.leads.add(l, rec)
-	return true
+	if s.signals.leads.replace(prev, l) {
+		s.leads.rows[l.LeadID].doc = prev // the same record, with the new document
+		return nil, false, true
+	}
+	return prev, true, true
 }
 
 func (s *side) delLead(id string, version int64) bool {

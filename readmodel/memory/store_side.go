@@ -39,6 +39,9 @@ type side struct {
 	// given (true) or ended (false) meanwhile, until the lanes join.
 	lanes     bool
 	postedNow map[uint32]bool
+	// leadChanges is putLeads' list of changes, kept for the next batch
+	// (lead_lanes.go).
+	leadChanges []leadChange
 }
 
 // locTable is the side's location table. A row points at the document
@@ -121,9 +124,7 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 	for _, g := range b.GeoSignals {
 		count(s.putGeoSignal(g))
 	}
-	for _, l := range b.Leads {
-		count(s.putLead(l))
-	}
+	s.putLeads(b.Leads, count)
 	for _, c := range b.Catalog {
 		count(s.putCatalog(c))
 	}

@@ -1,0 +1,185 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// TestLeadLanesMatchOneByOne applies the same batches to one side
+// through apply (its leads in two lanes: lead_lanes.go) and to another
+// one lead at a time (putLead), and checks after every batch that every
+// lead structure is the same: each (anchor, key)'s two trees, day cells
+// with their records and sparse counts, roll-ups with their trees, the
+// anchors' versions and the lead table. The batches revise leads (the
+// same id more than once in a batch too), move them between anchors,
+// keys, days and confidences, revise them in place (only the document
+// changes), send stale versions, and delete; small roll-up and sparse
+// thresholds make every batch cross them. A third side defers its trees
+// (as a replay's does, lead_bulk.go), so takes the one-by-one path, and
+// holds the same once they are built.
+func TestLeadLanesMatchOneByOne(t *testing.T) {
+	oldRoll, oldSparse := rollMin, sparseMin
+	rollMin, sparseMin = 6, 3
+	t.Cleanup(func() { rollMin, sparseMin = oldRoll, oldSparse })
+	rng := rand.New(rand.NewPCG(9, 10))
+	lanes, one, deferred := newSide(nil), newSide(nil), newSide(nil)
+	deferred.signals.leads.deferLeadTrees() // as a replay's side: one by one, trees at the end
+	versions := map[string]int64{}
+	geos := []string{"us-wa", "zip-a", "zip-b", "city-x", "city-y", "county-k", "jur-1"}
+	confs := []float64{0.3, 0.5, 0.75, 0.9}
+	newLead := func(id string, version int64) readmodel.Lead {
+		l := readmodel.Lead{LeadID: id, SignalKey: []string{"roof", "solar"}[rng.IntN(2)], Version: version,
+			ReasonCodes: []string{fmt.Sprint("R", version)},
+			Location: readmodel.LeadLocation{CityNorm: []string{"seattle", "tacoma", ""}[rng.IntN(3)],
+				ZipcodeNorm: []string{"98101", "98402", ""}[rng.IntN(3)], CountyNorm: []string{"king", "pierce"}[rng.IntN(2)]}}
+		if rng.IntN(8) > 0 {
+			l.EventDateUsed = fmt.Sprintf("202%d-%02d-%02d", 3+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(3)) // many ties on the day
+		}
+		if rng.IntN(6) > 0 {
+			c := confs[rng.IntN(len(confs))] // many ties on the confidence
+			l.Confidence = &c
+		}
+		for _, g := range geos {
+			if rng.IntN(2) == 0 {
+				l.GeoIDs = append(l.GeoIDs, g)
+			}
+		}
+		return l
+	}
+	both := func(b *readmodel.Batch) {
+		t.Helper()
+		got := lanes.apply(b)
+		var want readmodel.ApplyResult
+		for _, l := range b.Leads {
+			if one.putLead(l) {
+				want.Applied++
+			} else {
+				want.Stale++
+			}
+		}
+		for _, d := range b.Deletes {
+			if ok, _ := one.delete(d); ok {
+				want.Applied++
+			} else {
+				want.Stale++
+			}
+		}
+		require.Equal(t, want, got)
+		require.Equal(t, leadIndexDump(one), leadIndexDump(lanes))
+		require.Equal(t, want, deferred.apply(b))
+	}
+	ids := func(i int) string {
+		if i%3 == 0 {
+			return fmt.Sprintf("x%03d", i) // an id without events.LeadID's prefix
+		}
+		return fmt.Sprintf("lead_%03d", i)
+	}
+	for round := range 30 {
+		var b readmodel.Batch
+		n := laneMin + rng.IntN(150)
+		if round == 0 {
+			n = laneMin / 2 // the deferred side's first leads are pending when its lanes would start
+		}
+		for i := range n {
+			id := ids(rng.IntN(300))
+			if round == 0 {
+				id = ids(i) // new leads only: the deferral lasts
+			}
+			switch v := versions[id]; {
+			case v > 0 && rng.IntN(6) == 0: // stale or equal
+				b.Leads = append(b.Leads, newLead(id, v-int64(rng.IntN(2))))
+			case v > 0 && rng.IntN(4) == 0: // in place: the same positions, a new document
+				row := one.leads.rows[id]
+				if row == nil || row.doc == nil {
+					versions[id]++
+					b.Leads = append(b.Leads, newLead(id, versions[id]))
+					continue
+				}
+				l := row.doc.lead
+				versions[id]++
+				l.Version, l.ReasonCodes = versions[id], []string{fmt.Sprint("R", versions[id])}
+				b.Leads = append(b.Leads, l)
+			default:
+				versions[id]++
+				b.Leads = append(b.Leads, newLead(id, versions[id]))
+			}
+		}
+		for range rng.IntN(10) * min(round, 1) {
+			id := ids(rng.IntN(300))
+			versions[id]++
+			b.Deletes = append(b.Deletes, readmodel.Delete{Kind: readmodel.KindLead, ID: id, Version: versions[id]})
+		}
+		both(&b)
+		if round == 0 {
+			require.True(t, deferred.signals.leads.deferTrees)
+		}
+	}
+	deferred.signals.leads.buildTrees()
+	require.Equal(t, leadIndexDump(one), leadIndexDump(deferred))
+}
+
+// leadIndexDump describes every lead structure of s by value, in order.
+func leadIndexDump(s *side) map[string][]string {
+	out := map[string][]string{}
+	items := func(name string, t interface {
+		Scan(func(leadItem) bool)
+	}) {
+		t.Scan(func(it leadItem) bool {
+			r := it.r
+			if it != itemOf(r) {
+				out[name] = append(out[name], fmt.Sprintf("stale item %+v", it))
+			}
+			out[name] = append(out[name], fmt.Sprint(r.lead.LeadID, " ", r.lead.Version, " ", r.date, " ", r.hasConf, " ", r.conf))
+			return true
+		})
+	}
+	cell := func(c *leadDayCell) string {
+		sp := "none"
+		if c.sp != nil {
+			sp = fmt.Sprintf("%v", *c.sp)
+		}
+		return fmt.Sprintf("n %d conf %v recs %v/%d sp %s", c.n, c.conf, c.recs.r, c.recs.nc, sp)
+	}
+	roll := func(ru *rollup) string {
+		fen := "none"
+		if ru.fen != nil {
+			fen = fmt.Sprintf("%v", *ru.fen)
+		}
+		return fmt.Sprintf("%v %d %d n %d fen %s", ru.all, ru.lo, ru.hi, ru.n, fen)
+	}
+	for g, a := range s.signals.leads.anchors {
+		out["anchor "+g] = []string{fmt.Sprint("version ", a.version, " ids ", a.ids)}
+		for _, k := range a.keys {
+			name := g + " " + k.key
+			items("date "+name, k.byDate)
+			items("conf "+name, k.byConf)
+			if len(k.pend) > 0 {
+				out["pend "+name] = []string{fmt.Sprint(len(k.pend))}
+			}
+			d := &k.days
+			l := []string{"null " + cell(&d.null), "all " + roll(&d.allRoll), fmt.Sprint("periods ", d.periods)}
+			for i, day := range d.days {
+				l = append(l, fmt.Sprint(day, " ", cell(d.cell(i))))
+			}
+			for _, ru := range slices.Concat(d.years, d.months) {
+				l = append(l, roll(ru))
+			}
+			out["days "+name] = l
+		}
+	}
+	for id, row := range s.leads.rows {
+		st := fmt.Sprint("version ", row.version, " deleted ", row.deleted)
+		if r := row.doc; r != nil {
+			st += fmt.Sprintf(" %v %v %v %d %v %v %d %d %d", r.lead.Version, r.lead.ReasonCodes, r.lead.GeoIDs, r.date, r.hasConf, r.conf,
+				r.city, r.zip, r.county)
+		}
+		out["row "+id] = []string{st}
+	}
+	return out
+}
