@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -255,6 +256,9 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // ingest and raw rounds (the in-process broker included): below the
 // machine's cores, a run is bound by waiting rather than by CPU.
 //
+// PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
+// round's ingest (events/s's clock, one side).
+//
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
 	start := time.Now()
@@ -267,15 +271,17 @@ func BenchmarkIngestMix(b *testing.B) {
 	var ingest, settled, live, raw, ingestCPU, rawCPU time.Duration
 	var relinked int64
 	b.ResetTimer()
-	for range rounds {
+	for round := range rounds {
 		cpu := cpuTime()
 		raw += rawConsumeAll(b, addrs, hwm)
 		rawCPU += cpuTime() - cpu
 		store := memory.New(memory.Params{})
+		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == 0)
 		cpu = cpuTime()
 		start := time.Now()
 		took, p := ingestMix(b, addrs, store, true)
 		ingestCPU += cpuTime() - cpu
+		stop()
 		ingest += took
 		store.Settle()
 		settled += time.Since(start)
@@ -309,6 +315,23 @@ func BenchmarkIngestMix(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// profileRound starts a CPU profile into the file env names, when it
+// names one and on is true, and returns its stop.
+func profileRound(tb testing.TB, env string, on bool) func() {
+	tb.Helper()
+	path := os.Getenv(env)
+	if !on || path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	require.NoError(tb, err)
+	require.NoError(tb, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(tb, f.Close())
+	}
 }
 
 // BenchmarkRestart compares two restarts of the memory backend holding
