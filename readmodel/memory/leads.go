@@ -50,14 +50,8 @@ type leadRec struct {
 // dateLess orders by event date descending (null last), confidence
 // descending (null last), lead id ascending.
 func dateLess(a, b *leadRec) bool {
-	if a.date != b.date {
-		return a.date > b.date
-	}
-	if a.hasConf != b.hasConf {
-		return a.hasConf
-	}
-	if a.conf != b.conf {
-		return a.conf > b.conf
+	if c := dateOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c < 0
 	}
 	return a.lead.LeadID < b.lead.LeadID
 }
@@ -65,16 +59,55 @@ func dateLess(a, b *leadRec) bool {
 // confLess orders by confidence descending (null last), event date
 // descending (null last), lead id ascending.
 func confLess(a, b *leadRec) bool {
-	if a.hasConf != b.hasConf {
-		return a.hasConf
-	}
-	if a.conf != b.conf {
-		return a.conf > b.conf
-	}
-	if a.date != b.date {
-		return a.date > b.date
+	if c := confOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c < 0
 	}
 	return a.lead.LeadID < b.lead.LeadID
+}
+
+// dateOrder is dateLess before the ids: -1 when the first lead sorts
+// first, 1 when the second does, 0 when they tie.
+func dateOrder(ad int32, ah bool, ac float64, bd int32, bh bool, bc float64) int {
+	if ad != bd {
+		return cmpDesc(ad, bd)
+	}
+	return confFirst(ah, ac, bh, bc)
+}
+
+// confOrder is confLess before the ids.
+func confOrder(ad int32, ah bool, ac float64, bd int32, bh bool, bc float64) int {
+	if c := confFirst(ah, ac, bh, bc); c != 0 {
+		return c
+	}
+	return cmpDesc(ad, bd)
+}
+
+// confFirst orders confidences descending, null last.
+func confFirst(ah bool, ac float64, bh bool, bc float64) int {
+	switch {
+	case ah != bh:
+		if ah {
+			return -1
+		}
+		return 1
+	case ac != bc:
+		if ac > bc {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// cmpDesc orders a and b descending.
+func cmpDesc(a, b int32) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
 }
 
 // leadItem is a lead record as its two B-trees hold it: its sort fields
@@ -123,28 +156,16 @@ func idLess(a, b leadItem) bool {
 
 // itemDateLess is dateLess on items.
 func itemDateLess(a, b leadItem) bool {
-	if a.date != b.date {
-		return a.date > b.date
-	}
-	if a.hasConf != b.hasConf {
-		return a.hasConf
-	}
-	if a.conf != b.conf {
-		return a.conf > b.conf
+	if c := dateOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c < 0
 	}
 	return idLess(a, b)
 }
 
 // itemConfLess is confLess on items.
 func itemConfLess(a, b leadItem) bool {
-	if a.hasConf != b.hasConf {
-		return a.hasConf
-	}
-	if a.conf != b.conf {
-		return a.conf > b.conf
-	}
-	if a.date != b.date {
-		return a.date > b.date
+	if c := confOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c < 0
 	}
 	return idLess(a, b)
 }
