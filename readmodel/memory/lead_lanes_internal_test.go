@@ -55,21 +55,7 @@ func TestLeadLanesMatchOneByOne(t *testing.T) {
 	both := func(b *readmodel.Batch) {
 		t.Helper()
 		got := lanes.apply(b)
-		var want readmodel.ApplyResult
-		for _, l := range b.Leads {
-			if one.putLead(l) {
-				want.Applied++
-			} else {
-				want.Stale++
-			}
-		}
-		for _, d := range b.Deletes {
-			if ok, _ := one.delete(d); ok {
-				want.Applied++
-			} else {
-				want.Stale++
-			}
-		}
+		want := oneByOne(one, b.Leads, b.Deletes, one.putLead)
 		require.Equal(t, want, got)
 		require.Equal(t, leadIndexDump(one), leadIndexDump(lanes))
 		require.Equal(t, want, deferred.apply(b))

@@ -49,21 +49,7 @@ func TestPermitLanesMatchOneByOne(t *testing.T) {
 	both := func(b *readmodel.Batch) {
 		t.Helper()
 		got := lanes.apply(b)
-		var want readmodel.ApplyResult
-		for _, p := range b.Permits {
-			if one.putPermit(p) {
-				want.Applied++
-			} else {
-				want.Stale++
-			}
-		}
-		for _, d := range b.Deletes {
-			if ok, _ := one.delete(d); ok {
-				want.Applied++
-			} else {
-				want.Stale++
-			}
-		}
+		want := oneByOne(one, b.Permits, b.Deletes, one.putPermit)
 		require.Equal(t, want, got)
 		require.Equal(t, permitIndexDump(one), permitIndexDump(lanes))
 	}
@@ -174,4 +160,26 @@ func permitIndexDump(s *side) map[string][]string {
 		out[fmt.Sprintf("month %s %d", s.pi.syms.str(k.geo), k.month)] = l
 	}
 	return out
+}
+
+// oneByOne applies docs to s one at a time through put, then deletes,
+// and counts the results as apply does: the reference the lanes tests
+// compare a batch's lanes with.
+func oneByOne[T any](s *side, docs []T, deletes []readmodel.Delete, put func(T) bool) readmodel.ApplyResult {
+	var res readmodel.ApplyResult
+	count := func(ok bool) {
+		if ok {
+			res.Applied++
+		} else {
+			res.Stale++
+		}
+	}
+	for _, d := range docs {
+		count(put(d))
+	}
+	for _, d := range deletes {
+		ok, _ := s.delete(d)
+		count(ok)
+	}
+	return res
 }
