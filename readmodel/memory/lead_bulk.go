@@ -9,10 +9,10 @@ import "github.com/tidwall/btree"
 // them to the empty trees (Load), where an insert at a random place of
 // a growing tree cost a descent, a shift of half a node and the
 // collector's write barriers, twice per anchor of every lead. The day
-// cells and roll-ups are kept as usual (stats read only those). The
-// first remove ends the deferral (the record must leave the trees it is
-// in, and a moved record is reused at once), so the trees are the ones
-// add builds in any case.
+// cells and roll-ups wait with them (lead_days_bulk.go). The first
+// remove ends the deferral (the record must leave the trees it is in,
+// and a moved record is reused at once), so the trees are the ones add
+// builds in any case.
 
 // deferLeadTrees starts the deferral on an empty side's lead index.
 func (x *leadIndex) deferLeadTrees() {
@@ -40,12 +40,13 @@ func (x *leadIndex) buildTrees() {
 	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) { keys[i].loadPending() })
 }
 
-// loadPending sorts k's pending records into its trees.
+// loadPending sorts k's pending records into its trees and day cells.
 func (k *keyLeads) loadPending() {
 	items := make([]leadItem, len(k.pend))
 	for i, r := range k.pend {
 		items[i] = itemOf(r)
 	}
+	k.days.load(k.pend)
 	k.pend = nil
 	loadSorted(k.byDate, items, itemDateLess)
 	loadSorted(k.byConf, items, itemConfLess)

@@ -52,11 +52,15 @@ type cellSparse struct {
 // counts.
 var sparseMin = 8
 
-func leadConfBucket(r *leadRec) int {
+func leadConfBucket(r *leadRec) int { return cellConfBucket(r.hasConf, r.conf) }
+
+// cellConfBucket is the index in leadDayCell.conf of a lead with
+// hasConf and conf.
+func cellConfBucket(hasConf bool, conf float64) int {
 	switch {
-	case r.hasConf && r.conf >= 0.75:
+	case hasConf && conf >= 0.75:
 		return 0
-	case r.hasConf && r.conf >= 0.5:
+	case hasConf && conf >= 0.5:
 		return 1
 	}
 	return 2

@@ -265,10 +265,10 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	it := itemOf(r)
 	x.eachKey(r, true, func(k *keyLeads) {
 		if x.deferTrees {
-			k.pend = append(k.pend, r)
-		} else {
-			k.addTrees(it)
+			k.pend = append(k.pend, r) // the day cells too (lead_days_bulk.go)
+			return
 		}
+		k.addTrees(it)
 		k.days.add(r, 1)
 	})
 	return r

@@ -217,10 +217,10 @@ func (d *leadDayAggs) startPeriods() {
 
 // buildFen gives ru its tree, from the day cells in its bounds.
 func (d *leadDayAggs) buildFen(ru *rollup) {
-	f := &confFen{}
+	var b fenBuilder
 	addCell := func(c *leadDayCell) {
 		for i, e := range c.recs.r {
-			f.add(i < c.recs.nc, e.conf, e.ids, 1)
+			b.add(i < c.recs.nc, e.conf, e.ids)
 		}
 	}
 	lo, hi := int32(noDate+1), int32(math.MaxInt32)
@@ -233,7 +233,7 @@ func (d *leadDayAggs) buildFen(ru *rollup) {
 	for ; i < len(d.days) && d.days[i] <= hi; i++ {
 		addCell(d.cell(i))
 	}
-	ru.fen = f
+	ru.fen = b.build()
 }
 
 // statsPlan is a window as a signed sum of roll-ups and day cells.
