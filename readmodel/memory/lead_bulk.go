@@ -1,6 +1,10 @@
 package memory
 
-import "github.com/tidwall/btree"
+import (
+	"slices"
+
+	"github.com/tidwall/btree"
+)
 
 // Deferred lead trees. A side that nobody reads while it is written (a
 // replay's, replay.go; an Import's, import.go) defers its leads' two
@@ -48,13 +52,13 @@ func (k *keyLeads) loadPending() {
 	}
 	k.days.load(k.pend)
 	k.pend = nil
-	loadSorted(k.byDate, items, itemDateLess)
-	loadSorted(k.byConf, items, itemConfLess)
+	loadSorted(k.byDate, items, itemDateCmp)
+	loadSorted(k.byConf, items, itemConfCmp)
 }
 
-// loadSorted sorts items by less and appends them to t.
-func loadSorted(t *btree.BTreeG[leadItem], items []leadItem, less func(a, b leadItem) bool) {
-	sortByLess(items, less)
+// loadSorted sorts items by cmp (the tree's order) and appends them to t.
+func loadSorted(t *btree.BTreeG[leadItem], items []leadItem, cmp func(a, b leadItem) int) {
+	slices.SortFunc(items, cmp)
 	for _, it := range items {
 		t.Load(it)
 	}

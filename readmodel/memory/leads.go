@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -147,27 +148,36 @@ func itemOf(r *leadRec) leadItem {
 
 // idLess orders a and b by lead id, through their abbreviations when
 // those decide.
-func idLess(a, b leadItem) bool {
+func idLess(a, b leadItem) bool { return idCmp(a, b) < 0 }
+
+// idCmp is idLess as a three-way comparison.
+func idCmp(a, b leadItem) int {
 	if a.lp == b.lp && a.abbr != b.abbr {
-		return a.abbr < b.abbr
+		return cmp.Compare(a.abbr, b.abbr)
 	}
-	return a.r.lead.LeadID < b.r.lead.LeadID
+	return strings.Compare(a.r.lead.LeadID, b.r.lead.LeadID)
 }
 
 // itemDateLess is dateLess on items.
-func itemDateLess(a, b leadItem) bool {
-	if c := dateOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
-		return c < 0
-	}
-	return idLess(a, b)
-}
+func itemDateLess(a, b leadItem) bool { return itemDateCmp(a, b) < 0 }
 
 // itemConfLess is confLess on items.
-func itemConfLess(a, b leadItem) bool {
-	if c := confOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
-		return c < 0
+func itemConfLess(a, b leadItem) bool { return itemConfCmp(a, b) < 0 }
+
+// itemDateCmp and itemConfCmp are itemDateLess and itemConfLess as
+// three-way comparisons (a sort calls each once per pair).
+func itemDateCmp(a, b leadItem) int {
+	if c := dateOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c
 	}
-	return idLess(a, b)
+	return idCmp(a, b)
+}
+
+func itemConfCmp(a, b leadItem) int {
+	if c := confOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
+		return c
+	}
+	return idCmp(a, b)
 }
 
 // keyLeads is one anchor's leads of one signal key.
@@ -181,7 +191,7 @@ type keyLeads struct {
 	dateHint, confHint btree.PathHint
 	// pend holds the records added while the index defers its trees
 	// (leadIndex.deferTrees), in the order added; buildTrees sorts them
-	// into the trees.
+	// into the trees and the day cells.
 	pend []*leadRec
 }
 
