@@ -20,9 +20,10 @@ import (
 // batch, and stay the same: the loaded cells and trees are written as
 // the added ones are.
 func TestDeferredDaysMatchOneByOne(t *testing.T) {
-	oldRoll, oldSparse := rollMin, sparseMin
+	oldRoll, oldSparse, oldKeys := rollMin, sparseMin, parallelKeys
 	rollMin, sparseMin = 6, 3
-	t.Cleanup(func() { rollMin, sparseMin = oldRoll, oldSparse })
+	parallelKeys = 2 // the keys built by goroutines (-race)
+	t.Cleanup(func() { rollMin, sparseMin, parallelKeys = oldRoll, oldSparse, oldKeys })
 	rng := rand.New(rand.NewPCG(21, 22))
 	one, deferred := newSide(nil), newSide(nil)
 	deferred.signals.leads.deferLeadTrees()
