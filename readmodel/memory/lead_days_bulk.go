@@ -24,32 +24,21 @@ type pendRec struct {
 }
 
 // cmpPend orders pending leads by day, then in their cell's record
-// order (cellRecs: a confidence first, descending; ids ascending).
+// order (cellRecs: confidences descending, null last; ids ascending).
 func cmpPend(a, b pendRec) int {
-	switch {
-	case a.day != b.day:
+	if a.day != b.day {
 		return cmp.Compare(a.day, b.day)
-	case a.hasConf != b.hasConf:
-		if a.hasConf {
-			return -1
-		}
-		return 1
-	case a.e.conf != b.e.conf:
-		return cmp.Compare(b.e.conf, a.e.conf)
+	}
+	if c := confFirst(a.hasConf, a.e.conf, b.hasConf, b.e.conf); c != 0 {
+		return c
 	}
 	return cmpIDs(a.e.ids, b.e.ids)
 }
 
 // load adds recs (a key's pending records) to d, holding what d.add of
-// each would. A d written before (which a deferring key's is not) takes
-// them one by one.
+// each would. d is empty: a deferring key's cells are written first here
+// (leadIndex.add skips them, and a remove builds every key before it).
 func (d *leadDayAggs) load(recs []*leadRec) {
-	if d.allRoll.all {
-		for _, r := range recs {
-			d.add(r, 1)
-		}
-		return
-	}
 	if len(recs) == 0 {
 		return
 	}
@@ -135,23 +124,19 @@ func (b *fenBuilder) add(hasConf bool, conf float64, ids leadIDs) {
 }
 
 func appendPacked(keys []uint32, ids leadIDs) []uint32 {
-	if ids.city != 0 {
-		keys = append(keys, ids.city|kindCity)
-	}
-	if ids.zip != 0 {
-		keys = append(keys, ids.zip|kindZip)
-	}
-	if ids.county != 0 {
-		keys = append(keys, ids.county|kindCounty)
-	}
-	return keys
+	p, n := packIDs(ids)
+	return append(keys, p[:n]...)
 }
 
 func (b *fenBuilder) build() *confFen {
 	f := &confFen{null: b.null, nullIDs: countKeys(b.nullIDs)}
 	for i := 1; i <= confBuckets; i++ {
 		f.cnt[i] += b.cnt[i]
-		f.ids[i] = mergeCounts(f.ids[i], countKeys(b.ids[i]))
+		if own := countKeys(b.ids[i]); len(f.ids[i]) == 0 {
+			f.ids[i] = own
+		} else {
+			f.ids[i] = mergeCounts(f.ids[i], own)
+		}
 		if j := i + i&-i; j <= confBuckets {
 			f.cnt[j] += f.cnt[i]
 			f.ids[j] = mergeCounts(f.ids[j], f.ids[i])

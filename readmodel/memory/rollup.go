@@ -86,15 +86,22 @@ func (f *confFen) add(hasConf bool, conf float64, ids leadIDs, delta int64) {
 }
 
 func addPacked(s *sparseCounts, ids leadIDs, delta int64) {
-	if ids.city != 0 {
-		s.add(ids.city|kindCity, delta)
+	p, n := packIDs(ids)
+	for _, k := range p[:n] {
+		s.add(k, delta)
 	}
-	if ids.zip != 0 {
-		s.add(ids.zip|kindZip, delta)
+}
+
+// packIDs returns the packed top-list keys of a lead's non-empty city,
+// zip and county, in that order: p[:n].
+func packIDs(ids leadIDs) (p [3]uint32, n int) {
+	for _, k := range [3]uint32{ids.city | kindCity, ids.zip | kindZip, ids.county | kindCounty} {
+		if k&^kindMask != 0 {
+			p[n] = k
+			n++
+		}
 	}
-	if ids.county != 0 {
-		s.add(ids.county|kindCounty, delta)
-	}
+	return p, n
 }
 
 // atLeast is the number of leads in buckets >= b (b = 64: none).
