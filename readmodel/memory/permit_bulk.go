@@ -299,39 +299,33 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	}
 	clear(b.pend)
 
-	// Valuation order: sorted on keys held beside the permits, which
-	// are loaded only for ties.
+	// Valuation order: sorted on keys held beside the permits (the
+	// tree's own keys), so that neither the sort nor the loads go to a
+	// permit but for ties of valuation.
 	byVal := b.byVal[:0]
 	for _, c := range items {
-		byVal = append(byVal, valued{nan: math.IsNaN(c.valuation), k: -c.valuation, c: c})
+		byVal = append(byVal, valued{vkey: vkeyOf(c), c: c})
 	}
 	slices.SortFunc(byVal, valuedCmp)
 	vt := newValueTree(b.s.pi.slab)
 	for _, v := range byVal {
-		vt.Load(vkeyOf(v.c))
+		vt.Load(v.vkey)
 	}
 	b.byValue[geo] = vt
 	clear(byVal)
 	b.byVal = byVal[:0]
 }
 
-// valued is a permit with its valuation order's key: valuations
-// descending (k is the negated valuation), then the null ones, each by
-// permit_id (valueLess).
+// valued is a permit with its key in valuation order (valueLess:
+// valuations descending, then the null ones, each by permit_id).
 type valued struct {
-	nan bool
-	k   float64
-	c   *cpermit
+	vkey
+	c *cpermit
 }
 
 func valuedCmp(a, b valued) int {
-	switch {
-	case a.nan != b.nan && b.nan:
-		return -1
-	case a.nan != b.nan:
-		return 1
-	case !a.nan && a.k != b.k:
-		return cmp.Compare(a.k, b.k)
+	if c := cmp.Compare(a.ord, b.ord); c != 0 {
+		return c
 	}
 	return strings.Compare(a.c.id, b.c.id)
 }
