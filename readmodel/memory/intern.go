@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
 
+	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -15,9 +17,10 @@ import (
 // (strings that are not, such as descriptions, are texts). Guarded by the
 // the side's single writer; read only by readers of that side.
 type symbols struct {
-	ids  map[string]uint32
-	strs []string
-	fast *symCache // while an Import builds the side (bulkSide), else nil
+	ids   map[string]uint32
+	strs  []string
+	fast  *symCache // while an Import builds the side (bulkSide), else nil
+	ncity []uint32  // ncity[id]-1 is the handle of address.NormalizeCity(strs[id]); 0: not known yet (normCity)
 }
 
 // symCache finds the handle of a string by the address of its bytes
@@ -67,6 +70,23 @@ func (t *symbols) intern(s string) uint32 {
 	t.strs = append(t.strs, s)
 	t.ids[s] = id
 	return id
+}
+
+// normCity interns address.NormalizeCity of the symbol id (the side's
+// writer). Each city is normalized once: a property's write normalized
+// its city every time (a new string, then a hash of it), about an eighth
+// of putProperty in a snapshot load's profile.
+func (t *symbols) normCity(id uint32) uint32 {
+	if int(id) < len(t.ncity) {
+		if n := t.ncity[id]; n != 0 {
+			return n - 1
+		}
+	} else {
+		t.ncity = append(t.ncity, make([]uint32, int(id)+1-len(t.ncity))...)
+	}
+	n := t.intern(address.NormalizeCity(t.strs[id]))
+	t.ncity[id] = n + 1
+	return n
 }
 
 // lookup returns the handle of s without interning it.
@@ -151,9 +171,10 @@ const selfProperty = ^uint32(0)
 // linkSets interns whole link lists: every permit of one ZIP with the same
 // ZIP source shares one list. Handle 0 is the empty list.
 type linkSets struct {
-	small map[smallSet]uint32 // lists of up to 8 links, keyed without allocating
-	ids   map[string]uint32   // longer lists
-	sets  [][]clink
+	byHash map[uint64]uint32   // lists of up to 8 links by linkHash
+	small  map[smallSet]uint32 // lists of up to 8 links whose hash another list holds
+	ids    map[string]uint32   // longer lists
+	sets   [][]clink
 }
 
 type smallSet struct {
@@ -162,7 +183,20 @@ type smallSet struct {
 }
 
 func newLinkSets() *linkSets {
-	return &linkSets{small: map[smallSet]uint32{}, ids: map[string]uint32{}, sets: [][]clink{nil}}
+	return &linkSets{byHash: map[uint64]uint32{}, small: map[smallSet]uint32{}, ids: map[string]uint32{}, sets: [][]clink{nil}}
+}
+
+// linkHash hashes a short link list in a few multiplications: a map
+// keyed by the whole smallSet hashed and compared its 136 bytes for
+// every document (a tenth of a snapshot load's permit conversion).
+func linkHash(links []clink) uint64 {
+	h := uint64(len(links)) * 0x9e3779b97f4a7c15
+	for _, l := range links {
+		h = (h ^ (uint64(l.geo) | uint64(l.conf)<<32)) * 0xbf58476d1ce4e5b9
+		h = (h ^ (uint64(l.method) | uint64(l.typ)<<32)) * 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
 }
 
 // id interns links of a document whose property is prop (the side's writer).
@@ -182,12 +216,23 @@ func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) ui
 		for i, l := range links {
 			k.links[i] = compact(l)
 		}
-		if id, ok := ls.small[k]; ok {
-			return id
+		h := linkHash(k.links[:k.n])
+		first, hashed := ls.byHash[h]
+		if hashed && slices.Equal(ls.sets[first], k.links[:k.n]) {
+			return first
+		}
+		if hashed { // another list of the same hash
+			if id, ok := ls.small[k]; ok {
+				return id
+			}
 		}
 		id := uint32(len(ls.sets))
 		ls.sets = append(ls.sets, append([]clink(nil), k.links[:k.n]...))
-		ls.small[k] = id
+		if hashed {
+			ls.small[k] = id
+		} else {
+			ls.byHash[h] = id
+		}
 		return id
 	}
 	cl := make([]clink, len(links))

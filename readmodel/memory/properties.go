@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 	"strings"
 
-	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/internal/propmatch"
 )
@@ -187,10 +186,10 @@ func (s *side) putProperty(p readmodel.Property) bool {
 		lat:       nanOf(p.Lat),
 		lon:       nanOf(p.Lon),
 		city:      s.pi.syms.id(p.City),
-		ncity:     s.pi.syms.id(address.NormalizeCity(p.City)),
 		state:     s.pi.syms.id(p.State),
 		zip:       s.pi.syms.id(p.Zipcode),
 	}
+	c.ncity = s.pi.syms.normCity(c.city)
 	if strings.HasPrefix(c.canonical, c.norm) {
 		c.norm = c.canonical[:len(c.norm)]
 	}
