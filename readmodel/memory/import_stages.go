@@ -83,7 +83,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 			continue
 		}
 		c := d.compactPermit(p)
-		d.permits.put(c.id, c.version, c) // a new id: it takes
+		d.permits.insert(c.id, c.version, c) // a new id (looked up above)
 		d.pi.slab.take(c)                 // before the indexer stage reads it
 		stored = append(stored, c)
 	}

@@ -46,6 +46,13 @@ func (t *table[T]) put(id string, version int64, doc T) (prev T, hadPrev, ok boo
 	return prev, hadPrev, true
 }
 
+// insert stores doc at version under id, which the table does not hold
+// (the caller has looked: put would look again).
+func (t *table[T]) insert(id string, version int64, doc T) {
+	t.rows[id] = &row[T]{version: version, doc: doc}
+	t.live++
+}
+
 // del tombstones id at version when it is newer than what is stored. It
 // returns the removed live document (if any) and whether the delete took.
 func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
