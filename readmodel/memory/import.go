@@ -142,6 +142,7 @@ func (s *Store) bulkSide() *side {
 	d.bulk = true
 	d.deferIndexes()
 	d.pi.syms.fast = new(symCache)
+	d.pi.links.fast = new(linkCache)
 	return d
 }
 
@@ -166,6 +167,7 @@ func (d *side) endBulk() {
 	d.buildDeferred()
 	d.bulk = false
 	d.pi.syms.fast = nil
+	d.pi.links.fast = nil
 }
 
 // Add hands b to the new sides; the Import owns b from now on (its

@@ -84,7 +84,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 		}
 		c := d.compactPermit(p)
 		d.permits.insert(c.id, c.version, c) // a new id (looked up above)
-		d.pi.slab.take(c)                 // before the indexer stage reads it
+		d.pi.slab.take(c)                    // before the indexer stage reads it
 		stored = append(stored, c)
 	}
 	st.send(stored)

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +176,77 @@ type linkSets struct {
 	small  map[smallSet]uint32 // lists of up to 8 links whose hash another list holds
 	ids    map[string]uint32   // longer lists
 	sets   [][]clink
+	fast   *linkCache // while an Import builds the side (bulkSide), else nil
+}
+
+// linkCache finds the handle of a document's link list by the addresses
+// of its strings, before they are interned one by one: as symCache for
+// single strings, since a snapshot decoder hands out one string for all
+// occurrences of a geo_id, a type and a method. A permit's list of five
+// links took fifteen symbol lookups, a hash and a map lookup; a list seen
+// before now takes one slot's comparison. A link to the document's own
+// property (a new string for every document) is compared as that, not
+// by address, as the list's handle records it (selfProperty). A slot
+// keeps its list's strings, so their addresses cannot be reused for
+// other bytes while it holds them.
+type linkCache [linkCacheSlots]linkSlot
+
+type linkSlot struct {
+	links []readmodel.GeoLink // a copy; nil: empty slot
+	self  uint8               // bit i: link i is a link to the document's own property
+	id    uint32
+}
+
+const linkCacheBits = 16
+const linkCacheSlots = 1 << linkCacheBits
+
+// isSelf reports whether l is a link to prop, the document's own
+// property (compact's selfProperty).
+func isSelf(l *readmodel.GeoLink, prop string) bool {
+	return l.GeoType == readmodel.GeoProperty && l.GeoID == prop && prop != ""
+}
+
+func strAddr(s string) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) }
+
+// sameStr reports whether a and b are one string by address and length.
+func sameStr(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// slot returns the cache slot of links and their self-link bits.
+func (c *linkCache) slot(links []readmodel.GeoLink, prop string) (*linkSlot, uint8) {
+	h := uint64(len(links)) * 0x9e3779b97f4a7c15
+	var self uint8
+	for i := range links {
+		l := &links[i]
+		g := strAddr(l.GeoID) ^ uint64(len(l.GeoID))<<48
+		if isSelf(l, prop) {
+			self |= 1 << i
+			g = 1
+		}
+		h = (h ^ g) * 0xbf58476d1ce4e5b9
+		h = (h ^ strAddr(l.Method) ^ strAddr(string(l.GeoType))<<17 ^ math.Float64bits(l.Confidence)) * 0x94d049bb133111eb
+		h ^= h >> 29
+	}
+	return &c[h>>(64-linkCacheBits)], self
+}
+
+// matches reports whether the slot holds links (with the self bits self).
+func (sl *linkSlot) matches(links []readmodel.GeoLink, self uint8) bool {
+	if sl.links == nil || len(sl.links) != len(links) || sl.self != self {
+		return false
+	}
+	for i := range links {
+		a, b := &sl.links[i], &links[i]
+		if self&(1<<i) == 0 && !sameStr(a.GeoID, b.GeoID) {
+			return false
+		}
+		if !sameStr(a.Method, b.Method) || !sameStr(string(a.GeoType), string(b.GeoType)) ||
+			math.Float64bits(a.Confidence) != math.Float64bits(b.Confidence) {
+			return false
+		}
+	}
+	return true
 }
 
 type smallSet struct {
@@ -204,9 +276,23 @@ func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) ui
 	if len(links) == 0 {
 		return 0
 	}
+	if ls.fast != nil && len(links) <= 8 {
+		sl, self := ls.fast.slot(links, prop)
+		if sl.matches(links, self) {
+			return sl.id
+		}
+		id := ls.intern(syms, links, prop)
+		sl.links, sl.self, sl.id = slices.Clone(links), self, id
+		return id
+	}
+	return ls.intern(syms, links, prop)
+}
+
+// intern interns links of a document whose property is prop.
+func (ls *linkSets) intern(syms *symbols, links []readmodel.GeoLink, prop string) uint32 {
 	compact := func(l readmodel.GeoLink) clink {
 		g := selfProperty
-		if l.GeoType != readmodel.GeoProperty || l.GeoID != prop || prop == "" {
+		if !isSelf(&l, prop) {
 			g = syms.id(l.GeoID)
 		}
 		return clink{geo: g, conf: toMillionths(l.Confidence), method: syms.id(l.Method), typ: syms.id(string(l.GeoType))}

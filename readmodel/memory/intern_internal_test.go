@@ -49,3 +49,98 @@ func TestNormCity(t *testing.T) {
 		require.Equal(t, want, n)
 	}
 }
+
+// With the link cache (an Import's), every list gets the handle it gets
+// without: a list seen before by the addresses of its strings, one whose
+// strings are equal but new, one that differs only in a confidence, a
+// method or a geo_id, and links to the document's own property, whose id
+// is a new string for every document.
+func TestLinkCacheMatchesIntern(t *testing.T) {
+	cached, plain := newLinkSets(), newLinkSets()
+	cached.fast = new(linkCache)
+	csyms, psyms := newSymbols(), newSymbols()
+	fresh := func(s string) string { return string([]byte(s)) } // equal bytes, another address
+	zip, city, method := "zip_94110", "city_sf", "zip"
+	list := func(prop string, conf float64) []readmodel.GeoLink {
+		return []readmodel.GeoLink{
+			{GeoID: prop, GeoType: readmodel.GeoProperty, Confidence: 1, Method: method},
+			{GeoID: zip, GeoType: readmodel.GeoZip, Confidence: conf, Method: method},
+			{GeoID: city, GeoType: readmodel.GeoCity, Confidence: 0.5, Method: method},
+		}
+	}
+	prop := func(i int) string { return fresh("prop_0000000000000000000000000000000" + string(rune('0'+i))) }
+	cases := [][]readmodel.GeoLink{
+		list(prop(1), 0.9),
+		list(prop(2), 0.9), // another property: the same handle
+		list(prop(3), 0.8), // a confidence
+		list(prop(4), 0.9),
+	}
+	other := list(prop(5), 0.9)
+	other[2].GeoID = fresh(city) // equal bytes, new address
+	cases = append(cases, other)
+	other = list(prop(6), 0.9)
+	other[1].Method = "name" // a method
+	cases = append(cases, other)
+	other = list(prop(7), 0.9)
+	other[1].GeoID = "zip_94103" // a geo_id
+	cases = append(cases, other)
+	other = list(prop(8), 0.9)
+	other[0].GeoID = prop(9) // another property's link: not the document's own
+	cases = append(cases, other)
+	for i, links := range cases {
+		p := prop(i%8 + 1)
+		if i == 7 {
+			p = prop(8)
+		}
+		want := plain.id(psyms, links, p)
+		got := cached.id(csyms, links, p)
+		require.Equal(t, want, got, "case %d", i)
+		require.Equal(t, want, cached.id(csyms, links, p), "case %d again, from the cache", i)
+	}
+	require.Equal(t, plain.sets, cached.sets)
+}
+
+// A slot matches only the list it holds, by the addresses of the strings
+// and the links to the document's own property (slots are shared by the
+// lists whose hashes meet in them).
+func TestLinkSlotMatches(t *testing.T) {
+	fresh := func(s string) string { return string([]byte(s)) }
+	zip, method := "zip_94110", "zip"
+	base := func(prop string) []readmodel.GeoLink {
+		return []readmodel.GeoLink{
+			{GeoID: prop, GeoType: readmodel.GeoProperty, Confidence: 1, Method: method},
+			{GeoID: zip, GeoType: readmodel.GeoZip, Confidence: 0.9, Method: method},
+		}
+	}
+	var c linkCache
+	p1 := fresh("prop_00000000000000000000000000000001")
+	sl, self := c.slot(base(p1), p1)
+	require.Equal(t, uint8(1), self)
+	sl.links, sl.self, sl.id = base(p1), self, 7
+
+	p2 := fresh("prop_00000000000000000000000000000002")
+	_, self2 := c.slot(base(p2), p2)
+	require.True(t, sl.matches(base(p2), self2), "another document's own property")
+
+	for name, change := range map[string]func(l []readmodel.GeoLink){
+		"geo_id by address": func(l []readmodel.GeoLink) { l[1].GeoID = fresh(zip) },
+		"confidence":        func(l []readmodel.GeoLink) { l[1].Confidence = 0.8 },
+		"method":            func(l []readmodel.GeoLink) { l[1].Method = fresh(method) },
+		"geo type":          func(l []readmodel.GeoLink) { l[1].GeoType = readmodel.GeoCity },
+		"shorter":           func(l []readmodel.GeoLink) { l[1] = l[0] },
+	} {
+		l := base(p2)
+		change(l)
+		if name == "shorter" {
+			l = l[:1]
+		}
+		_, s := c.slot(l, p2)
+		require.False(t, sl.matches(l, s), name)
+	}
+	// The first link names a property, but not the document's: compared
+	// by address, and the self bits differ.
+	l := base(p1)
+	_, s := c.slot(l, p2)
+	require.Zero(t, s&1)
+	require.False(t, sl.matches(l, s))
+}
