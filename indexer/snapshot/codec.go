@@ -37,7 +37,8 @@ import (
 // geo_id, a link method) is written once and then referred to by its
 // index, so the decoder hands out one string for all its occurrences,
 // with neither a hash nor a comparison nor an allocation, and the read
-// model's interning finds it by its address (memory's symCache). The
+// model's interning finds it by its address (memory's symCache; a
+// document's whole link list by its strings' addresses: linkCache). The
 // encoder tables the strings of up to tableMaxLen bytes, until the table
 // holds tableMaxEntries; the fields known to be one per document (ids,
 // addresses: uniqueFields) and property ids wherever they are (a
