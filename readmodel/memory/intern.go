@@ -50,9 +50,8 @@ func newSymbols() *symbols {
 // id interns s (the side's writer).
 func (t *symbols) id(s string) uint32 {
 	if t.fast != nil && len(s) > 0 {
-		p := unsafe.StringData(s)
-		slot := &t.fast[(uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>(64-symCacheBits)]
-		if len(slot.s) == len(s) && unsafe.StringData(slot.s) == p {
+		slot := &t.fast[(strAddr(s)*0x9e3779b97f4a7c15)>>(64-symCacheBits)]
+		if sameStr(slot.s, s) {
 			return slot.id
 		}
 		id := t.intern(s)
