@@ -33,8 +33,7 @@ func (t *table[T]) put(id string, version int64, doc T) (prev T, hadPrev, ok boo
 		return prev, false, false
 	}
 	if !exists {
-		t.rows[id] = &row[T]{version: version, doc: doc}
-		t.live++
+		t.insert(id, version, doc)
 		return prev, false, true
 	}
 	if r.deleted {
