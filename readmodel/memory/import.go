@@ -165,9 +165,7 @@ func (d *side) buildDeferred() {
 // and writes index as usual from now on.
 func (d *side) endBulk() {
 	d.buildDeferred()
-	d.bulk = false
-	d.pi.syms.fast = nil
-	d.pi.links.fast = nil
+	d.bulk = false // the side keeps its address caches (symCache)
 }
 
 // Add hands b to the new sides; the Import owns b from now on (its

@@ -18,10 +18,13 @@ import (
 // (strings that are not, such as descriptions, are texts). Guarded by the
 // the side's single writer; read only by readers of that side.
 type symbols struct {
-	ids   map[string]uint32
-	strs  []string
-	fast  *symCache // while an Import builds the side (bulkSide), else nil
-	ncity []uint32  // ncity[id]-1 is the handle of address.NormalizeCity(strs[id]); 0: not known yet (normCity)
+	ids  map[string]uint32
+	strs []string
+	fast *symCache // from bulkSide, or once a side's symbols are many (cached); nil before
+	// cached: a side's own symbols, which take a symCache once they hold
+	// cacheFrom strings (a view's copy for another goroutine takes none).
+	cached bool
+	ncity  []uint32 // ncity[id]-1 is the handle of address.NormalizeCity(strs[id]); 0: not known yet (normCity)
 }
 
 // symCache finds the handle of a string by the address of its bytes
@@ -30,7 +33,13 @@ type symbols struct {
 // of a permit's symbols (its type, status, city, the geo_ids, methods and
 // types of its links) are strings seen before, at the same address, and
 // a slot's pointer comparison replaces a hash of the string and a
-// comparison of its bytes. A slot keeps its string, so the address cannot
+// comparison of its bytes. Applied documents share them too: the event
+// decoder hands out one string for a recent short value (events'
+// strCache), and the projection's links name the indexer's location
+// table's geo_ids (indexer/locations.go), so a side keeps its caches
+// after an Import and takes them on the live path once it holds
+// cacheFrom symbols or link lists (a small store, as most tests make,
+// takes none: the two are 5 MB a side). A slot keeps its string, so the address cannot
 // be reused for other bytes while the slot holds it; strings are
 // immutable, so the same address and length are the same string.
 type symCache [symCacheSlots]symSlot
@@ -43,12 +52,19 @@ type symSlot struct {
 const symCacheBits = 17
 const symCacheSlots = 1 << symCacheBits
 
+// cacheFrom is the number of symbols (link lists) from which a side's
+// symbols (link sets) take their address cache.
+const cacheFrom = 1024
+
 func newSymbols() *symbols {
 	return &symbols{ids: map[string]uint32{"": 0}, strs: []string{""}}
 }
 
 // id interns s (the side's writer).
 func (t *symbols) id(s string) uint32 {
+	if t.fast == nil && t.cached && len(t.strs) >= cacheFrom {
+		t.fast = new(symCache)
+	}
 	if t.fast != nil && len(s) > 0 {
 		slot := &t.fast[(strAddr(s)*0x9e3779b97f4a7c15)>>(64-symCacheBits)]
 		if sameStr(slot.s, s) {
@@ -175,7 +191,8 @@ type linkSets struct {
 	small  map[smallSet]uint32 // lists of up to 8 links whose hash another list holds
 	ids    map[string]uint32   // longer lists
 	sets   [][]clink
-	fast   *linkCache // while an Import builds the side (bulkSide), else nil
+	fast   *linkCache // from bulkSide, or once the side holds cacheFrom lists (cached); nil before
+	cached bool       // a side's own link sets (symbols.cached)
 }
 
 // linkCache finds the handle of a document's link list by the addresses
@@ -274,6 +291,9 @@ func linkHash(links []clink) uint64 {
 func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) uint32 {
 	if len(links) == 0 {
 		return 0
+	}
+	if ls.fast == nil && ls.cached && len(ls.sets) >= cacheFrom {
+		ls.fast = new(linkCache)
 	}
 	if ls.fast != nil && len(links) <= 8 {
 		sl, self := ls.fast.slot(links, prop)
@@ -391,7 +411,9 @@ type permitIndexes struct {
 }
 
 func newPermitIndexes() permitIndexes {
-	return permitIndexes{syms: newSymbols(), texts: newTexts(), links: newLinkSets(), geoIdx: map[uint32]treeSet{}, order: &indexOrder{sorted: true}, slab: newPermitSlab()}
+	syms, links := newSymbols(), newLinkSets()
+	syms.cached, links.cached = true, true
+	return permitIndexes{syms: syms, texts: newTexts(), links: links, geoIdx: map[uint32]treeSet{}, order: &indexOrder{sorted: true}, slab: newPermitSlab()}
 }
 
 // indexOrder follows the order in which a side's permits are indexed

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -143,4 +145,48 @@ func TestLinkSlotMatches(t *testing.T) {
 	_, s := c.slot(l, p2)
 	require.Zero(t, s&1)
 	require.False(t, sl.matches(l, s))
+}
+
+// A side's own symbols and link sets take their address caches once they
+// hold cacheFrom entries, and give the handles they gave before: a
+// string seen again at its address, and one of equal bytes at another.
+// A view's copy for another goroutine (importStages.view) takes none.
+func TestSideTakesCachesWhenLarge(t *testing.T) {
+	pi := newPermitIndexes()
+	syms, ls := pi.syms, pi.links
+	names := make([]string, cacheFrom)
+	for i := range names {
+		names[i] = "zip_" + strconv.Itoa(10000+i)
+	}
+	lists := make([][]readmodel.GeoLink, cacheFrom-1) // with handle 0's, cacheFrom lists
+	ids := make([]uint32, len(lists))
+	for i, g := range names[:len(lists)] {
+		lists[i] = []readmodel.GeoLink{{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 1, Method: "zip"}}
+		ids[i] = ls.id(syms, lists[i], "")
+	}
+	require.NotNil(t, syms.fast, "a side's symbols past cacheFrom take the cache")
+	require.Nil(t, ls.fast, "the next list finds cacheFrom lists and takes the cache")
+	extra := []readmodel.GeoLink{{GeoID: "zip_99999", GeoType: readmodel.GeoZip, Confidence: 1, Method: "zip"}}
+	x := ls.id(syms, extra, "")
+	require.NotNil(t, ls.fast)
+	for i := range lists {
+		require.Equal(t, ids[i], ls.id(syms, lists[i], ""), "the same strings, the same handle")
+		copied := []readmodel.GeoLink{{GeoID: strings.Clone(names[i]), GeoType: readmodel.GeoZip, Confidence: 1, Method: strings.Clone("zip")}}
+		require.Equal(t, ids[i], ls.id(syms, copied, ""), "equal strings elsewhere, the same handle")
+		require.Equal(t, lists[i], ls.expand(syms, ids[i], ""))
+	}
+	require.Equal(t, x, ls.id(syms, extra, ""))
+	id, ok := syms.lookup(names[7])
+	require.True(t, ok)
+	require.Equal(t, id, syms.id(strings.Clone(names[7])))
+	require.Equal(t, id, syms.id(names[7]))
+
+	small := newPermitIndexes()
+	for i := range cacheFrom - 2 {
+		small.syms.id(names[i])
+	}
+	require.Nil(t, small.syms.fast, "a small side takes no cache")
+
+	view := &symbols{strs: syms.strs}
+	require.False(t, view.cached)
 }
