@@ -39,9 +39,10 @@ type symbols struct {
 // table's geo_ids (indexer/locations.go), so a side keeps its caches
 // after an Import and takes them on the live path once it holds
 // cacheFrom symbols or link lists (a small store, as most tests make,
-// takes none: the two are 5 MB a side). A slot keeps its string, so the address cannot
-// be reused for other bytes while the slot holds it; strings are
-// immutable, so the same address and length are the same string.
+// takes none: the two are 5 MB a side). A slot keeps its string, so the
+// address cannot be reused for other bytes while the slot holds it;
+// strings are immutable, so the same address and length are the same
+// string.
 type symCache [symCacheSlots]symSlot
 
 type symSlot struct {
