@@ -141,8 +141,6 @@ func (s *Store) bulkSide() *side {
 	d := newSide(r)
 	d.bulk = true
 	d.deferIndexes()
-	d.pi.syms.fast = new(symCache)
-	d.pi.links.fast = new(linkCache)
 	return d
 }
 
@@ -165,7 +163,7 @@ func (d *side) buildDeferred() {
 // and writes index as usual from now on.
 func (d *side) endBulk() {
 	d.buildDeferred()
-	d.bulk = false // the side keeps its address caches (symCache)
+	d.bulk = false
 }
 
 // Add hands b to the new sides; the Import owns b from now on (its

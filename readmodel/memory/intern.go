@@ -20,7 +20,7 @@ import (
 type symbols struct {
 	ids  map[string]uint32
 	strs []string
-	fast *symCache // from bulkSide, or once a side's symbols are many (cached); nil before
+	fast *symCache // once a side's symbols are many (cached); nil before
 	// cached: a side's own symbols, which take a symCache once they hold
 	// cacheFrom strings (a view's copy for another goroutine takes none).
 	cached bool
@@ -36,10 +36,10 @@ type symbols struct {
 // comparison of its bytes. Applied documents share them too: the event
 // decoder hands out one string for a recent short value (events'
 // strCache), and the projection's links name the indexer's location
-// table's geo_ids (indexer/locations.go), so a side keeps its caches
-// after an Import and takes them on the live path once it holds
-// cacheFrom symbols or link lists (a small store, as most tests make,
-// takes none: the two are 5 MB a side). A slot keeps its string, so the
+// table's geo_ids (indexer/locations.go). So every side, an Import's as
+// a live one, takes its caches once it holds cacheFrom symbols or link
+// lists, and keeps them (a small store, as most tests make, takes none:
+// the two are 5 MB a side). A slot keeps its string, so the
 // address cannot be reused for other bytes while the slot holds it;
 // strings are immutable, so the same address and length are the same
 // string.
@@ -192,7 +192,7 @@ type linkSets struct {
 	small  map[smallSet]uint32 // lists of up to 8 links whose hash another list holds
 	ids    map[string]uint32   // longer lists
 	sets   [][]clink
-	fast   *linkCache // from bulkSide, or once the side holds cacheFrom lists (cached); nil before
+	fast   *linkCache // once the side holds cacheFrom lists (cached); nil before
 	cached bool       // a side's own link sets (symbols.cached)
 }
 

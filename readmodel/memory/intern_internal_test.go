@@ -52,7 +52,7 @@ func TestNormCity(t *testing.T) {
 	}
 }
 
-// With the link cache (an Import's), every list gets the handle it gets
+// With the link cache, every list gets the handle it gets
 // without: a list seen before by the addresses of its strings, one whose
 // strings are equal but new, one that differs only in a confidence, a
 // method or a geo_id, and links to the document's own property, whose id
@@ -187,6 +187,8 @@ func TestSideTakesCachesWhenLarge(t *testing.T) {
 	}
 	require.Nil(t, small.syms.fast, "a small side takes no cache")
 
-	view := &symbols{strs: syms.strs}
-	require.False(t, view.cached)
+	st := &importStages{d: &side{pi: pi}}
+	v := st.view()
+	require.False(t, v.pi.syms.cached, "a view's symbols take no cache")
+	require.False(t, v.pi.links.cached, "a view's link sets take no cache")
 }
