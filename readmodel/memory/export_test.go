@@ -86,3 +86,10 @@ func SetParallelKeys(n int) func() {
 	parallelKeys = n
 	return func() { parallelKeys = old }
 }
+
+// HoldStandby makes an Import's second side wait for fn before it is
+// built, until the returned func restores the default.
+func HoldStandby(fn func()) func() {
+	holdStandby = fn
+	return func() { holdStandby = nil }
+}

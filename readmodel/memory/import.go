@@ -54,6 +54,10 @@ type Import struct {
 	sizes   map[readmodel.Kind]int64 // Reserve's, for the second side too
 }
 
+// holdStandby, when a test sets it, runs before an Import's second side
+// is built (HoldStandby).
+var holdStandby func()
+
 // standbyBuild is an Import's second side, built in the background after
 // Commit (Store.standby, settle).
 type standbyBuild struct {
@@ -245,6 +249,9 @@ func (im *Import) Commit() error {
 	batches := im.batches
 	im.batches = nil
 	go func() {
+		if holdStandby != nil {
+			holdStandby()
+		}
 		stages := newImportStages(st.side)
 		for i, b := range batches {
 			stages.add(b)

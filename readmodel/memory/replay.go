@@ -48,6 +48,14 @@ type replayState struct {
 func (s *Store) BeginReplay() bool {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// The second side of an Import or a replay may still be building
+	// (standby). When the state it copies is not empty the answer is no,
+	// without waiting for it: a restart from a snapshot starts its
+	// consumer (and with nothing to replay is ready) once the first side
+	// is built, and its first write waits for the second.
+	if s.standby != nil && !s.sides[s.active.Load()].empty() {
+		return false
+	}
 	s.settle()
 	if s.replay != nil || s.journal != nil || s.pending != nil || !s.sides[0].empty() || !s.sides[1].empty() {
 		return false

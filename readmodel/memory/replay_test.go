@@ -128,6 +128,38 @@ func TestReplayOnlyIntoAnEmptyStore(t *testing.T) {
 	require.True(t, s.BeginReplay())
 }
 
+// After an Import (a restart from a snapshot) BeginReplay answers no at
+// once, while the Import's second side is still being built: serve
+// starts its consumer after it, and with nothing to replay is ready
+// with the first side (the first write waits for the second).
+func TestBeginReplayDoesNotWaitForAnImportsSecondSide(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer memory.HoldStandby(func() { <-release })()
+	s := memory.New(memory.Params{})
+	im := s.NewImport()
+	require.NoError(t, newStore(t).Export(ctx, 100, im.Add))
+	require.NoError(t, im.Commit())
+
+	began := make(chan bool, 1)
+	go func() { began <- s.BeginReplay() }()
+	select {
+	case ok := <-began:
+		require.False(t, ok, "the store holds the imported state")
+	case <-time.After(time.Minute): // held: BeginReplay waits for the release
+		close(release)
+		t.Fatal("BeginReplay waited for the Import's second side")
+	}
+	close(release)
+	s.Settle()
+	want, err := newStore(t).Digest(ctx)
+	require.NoError(t, err)
+	got, err := s.Digest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the imported state")
+	require.False(t, s.BeginReplay())
+}
+
 // Export and NewImport end an open replay first: a snapshot taken
 // before the consumer caught up (at shutdown) holds what was applied,
 // and an Import's journal starts from the readers' state.
