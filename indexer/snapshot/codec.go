@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -60,10 +61,35 @@ const (
 	tagRef     = 3 // and up
 )
 
-// encTable is the encoder's string table.
-type encTable struct{ ids map[string]uint32 }
+// encTable is the encoder's string table. Its strings are found by the
+// address of their bytes first (fast), then by value (ids): the read
+// model hands out one string per symbol, description and day, so most
+// of a snapshot's strings are ones written before at the same address,
+// and hashing each against a map of up to tableMaxEntries keys was half
+// of a snapshot write's CPU. A slot holds its string, so the address
+// cannot be reused for other bytes while the slot names it.
+type encTable struct {
+	ids  map[string]uint32
+	fast *[encFastSlots]encSlot
+}
 
-func newEncTable() *encTable { return &encTable{ids: map[string]uint32{}} }
+type encSlot struct {
+	s  string // "": empty slot
+	id uint32
+}
+
+const encFastBits = 17
+const encFastSlots = 1 << encFastBits
+
+func newEncTable() *encTable {
+	return &encTable{ids: map[string]uint32{}, fast: new([encFastSlots]encSlot)}
+}
+
+// slot is s's slot in fast, by the address of its bytes.
+func (t *encTable) slot(s string) *encSlot {
+	h := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) * 0x9e3779b97f4a7c15
+	return &t.fast[h>>(64-encFastBits)]
+}
 
 type encoder struct {
 	b   []byte
@@ -87,13 +113,25 @@ func (e *encoder) str(s string, unique bool) {
 		e.uvarint(tagEmpty)
 		return
 	}
-	if !unique && len(s) <= tableMaxLen && !readmodel.IsPropertyID(s) {
+	if !unique && len(s) <= tableMaxLen {
+		sl := e.tab.slot(s)
+		if len(sl.s) == len(s) && unsafe.StringData(sl.s) == unsafe.StringData(s) {
+			e.uvarint(uint64(sl.id) + tagRef) // the same string as the slot's
+			return
+		}
+		if readmodel.IsPropertyID(s) {
+			e.literal(tagLiteral, s)
+			return
+		}
 		if id, ok := e.tab.ids[s]; ok {
+			sl.s, sl.id = s, id
 			e.uvarint(uint64(id) + tagRef)
 			return
 		}
 		if len(e.tab.ids) < tableMaxEntries {
-			e.tab.ids[s] = uint32(len(e.tab.ids))
+			id := uint32(len(e.tab.ids))
+			e.tab.ids[s] = id
+			sl.s, sl.id = s, id
 			e.literal(tagNew, s)
 			return
 		}

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/hex"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/permitd/permitd/events"
@@ -87,12 +88,44 @@ func parseDay(s string) int32 {
 	return int32(t.Unix() / 86400)
 }
 
+// formatDay is the YYYY-MM-DD of a day (parseDay's), "" for noDate. The
+// days of 1900 to 2099 share one string each (dayStrings): an export
+// writes three dates a permit, and a snapshot's string table then finds
+// each by its address instead of hashing it.
 func formatDay(d int32) string {
 	if d == noDate {
 		return ""
 	}
+	if i := int64(d) - firstStringDay; i >= 0 && i < int64(len(dayStrings())) {
+		return dayStrings()[i]
+	}
 	return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
 }
+
+// firstStringDay is 1900-01-01 as a day (days since 1970-01-01).
+const firstStringDay = -25567
+
+// dayStrings are the dates of 1900-01-01 to 2099-12-31, day by day from
+// firstStringDay, as substrings of one string (1.9 MB in all, made at the
+// first call).
+var dayStrings = sync.OnceValue(func() []string {
+	const years = 200
+	b := make([]byte, 0, years*366*len(time.DateOnly))
+	for y := 1900; y < 1900+years; y++ {
+		for m := time.January; m <= time.December; m++ {
+			for d := 1; d <= time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day(); d++ {
+				b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10),
+					'-', byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d/10), byte('0'+d%10))
+			}
+		}
+	}
+	all := string(b)
+	out := make([]string, len(all)/len(time.DateOnly))
+	for i := range out {
+		out[i] = all[i*len(time.DateOnly) : (i+1)*len(time.DateOnly)]
+	}
+	return out
+})
 
 // ikOf is the index key of an issue date.
 func ikOf(issueDate string) int32 {
