@@ -68,16 +68,24 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 		return err
 	}
 	sortByLess(live, permitLess)
-	for _, c := range live {
+	for i, c := range live {
+		if b.Permits == nil {
+			b.Permits = make([]readmodel.Permit, 0, min(size-n, len(live)-i))
+		}
 		b.Permits = append(b.Permits, d.expandPermit(c))
 		if err := add(); err != nil {
 			return err
 		}
 	}
+	seen := 0
 	for _, e := range d.props.m {
 		var err error
+		seen++
 		switch e.state {
 		case propLive:
+			if b.Properties == nil {
+				b.Properties = make([]readmodel.Property, 0, min(size-n, len(d.props.m)-seen+1))
+			}
 			b.Properties = append(b.Properties, d.expandProperty(e))
 			err = add()
 		case propDeleted:
@@ -105,7 +113,10 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 		return err
 	}
 	sortByLess(leads, dateLess)
-	for _, l := range leads {
+	for i, l := range leads {
+		if b.Leads == nil {
+			b.Leads = make([]readmodel.Lead, 0, min(size-n, len(leads)-i))
+		}
 		b.Leads = append(b.Leads, l.lead.Clone())
 		if err := add(); err != nil {
 			return err
