@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -29,7 +30,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		Partition:      p.id,
 		MinBytes:       1,
 		MaxBytes:       c.p.MaxFetchBytes,
-		MaxWait:        c.p.FetchWait,
+		MaxWait:        readerWait(c.p.FetchWait),
 		QueueCapacity:  c.p.BatchSize,
 		ReadBackoffMin: c.p.BackoffMin,
 		ReadBackoffMax: c.p.BackoffMax,
@@ -200,3 +201,18 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 func atHighWatermark(m kafkago.Message) bool {
 	return m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
 }
+
+// kafkaRTT is what kafka-go keeps of a fetch's read deadline for the
+// response (its defaultRTT): from a deadline of at least that, it asks
+// the broker to wait the deadline less kafkaRTT; from a shorter one, a
+// quarter of it less.
+const kafkaRTT = time.Second
+
+// readerWait is the reader's MaxWait for a broker long-poll of wait: the
+// broker still answers an idle fetch after wait, and the reader waits a
+// second longer for the answer. MaxWait itself (the default 500ms) left
+// 125ms for the answer to arrive: a broker or a process busy for longer
+// (a replay on two cores, 46 readers' first fetches of up to 16 MiB at
+// once) tripped the deadline, and kafka-go logged an i/o timeout and
+// dialled again (37 to 59 warnings per replay at 1M permits).
+func readerWait(wait time.Duration) time.Duration { return wait + kafkaRTT }
