@@ -66,7 +66,8 @@ type Params struct {
 	// fetched to reach the dead-letter topic.
 	MaxFetchBytes int
 	// FetchWait is the broker's long-poll wait when a partition is idle
-	// (default 500ms); it also bounds how long shutdown waits for a fetch.
+	// (default 500ms); it also bounds how long shutdown waits for a fetch
+	// (a second more when the broker answers late: readerWait).
 	FetchWait time.Duration
 
 	// BackoffMin and BackoffMax bound the retries of a failed batch, a
