@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -164,6 +166,42 @@ type kafkaIndexer struct {
 	exporter exporter    // nil: no snapshots
 	loaded   atomic.Bool // a snapshot was loaded
 	replayer replayer    // nil: the backend has no replay mode
+	// saved is what the snapshot file holds, once this process loaded or
+	// wrote it (loadSnapshot, writeSnapshot; never both at once).
+	saved *savedState
+}
+
+// savedState is the store's version and the consumer's positions a
+// snapshot was taken at. While both are the same, the file holds the
+// read model as it is and is not written again: a restart that consumed
+// nothing (a rolling restart, a start from a shutdown snapshot) shuts
+// down at once, and an idle indexer does not export its store every
+// interval (ingest waits for an export: seconds at 1M permits).
+type savedState struct {
+	seq     uint64
+	offsets snapshot.Offsets
+	file    os.FileInfo // the file as it was then; nil: not known
+}
+
+// saveState is what the snapshot at path holds: the state at seq and
+// offsets.
+func saveState(path string, seq uint64, offsets snapshot.Offsets) *savedState {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // unknown: the next snapshot is written
+	}
+	return &savedState{seq: seq, offsets: offsets, file: fi}
+}
+
+// holds reports whether the snapshot at path is still the saved one
+// (not removed, replaced or changed since) and holds the state at seq
+// and offsets.
+func (s *savedState) holds(path string, seq uint64, offsets snapshot.Offsets) bool {
+	if s == nil || s.seq != seq || !maps.EqualFunc(s.offsets, offsets, maps.Equal) {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, s.file) && fi.Size() == s.file.Size() && fi.ModTime().Equal(s.file.ModTime())
 }
 
 // replayer is the memory backend's one-side-first replay
@@ -179,6 +217,7 @@ type replayer interface {
 type exporter interface {
 	Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error
 	NewImport() *memory.Import
+	ReadVersion() (epoch, seq uint64) // seq counts the writes that changed the state
 }
 
 // newKafkaIndexer wires the Kafka source into w for serve and index.
@@ -325,6 +364,8 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	}
 	switch {
 	case err == nil:
+		_, seq := k.exporter.ReadVersion()
+		k.saved = saveState(k.snapPath, seq, info.Offsets)
 		k.Consumer.SetStartOffsets(info.Offsets)
 		k.loaded.Store(true)
 		k.log.Info("snapshot loaded; replaying what came after it", "path", k.snapPath, "documents", info.Documents,
@@ -437,12 +478,23 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		k.log.Info("no snapshot while messages wait for their location", "reason", why)
 		return
 	}
+	// The version before the positions and the export: a write after
+	// it makes the store newer than the recorded version, never older.
+	_, seq := k.exporter.ReadVersion()
 	offsets := snapshot.Offsets{}
 	for _, p := range k.Consumer.Partitions() {
 		if offsets[p.Topic] == nil {
 			offsets[p.Topic] = map[int]int64{}
 		}
 		offsets[p.Topic][p.Partition] = p.Position
+	}
+	if k.saved.holds(k.snapPath, seq, offsets) {
+		level := slog.LevelInfo
+		if why == "interval" {
+			level = slog.LevelDebug // every interval while idle
+		}
+		k.log.Log(ctx, level, "snapshot unchanged; not written again", "path", k.snapPath, "reason", why)
+		return
 	}
 	start := time.Now()
 	// The re-link file first, never older than the snapshot (see
@@ -460,6 +512,7 @@ func (k *kafkaIndexer) writeSnapshot(ctx context.Context, why string) {
 		return
 	}
 	k.Indexer.SavedUnlinked(mark)
+	k.saved = saveState(k.snapPath, seq, offsets)
 	k.log.Info("snapshot written", "path", k.snapPath, "reason", why, "documents", info.Documents, "bytes", info.Bytes,
 		"partitions", countOffsets(offsets), "took", time.Since(start).Round(time.Millisecond))
 }

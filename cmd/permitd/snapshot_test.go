@@ -194,3 +194,46 @@ func modTime(t *testing.T, p string) time.Time {
 	require.NoError(t, err)
 	return st.ModTime()
 }
+
+// A snapshot is not written again while the read model and the
+// consumer's positions are the ones it holds: neither at shutdown after
+// a restart that consumed nothing, nor every interval while idle. New
+// events, or a file removed meanwhile, are written.
+func TestSnapshotNotWrittenAgainWhenUnchanged(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+
+	publishFile(t, brokers, snapEvents(t, 1, 100, 1, true))
+	first, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, `msg="snapshot written" path=`+snap+` reason=shutdown`)
+	written, err := os.ReadFile(snap)
+	require.NoError(t, err)
+
+	// Restarted with nothing new, the intervals pass while idle.
+	again, logs := indexOnce(t, brokers, snap, 10*time.Millisecond, func(*memory.Store) { time.Sleep(200 * time.Millisecond) })
+	require.Contains(t, logs, "snapshot loaded; replaying what came after it")
+	require.Contains(t, logs, `msg="snapshot unchanged; not written again" path=`+snap+` reason=shutdown`)
+	require.NotContains(t, logs, "snapshot written")
+	require.Equal(t, digest(t, first), digest(t, again))
+	kept, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	require.Equal(t, written, kept, "the file is the one written before (it names its creation time)")
+
+	// New events: written at shutdown.
+	publishFile(t, brokers, snapEvents(t, 90, 120, 2, false))
+	_, logs = indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, `msg="snapshot written" path=`+snap+` reason=shutdown`)
+	newer, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	require.NotEqual(t, written, newer)
+
+	// Removed while the process runs: written again at shutdown.
+	_, logs = indexOnce(t, brokers, snap, time.Hour, func(*memory.Store) { require.NoError(t, os.Remove(snap)) })
+	require.Contains(t, logs, `msg="snapshot written" path=`+snap+` reason=shutdown`)
+	restarted, _ := indexOnce(t, brokers, snap, time.Hour, nil)
+	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
+	require.Equal(t, digest(t, clean), digest(t, restarted))
+}
