@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
@@ -59,10 +58,7 @@ func permitsOf(t *testing.T, s *memory.Store) []readmodel.Permit {
 // for document. Without the re-link file beside the snapshot they would
 // stay unlinked (and the refusal is logged).
 func TestSnapshotRestartRelinks(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	brokers := strings.Join(c.ListenAddrs(), ",")
+	brokers := defaultBroker(t)
 	snap := filepath.Join(t.TempDir(), "memory.snapshot")
 
 	publishFile(t, brokers, relinkEvents(t, 40, false))

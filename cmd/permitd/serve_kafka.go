@@ -172,8 +172,8 @@ type kafkaIndexer struct {
 }
 
 // savedState is the store's version and the consumer's positions a
-// snapshot was taken at. While both are the same, the file holds the
-// read model as it is and is not written again: a restart that consumed
+// snapshot was taken at, and its file. While the three are the same, the
+// file holds the read model as it is and is not written again: a restart that consumed
 // nothing (a rolling restart, a start from a shutdown snapshot) shuts
 // down at once, and an idle indexer does not export its store every
 // interval (ingest waits for an export: seconds at 1M permits).

@@ -9,12 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -129,10 +127,7 @@ func digest(t *testing.T, s *memory.Store) string {
 // during ingest (older than the log) does too; a corrupt one is refused
 // with a log line and a full replay follows.
 func TestSnapshotRestart(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	brokers := strings.Join(c.ListenAddrs(), ",")
+	brokers := defaultBroker(t)
 	snap := filepath.Join(t.TempDir(), "memory.snapshot")
 
 	publishFile(t, brokers, snapEvents(t, 1, 300, 1, true))
@@ -200,10 +195,7 @@ func modTime(t *testing.T, p string) time.Time {
 // a restart that consumed nothing, nor every interval while idle. New
 // events, or a file removed meanwhile, are written.
 func TestSnapshotNotWrittenAgainWhenUnchanged(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	brokers := strings.Join(c.ListenAddrs(), ",")
+	brokers := defaultBroker(t)
 	snap := filepath.Join(t.TempDir(), "memory.snapshot")
 
 	publishFile(t, brokers, snapEvents(t, 1, 100, 1, true))

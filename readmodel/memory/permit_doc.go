@@ -96,8 +96,8 @@ func formatDay(d int32) string {
 	if d == noDate {
 		return ""
 	}
-	if i := int64(d) - firstStringDay; i >= 0 && i < int64(len(dayStrings())) {
-		return dayStrings()[i]
+	if days, i := dayStrings(), int64(d)-firstStringDay; i >= 0 && i < int64(len(days)) {
+		return days[i]
 	}
 	return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
 }
