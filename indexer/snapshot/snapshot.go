@@ -49,6 +49,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/permitd/permitd/readmodel"
@@ -141,8 +142,21 @@ type Info struct {
 }
 
 // ExportFunc hands every document and tombstone of a consistent state to
-// fn in batches (memory.(*Store).Export).
+// fn in batches (memory.(*Store).Export). fn keeps each batch after it
+// returns (Write encodes it on another goroutine): the batches must be
+// the export's own copies.
 type ExportFunc func(fn func(readmodel.Batch) error) error
+
+// writeQueue is the number of batches Write holds between the export and
+// the encoder (4096 documents each, from memory's export).
+const writeQueue = 4
+
+// createTemp is os.CreateTemp (a test's to replace).
+var createTemp = os.CreateTemp
+
+// errWriteFailed stops an export whose snapshot cannot be written (the
+// write's own error is returned).
+var errWriteFailed = errors.New("snapshot write failed")
 
 // Write writes a snapshot of export's state at offsets to path,
 // atomically. The offsets must not be ahead of the state (take them
@@ -150,7 +164,7 @@ type ExportFunc func(fn func(readmodel.Batch) error) error
 func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 	info := Info{Header: Header{Created: time.Now().UTC(), Offsets: offsets}, Counts: Counts{}}
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
@@ -184,15 +198,44 @@ func Write(path string, offsets Offsets, export ExportFunc) (Info, error) {
 	if err := put(appendTabled(nil, &fh, tab)); err != nil {
 		return info, fmt.Errorf("snapshot: header: %w", err)
 	}
+	// The export holds a reader on the store's state, and ingest waits for
+	// it (memory.(*Store).Export). So the batches are encoded and written
+	// on another goroutine, a few behind: the export walks the state while
+	// the batches before are encoded, in about the longer of the two times
+	// on two cores instead of their sum.
+	frames := make(chan readmodel.Batch, writeQueue)
+	var werr error
+	var failed atomic.Bool
+	encoded := make(chan struct{})
+	go func() {
+		defer close(encoded)
+		for b := range frames {
+			if werr != nil {
+				continue // the export stops at its next batch
+			}
+			frame = appendTabled(frame[:0], &b, tab)
+			if werr = put(frame); werr != nil {
+				failed.Store(true)
+			}
+		}
+	}()
 	err = export(func(b readmodel.Batch) error {
+		if failed.Load() {
+			return errWriteFailed
+		}
 		if b.Len() == 0 {
 			return nil
 		}
 		info.Documents += b.Len()
 		addCounts(info.Counts, &b)
-		frame = appendTabled(frame[:0], &b, tab)
-		return put(frame)
+		frames <- b // the export's copies (ExportFunc)
+		return nil
 	})
+	close(frames)
+	<-encoded
+	if werr != nil {
+		return info, fmt.Errorf("snapshot: %w", werr)
+	}
 	if err != nil {
 		return info, fmt.Errorf("snapshot: export: %w", err)
 	}
