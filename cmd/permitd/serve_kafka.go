@@ -97,8 +97,8 @@ func (c *kafkaConfig) bind(fs *flagSet) {
 	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
 	fs.DurationVar(&c.LagInterval, "kafka-lag-interval", 5*time.Second, "how often the owned partitions' high watermarks are listed for the lag metric and readiness (also while a partition is stuck)")
 	c.Security.bind(fs)
-	fs.StringVar(&c.SnapshotFile, "snapshot-file", "", "memory backend: snapshot file of the read model and the consumed offsets, written every --snapshot-interval and on shutdown, loaded at start (then only later events are replayed); empty: none, every start replays everything")
-	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 5*time.Minute, "how often the snapshot is written while caught up")
+	fs.StringVar(&c.SnapshotFile, "snapshot-file", "", "memory backend: snapshot file of the read model and the consumed offsets, written every --snapshot-interval and on shutdown when the read model changed since, loaded at start (then only later events are replayed); empty: none, every start replays everything")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 5*time.Minute, "how often the snapshot is written while caught up (when the read model changed since the last)")
 }
 
 // enabled reports whether a Kafka source is configured.
