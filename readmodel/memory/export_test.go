@@ -87,9 +87,39 @@ func SetParallelKeys(n int) func() {
 	return func() { parallelKeys = old }
 }
 
-// HoldStandby makes an Import's second side wait for fn before it is
-// built, until the returned func restores the default.
+// HoldStandby makes a second side built in the background (an Import's,
+// a replay's) wait for fn before it is built, until the returned func
+// restores the default.
 func HoldStandby(fn func()) func() {
 	holdStandby = fn
 	return func() { holdStandby = nil }
+}
+
+// SecondSideBuilding reports whether a second side is being built in the
+// background (standby.go), without waiting for it.
+func (s *Store) SecondSideBuilding() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if st := s.standby; st != nil {
+		select {
+		case <-st.done:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// WaitSecondSide waits for the second side's background build to end, if
+// one runs or ran, and reports whether it was abandoned (StopBuilding).
+// It does not put the side in place.
+func (s *Store) WaitSecondSide() (abandoned bool) {
+	s.wmu.Lock()
+	st := s.standby
+	s.wmu.Unlock()
+	if st == nil {
+		return false
+	}
+	<-st.done
+	return st.abandoned
 }

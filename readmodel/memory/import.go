@@ -54,18 +54,9 @@ type Import struct {
 	sizes   map[readmodel.Kind]int64 // Reserve's, for the second side too
 }
 
-// holdStandby, when a test sets it, runs before an Import's second side
-// is built (HoldStandby).
+// holdStandby, when a test sets it, runs before a second side is built
+// in the background (HoldStandby; standby.go).
 var holdStandby func()
-
-// standbyBuild is an Import's second side, built in the background after
-// Commit (Store.standby, settle).
-type standbyBuild struct {
-	side    *side
-	journal []*readmodel.Batch // Apply's batches during the Import
-	locGen  uint64             // added to the side's locGen (Commit)
-	done    chan struct{}      // closed once side holds the imported batches
-}
 
 // NewImport starts an Import into s.
 func (s *Store) NewImport() *Import {
@@ -241,28 +232,33 @@ func (im *Import) Commit() error {
 	s.seq.Add(1)
 	// The side j left is stale now: no write may use it before settle
 	// has put the second side in its place.
-	st := &standbyBuild{side: s.bulkSide(), journal: im.journal, locGen: gen, done: make(chan struct{})}
+	st := s.newStandby(im.journal, gen)
+	batches := im.batches
+	im.batches = nil
+	if st.abandoned { // StopBuilding: the next write builds it (standby.go)
+		return nil
+	}
 	if im.sizes != nil {
 		st.side.reserve(im.sizes)
 	}
-	s.standby = st
-	batches := im.batches
-	im.batches = nil
 	go func() {
 		if holdStandby != nil {
 			holdStandby()
 		}
 		stages := newImportStages(st.side)
 		for i, b := range batches {
+			if st.quit.Load() {
+				break
+			}
 			stages.add(b)
 			batches[i] = nil // the Store lets go of what both sides have taken
 		}
 		stages.close()
-		st.side.endBulk()
-		close(st.done)
-		s.wmu.Lock()
-		s.settle()
-		s.wmu.Unlock()
+		ok := !st.quit.Load()
+		if ok {
+			st.side.endBulk()
+		}
+		st.finish(s, ok)
 	}()
 	return nil
 }
@@ -291,27 +287,6 @@ func (im *Import) detach() {
 	if im.s.journal == &im.journal {
 		im.s.journal = nil
 	}
-}
-
-// settle puts an Import's second side in place once built (under the
-// Store's writer lock; it waits for the build). The side then holds what
-// the active side holds: the imported batches and the journal.
-func (s *Store) settle() {
-	st := s.standby
-	if st == nil {
-		return
-	}
-	<-st.done
-	d := st.side
-	for _, b := range st.journal {
-		d.apply(b)
-	}
-	d.locGen += st.locGen
-	i := 1 - s.active.Load()
-	s.drain(i)
-	s.sides[i] = d
-	s.pending = nil
-	s.standby = nil
 }
 
 // Settle returns once both sides hold the Store's state: at once but

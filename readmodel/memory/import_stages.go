@@ -70,8 +70,14 @@ func newImportStages(d *side) *importStages {
 // add writes b to the side (the compactor's goroutine).
 func (st *importStages) add(b *readmodel.Batch) {
 	d := st.d
+	if d.quitting() { // an abandoned second side (standby.go)
+		return
+	}
 	if len(b.Permits) > 0 || deletesPermits(b.Deletes) {
 		st.joinGeo()
+		if d.quitting() { // the geo build may have stopped half way
+			return
+		}
 	}
 	var stored []*cpermit
 	for _, p := range b.Permits {

@@ -129,6 +129,9 @@ func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
 		bs[w] = newGeoBuilder(s, w == 0)
 	}
 	shareOut(len(bs), len(geos), func(w, i int) {
+		if s.quitting() { // an abandoned second side: nothing reads its sets (standby.go)
+			return
+		}
 		sets[i] = bs[w].build(geos[i], lists.lists[geos[i]], lists.sorted)
 		lists.lists[geos[i]] = nil
 	})

@@ -1,11 +1,5 @@
 package memory
 
-import (
-	"context"
-
-	"github.com/permitd/permitd/readmodel"
-)
-
 // Replay: one side first. A replay into an empty Store (the Kafka
 // indexer's replay mode at a start without a snapshot) writes every
 // batch to the standby side only, and readers go on seeing the empty
@@ -90,28 +84,17 @@ func (s *Store) EndReplay() int {
 	s.pending = nil
 	s.active.Store(j)
 	s.seq.Add(1)
-	st := &standbyBuild{side: s.bulkSide(), done: make(chan struct{})}
-	s.standby = st
-	go func() {
-		d := st.side
-		stages := newImportStages(d)
-		// a is active now and read by readers only: no write changes it
-		// before settle has this build in place.
-		err := a.export(context.Background(), 4096, func(b readmodel.Batch) error {
-			stages.add(&b)
-			return nil
-		})
-		if err != nil { // export fails only on its context's end or fn's error: neither can happen
-			panic("memory: replay's second side: " + err.Error())
-		}
-		stages.close()
-		d.endBulk()
-		d.syncVersions(a)
-		close(st.done)
-		s.wmu.Lock()
-		s.settle()
-		s.wmu.Unlock()
-	}()
+	st := s.newStandby(nil, 0)
+	if !st.abandoned { // else StopBuilding: the next write builds it (standby.go)
+		go func() {
+			if holdStandby != nil {
+				holdStandby()
+			}
+			// a is active now and read by readers only: no write
+			// changes it before settle has this build in place.
+			st.finish(s, a.copySide(st.side, &st.quit) != nil)
+		}()
+	}
 	return r.batches
 }
 

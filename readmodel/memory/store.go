@@ -87,6 +87,9 @@ type Store struct {
 	// in the background: the standby slot is stale until settle puts it
 	// there, so every write settles first (import.go).
 	standby *standbyBuild
+	// noBuild is set by StopBuilding: no second side is built in the
+	// background from then on (standby.go).
+	noBuild bool
 	// replay, while a replay is open, keeps the batches written to the
 	// standby side only, for EndReplay (replay.go).
 	replay *replayState

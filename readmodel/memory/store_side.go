@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/internal/propmatch"
@@ -42,6 +43,9 @@ type side struct {
 	// leadChanges is putLeads' list of changes, kept for the next batch
 	// (lead_lanes.go).
 	leadChanges []leadChange
+	// quit is set on a second side built in the background: true once
+	// StopBuilding abandoned it (standby.go). nil on the others.
+	quit *atomic.Bool
 }
 
 // locTable is the side's location table. A row points at the document

@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// The second side. After an Import's Commit (import.go) and a replay's
+// end (replay.go) readers have one side and the other is built in the
+// background; the standby slot is stale until settle puts the built side
+// there, so every write settles first.
+//
+// StopBuilding abandons that build. A process that is shutting down
+// needs only the readers' side, for its last snapshot (Export), and the
+// build would share the CPU with it: right after a replay of 1M permits
+// the shutdown snapshot took 28 s beside the build. The build stops at
+// its next batch (and its geo builders at their next geo); the partial
+// side is dropped, never read nor written. A write after it (none
+// comes in a shutdown) first builds the second side from the readers'
+// side, as a replay's is built, and waits for it.
+
+// standbyBuild is a second side being built in the background
+// (Store.standby).
+type standbyBuild struct {
+	side    *side
+	journal []*readmodel.Batch // Apply's batches during the Import
+	locGen  uint64             // added to the side's locGen (Commit)
+	done    chan struct{}      // closed once side holds the imported batches, or is abandoned
+	quit    atomic.Bool        // StopBuilding: stop at the next batch
+	// abandoned is set before done is closed (at once after
+	// StopBuilding): side is partial or nil, and settle builds another.
+	abandoned bool
+}
+
+// newStandby starts the second side's build record (under wmu). After
+// StopBuilding it is abandoned from the start: nothing is built.
+func (s *Store) newStandby(journal []*readmodel.Batch, locGen uint64) *standbyBuild {
+	st := &standbyBuild{journal: journal, locGen: locGen, done: make(chan struct{})}
+	s.standby = st
+	if s.noBuild {
+		st.abandoned = true
+		close(st.done)
+		return st
+	}
+	st.side = s.bulkSide()
+	st.side.quit = &st.quit
+	return st
+}
+
+// finish ends the background build (its goroutine): ok reports that
+// the side is whole. The side is then put in place, unless it was
+// abandoned.
+func (st *standbyBuild) finish(s *Store, ok bool) {
+	if !ok || st.quit.Load() { // also when the stop came as the build ended
+		st.abandoned = true
+		st.side = nil
+	}
+	close(st.done)
+	s.wmu.Lock()
+	if s.standby == st && !st.abandoned {
+		s.settle()
+	}
+	s.wmu.Unlock()
+}
+
+// StopBuilding abandons the second side being built in the background,
+// if any, and any later one, without waiting (see above), and reports
+// whether a build was running. Reads and Export are unaffected; a later
+// write builds the second side first.
+func (s *Store) StopBuilding() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.noBuild = true
+	st := s.standby
+	if st == nil {
+		return false
+	}
+	st.quit.Store(true)
+	select {
+	case <-st.done:
+		return false // built (settle puts it in place) or abandoned before
+	default:
+		return true
+	}
+}
+
+// quitting reports whether d is a second side whose build was abandoned.
+func (d *side) quitting() bool { return d.quit != nil && d.quit.Load() }
+
+// settle puts the second side in place once built (under the Store's
+// writer lock; it waits for the build). The side then holds what the
+// active side holds: the imported batches and the journal. An abandoned
+// build is replaced by one from the active side, made here.
+func (s *Store) settle() {
+	st := s.standby
+	if st == nil {
+		return
+	}
+	<-st.done
+	s.standby = nil
+	d := st.side
+	if st.abandoned {
+		d = s.sides[s.active.Load()].copySide(s.bulkSide(), nil)
+	} else {
+		for _, b := range st.journal {
+			d.apply(b)
+		}
+		d.locGen += st.locGen
+	}
+	d.quit = nil
+	i := 1 - s.active.Load()
+	s.drain(i)
+	s.sides[i] = d
+	s.pending = nil
+}
+
+var errQuit = errors.New("memory: second side abandoned")
+
+// copySide builds d, a new bulk side, from a's export (a is read only: no
+// write changes it meanwhile), with a's counters the stats cache keys
+// on. It returns nil when quit is set before the copy is whole.
+func (a *side) copySide(d *side, quit *atomic.Bool) *side {
+	stages := newImportStages(d)
+	err := a.export(context.Background(), 4096, func(b readmodel.Batch) error {
+		if quit != nil && quit.Load() {
+			return errQuit
+		}
+		stages.add(&b)
+		return nil
+	})
+	stages.close()
+	if err != nil && !errors.Is(err, errQuit) { // export fails only on its context's end or fn's error
+		panic("memory: second side: " + err.Error())
+	}
+	if err != nil || (quit != nil && quit.Load()) {
+		return nil
+	}
+	d.endBulk()
+	if quit != nil && quit.Load() {
+		return nil
+	}
+	d.syncVersions(a)
+	return d
+}
