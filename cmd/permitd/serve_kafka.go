@@ -218,6 +218,7 @@ type exporter interface {
 	Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error
 	NewImport() *memory.Import
 	ReadVersion() (epoch, seq uint64) // seq counts the writes that changed the state
+	StopBuilding() bool               // no second side built in the background from now on
 }
 
 // newKafkaIndexer wires the Kafka source into w for serve and index.
@@ -326,6 +327,15 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	err := k.Consumer.Run(ctx)
 	close(stop)
 	snaps.Wait()
+	if k.exporter != nil {
+		// The last snapshot needs the readers' side only: a second side
+		// still building in the background (after a replay or this
+		// start's snapshot) would share the CPU with its export, and is
+		// not needed after it (memory/standby.go).
+		if k.exporter.StopBuilding() {
+			k.log.Info("second side's background build stopped for the shutdown snapshot")
+		}
+	}
 	if k.replayer != nil {
 		k.replayer.EndReplay() // stopped before catching up: what was applied is readable
 	}
