@@ -67,7 +67,7 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 	}); err != nil {
 		return err
 	}
-	sortByLess(live, permitLess)
+	sortPermits(live)
 	for i, c := range live {
 		if b.Permits == nil {
 			b.Permits = make([]readmodel.Permit, 0, min(size-n, len(live)-i))
@@ -112,7 +112,7 @@ func (d *side) export(ctx context.Context, size int, fn func(readmodel.Batch) er
 	}); err != nil {
 		return err
 	}
-	sortByLess(leads, dateLess)
+	sortLeads(leads)
 	for i, l := range leads {
 		if b.Leads == nil {
 			b.Leads = make([]readmodel.Lead, 0, min(size-n, len(leads)-i))
