@@ -15,6 +15,16 @@ import (
 	"github.com/permitd/permitd/readmodel/memory"
 )
 
+// applyBase applies newStore's state to s, in the batches of its export
+// (a replay's first writes).
+func applyBase(t *testing.T, s *memory.Store) {
+	t.Helper()
+	require.NoError(t, newStore(t).Export(context.Background(), 100, func(b readmodel.Batch) error {
+		_, err := s.Apply(context.Background(), b)
+		return err
+	}))
+}
+
 // A replay writes one side first: readers see nothing of it until
 // EndReplay, then the whole replayed state, and once settled the other
 // side (built from the first's export) serves the same answers. Each
@@ -46,10 +56,7 @@ func TestConcurrentReplayMatchesApply(t *testing.T) {
 	replayed := memory.New(memory.Params{})
 	require.True(t, replayed.BeginReplay())
 	require.False(t, replayed.BeginReplay(), "one replay at a time")
-	require.NoError(t, newStore(t).Export(ctx, 100, func(b readmodel.Batch) error {
-		_, err := replayed.Apply(ctx, b)
-		return err
-	}))
+	applyBase(t, replayed)
 	// Concurrent calls share steps (group commit): each still gets its
 	// own batch's result.
 	var wg sync.WaitGroup
@@ -99,10 +106,7 @@ func TestReplayBuildsDeferredGeoIndexesAtTheEnd(t *testing.T) {
 
 	replayed := memory.New(memory.Params{})
 	require.True(t, replayed.BeginReplay())
-	require.NoError(t, newStore(t).Export(context.Background(), 100, func(b readmodel.Batch) error {
-		_, err := replayed.Apply(context.Background(), b)
-		return err
-	}))
+	applyBase(t, replayed)
 	for _, b := range batches {
 		apply(t, replayed, b)
 	}
@@ -170,10 +174,7 @@ func TestReplayEndsBeforeExportAndImport(t *testing.T) {
 
 	s := memory.New(memory.Params{})
 	require.True(t, s.BeginReplay())
-	require.NoError(t, newStore(t).Export(ctx, 100, func(b readmodel.Batch) error {
-		_, err := s.Apply(ctx, b)
-		return err
-	}))
+	applyBase(t, s)
 	var n int
 	require.NoError(t, s.Export(ctx, 100, func(b readmodel.Batch) error {
 		n += b.Len()

@@ -30,10 +30,7 @@ func TestStopBuildingAbandonsTheSecondSide(t *testing.T) {
 	replay := func(s *memory.Store) {
 		t.Helper()
 		require.True(t, s.BeginReplay())
-		require.NoError(t, newStore(t).Export(ctx, 100, func(b readmodel.Batch) error {
-			_, err := s.Apply(ctx, b)
-			return err
-		}))
+		applyBase(t, s)
 		for _, b := range batches {
 			apply(t, s, b)
 		}
