@@ -58,8 +58,15 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	for i, r := range group {
 		batches[i] = r.b
 	}
+	if len(s.held) > 0 && !s.holding() { // cannot happen: NewImport and BeginReplay release first
+		s.release()
+	}
 	j := 1 - s.active.Load()
 	s.drain(j)
+	if s.holding() { // an Export reads the active side (export_hold.go)
+		s.hold(group, batches)
+		return req.res
+	}
 	standby := s.sides[j]
 	res := make([]readmodel.ApplyResult, len(batches))
 	standby.applyAll(s.pending, batches, res)

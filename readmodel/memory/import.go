@@ -63,6 +63,7 @@ func (s *Store) NewImport() *Import {
 	s.EndReplay() // an Import's journal follows the readers' state (replay.go)
 	im := &Import{s: s, first: s.bulkSide(), in: make(chan *readmodel.Batch, 8)}
 	s.wmu.Lock()
+	s.release() // steps held for an Export (export_hold.go) become the readers' first
 	s.journal = &im.journal
 	s.wmu.Unlock()
 	d := im.first

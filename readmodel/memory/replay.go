@@ -51,6 +51,7 @@ func (s *Store) BeginReplay() bool {
 		return false
 	}
 	s.settle()
+	s.release() // steps held for an Export (export_hold.go): the Store is not empty
 	if s.replay != nil || s.journal != nil || s.pending != nil || !s.sides[0].empty() || !s.sides[1].empty() {
 		return false
 	}

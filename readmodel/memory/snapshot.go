@@ -11,15 +11,15 @@ import (
 // active side, as one reader: the batches together are one consistent
 // state, and applying them to an empty Store rebuilds the same contents
 // (the same Digest). It is the one door snapshots use into the Store
-// (indexer/snapshot). The writer may apply one more batch while it runs
-// (to the other side), then waits for it; readers never do. An error from fn (or ctx ending)
+// (indexer/snapshot). Neither readers nor the writer wait for it. An error from fn (or ctx ending)
 // stops it and is returned. fn may keep the batches: they are copies.
 // An open replay ends first (EndReplay): what Apply took must be in what
-// a snapshot saves, with the offsets taken before the export.
+// a snapshot saves, with the offsets taken before the export. Apply goes
+// on meanwhile, visible once the export ends (export_hold.go).
 func (s *Store) Export(ctx context.Context, size int, fn func(readmodel.Batch) error) error {
 	s.EndReplay()
-	d, c := s.enter()
-	defer leave(c)
+	d, c := s.beginExport()
+	defer s.endExport(d, c)
 	return d.export(ctx, size, fn)
 }
 

@@ -22,6 +22,13 @@
 // side). The bytes/permit metric of BenchmarkPermitsPageState measures
 // it.
 //
+// Visibility: a batch is visible once Apply returns, except while an
+// Export (a snapshot's) reads the active side: Apply then writes the
+// standby side only and returns, and what it wrote becomes visible, all
+// at once, when the export ends (export_hold.go). The bound is the
+// export's time, seconds at a million permits; a replay defers
+// visibility to its end the same way (replay.go).
+//
 // An Import (import.go) builds a whole state, a snapshot's, without
 // Apply's turns: one side first, readable from Commit on, then the other
 // in the background; the first write after Commit waits for the second
@@ -93,6 +100,9 @@ type Store struct {
 	// replay, while a replay is open, keeps the batches written to the
 	// standby side only, for EndReplay (replay.go).
 	replay *replayState
+	// held keeps the batches written to the standby side only while
+	// Exports read the active side (export_hold.go).
+	held []*readmodel.Batch
 }
 
 // readerCount counts the readers of one side, alone on its cache line.
@@ -156,7 +166,9 @@ func read[T any](s *Store, fn func(*side) (T, error)) (T, error) {
 }
 
 // Apply implements readmodel.Writer. The batch is visible to readers as a
-// whole once Apply returns, and not before; memory is the durability this
+// whole once Apply returns, and not before, but while a snapshot is
+// exported: then it is visible when the export ends (export_hold.go),
+// with every batch Apply took meanwhile; memory is the durability this
 // backend has (see the indexer's rebuild-on-start for restarts). Apply
 // keeps nothing of b: the caller may reuse its slices. A delete of an
 // unknown kind fails the batch before anything is applied.

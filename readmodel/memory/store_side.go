@@ -46,6 +46,9 @@ type side struct {
 	// quit is set on a second side built in the background: true once
 	// StopBuilding abandoned it (standby.go). nil on the others.
 	quit *atomic.Bool
+	// exports counts the Exports reading the side (Store.wmu;
+	// export_hold.go).
+	exports int
 }
 
 // locTable is the side's location table. A row points at the document
