@@ -27,7 +27,10 @@ import (
 // ("before-events/s") and while it runs ("during-events/s"), their ratio
 // ("during/before"), the longest Apply call from the write's start to a
 // second after its end ("max-apply-ms": how long ingest stood still),
-// and the write's time ("write-s").
+// and the write's time ("write-s"). By default the writer applies as
+// fast as it can (the worst case: the most to catch up with after the
+// write); PERMITD_BENCH_DURING_RATE=n paces it to n events/s, a feed
+// the store keeps up with.
 //
 //	PERMITD_BENCH_LOAD_PERMITS=1000000 PERMITD_BENCH_LOAD_DIR=/tmp/keep \
 //	  go test -run '^$' -bench IngestDuringSnapshot -benchtime 1x -timeout 30m ./indexer/snapshot/
@@ -35,6 +38,10 @@ func BenchmarkIngestDuringSnapshot(b *testing.B) {
 	permits := 200_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
 		permits = v
+	}
+	rate := 0.0
+	if v, err := strconv.ParseFloat(os.Getenv("PERMITD_BENCH_DURING_RATE"), 64); err == nil && v > 0 {
+		rate = v
 	}
 	path := filepath.Join(b.TempDir(), "memory.snapshot")
 	if dir := os.Getenv("PERMITD_BENCH_LOAD_DIR"); dir != "" {
@@ -73,13 +80,18 @@ func BenchmarkIngestDuringSnapshot(b *testing.B) {
 		)
 		go func() {
 			defer close(done)
+			sent := 0
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
+				if rate > 0 { // the next batch is due when the rate says
+					time.Sleep(time.Until(writerStart.Add(time.Duration(float64(sent) / rate * float64(time.Second)))))
+				}
 				bt := &updates[i%len(updates)]
+				sent += len(bt.Permits)
 				for j := range bt.Permits {
 					bt.Permits[j].Version++
 				}
