@@ -2,9 +2,11 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +183,123 @@ func TestImportReleasesWritesHeldForAnExport(t *testing.T) {
 	_, after := s.ReadVersion()
 	require.Equal(t, released, after, "nothing left to release at the export's end")
 	matchesApplied(t, r, batches, props, s, "after the import's abort")
+}
+
+// Exports, writes and reads at once (-race in make test): a writer
+// rewrites every permit in each batch (batch v: version v), two exporters
+// and two readers loop meanwhile. Every read and every export sees one
+// batch whole, readers never go back to an older one, and an export holds
+// at least every batch whose Apply returned before it began. At the end
+// both sides hold the last batch.
+func TestConcurrentExportsWritesAndReads(t *testing.T) {
+	ctx := context.Background()
+	ps := filterPermits(rand.New(rand.NewPCG(45, 46)), 90)
+	batch := func(v int64) readmodel.Batch {
+		b := readmodel.Batch{Permits: slices.Clone(ps)}
+		for i := range b.Permits {
+			b.Permits[i].Version = v
+			b.Permits[i].Status = []string{"Issued", "Completed", "Expired"}[v%3]
+		}
+		return b
+	}
+	s := newStore(t)
+	apply(t, s, batch(1))
+	const last = 80
+	var returned atomic.Int64 // the last version whose Apply returned
+	returned.Store(1)
+	oneVersion := func(vs []int64) (int64, bool) {
+		for _, v := range vs[1:] {
+			if v != vs[0] {
+				return 0, false
+			}
+		}
+		return vs[0], true
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var failures sync.Map
+	fail := func(who string, err error) { failures.LoadOrStore(who, err) }
+	wg.Go(func() {
+		defer close(done)
+		for v := int64(2); v <= last; v++ {
+			if _, err := s.Apply(ctx, batch(v)); err != nil {
+				fail("writer", err)
+				return
+			}
+			returned.Store(v)
+		}
+	})
+	for e := range 2 {
+		wg.Go(func() {
+			for exports := 0; ; exports++ {
+				select {
+				case <-done:
+					if exports > 0 {
+						return
+					}
+				default:
+				}
+				least := returned.Load()
+				var vs []int64
+				err := s.Export(ctx, 17, func(b readmodel.Batch) error {
+					for _, p := range b.Permits {
+						vs = append(vs, p.Version)
+					}
+					return nil
+				})
+				switch v, whole := oneVersion(vs); {
+				case err != nil:
+					fail(fmt.Sprint("exporter ", e), err)
+				case len(vs) != len(ps) || !whole:
+					fail(fmt.Sprint("exporter ", e), fmt.Errorf("not one batch: %v", vs))
+				case v < least:
+					fail(fmt.Sprint("exporter ", e), fmt.Errorf("version %d, but Apply of %d had returned", v, least))
+				}
+			}
+		})
+	}
+	for rd := range 2 {
+		wg.Go(func() {
+			seen := int64(0)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for _, zip := range []string{zipA, zipB} { // each page one read
+					page, err := s.SearchPermits(ctx, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zip), Limit: 100})
+					if err != nil {
+						fail(fmt.Sprint("reader ", rd), err)
+						return
+					}
+					var vs []int64
+					for _, h := range page.Permits {
+						vs = append(vs, h.Permit.Version)
+					}
+					v, whole := oneVersion(vs)
+					if !whole || v < seen {
+						fail(fmt.Sprint("reader ", rd), fmt.Errorf("after version %d: %v", seen, vs))
+						return
+					}
+					seen = v
+				}
+			}
+		})
+	}
+	wg.Wait()
+	failures.Range(func(who, err any) bool {
+		t.Errorf("%s: %v", who, err)
+		return true
+	})
+	for _, v := range []int64{last, last + 1} { // the last batch, then one more: both sides
+		if v > last {
+			apply(t, s, batch(v))
+		}
+		all := exported(t, s)
+		require.Len(t, all.Permits, len(ps))
+		for _, p := range all.Permits {
+			require.Equal(t, v, p.Version)
+		}
+	}
 }
