@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,17 +34,10 @@ import (
 //	PERMITD_BENCH_LOAD_PERMITS=1000000 PERMITD_BENCH_LOAD_DIR=/tmp/keep \
 //	  go test -run '^$' -bench IngestDuringSnapshot -benchtime 1x -timeout 30m ./indexer/snapshot/
 func BenchmarkIngestDuringSnapshot(b *testing.B) {
-	permits := 200_000
-	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
-		permits = v
-	}
+	permits, path, _ := loadBenchFile(b)
 	rate := 0.0
 	if v, err := strconv.ParseFloat(os.Getenv("PERMITD_BENCH_DURING_RATE"), 64); err == nil && v > 0 {
 		rate = v
-	}
-	path := filepath.Join(b.TempDir(), "memory.snapshot")
-	if dir := os.Getenv("PERMITD_BENCH_LOAD_DIR"); dir != "" {
-		path = filepath.Join(dir, fmt.Sprintf("load-%d-v%d.snapshot", permits, snapshot.FormatVersion))
 	}
 	if _, err := os.Stat(path); err != nil {
 		writeLoadSnapshot(b, path, permits)

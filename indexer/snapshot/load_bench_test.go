@@ -45,15 +45,10 @@ import (
 // format version), so that test binaries compared in turn skip the
 // generation and load the same file.
 func BenchmarkLoad(b *testing.B) {
-	permits := 200_000
-	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
-		permits = v
-	}
-	path := filepath.Join(b.TempDir(), "memory.snapshot")
+	permits, path, keep := loadBenchFile(b)
 	var want string
 	var counts map[readmodel.Kind]int64
-	if dir := os.Getenv("PERMITD_BENCH_LOAD_DIR"); dir != "" {
-		path = filepath.Join(dir, fmt.Sprintf("load-%d-v%d.snapshot", permits, snapshot.FormatVersion))
+	if keep {
 		if kept, err := os.ReadFile(path + ".digest"); err == nil {
 			want = string(kept)
 		} else {
@@ -73,6 +68,21 @@ func BenchmarkLoad(b *testing.B) {
 		info.Bytes = st.Size()
 	}
 	loadRounds(b, path, want, counts, info)
+}
+
+// loadBenchFile is the permits (PERMITD_BENCH_LOAD_PERMITS, default
+// 200,000) and the file of the snapshot BenchmarkLoad loads: in
+// PERMITD_BENCH_LOAD_DIR, named by the permits and the format version,
+// kept (keep), else a temporary one.
+func loadBenchFile(b *testing.B) (permits int, path string, keep bool) {
+	permits = 200_000
+	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_LOAD_PERMITS")); err == nil && v > 0 {
+		permits = v
+	}
+	if dir := os.Getenv("PERMITD_BENCH_LOAD_DIR"); dir != "" {
+		return permits, filepath.Join(dir, fmt.Sprintf("load-%d-v%d.snapshot", permits, snapshot.FormatVersion)), true
+	}
+	return permits, filepath.Join(b.TempDir(), "memory.snapshot"), false
 }
 
 // writeLoadSnapshot writes the snapshot BenchmarkLoad loads to path and

@@ -58,7 +58,7 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	for i, r := range group {
 		batches[i] = r.b
 	}
-	if len(s.held) > 0 && !s.holding() { // cannot happen: NewImport and BeginReplay release first
+	if len(s.held) > 0 && !s.holding() { // NewImport and BeginReplay release first; never lose held steps
 		s.release()
 	}
 	j := 1 - s.active.Load()

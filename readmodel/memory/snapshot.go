@@ -11,8 +11,10 @@ import (
 // active side, as one reader: the batches together are one consistent
 // state, and applying them to an empty Store rebuilds the same contents
 // (the same Digest). It is the one door snapshots use into the Store
-// (indexer/snapshot). Neither readers nor the writer wait for it. An error from fn (or ctx ending)
-// stops it and is returned. fn may keep the batches: they are copies.
+// (indexer/snapshot). Readers never wait for it, nor does the writer,
+// but while another Export reads the other side. An error from fn (or
+// ctx ending) stops it and is returned. fn may keep the batches: they
+// are copies.
 // An open replay ends first (EndReplay): what Apply took must be in what
 // a snapshot saves, with the offsets taken before the export. Apply goes
 // on meanwhile, visible once the export ends (export_hold.go).
