@@ -18,14 +18,23 @@ import (
 // filter reads only its postings, never every permit of the geo.
 //
 // A geo keeps postings (and its valuation order, permit_sort.go) only
-// once it has held postingMin permits: below
-// that, reading its own set with the predicate costs a few microseconds,
-// while postings would cost about five B-tree inserts per link of every
-// permit written (on the real mix most links are to ZIPs, cities and
-// jurisdictions of a few dozen permits, and postings were the largest
-// part of a permit's write). The postings of a geo that reaches
-// postingMin are built from its set at once, in order, and kept until
-// the geo holds no permit.
+// once it has held postingMin permits: below that, a page reads the
+// geo's own set with the predicate, while postings and the order would
+// cost about six ordered-set inserts per link of every permit written,
+// each a few cache misses in a large store. On the real mix most links
+// are to ZIPs, cities and jurisdictions of a few dozen to a few hundred
+// permits. The threshold is 1,024 (it was 128): a store of 5M generated
+// permits holds a fifth of its ZIPs and a tenth of its cities between
+// the two, which take more than half of its permits' ZIP links, and the
+// mix's round into it went from 13,324 events/s (128) to 15,825 and
+// 16,777 (BenchmarkIngestMixFullStore), its heap 0.9 GB smaller. The
+// price is on reads of those geos only: a filtered first page of 25 of a
+// ZIP of about 1,000 permits costs about 31 to 36 µs without postings
+// against 24 to 29 µs with them (one that matches nothing reads the whole
+// set: 31 µs against 1 µs), a valuation_desc one 65 µs against 28 µs
+// (BenchmarkPermitsPageSmallGeo): well inside a page's budget. The
+// postings of a geo that reaches postingMin are built from its set at
+// once, in order, and kept until the geo holds no permit.
 
 type filterField uint8
 
@@ -50,7 +59,7 @@ var bucketNames = func() []string {
 }()
 
 // postingMin is the number of permits from which a geo keeps postings.
-var postingMin = 128
+var postingMin = 1024
 
 func valueBucket(v float64) int {
 	if v < 1 {
