@@ -13,7 +13,8 @@ import (
 // BenchmarkPermitsPageSmallGeo reads first pages of 25 permits of a ZIP
 // of about 1,000 permits (filterPermits' mix) with postings and a
 // valuation order (postings from 0) and without (read from the geo's own
-// set with the predicate, sorted when read): the read cost of the
+// set with the predicate; a valuation_desc page selects its permits in
+// one pass, topValues): the read cost of the
 // threshold from which a geo keeps them (postingMin), at its worst
 // (a geo just under it). Filters: a status, a type, a contractor that
 // matches nothing (the whole set is read), a valuation floor, and none
