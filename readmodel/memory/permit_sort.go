@@ -33,10 +33,14 @@ func valueLess(a, b *cpermit) bool {
 // valuation inline (vkey.ord) and the permit's slot. A B-tree of permit
 // pointers loaded the permit for every comparison of a seek, a cache
 // miss each in a large store; a key's own ord decides all but exact
-// ties of valuation, which compare ids through the slab (an id never
-// changes for a slot, so a version's key is found and removed while the
-// slot already names the next version: permits.go). No pointer: the
-// collector does not trace the items.
+// ties of valuation, which compare the slots' abbreviated ids (abbr.go:
+// one load each from the slab's arrays) and, when those say nothing,
+// the ids through the slab (an id never changes for a slot, so a
+// version's key is found and removed while the slot already names the
+// next version: permits.go). Valuations are whole dollars, so a state's
+// order holds runs of equal ones, and a seek's last steps compared ids:
+// three dependent cache misses a side. No pointer: the collector does
+// not trace the items.
 type valueTree = *btree.BTreeG[vkey]
 
 // vkey is a permit's key in valuation order.
@@ -78,6 +82,9 @@ func newValueTree(slab *permitSlab) valueTree {
 			return true
 		case b.slot == 0:
 			return false
+		}
+		if x, y := slab.abbrAt(a.slot), slab.abbrAt(b.slot); x != y && !x.none() && !y.none() {
+			return x.less(y)
 		}
 		return slab.at(a.slot).id < slab.at(b.slot).id
 	}, btree.Options{NoLocks: true, Degree: 32})

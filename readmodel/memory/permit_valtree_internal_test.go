@@ -35,9 +35,23 @@ func TestValueOrdIsValueLess(t *testing.T) {
 // removed, permits.go) through inserts, revaluations and deletes with
 // many equal and unknown valuations, and checks that a walk from any
 // pivot (stored or not, with or without a valuation) gives the permits
-// valueLess orders from it.
+// valueLess orders from it. The ids tie on the valuation in every way
+// their abbreviations (abbr.go) can: none (no group), different ones,
+// and equal ones of different ids.
 func TestValueTreeMatchesSortedPermits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	idOf := func(n int) string {
+		switch n % 4 {
+		case 0:
+			return fmt.Sprintf("p%03d", n) // no abbreviation
+		case 1:
+			return fmt.Sprintf("b:%03d", n) // abbreviations decide
+		case 2:
+			return fmt.Sprintf("a:SYN-7-1234567%03d", n) // 14 bytes shared: equal abbreviations for tens
+		default:
+			return fmt.Sprintf("a:%d", n*7919) // another number, of the group of 2's
+		}
+	}
 	slab := newPermitSlab()
 	tree := newValueTree(slab)
 	live := map[string]*cpermit{}
@@ -66,7 +80,7 @@ func TestValueTreeMatchesSortedPermits(t *testing.T) {
 		require.Equal(t, len(all), tree.Len())
 		pivots := []*cpermit{{valuation: math.Inf(1)}}
 		for range 20 {
-			pivots = append(pivots, &cpermit{valuation: valuation(), id: fmt.Sprintf("p%03d", rng.IntN(400))})
+			pivots = append(pivots, &cpermit{valuation: valuation(), id: idOf(rng.IntN(400))})
 		}
 		for _, p := range pivots {
 			var want, got []string
@@ -84,7 +98,7 @@ func TestValueTreeMatchesSortedPermits(t *testing.T) {
 		}
 	}
 	for i := range 4000 {
-		id := fmt.Sprintf("p%03d", rng.IntN(400))
+		id := idOf(rng.IntN(400))
 		prev := live[id]
 		switch {
 		case prev != nil && rng.IntN(4) == 0: // deleted
