@@ -254,16 +254,16 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 		g := &b.trees[f][sym]
 		if g.gen != b.gen {
 			g.gen, g.p = b.gen, nil
-			var v string
+			var v uint32 // valID (filterKeys gave every symbol's), or the bucket
 			switch f {
 			case ffContractor:
-				v = s.pf.ckey[sym]
+				v = s.pf.ckeyID[sym]
 			case ffValue:
-				v = bucketNames[sym]
+				v = sym
 			default:
-				v = s.pf.fold[sym]
+				v = s.pf.foldID[sym]
 			}
-			if v != "" { // empty values are not indexed (filterKeys)
+			if v != 0 || f == ffValue { // empty values are not indexed (filterKeys)
 				k := fkey{geo, f, v}
 				p, ok := b.pend[k]
 				if !ok {

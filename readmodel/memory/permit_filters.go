@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/permitd/permitd/readmodel"
@@ -50,14 +49,6 @@ const (
 // per power of two (bucket b holds [2^(b-1), 2^b)), the last open-ended.
 const valueBuckets = 48
 
-var bucketNames = func() []string {
-	out := make([]string, valueBuckets)
-	for i := range out {
-		out[i] = fmt.Sprint("v", i)
-	}
-	return out
-}()
-
 // postingMin is the number of permits from which a geo keeps postings.
 var postingMin = 1024
 
@@ -68,10 +59,16 @@ func valueBucket(v float64) int {
 	return min(valueBuckets-1, 1+int(math.Floor(math.Log2(v))))
 }
 
+// fkey names a posting: the geo, the field and the value's id (valID:
+// a fold or contractor key, or for ffValue the bucket). An id instead
+// of the value's string makes the key 12 bytes that hash and compare
+// as words: a permit written into a large store looks up about twenty
+// postings, and hashing and comparing their strings cost more than the
+// map's own probes.
 type fkey struct {
 	geo   uint32
 	field filterField
-	val   string
+	val   uint32
 }
 
 // permitFilterIndex is the side's filter state: postings and the folded
@@ -82,6 +79,10 @@ type permitFilterIndex struct {
 	posted   map[uint32]bool          // geos with postings (postingMin)
 	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string        // symbol -> ContractorKey
+	foldID   map[uint32]uint32        // symbol -> valID of its FoldValue
+	ckeyID   map[uint32]uint32        // symbol -> valID of its ContractorKey
+	vals     map[string]uint32        // a fold or contractor key -> its valID (1 on)
+	valStrs  []string                 // valID -> its string ([0]: "", not indexed)
 	text     textIndex                // permit_text.go
 	byValue  map[uint32]valueTree     // permit_sort.go
 	cells    map[cellKey]slotKeys     // permit_geo.go
@@ -89,15 +90,42 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, valStrs: []string{""}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
 }
 
-func (s *side) foldSym(sym uint32) string {
-	return s.keyOf(s.pf.fold, sym, readmodel.FoldValue)
+// foldSymID is the valID of the symbol's FoldValue (0 for an empty
+// one), and contractorSymID of its ContractorKey. Each computes the
+// string (kept in pf.fold or pf.ckey, which readers look up) and its id
+// once per symbol.
+func (s *side) foldSymID(sym uint32) uint32 {
+	return s.symValID(s.pf.foldID, s.pf.fold, sym, readmodel.FoldValue)
 }
 
-func (s *side) contractorSym(sym uint32) string {
-	return s.keyOf(s.pf.ckey, sym, readmodel.ContractorKey)
+func (s *side) contractorSymID(sym uint32) uint32 {
+	return s.symValID(s.pf.ckeyID, s.pf.ckey, sym, readmodel.ContractorKey)
+}
+
+func (s *side) symValID(ids map[uint32]uint32, memo map[uint32]string, sym uint32, key func(string) string) uint32 {
+	id, ok := ids[sym]
+	if !ok {
+		id = s.valID(s.keyOf(memo, sym, key))
+		ids[sym] = id
+	}
+	return id
+}
+
+// valID is v's id, given at its first sight (0 for "").
+func (s *side) valID(v string) uint32 {
+	if v == "" {
+		return 0
+	}
+	id, ok := s.pf.vals[v]
+	if !ok {
+		id = uint32(len(s.pf.valStrs))
+		s.pf.vals[v] = id
+		s.pf.valStrs = append(s.pf.valStrs, v)
+	}
+	return id
 }
 
 // keyOf is key(the symbol's string), computed once per symbol and kept
@@ -114,21 +142,21 @@ func (s *side) keyOf(memo map[uint32]string, sym uint32, key func(string) string
 // fieldValue is one (field, value) pair of a permit's postings.
 type fieldValue struct {
 	f filterField
-	v string
+	v uint32 // valID, or the bucket of ffValue
 }
 
 // filterKeys are c's (field, value) pairs, in kvs[:n]; empty values are
 // not indexed. They are the same for every geo c is linked to, so the
 // callers fold them once per permit.
 func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
-	for _, kv := range [...]fieldValue{{ffType, s.foldSym(c.typ)}, {ffWork, s.foldSym(c.work)}, {ffStatus, s.foldSym(c.status)}, {ffContractor, s.contractorSym(c.contractor)}} {
-		if kv.v != "" {
+	for _, kv := range [...]fieldValue{{ffType, s.foldSymID(c.typ)}, {ffWork, s.foldSymID(c.work)}, {ffStatus, s.foldSymID(c.status)}, {ffContractor, s.contractorSymID(c.contractor)}} {
+		if kv.v != 0 {
 			kvs[n] = kv
 			n++
 		}
 	}
 	if !math.IsNaN(c.valuation) {
-		kvs[n] = fieldValue{ffValue, bucketNames[valueBucket(c.valuation)]}
+		kvs[n] = fieldValue{ffValue, uint32(valueBucket(c.valuation))}
 		n++
 	}
 	return n
@@ -316,13 +344,15 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 		}
 	}
 	if geo != selfProperty && s.pf.posted[geo] {
-		try := func(field filterField, vals []string) {
-			if len(vals) == 0 {
+		// try the postings of field for ids (of values filtered on): an
+		// empty list filters nothing; a value never seen has no posting.
+		try := func(field filterField, ids []uint32) {
+			if len(ids) == 0 {
 				return
 			}
 			var sets []iterable
 			n := 0
-			for _, v := range vals {
+			for _, v := range ids {
 				if t, ok := s.pf.postings[fkey{geo, field, v}]; ok {
 					sets = append(sets, t)
 					n += t.size()
@@ -332,11 +362,18 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 				best, bestSize, global = unionOf(sets), n, false
 			}
 		}
-		try(ffType, f.PermitTypes)
-		try(ffWork, f.WorkTypes)
-		try(ffStatus, f.Statuses)
+		tryVals := func(field filterField, vals []string) {
+			ids := make([]uint32, len(vals))
+			for i, v := range vals {
+				ids[i] = s.pf.vals[v] // 0 (no posting) when never seen
+			}
+			try(field, ids)
+		}
+		tryVals(ffType, f.PermitTypes)
+		tryVals(ffWork, f.WorkTypes)
+		tryVals(ffStatus, f.Statuses)
 		if f.Contractor != "" {
-			try(ffContractor, []string{f.Contractor})
+			tryVals(ffContractor, []string{f.Contractor})
 		}
 		if f.MinValuation != nil || f.MaxValuation != nil {
 			lo, hi := 0, valueBuckets-1
@@ -347,7 +384,11 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 				hi = valueBucket(*f.MaxValuation)
 			}
 			if lo <= hi {
-				try(ffValue, bucketNames[lo:hi+1])
+				ids := make([]uint32, 0, hi-lo+1)
+				for b := lo; b <= hi; b++ {
+					ids = append(ids, uint32(b))
+				}
+				try(ffValue, ids)
 			}
 		}
 	}

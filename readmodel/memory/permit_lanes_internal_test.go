@@ -134,7 +134,11 @@ func permitIndexDump(s *side) map[string][]string {
 		out["set "+s.pi.syms.str(g)] = ids(t)
 	}
 	for k, t := range s.pf.postings {
-		out[fmt.Sprintf("posting %s %d %s", s.pi.syms.str(k.geo), k.field, k.val)] = ids(t)
+		val := fmt.Sprint("bucket ", k.val)
+		if k.field != ffValue {
+			val = s.pf.valStrs[k.val] // ids are the side's: dumps compare the strings
+		}
+		out[fmt.Sprintf("posting %s %d %s", s.pi.syms.str(k.geo), k.field, val)] = ids(t)
 	}
 	held := 0
 	for _, n := range s.pi.texts.refs {

@@ -1,0 +1,84 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// TestPostingsHoldExactlyTheirValue writes permits whose field values
+// fold together in some spellings ("Building", " BUILDING") and not in
+// others, into geos past postingMin, and checks every posting against
+// the permits: a posting of (geo, field, value) holds exactly the geo's
+// permits whose folded value (or valuation bucket) is that value. A
+// posting is only a candidate set, filtered again by match, so a posting
+// too wide would pass every page test while it reads more than it
+// should.
+func TestPostingsHoldExactlyTheirValue(t *testing.T) {
+	old := postingMin
+	postingMin = 20
+	t.Cleanup(func() { postingMin = old })
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := newSide(nil)
+	geos := []string{"us-wa", "zip-a", "zip-b"}
+	var b readmodel.Batch
+	for i := range 300 {
+		p := readmodel.Permit{PermitID: fmt.Sprintf("t:%03d", i), PermitNumber: fmt.Sprint(i), Source: "t", Version: 1,
+			PermitType: []string{"Building", " BUILDING", "Electrical", "electrical ", ""}[rng.IntN(5)],
+			WorkType:   []string{"New", "NEW", "Alteration"}[rng.IntN(3)],
+			Status:     []string{"Issued", "Final", "FINAL"}[rng.IntN(3)],
+			Contractor: []string{"", "Acme Builders", "ACME builders", "Zed Co"}[rng.IntN(4)],
+			IssueDate:  fmt.Sprintf("2024-01-%02d", 1+rng.IntN(28))}
+		if rng.IntN(4) > 0 {
+			v := math.Round(math.Exp(rng.Float64() * 14))
+			p.Valuation = &v
+		}
+		for _, g := range geos {
+			if rng.IntN(2) == 0 {
+				p.GeoLinks = append(p.GeoLinks, readmodel.GeoLink{GeoID: g, GeoType: readmodel.GeoZip, Confidence: 0.9, Method: "m"})
+			}
+		}
+		b.Permits = append(b.Permits, p)
+	}
+	s.apply(&b)
+	want := map[string]map[string]bool{} // posting -> permit ids
+	add := func(geo string, f filterField, v string, id string) {
+		k := fmt.Sprint(geo, " ", f, " ", v)
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		want[k][id] = true
+	}
+	for _, p := range b.Permits {
+		for _, l := range p.GeoLinks {
+			if geo, ok := s.pi.syms.lookup(l.GeoID); !ok || !s.pf.posted[geo] {
+				continue
+			}
+			for f, v := range map[filterField]string{ffType: readmodel.FoldValue(p.PermitType), ffWork: readmodel.FoldValue(p.WorkType), ffStatus: readmodel.FoldValue(p.Status), ffContractor: readmodel.ContractorKey(p.Contractor)} {
+				if v != "" {
+					add(l.GeoID, f, v, p.PermitID)
+				}
+			}
+			if p.Valuation != nil {
+				add(l.GeoID, ffValue, fmt.Sprint("bucket ", valueBucket(*p.Valuation)), p.PermitID)
+			}
+		}
+	}
+	got := map[string]map[string]bool{}
+	for k, set := range s.pf.postings {
+		v := fmt.Sprint("bucket ", k.val)
+		if k.field != ffValue {
+			v = s.pf.valStrs[k.val]
+		}
+		ids := map[string]bool{}
+		set.t.scan(func(x pkey) bool { ids[s.pi.slab.at(x.slot).id] = true; return true })
+		got[fmt.Sprint(s.pi.syms.str(k.geo), " ", k.field, " ", v)] = ids
+	}
+	require.Len(t, s.pf.posted, len(geos), "every geo is posted")
+	require.Equal(t, want, got)
+}
