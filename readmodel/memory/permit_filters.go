@@ -81,8 +81,7 @@ type permitFilterIndex struct {
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	foldID   map[uint32]uint32        // symbol -> valID of its FoldValue
 	ckeyID   map[uint32]uint32        // symbol -> valID of its ContractorKey
-	vals     map[string]uint32        // a fold or contractor key -> its valID (1 on)
-	valStrs  []string                 // valID -> its string ([0]: "", not indexed)
+	vals     map[string]uint32        // a fold or contractor key -> its valID (1 on; "" is 0, not indexed)
 	text     textIndex                // permit_text.go
 	byValue  map[uint32]valueTree     // permit_sort.go
 	cells    map[cellKey]slotKeys     // permit_geo.go
@@ -90,7 +89,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, valStrs: []string{""}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
 }
 
 // foldSymID is the valID of the symbol's FoldValue (0 for an empty
@@ -121,9 +120,8 @@ func (s *side) valID(v string) uint32 {
 	}
 	id, ok := s.pf.vals[v]
 	if !ok {
-		id = uint32(len(s.pf.valStrs))
+		id = uint32(len(s.pf.vals) + 1)
 		s.pf.vals[v] = id
-		s.pf.valStrs = append(s.pf.valStrs, v)
 	}
 	return id
 }

@@ -133,10 +133,14 @@ func permitIndexDump(s *side) map[string][]string {
 	for g, t := range s.pi.geoIdx {
 		out["set "+s.pi.syms.str(g)] = ids(t)
 	}
+	valStr := map[uint32]string{} // ids are the side's: dumps compare the strings
+	for v, id := range s.pf.vals {
+		valStr[id] = v
+	}
 	for k, t := range s.pf.postings {
 		val := fmt.Sprint("bucket ", k.val)
 		if k.field != ffValue {
-			val = s.pf.valStrs[k.val] // ids are the side's: dumps compare the strings
+			val = valStr[k.val]
 		}
 		out[fmt.Sprintf("posting %s %d %s", s.pi.syms.str(k.geo), k.field, val)] = ids(t)
 	}

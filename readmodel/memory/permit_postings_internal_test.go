@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,14 +48,7 @@ func TestPostingsHoldExactlyTheirValue(t *testing.T) {
 		b.Permits = append(b.Permits, p)
 	}
 	s.apply(&b)
-	want := map[string]map[string]bool{} // posting -> permit ids
-	add := func(geo string, f filterField, v string, id string) {
-		k := fmt.Sprint(geo, " ", f, " ", v)
-		if want[k] == nil {
-			want[k] = map[string]bool{}
-		}
-		want[k][id] = true
-	}
+	want := map[string][]string{} // "posting <geo> <field> <value>" -> permit ids, as permitIndexDump names them
 	for _, p := range b.Permits {
 		for _, l := range p.GeoLinks {
 			if geo, ok := s.pi.syms.lookup(l.GeoID); !ok || !s.pf.posted[geo] {
@@ -61,23 +56,24 @@ func TestPostingsHoldExactlyTheirValue(t *testing.T) {
 			}
 			for f, v := range map[filterField]string{ffType: readmodel.FoldValue(p.PermitType), ffWork: readmodel.FoldValue(p.WorkType), ffStatus: readmodel.FoldValue(p.Status), ffContractor: readmodel.ContractorKey(p.Contractor)} {
 				if v != "" {
-					add(l.GeoID, f, v, p.PermitID)
+					k := fmt.Sprintf("posting %s %d %s", l.GeoID, f, v)
+					want[k] = append(want[k], p.PermitID)
 				}
 			}
 			if p.Valuation != nil {
-				add(l.GeoID, ffValue, fmt.Sprint("bucket ", valueBucket(*p.Valuation)), p.PermitID)
+				k := fmt.Sprintf("posting %s %d bucket %d", l.GeoID, ffValue, valueBucket(*p.Valuation))
+				want[k] = append(want[k], p.PermitID)
 			}
 		}
 	}
-	got := map[string]map[string]bool{}
-	for k, set := range s.pf.postings {
-		v := fmt.Sprint("bucket ", k.val)
-		if k.field != ffValue {
-			v = s.pf.valStrs[k.val]
+	got := map[string][]string{}
+	for k, ids := range permitIndexDump(s) {
+		if strings.HasPrefix(k, "posting ") {
+			got[k] = slices.Sorted(slices.Values(ids))
 		}
-		ids := map[string]bool{}
-		set.t.scan(func(x pkey) bool { ids[s.pi.slab.at(x.slot).id] = true; return true })
-		got[fmt.Sprint(s.pi.syms.str(k.geo), " ", k.field, " ", v)] = ids
+	}
+	for k := range want {
+		slices.Sort(want[k])
 	}
 	require.Len(t, s.pf.posted, len(geos), "every geo is posted")
 	require.Equal(t, want, got)
