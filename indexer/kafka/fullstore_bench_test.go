@@ -4,7 +4,9 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
@@ -35,7 +38,12 @@ import (
 // PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU profile of the round
 // into the big store, PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
 // the filled store. PERMITD_BENCH_FULL_FILL=import fills it as an Import
-// (see below); at 5M permits run it so, with a memory limit:
+// (see below); PERMITD_BENCH_FULL_FILL=snapshot fills it so, writes it
+// to a snapshot and loads that into a new store, as a restart does
+// (the permits then hold their slots in index order); with
+// PERMITD_BENCH_FULL_SNAPSHOT=path the snapshot is kept there and, when
+// the file exists, loaded without filling again. At 5M permits run it
+// with a memory limit:
 //
 //	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
 //	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
@@ -46,36 +54,23 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 		full = v
 	}
 	// PERMITD_BENCH_FULL_FILL=import fills the big store as an Import
-	// (the state a restart loads, built in bulk: faster, and smaller on
-	// the heap); by default it is written with Apply, as a store that
-	// grew while serving.
-	byImport := os.Getenv("PERMITD_BENCH_FULL_FILL") == "import"
+	// (built in bulk: faster, and smaller on the heap), =snapshot as an
+	// Import written to a snapshot and loaded (the state a restart
+	// loads); by default it is written with Apply, as a store that grew
+	// while serving.
+	fill := os.Getenv("PERMITD_BENCH_FULL_FILL")
+	byImport := fill == "import" || fill == "snapshot"
 	d := mixRecords(b)
 	addrs := newMixBroker(b, d)
 	// The big store is filled once, directly (no Kafka), with the
 	// gazetteer and permits of another seed; then the mix is ingested
 	// once into an empty store and once into the big one.
-	filled := memory.New(memory.Params{})
-	var w readmodel.Writer = filled
-	var im *memory.Import
-	if byImport {
-		im = filled.NewImport()
-		w = im
-	}
-	ix, err := indexer.New(indexer.Params{Writer: w, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
-	require.NoError(b, err)
-	feed := indexer.NewFeed(ix, 4096)
 	start := time.Now()
-	require.NoError(b, feed.Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
-		if _, err := gazetteer.Import(ctx, data.Open, indexer.Envelopes(emit)); err != nil {
-			return err
-		}
-		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, indexer.Envelopes(emit))
-		return err
-	}))
-	if im != nil {
-		require.NoError(b, im.Commit())
-		filled.Settle() // both sides built: the mix's writes would wait for the second
+	var filled *memory.Store
+	if fill == "snapshot" {
+		filled = filledFromSnapshot(b, full)
+	} else {
+		filled = fillStore(b, full, byImport)
 	}
 	runtime.GC()
 	// Collections of the filled store alone: what marking it costs, in
@@ -89,7 +84,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	b.Logf("filled a store with %d generated permits in %v (import %v); heap %d MB", full, time.Since(start), byImport, ms.HeapAlloc>>20)
+	b.Logf("filled a store with %d generated permits in %v (fill %q); heap %d MB", full, time.Since(start), fill, ms.HeapAlloc>>20)
 	if prof := os.Getenv("PERMITD_BENCH_FULL_HEAPPROFILE"); prof != "" { // the filled store's heap
 		f, err := os.Create(prof)
 		require.NoError(b, err)
@@ -167,4 +162,61 @@ func (c roundCost) report(b *testing.B, round string) {
 	b.ReportMetric(c.cycles, round+"-gc-cycles")
 	b.ReportMetric(c.gcCPU, round+"-gc-cpu-s")
 	b.ReportMetric(c.cores, round+"-cores")
+}
+
+// fillStore fills a store with the gazetteer and full generated permits
+// of another seed than the mix's, directly (no Kafka): as an Import when
+// byImport, else with Apply.
+func fillStore(b *testing.B, full int, byImport bool) *memory.Store {
+	filled := memory.New(memory.Params{})
+	var w readmodel.Writer = filled
+	var im *memory.Import
+	if byImport {
+		im = filled.NewImport()
+		w = im
+	}
+	ix, err := indexer.New(indexer.Params{Writer: w, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
+	require.NoError(b, err)
+	feed := indexer.NewFeed(ix, 4096)
+	require.NoError(b, feed.Run(context.Background(), func(ctx context.Context, emit indexer.Emit) error {
+		if _, err := gazetteer.Import(ctx, data.Open, indexer.Envelopes(emit)); err != nil {
+			return err
+		}
+		_, err := gen.Generate(ctx, gen.Params{Permits: full, Seed: 2, Now: mixAsOf}, indexer.Envelopes(emit))
+		return err
+	}))
+	if im != nil {
+		require.NoError(b, im.Commit())
+		filled.Settle() // both sides built: the mix's writes would wait for the second
+	}
+	return filled
+}
+
+// filledFromSnapshot is fillStore's Import written to a snapshot and
+// loaded into a new store as serve loads one at a start, both sides
+// built. PERMITD_BENCH_FULL_SNAPSHOT names a file to keep the snapshot
+// in (loaded when it exists: it must hold full permits).
+func filledFromSnapshot(b *testing.B, full int) *memory.Store {
+	path := os.Getenv("PERMITD_BENCH_FULL_SNAPSHOT")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "full.snapshot")
+	}
+	if _, err := os.Stat(path); err != nil {
+		st := fillStore(b, full, true)
+		_, err := snapshot.Write(path, snapshot.Offsets{}, func(fn func(readmodel.Batch) error) error {
+			return st.Export(context.Background(), 4096, fn)
+		})
+		require.NoError(b, err)
+		st = nil
+		runtime.GC()
+	}
+	gc := debug.SetGCPercent(snapshot.LoadGCPercent)
+	defer debug.SetGCPercent(gc)
+	filled := memory.New(memory.Params{})
+	im := filled.NewImport()
+	_, err := snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error { return im.Add(bt) })
+	require.NoError(b, err)
+	require.NoError(b, im.Commit())
+	filled.Settle()
+	return filled
 }
