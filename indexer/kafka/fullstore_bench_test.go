@@ -207,8 +207,7 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 			return st.Export(context.Background(), 4096, fn)
 		})
 		require.NoError(b, err)
-		st = nil
-		runtime.GC()
+		runtime.GC() // st is garbage
 	}
 	gc := debug.SetGCPercent(snapshot.LoadGCPercent)
 	defer debug.SetGCPercent(gc)
@@ -218,5 +217,8 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())
 	filled.Settle()
+	counts, err := filled.Counts(context.Background())
+	require.NoError(b, err)
+	require.Equal(b, int64(full), counts[readmodel.KindPermit], "%s holds another store than PERMITD_BENCH_FULL_PERMITS asks for", path)
 	return filled
 }
