@@ -36,7 +36,9 @@ import (
 // time over the round's wall time ("<round>-cores": under the machine's
 // cores, the round waited on one goroutine's work rather than on CPU).
 // PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU profile of the round
-// into the big store, PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
+// into the big store, PERMITD_BENCH_EMPTY_CPUPROFILE one of the round
+// into the empty store (the two compared show where the big store's
+// round spends what the empty one does not), PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
 // the filled store. PERMITD_BENCH_FULL_FILL=import fills it as an Import
 // (see below); PERMITD_BENCH_FULL_FILL=snapshot fills it so, writes it
 // to a snapshot and loads that into a new store, as a restart does
@@ -99,20 +101,17 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	// other's garbage (the empty round's store is garbage once it ends)
 	// and each pays for the cycles its own allocations bring.
 	runtime.GC()
+	stop := profileRound(b, "PERMITD_BENCH_EMPTY_CPUPROFILE", true) // the round into the empty store
 	emptyCost := startRoundCost()
 	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}), false)
 	emptyCost = emptyCost.since()
+	stop()
 	runtime.GC()
-	if prof := os.Getenv("PERMITD_BENCH_FULL_CPUPROFILE"); prof != "" { // the round into the big store
-		f, err := os.Create(prof)
-		require.NoError(b, err)
-		defer f.Close()
-		require.NoError(b, pprof.StartCPUProfile(f))
-	}
+	stop = profileRound(b, "PERMITD_BENCH_FULL_CPUPROFILE", true) // the round into the big store
 	fullCost := startRoundCost()
 	into, _ := ingestMix(b, addrs, filled, false)
 	fullCost = fullCost.since()
-	pprof.StopCPUProfile()
+	stop()
 	b.StopTimer()
 	n := float64(len(d.recs))
 	b.ReportMetric(float64(counts[readmodel.KindPermit]), "permits-held")

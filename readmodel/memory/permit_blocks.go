@@ -198,13 +198,18 @@ func (s *blockSet) at(bi, i int) (pkey, bool) {
 
 // set adds c, replacing a key equal to it.
 func (s *blockSet) set(c *cpermit) {
+	bi, i := s.find(c)
+	s.setFound(c, bi, i)
+}
+
+// setFound is set with c's place found: (bi, i) is s.find(c).
+func (s *blockSet) setFound(c *cpermit, bi, i int) {
 	k := keyOf(c)
 	if s.n == 0 {
 		s.order, s.last = append(s.order, s.place([]pkey{k})), append(s.last, k)
 		s.n = 1
 		return
 	}
-	bi, i := s.find(c)
 	if bi == s.nblocks() { // after every key
 		s.push(k)
 		return
@@ -283,6 +288,11 @@ func (s *blockSet) push(k pkey) {
 // delete removes the key equal to c's, if any.
 func (s *blockSet) delete(c *cpermit) {
 	bi, i := s.find(c)
+	s.deleteFound(c, bi, i)
+}
+
+// deleteFound is delete with c's place found: (bi, i) is s.find(c).
+func (s *blockSet) deleteFound(c *cpermit, bi, i int) {
 	if bi == s.nblocks() {
 		return
 	}

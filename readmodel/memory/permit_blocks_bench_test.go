@@ -29,12 +29,19 @@ func BenchmarkBlockSetInsert(b *testing.B) {
 //     snapshot (which holds permits in index order), so the keys of a
 //     block name neighbouring slots and the abbreviated ids that break
 //     their day's ties share cache lines and pages.
+//
+// Each case runs twice: one set after another (set, delete), and with
+// "-many" a permit's sets together, their seeks in lock step (setAll,
+// deleteAll). A permit's sets are distinct; ns are per set and insert
+// and delete.
 func BenchmarkBlockSetInsertCold(b *testing.B) {
 	for _, loaded := range []bool{false, true} {
-		b.Run(map[bool]string{false: "grown", true: "loaded"}[loaded], func(b *testing.B) {
-			benchBlockSets(b, blockSetBench{seed: 5, permits: 4_000_000, days: 1000, sets: 12, every: 3, into: 6,
-				id: "gen:SYN-%09d", newID: "gen:SYN-%09d", extra: 8192, loaded: loaded})
-		})
+		for _, many := range []bool{false, true} {
+			b.Run(map[bool]string{false: "grown", true: "loaded"}[loaded]+map[bool]string{false: "", true: "-many"}[many], func(b *testing.B) {
+				benchBlockSets(b, blockSetBench{seed: 5, permits: 4_000_000, days: 1000, sets: 12, every: 3, into: 6,
+					id: "gen:SYN-%09d", newID: "gen:SYN-%09d", extra: 8192, loaded: loaded, many: many})
+			})
+		}
 	}
 }
 
@@ -47,10 +54,12 @@ type blockSetBench struct {
 	every, into, extra  int
 	id, newID           string // formats of a random number below 1e9
 	loaded              bool   // slots in index order, else in the order of creation
+	many                bool   // a permit's sets written together (setAll, deleteAll)
 }
 
 // benchBlockSets times, per op, every extra permit inserted into its
-// sets, then each deleted, and reports ns per insert and delete.
+// sets (distinct: a draw that repeats a set is dropped), then each
+// deleted, and reports ns per set and insert and delete.
 func benchBlockSets(b *testing.B, p blockSetBench) {
 	r := rand.New(rand.NewPCG(p.seed, p.seed+1))
 	slab := newPermitSlab()
@@ -78,29 +87,42 @@ func benchBlockSets(b *testing.B, p blockSetBench) {
 		sets[j] = blockSetOf(slab, keys)
 	}
 	extra := make([]*cpermit, p.extra)
-	into := make([][]int, len(extra))
+	into := make([][]*blockSet, len(extra)) // each extra permit's sets, distinct
+	n := 0                                  // sets written per pass
 	for i := range extra {
 		extra[i] = &cpermit{id: fmt.Sprintf(p.newID, r.IntN(1e9)), ik: -int32(r.IntN(p.days))}
 		slab.take(extra[i])
-		into[i] = make([]int, p.into)
-		for k := range into[i] {
+		for range p.into {
+			j := 0
 			if p.sets > 1 {
-				into[i][k] = r.IntN(p.sets)
+				j = r.IntN(p.sets)
+			}
+			if !slices.Contains(into[i], sets[j]) {
+				into[i] = append(into[i], sets[j])
 			}
 		}
+		n += len(into[i])
 	}
 	b.ResetTimer()
 	for b.Loop() {
 		for i, c := range extra {
-			for _, j := range into[i] {
-				sets[j].set(c)
+			if p.many {
+				setAll(into[i], c)
+				continue
+			}
+			for _, t := range into[i] {
+				t.set(c)
 			}
 		}
 		for i, c := range extra {
-			for _, j := range into[i] {
-				sets[j].delete(c)
+			if p.many {
+				deleteAll(into[i], c)
+				continue
+			}
+			for _, t := range into[i] {
+				t.delete(c)
 			}
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(extra)*p.into), "ns/insert+delete")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/insert+delete")
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
@@ -144,18 +145,45 @@ func (s *side) markPosted(c *cpermit, add bool) {
 
 // lanePostings adds c to (add) or removes it from the postings of its
 // geos posted when the batch began, and caches its folds.
+//
+// Its postings are written together (setAll, deleteAll: their seeks in
+// lock step), each once though c may link twice to one geo.
 func (s *side) lanePostings(c *cpermit, add bool) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
+	var buf [32]*blockSet
+	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {
-		switch {
-		case l.geo == selfProperty || !s.pf.posted[l.geo]:
-		case add:
-			for _, x := range kv {
-				s.posting(fkey{l.geo, x.f, x.v}).set(c)
+		if l.geo == selfProperty || !s.pf.posted[l.geo] {
+			continue
+		}
+		for _, x := range kv {
+			var t *blockSet
+			if add {
+				t = s.posting(fkey{l.geo, x.f, x.v}).t
+			} else if p, ok := s.pf.postings[fkey{l.geo, x.f, x.v}]; ok {
+				t = p.t
+			} else {
+				continue
 			}
-		default:
-			s.unpost(l.geo, kv, c)
+			if !slices.Contains(sets, t) {
+				sets = append(sets, t)
+			}
+		}
+	}
+	if add {
+		setAll(sets, c)
+		return
+	}
+	deleteAll(sets, c)
+	for _, l := range s.pi.links.get(c.links) { // a posting left empty goes
+		if l.geo != selfProperty && s.pf.posted[l.geo] {
+			for _, x := range kv {
+				k := fkey{l.geo, x.f, x.v}
+				if p, ok := s.pf.postings[k]; ok && p.size() == 0 {
+					delete(s.pf.postings, k)
+				}
+			}
 		}
 	}
 }

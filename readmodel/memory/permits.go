@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -79,6 +80,9 @@ func (s *side) delPermit(id string, version int64) bool {
 
 func (s *side) indexPermit(c *cpermit) {
 	s.pi.order.next(c)
+	inserts := !s.bulk && !s.pi.order.appends(c) // seeks, not appends: in lock step (setAll)
+	var buf [16]*blockSet
+	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
@@ -92,8 +96,13 @@ func (s *side) indexPermit(c *cpermit) {
 			t = newTreeSet(s.pi.slab)
 			s.pi.geoIdx[l.geo] = t
 		}
-		s.setIn(t, c)
+		if !inserts {
+			s.setIn(t, c)
+		} else if !slices.Contains(sets, t.t) { // c may link twice to one geo
+			sets = append(sets, t.t)
+		}
 	}
+	setAll(sets, c)
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)
 		e.permits = s.insertPermit(e.permits, c)
@@ -103,15 +112,20 @@ func (s *side) indexPermit(c *cpermit) {
 
 func (s *side) unindexPermit(c *cpermit) {
 	s.buildGeoIndexes() // an Import's deferred indexes hold c (permit_bulk.go)
+	var buf [16]*blockSet
+	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
 		}
-		if t, ok := s.pi.geoIdx[l.geo]; ok {
-			t.delete(c)
-			if t.size() == 0 {
-				delete(s.pi.geoIdx, l.geo)
-			}
+		if t, ok := s.pi.geoIdx[l.geo]; ok && !slices.Contains(sets, t.t) {
+			sets = append(sets, t.t)
+		}
+	}
+	deleteAll(sets, c) // in lock step
+	for _, l := range s.pi.links.get(c.links) {
+		if t, ok := s.pi.geoIdx[l.geo]; ok && l.geo != selfProperty && t.size() == 0 {
+			delete(s.pi.geoIdx, l.geo)
 		}
 	}
 	if c.prop.kind != 0 {
