@@ -31,8 +31,8 @@ func BenchmarkBlockSetInsert(b *testing.B) {
 //     their day's ties share cache lines and pages.
 //
 // Each case runs twice: one set after another (set, delete), and with
-// "-many" a permit's sets together, their seeks in lock step (setAll,
-// deleteAll). A permit's sets are distinct; ns are per set and insert
+// "-many" a permit's sets together, their seeks in lock step
+// (writeAll). A permit's sets are distinct; ns are per set and insert
 // and delete.
 func BenchmarkBlockSetInsertCold(b *testing.B) {
 	for _, loaded := range []bool{false, true} {
@@ -54,7 +54,7 @@ type blockSetBench struct {
 	every, into, extra  int
 	id, newID           string // formats of a random number below 1e9
 	loaded              bool   // slots in index order, else in the order of creation
-	many                bool   // a permit's sets written together (setAll, deleteAll)
+	many                bool   // a permit's sets written together (writeAll)
 }
 
 // benchBlockSets times, per op, every extra permit inserted into its
@@ -105,22 +105,20 @@ func benchBlockSets(b *testing.B, p blockSetBench) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		for i, c := range extra {
-			if p.many {
-				setAll(into[i], c)
-				continue
-			}
-			for _, t := range into[i] {
-				t.set(c)
-			}
-		}
-		for i, c := range extra {
-			if p.many {
-				deleteAll(into[i], c)
-				continue
-			}
-			for _, t := range into[i] {
-				t.delete(c)
+		for _, add := range []bool{true, false} { // every insert, then every delete
+			for i, c := range extra {
+				switch {
+				case p.many:
+					writeAll(into[i], c, add)
+				case add:
+					for _, t := range into[i] {
+						t.set(c)
+					}
+				default:
+					for _, t := range into[i] {
+						t.delete(c)
+					}
+				}
 			}
 		}
 	}

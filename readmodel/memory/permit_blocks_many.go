@@ -8,14 +8,12 @@ package memory
 // waits for each miss in turn. findAll runs the seeks of one permit into
 // many sets a step of each at a time: the steps of different sets do not
 // depend on one another, so the processor has the misses of all of them
-// in flight at once instead of one. Each round is staged: every seek's
-// next key is loaded, then the abbreviations of those that tie on the
-// day, then the comparisons are made, so that no load waits behind a
-// branch on another's result.
+// in flight at once instead of one. Each round is staged (search), so
+// that no load waits behind a branch on another's result.
 //
 // The permit write uses it for a permit's geo sets (indexPermit,
 // unindexPermit) and its filter postings (lanePostings) on the live
-// path. BenchmarkBlockSetInsertCold's "-many" cases measure it against
+// path (writeAll). BenchmarkBlockSetInsertCold's "-many" cases measure it against
 // one seek after another.
 
 // manyMax is the most sets findAll seeks in one pass.
@@ -38,7 +36,8 @@ func seekKeyOf(slab *permitSlab, c *cpermit) seekKey {
 }
 
 // findAll sets pos[j] to sets[j].find(c) for every j (len(sets) <=
-// manyMax; the sets share one slab).
+// manyMax; the sets share one slab): the blocks' last keys searched in
+// lock step, then the blocks.
 func findAll(sets []*blockSet, c *cpermit, pos *[manyMax][2]int) {
 	n := len(sets)
 	if n == 0 {
@@ -46,113 +45,89 @@ func findAll(sets []*blockSet, c *cpermit, pos *[manyMax][2]int) {
 	}
 	slab := sets[0].slab
 	q := seekKeyOf(slab, c)
+	var keys [manyMax][]pkey
 	var lo, hi [manyMax]int
 	for j, s := range sets[:n] {
-		lo[j], hi[j] = 0, len(s.last)
+		keys[j], lo[j], hi[j] = s.last, 0, len(s.last)
 	}
-	var keys [manyMax]pkey
-	var ab [manyMax]abbrID
-	for {
-		// Stage 1: every seek's next key, loads that depend on nothing
-		// of one another; stage 2: the abbreviations of the keys that
-		// tie on the day, likewise; stage 3: the comparisons.
-		more := false
-		for j := range n {
-			if l, h := lo[j], hi[j]; l < h {
-				keys[j] = sets[j].last[int(uint(l+h)>>1)]
-				more = true
-			}
-		}
-		if !more {
-			break
-		}
-		q.step(slab, n, &lo, &hi, &keys, &ab)
-	}
-	var blk [manyMax][]pkey
+	q.search(slab, n, &keys, &lo, &hi)
 	for j, s := range sets[:n] {
 		pos[j][0] = lo[j]
 		if lo[j] < len(s.last) {
-			blk[j] = s.block(lo[j])
-			lo[j], hi[j] = 0, len(blk[j])-1 // its last key is >= c
+			keys[j] = s.block(lo[j])
+			lo[j], hi[j] = 0, len(keys[j])-1 // its last key is >= c
 		} else {
 			lo[j], hi[j] = 0, 0
 		}
 	}
-	for {
-		more := false
-		for j := range n {
-			if l, h := lo[j], hi[j]; l < h {
-				keys[j] = blk[j][int(uint(l+h)>>1)]
-				more = true
-			}
-		}
-		if !more {
-			break
-		}
-		q.step(slab, n, &lo, &hi, &keys, &ab)
-	}
+	q.search(slab, n, &keys, &lo, &hi)
 	for j := range n {
 		pos[j][1] = lo[j]
 	}
 }
 
-// setAll adds c to every set of sets (distinct sets of one slab).
-func setAll(sets []*blockSet, c *cpermit) {
+// search runs n binary searches for q's permit, of keys[j] in [lo[j],
+// hi[j]), in lock step: lo[j] ends at the first key >= it. Each round is
+// staged: every search's next key is loaded, then the abbreviations of
+// those that tie on the day, then the comparisons (keyBefore's).
+func (q *seekKey) search(slab *permitSlab, n int, keys *[manyMax][]pkey, lo, hi *[manyMax]int) {
+	var mid [manyMax]pkey
+	var ab [manyMax]abbrID
+	for {
+		more := false
+		for j := range n {
+			if l, h := lo[j], hi[j]; l < h {
+				mid[j] = keys[j][int(uint(l+h)>>1)]
+				more = true
+			}
+		}
+		if !more {
+			return
+		}
+		for j := range n {
+			if k := mid[j]; lo[j] < hi[j] && k.ik == q.ik && k.slot != q.c.slot && q.c.slot != 0 {
+				ab[j] = slab.abbrAt(k.slot)
+			}
+		}
+		for j := range n {
+			l, h := lo[j], hi[j]
+			if l >= h {
+				continue
+			}
+			var lt bool
+			switch k := mid[j]; {
+			case k.ik != q.ik:
+				lt = k.ik < q.ik
+			case q.c.slot != 0 && k.slot == q.c.slot:
+				lt = false
+			case q.c.slot != 0 && ab[j] != q.abbr && !ab[j].none() && !q.abbr.none():
+				lt = ab[j].less(q.abbr)
+			default:
+				lt = slab.at(k.slot).id < q.c.id
+			}
+			if m := int(uint(l+h) >> 1); lt {
+				lo[j] = m + 1
+			} else {
+				hi[j] = m
+			}
+		}
+	}
+}
+
+// writeAll adds c to (add) or removes it from every set of sets
+// (distinct sets of one slab), their seeks in lock step.
+func writeAll(sets []*blockSet, c *cpermit, add bool) {
 	var pos [manyMax][2]int
 	for len(sets) > 0 {
 		n := min(len(sets), manyMax)
 		findAll(sets[:n], c, &pos)
 		for j, s := range sets[:n] {
-			s.setFound(c, pos[j][0], pos[j][1])
+			if add {
+				s.setFound(c, pos[j][0], pos[j][1])
+			} else {
+				s.deleteFound(c, pos[j][0], pos[j][1])
+			}
 		}
 		sets = sets[n:]
-	}
-}
-
-// deleteAll removes c from every set of sets (distinct sets of one slab).
-func deleteAll(sets []*blockSet, c *cpermit) {
-	var pos [manyMax][2]int
-	for len(sets) > 0 {
-		n := min(len(sets), manyMax)
-		findAll(sets[:n], c, &pos)
-		for j, s := range sets[:n] {
-			s.deleteFound(c, pos[j][0], pos[j][1])
-		}
-		sets = sets[n:]
-	}
-}
-
-// step moves each active seek's bounds by its key keys[j] (stages 2 and
-// 3 of a round): keys[j] before q's permit as keyBefore decides it, the
-// abbreviations of the keys that tie on the day loaded first, together.
-func (q *seekKey) step(slab *permitSlab, n int, lo, hi *[manyMax]int, keys *[manyMax]pkey, ab *[manyMax]abbrID) {
-	for j := range n {
-		if lo[j] < hi[j] && keys[j].ik == q.ik && keys[j].slot != q.c.slot && q.c.slot != 0 {
-			ab[j] = slab.abbrAt(keys[j].slot)
-		}
-	}
-	for j := range n {
-		l, h := lo[j], hi[j]
-		if l >= h {
-			continue
-		}
-		m := int(uint(l+h) >> 1)
-		k := keys[j]
-		var lt bool
-		switch {
-		case k.ik != q.ik:
-			lt = k.ik < q.ik
-		case q.c.slot != 0 && k.slot == q.c.slot:
-			lt = false
-		case q.c.slot != 0 && ab[j] != q.abbr && !ab[j].none() && !q.abbr.none():
-			lt = ab[j].less(q.abbr)
-		default:
-			lt = slab.at(k.slot).id < q.c.id
-		}
-		if lt {
-			lo[j] = m + 1
-		} else {
-			hi[j] = m
-		}
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// TestSetAllMatchesOneByOne writes permits into many sets at once
-// (setAll, deleteAll: seeks in lock step) and the same permits into a
+// TestWriteAllMatchesOneByOne writes permits into many sets at once
+// (writeAll: seeks in lock step) and the same permits into a
 // copy of the sets one set at a time (set, delete), and checks that both
 // copies hold the same keys in the same blocks. More sets than one pass
 // seeks (manyMax), sets of every size (empty, one block, many blocks
 // that split and merge), days that tie so seeks compare abbreviated ids
 // and, where the abbreviations are equal or missing, ids.
-func TestSetAllMatchesOneByOne(t *testing.T) {
+func TestWriteAllMatchesOneByOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	slab := newPermitSlab()
 	perm := make([]*cpermit, 3000)
@@ -42,10 +42,7 @@ func TestSetAllMatchesOneByOne(t *testing.T) {
 	}
 	for op := range 40000 {
 		c := perm[r.IntN(len(perm))]
-		var js []int
-		for _, j := range r.Perm(nsets)[:1+r.IntN(nsets)] {
-			js = append(js, j)
-		}
+		js := r.Perm(nsets)[:1+r.IntN(nsets)]
 		var ms []*blockSet
 		for _, j := range js {
 			ms = append(ms, many[j])
@@ -54,12 +51,12 @@ func TestSetAllMatchesOneByOne(t *testing.T) {
 			for _, j := range js {
 				one[j].set(c)
 			}
-			setAll(ms, c)
+			writeAll(ms, c, true)
 		} else {
 			for _, j := range js {
 				one[j].delete(c)
 			}
-			deleteAll(ms, c)
+			writeAll(ms, c, false)
 		}
 		if op%997 == 0 || op == 39999 {
 			for j := range nsets {

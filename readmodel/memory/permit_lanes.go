@@ -146,8 +146,8 @@ func (s *side) markPosted(c *cpermit, add bool) {
 // lanePostings adds c to (add) or removes it from the postings of its
 // geos posted when the batch began, and caches its folds.
 //
-// Its postings are written together (setAll, deleteAll: their seeks in
-// lock step), each once though c may link twice to one geo.
+// Its postings are written together (writeAll: their seeks in lock
+// step), each once though c may link twice to one geo.
 func (s *side) lanePostings(c *cpermit, add bool) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
@@ -171,11 +171,10 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 			}
 		}
 	}
+	writeAll(sets, c, add)
 	if add {
-		setAll(sets, c)
 		return
 	}
-	deleteAll(sets, c)
 	for _, l := range s.pi.links.get(c.links) { // a posting left empty goes
 		if l.geo != selfProperty && s.pf.posted[l.geo] {
 			for _, x := range kv {

@@ -80,7 +80,7 @@ func (s *side) delPermit(id string, version int64) bool {
 
 func (s *side) indexPermit(c *cpermit) {
 	s.pi.order.next(c)
-	inserts := !s.bulk && !s.pi.order.appends(c) // seeks, not appends: in lock step (setAll)
+	inserts := !s.bulk && !s.pi.order.appends(c) // seeks, not appends: in lock step (writeAll)
 	var buf [16]*blockSet
 	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {
@@ -102,7 +102,7 @@ func (s *side) indexPermit(c *cpermit) {
 			sets = append(sets, t.t)
 		}
 	}
-	setAll(sets, c)
+	writeAll(sets, c, true)
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)
 		e.permits = s.insertPermit(e.permits, c)
@@ -122,7 +122,7 @@ func (s *side) unindexPermit(c *cpermit) {
 			sets = append(sets, t.t)
 		}
 	}
-	deleteAll(sets, c) // in lock step
+	writeAll(sets, c, false) // in lock step
 	for _, l := range s.pi.links.get(c.links) {
 		if t, ok := s.pi.geoIdx[l.geo]; ok && l.geo != selfProperty && t.size() == 0 {
 			delete(s.pi.geoIdx, l.geo)
