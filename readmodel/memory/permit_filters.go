@@ -236,12 +236,19 @@ func (s *side) posting(k fkey) treeSet {
 // posting left empty goes.
 func (s *side) unpost(geo uint32, kv []fieldValue, c *cpermit) {
 	for _, x := range kv {
-		k := fkey{geo, x.f, x.v}
-		if t, ok := s.pf.postings[k]; ok {
+		if t, ok := s.pf.postings[fkey{geo, x.f, x.v}]; ok {
 			t.delete(c)
-			if t.size() == 0 {
-				delete(s.pf.postings, k)
-			}
+		}
+	}
+	s.dropEmptyPostings(geo, kv)
+}
+
+// dropEmptyPostings removes geo's postings of kv that hold no permit.
+func (s *side) dropEmptyPostings(geo uint32, kv []fieldValue) {
+	for _, x := range kv {
+		k := fkey{geo, x.f, x.v}
+		if t, ok := s.pf.postings[k]; ok && t.size() == 0 {
+			delete(s.pf.postings, k)
 		}
 	}
 }

@@ -177,12 +177,7 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 	}
 	for _, l := range s.pi.links.get(c.links) { // a posting left empty goes
 		if l.geo != selfProperty && s.pf.posted[l.geo] {
-			for _, x := range kv {
-				k := fkey{l.geo, x.f, x.v}
-				if p, ok := s.pf.postings[k]; ok && p.size() == 0 {
-					delete(s.pf.postings, k)
-				}
-			}
+			s.dropEmptyPostings(l.geo, kv)
 		}
 	}
 }
