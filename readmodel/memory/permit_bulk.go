@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,9 +69,28 @@ func (s *side) deferGeoIndexes() {
 // geoBuild is a build of the deferred indexes, perhaps in the background.
 // It holds the side's permit lists from its start and makes the side's
 // permit sets: wait is the one way they reach the side.
+//
+// Geos are independent, so up to four builders (workersFor) share them,
+// each taking the next geo not taken yet; each has its own output maps
+// but the first's, which are the side's, and wait merges the others'.
+// All but one start with the build and run in the background; the
+// goroutine that waits is the last (wait works before it waits). An
+// Import's build runs beside the Import's own stages, which keep the
+// other cores busy until they wait for it: on 2 cores one builder ran
+// on while the stages took the properties, and the second only once they
+// were done (until then the two builders and the stages shared the cores,
+// and the stages' last stretch ran on one core alone).
 type geoBuild struct {
-	done chan struct{}
-	sets map[uint32]treeSet
+	v     *side // the view the builders read; the first writes through it
+	lists *geoLists
+	geos  []uint32
+	sets  []treeSet
+	next  atomic.Int64 // the next index into geos to build
+
+	mu      sync.Mutex
+	bs      []*geoBuilder // the builders so far, the side's own first
+	most    int           // builders at most
+	workers sync.WaitGroup
 }
 
 // startGeoBuild builds the deferred indexes of s in the background, on
@@ -77,27 +98,81 @@ type geoBuild struct {
 // what the build reads (the permits, their folds, the lists) no other
 // write changes until wait, and what it writes (postings, valuation
 // orders, month stats) no other write reads. The lists are the build's
-// from now on.
+// from now on. The folds the builders read were cached as the permits
+// were indexed (indexFilters), so the side is only read while they run.
 func (s *side) startGeoBuild(v *side) *geoBuild {
 	lists := s.pi.deferred
 	s.pi.deferred, v.pi.deferred = nil, nil
 	lists.sorted = s.pi.order.sorted
-	g := &geoBuild{done: make(chan struct{})}
-	go func() {
-		defer close(g.done)
-		g.sets = v.buildGeo(lists)
-	}()
+	g := &geoBuild{v: v, lists: lists, geos: make([]uint32, 0, lists.geos)}
+	for geo, l := range lists.lists {
+		if len(l) > 0 {
+			g.geos = append(g.geos, uint32(geo))
+		}
+	}
+	g.sets = make([]treeSet, len(g.geos))
+	g.most = workersFor(len(g.geos), parallelGeos)
+	for range max(1, g.most-1) { // the waiter is the last
+		g.workers.Go(g.work)
+	}
 	return g
 }
 
-// wait waits for the build and gives s the permit sets it made; the
-// side indexes permits as Apply does from then on.
+// work builds geos not taken yet until none is left, with a builder of
+// its own (none when the build has its most already).
+func (g *geoBuild) work() {
+	if g.next.Load() >= int64(len(g.geos)) {
+		return
+	}
+	b := g.builder()
+	if b == nil {
+		return
+	}
+	for {
+		i := int(g.next.Add(1) - 1)
+		if i >= len(g.geos) || g.v.quitting() { // quitting: an abandoned second side, nothing reads its sets (standby.go)
+			return
+		}
+		geo := g.geos[i]
+		g.sets[i] = b.build(geo, g.lists.lists[geo], g.lists.sorted)
+		g.lists.lists[geo] = nil
+	}
+}
+
+// builder adds a builder to the build, or returns nil when it has its
+// most.
+func (g *geoBuild) builder() *geoBuilder {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.bs) == g.most {
+		return nil
+	}
+	b := newGeoBuilder(g.v, len(g.bs) == 0)
+	g.bs = append(g.bs, b)
+	return b
+}
+
+// wait builds what is left beside the background builders, waits for
+// them and gives s the permit sets; the side indexes permits as Apply
+// does from then on.
 func (g *geoBuild) wait(s *side) {
-	<-g.done
+	g.work()
+	g.workers.Wait()
+	v := g.v
+	for i, b := range g.bs {
+		if i == 0 {
+			continue // wrote the side's own maps
+		}
+		maps.Copy(v.pf.postings, b.postings)
+		maps.Copy(v.pf.byValue, b.byValue)
+		maps.Copy(v.pf.posted, b.posted)
+		maps.Copy(v.pf.months, b.months)
+	}
 	if len(s.pi.geoIdx) == 0 {
-		s.pi.geoIdx = g.sets
-	} else {
-		maps.Copy(s.pi.geoIdx, g.sets)
+		s.pi.geoIdx = make(map[uint32]treeSet, len(g.geos))
+	}
+	for i, geo := range g.geos {
+		s.pi.geoIdx[geo] = g.sets[i]
 	}
 	s.deferGeo = false
 }
@@ -107,45 +182,6 @@ func (s *side) buildGeoIndexes() {
 	if s.deferGeo {
 		s.startGeoBuild(s).wait(s)
 	}
-}
-
-// buildGeo builds the deferred indexes from the lists and returns the
-// permit sets. The deferred indexes are empty until then (deferral starts
-// on a new side, and ends before a permit leaves a geo set:
-// unindexPermit). Geos are independent, so up to four builders
-// share them (workersFor, shareOut), each with its own output maps but the first's, which are
-// the side's; the folds they read were cached as the permits were
-// indexed (indexFilters), so the side is only read while they run.
-func (s *side) buildGeo(lists *geoLists) map[uint32]treeSet {
-	geos := make([]uint32, 0, lists.geos)
-	for geo, l := range lists.lists {
-		if len(l) > 0 {
-			geos = append(geos, uint32(geo))
-		}
-	}
-	sets := make([]treeSet, len(geos))
-	bs := make([]*geoBuilder, workersFor(len(geos), parallelGeos))
-	for w := range bs {
-		bs[w] = newGeoBuilder(s, w == 0)
-	}
-	shareOut(len(bs), len(geos), func(w, i int) {
-		if s.quitting() { // an abandoned second side: nothing reads its sets (standby.go)
-			return
-		}
-		sets[i] = bs[w].build(geos[i], lists.lists[geos[i]], lists.sorted)
-		lists.lists[geos[i]] = nil
-	})
-	for _, b := range bs[1:] {
-		maps.Copy(s.pf.postings, b.postings)
-		maps.Copy(s.pf.byValue, b.byValue)
-		maps.Copy(s.pf.posted, b.posted)
-		maps.Copy(s.pf.months, b.months)
-	}
-	out := make(map[uint32]treeSet, len(geos))
-	for i, geo := range geos {
-		out[geo] = sets[i]
-	}
-	return out
 }
 
 // parallelGeos is the number of geos from which buildGeo shares
