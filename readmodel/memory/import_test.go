@@ -378,6 +378,10 @@ func TestImportReserve(t *testing.T) {
 		"too large": func(im *memory.Import) {
 			im.Reserve(map[readmodel.Kind]int64{readmodel.KindPermit: 50_000, readmodel.KindProperty: 50_000})
 		},
+		"twice, the second ignored": func(im *memory.Import) {
+			im.Reserve(counts)
+			im.Reserve(map[readmodel.Kind]int64{readmodel.KindPermit: 1})
+		},
 		"none":       func(*memory.Import) {},
 		"after Adds": nil,
 	} {
@@ -414,6 +418,31 @@ func TestImportReserve(t *testing.T) {
 			require.Equal(t, w2, g2, "the second side")
 		})
 	}
+}
+
+// Reserve makes the tables in the background: an Import that gets no
+// batch after it (an empty snapshot) commits or aborts only once they
+// are made (the race detector watches), and commits an empty state.
+func TestImportReserveWithoutBatches(t *testing.T) {
+	ctx := context.Background()
+	want, err := memory.New(memory.Params{}).Digest(ctx)
+	require.NoError(t, err)
+	counts := map[readmodel.Kind]int64{readmodel.KindPermit: 100_000, readmodel.KindProperty: 50_000}
+	s := memory.New(memory.Params{})
+	im := s.NewImport()
+	im.Reserve(counts)
+	im.Abort()
+	im = s.NewImport()
+	im.Reserve(counts)
+	require.NoError(t, im.Commit())
+	s.Settle()
+	got, err := s.Digest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	apply(t, s, readmodel.Batch{Locations: lrLocations()}) // both sides are whole
+	c, err := s.Counts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(lrLocations())), c[readmodel.KindLocation])
 }
 
 // TestImportAsWriter: an Import's Apply (an Import as an indexer's
