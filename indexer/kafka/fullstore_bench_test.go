@@ -52,6 +52,7 @@ import (
 //	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
 //	  go test -run '^$' -bench IngestMixFullStore -benchtime 1x -timeout 60m ./indexer/kafka/
 func BenchmarkIngestMixFullStore(b *testing.B) {
+	defer serveGC(b)()
 	full := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_FULL_PERMITS")); err == nil && v > 0 {
 		full = v

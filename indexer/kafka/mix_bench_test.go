@@ -22,6 +22,7 @@ import (
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/gctarget"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
@@ -261,6 +262,7 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
+	defer serveGC(b)()
 	start := time.Now()
 	d := mixRecords(b)
 	b.Logf("mix of %d events built in %v: %v", len(d.recs), time.Since(start), d.byType)
@@ -317,6 +319,25 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// serveGC sets the collector's target as serve sets it in this
+// environment (gctarget.Apply with serve's default, auto: GOGC when set,
+// else 400 under a memory limit, else Go's 100) and returns what restores
+// the old one and reports the target as "gc-percent" (defer it: a
+// metric reported before ResetTimer is dropped). The Kubernetes manifests
+// set GOMEMLIMIT, so a deployed serve runs at 400; without a limit (`make
+// bench`) the figures are those of serve run by hand, at 100.
+func serveGC(b *testing.B) func() {
+	old := gctarget.Current()
+	chosen, err := gctarget.Apply("auto", os.Getenv)
+	require.NoError(b, err)
+	b.Logf("garbage collector: %s", chosen)
+	pct := gctarget.Current()
+	return func() {
+		debug.SetGCPercent(old)
+		b.ReportMetric(float64(pct), "gc-percent")
+	}
+}
+
 // profileRound starts a CPU profile into the file env names, when it
 // names one and on is true, and returns its stop.
 func profileRound(tb testing.TB, env string, on bool) func() {
@@ -352,6 +373,7 @@ func profileRound(tb testing.TB, env string, on bool) func() {
 //
 //	go test -run '^$' -bench Restart -benchtime 1x -timeout 30m ./indexer/kafka/
 func BenchmarkRestart(b *testing.B) {
+	defer serveGC(b)()
 	permits := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("PERMITD_BENCH_RESTART_PERMITS")); err == nil && v > 0 {
 		permits = v
