@@ -75,6 +75,11 @@ const (
 type encTable struct {
 	ids  map[string]uint32
 	fast *[encFastSlots]encSlot
+	// lists is the list table (codec_links.go), by the key of each list
+	// (its links' strings, length first, and confidences; a property
+	// link's GeoID left out); listKey is the scratch space of the key.
+	lists   map[string]uint32
+	listKey []byte
 }
 
 type encSlot struct {
@@ -86,7 +91,7 @@ const encFastBits = 19
 const encFastSlots = 1 << encFastBits
 
 func newEncTable() *encTable {
-	return &encTable{ids: map[string]uint32{}, fast: new([encFastSlots]encSlot)}
+	return &encTable{ids: map[string]uint32{}, fast: new([encFastSlots]encSlot), lists: map[string]uint32{}}
 }
 
 // slot is s's slot in fast, by the address of its bytes.
@@ -157,8 +162,11 @@ type decoder struct {
 }
 
 // decTable is the decoder's string table: the strings of the stream's
-// tagNew entries, in order.
-type decTable struct{ strs []string }
+// tagNew entries, in order; and its list table (codec_links.go).
+type decTable struct {
+	strs  []string
+	lists []listEntry
+}
 
 func newDecTable() *decTable { return &decTable{} }
 
@@ -182,7 +190,10 @@ func (d *decoder) string() string {
 	return s
 }
 
-var errShort = errors.New("snapshot: document truncated")
+var (
+	errShort   = errors.New("snapshot: document truncated")
+	errListRef = errors.New("snapshot: link list table reference out of range")
+)
 
 func (d *decoder) uvarint() uint64 {
 	x, n := binary.Uvarint(d.b)
@@ -232,6 +243,10 @@ func codecOf(t reflect.Type) *fieldCodec {
 func build(t reflect.Type) *fieldCodec {
 	if c, ok := codecs[t]; ok {
 		return c
+	}
+	if t == geoLinksT && geoLinkFits() {
+		codecs[t] = listCodec
+		return listCodec
 	}
 	c := &fieldCodec{}
 	codecs[t] = c // before the elements: recursive types end here

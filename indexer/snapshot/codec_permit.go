@@ -100,37 +100,6 @@ func (d *decoder) varint() int64 {
 	return x
 }
 
-// geoLinks reads a []GeoLink, taking a non-empty one from the shared
-// array.
-func (d *decoder) geoLinks() []readmodel.GeoLink {
-	n := d.uvarint()
-	if n == 0 {
-		return nil
-	}
-	n--
-	if n == 0 {
-		return []readmodel.GeoLink{} // empty, not nil
-	}
-	if n > uint64(len(d.b)) { // every link takes at least a byte
-		d.fail(errShort)
-		return nil
-	}
-	if uint64(cap(d.links)-len(d.links)) < n {
-		d.links = make([]readmodel.GeoLink, 0, max(linkArena, n))
-	}
-	i := len(d.links)
-	d.links = d.links[:i+int(n)]
-	ls := d.links[i : i+int(n) : i+int(n)]
-	for j := range ls {
-		l := &ls[j]
-		l.GeoID = d.string()
-		l.GeoType = readmodel.GeoType(d.string())
-		l.Confidence = d.float()
-		l.Method = d.string()
-	}
-	return ls
-}
-
 func (d *decoder) float() float64 {
 	if p := d.take(8); p != nil {
 		return math.Float64frombits(binary.LittleEndian.Uint64(p))

@@ -161,6 +161,85 @@ func TestCodecStringTableByAddress(t *testing.T) {
 	require.Equal(t, shared, got)
 }
 
+// Geo link lists go through their own table (version 6): a list seen
+// before, but for its property links' GeoIDs, is a reference followed by
+// those GeoIDs, in any document type and across the values of a stream;
+// each decoded list is a slice of its own (an append to one leaves the
+// next alone). Longer lists and lists past a full table are literals; a
+// reference the table does not hold is an error, as is a truncated one.
+func TestCodecLinkListTable(t *testing.T) {
+	area := []readmodel.GeoLink{
+		{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"},
+		{GeoID: "city:wa:seattle", GeoType: readmodel.GeoCity, Confidence: 0.9, Method: "source_city"},
+	}
+	withProps := func(props ...string) []readmodel.GeoLink {
+		ls := []readmodel.GeoLink{{GeoID: props[0], GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}}
+		ls = append(ls, area...)
+		for _, p := range props[1:] { // a property link at the end too
+			ls = append(ls, readmodel.GeoLink{GeoID: p, GeoType: readmodel.GeoProperty, Confidence: 0.5, Method: "nearby"})
+		}
+		return ls
+	}
+	var long []readmodel.GeoLink
+	for i := range listMaxLinks + 1 {
+		long = append(long, readmodel.GeoLink{GeoID: fmt.Sprint("zip:", i), GeoType: readmodel.GeoZip})
+	}
+	b1 := readmodel.Batch{
+		Permits: []readmodel.Permit{
+			{PermitID: "a:1", GeoLinks: withProps("prop_1", "prop_2")},
+			{PermitID: "a:2", GeoLinks: withProps("prop_3", "prop_4")},
+			{PermitID: "a:3", GeoLinks: area},
+			{PermitID: "a:4", GeoLinks: long},
+			{PermitID: "a:5", GeoLinks: []readmodel.GeoLink{}},
+		},
+		Properties: []readmodel.Property{{PropertyID: "prop_5", GeoLinks: withProps("prop_5", "prop_6")}},
+	}
+	b2 := readmodel.Batch{
+		Permits:    []readmodel.Permit{{PermitID: "a:6", GeoLinks: area}, {PermitID: "a:7", GeoLinks: long}},
+		Properties: []readmodel.Property{{PropertyID: "prop_7", GeoLinks: withProps("prop_7", "prop_8")}},
+	}
+	enc := newEncTable()
+	raw1 := appendTabled(nil, &b1, enc)
+	raw2 := appendTabled(nil, &b2, enc)
+	require.Len(t, enc.lists, 2, "one entry per list but for its property GeoIDs; the long list is a literal")
+	dec := newDecTable()
+	var got1, got2 readmodel.Batch
+	require.NoError(t, decodeTabled(raw1, &got1, dec))
+	require.NoError(t, decodeTabled(raw2, &got2, dec))
+	require.Equal(t, b1, got1)
+	require.Equal(t, b2, got2)
+	require.Len(t, dec.lists, 2)
+	for _, e := range dec.lists {
+		for _, j := range e.props {
+			require.Empty(t, e.links[j].GeoID, "the table keeps no document's property")
+		}
+	}
+	one := got1.Permits[0].GeoLinks
+	require.Equal(t, len(one), cap(one))
+	_ = append(one, readmodel.GeoLink{GeoID: "x"})
+	require.Equal(t, b1.Permits[1].GeoLinks, got1.Permits[1].GeoLinks, "a list ends where its own links do")
+	alone := appendValue(nil, &readmodel.Batch{Permits: []readmodel.Permit{{GeoLinks: area}}})
+	again := appendTabled(nil, &readmodel.Batch{Permits: []readmodel.Permit{{GeoLinks: area}}}, enc)
+	require.Less(t, len(again), len(alone), "a list seen before is a reference")
+
+	require.ErrorIs(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), errListRef)
+	for _, cut := range []int{1, len(raw1) / 2, len(raw1) - 1} {
+		require.ErrorIs(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), errShort, "cut at %d", cut)
+	}
+
+	full := newEncTable()
+	for i := range listMaxEntries {
+		full.lists[fmt.Sprint("k", i)] = uint32(i)
+	}
+	raw := appendTabled(nil, &b1, full)
+	require.Len(t, full.lists, listMaxEntries)
+	var got readmodel.Batch
+	dt := newDecTable()
+	require.NoError(t, decodeTabled(raw, &got, dt), "a full table writes literals")
+	require.Equal(t, b1, got)
+	require.Empty(t, dt.lists)
+}
+
 // copyStrings replaces every string reachable from v by a copy of it.
 func copyStrings(v reflect.Value) {
 	switch v.Kind() {

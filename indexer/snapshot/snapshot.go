@@ -3,7 +3,7 @@
 // loads the snapshot and replays only what came after, instead of every
 // partition from the earliest offset.
 //
-// File format (version 5), in order:
+// File format (version 6), in order:
 //
 //	magic   "PERMITDSNAP\x00" (12 bytes)
 //	version uint32 big-endian (FormatVersion)
@@ -11,7 +11,8 @@
 //	        codec (codec.go): first the header (creation time, consumed
 //	        offset of every partition), then readmodel.Batch values
 //	        (documents, and tombstones as Deletes); a zero length ends.
-//	        The frames share one string table, in order (codec.go)
+//	        The frames share one string table and one table of geo
+//	        link lists, in order (codec.go, codec_links.go)
 //	counts  the number of documents and tombstones of each kind in the
 //	        frames, uint64 big-endian each, in countKinds' order (48
 //	        bytes): a load presizes its tables with them (LoadSized)
@@ -24,8 +25,8 @@
 // several GB/s, where SHA-256 (version 2) cost about a second per
 // hundreds of MB on the development machine, on a start's critical path.
 // Versions 1 (JSON frames), 2 (SHA-256 trailer), 3 (every string
-// written out at each occurrence) and 4 (no counts) are refused like any
-// other format: a full replay follows. The codec carries every exported field of the documents, so a
+// written out at each occurrence), 4 (no counts) and 5 (geo link lists
+// written out at each occurrence) are refused like any other format: a full replay follows. The codec carries every exported field of the documents, so a
 // change to the document types must bump FormatVersion.
 //
 // A snapshot is written to a temporary file in the same directory,
@@ -67,7 +68,7 @@ import (
 const LoadGCPercent = -1
 
 // FormatVersion is the version this build writes and reads.
-const FormatVersion uint32 = 5
+const FormatVersion uint32 = 6
 
 // countKinds are the kinds whose counts the file holds, in order.
 var countKinds = [...]readmodel.Kind{

@@ -216,9 +216,11 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 		// version alone refuses it, before its frames are read.
 		"version 3": {func(b []byte) []byte { return resummed(b, 3) }, snapshot.ErrFormat},
 		// A version 4 file has no counts: refused by its version too.
-		"version 4":       {func(b []byte) []byte { return resummed(b, 4) }, snapshot.ErrFormat},
-		"version 6":       {func(b []byte) []byte { return resummed(b, 6) }, snapshot.ErrFormat},
-		"version 5 again": {func(b []byte) []byte { return resummed(b, 5) }, nil},
+		"version 4": {func(b []byte) []byte { return resummed(b, 4) }, snapshot.ErrFormat},
+		// Version 5 wrote every geo link list out: refused by its version.
+		"version 5":       {func(b []byte) []byte { return resummed(b, 5) }, snapshot.ErrFormat},
+		"version 7":       {func(b []byte) []byte { return resummed(b, 7) }, snapshot.ErrFormat},
+		"version 6 again": {func(b []byte) []byte { return resummed(b, 6) }, nil},
 		"not a snapshot":  {func(b []byte) []byte { return []byte(`{"hello":"world"} and more bytes than a header`) }, snapshot.ErrFormat},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -290,7 +292,7 @@ func TestCounts(t *testing.T) {
 	permits := len(bad) - 4 - 6*8 + 8 // the second count: permits
 	binary.BigEndian.PutUint64(bad[permits:], uint64(want[readmodel.KindPermit]+1))
 	p := filepath.Join(dir, "miscounted")
-	require.NoError(t, os.WriteFile(p, resummed(bad, 5), 0o600))
+	require.NoError(t, os.WriteFile(p, resummed(bad, snapshot.FormatVersion), 0o600))
 	_, err = snapshot.Load(p, func(readmodel.Batch) error { return nil })
 	require.ErrorIs(t, err, snapshot.ErrCorrupt)
 	require.ErrorContains(t, err, "permit")
