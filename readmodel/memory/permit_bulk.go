@@ -73,6 +73,8 @@ func (s *side) deferGeoIndexes() {
 // Geos are independent, so up to four builders (workersFor) share them,
 // each taking the next geo not taken yet; each has its own output maps
 // but the first's, which are the side's, and wait merges the others'.
+// The side's deferred indexes are empty until then (deferral starts on a
+// new side, and ends before a permit leaves a geo set: unindexPermit).
 // All but one start with the build and run in the background; the
 // goroutine that waits is the last (wait works before it waits). An
 // Import's build runs beside the Import's own stages, which keep the
