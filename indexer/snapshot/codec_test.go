@@ -48,6 +48,16 @@ func fill(v reflect.Value, seed *int) {
 	}
 }
 
+// requireCutsFail checks that raw, a batch encoded with a table of its
+// own, cut after its first byte, at 1/part of its length and before its
+// last byte, fails to decode as truncated.
+func requireCutsFail(t *testing.T, raw []byte, part int) {
+	t.Helper()
+	for _, cut := range []int{1, len(raw) / part, len(raw) - 1} {
+		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
+	}
+}
+
 // Every field of every document survives, and so do the distinctions
 // gob loses: nil against empty slices, a pointer to zero against nil.
 func TestCodecKeepsEveryField(t *testing.T) {
@@ -72,9 +82,7 @@ func TestCodecKeepsEveryField(t *testing.T) {
 	require.Nil(t, got.Leads[1].ReasonCodes)
 
 	raw := appendValue(nil, &b)
-	for _, cut := range []int{1, len(raw) / 2, len(raw) - 1} {
-		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
-	}
+	requireCutsFail(t, raw, 2)
 }
 
 // Values encoded with one string table decode, in order, with one: the
@@ -112,9 +120,7 @@ func TestCodecStringTable(t *testing.T) {
 	require.Len(t, dec.strs, len(enc.ids))
 
 	require.ErrorContains(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), "string table")
-	for _, cut := range []int{1, len(raw1) / 2, len(raw1) - 1} {
-		require.ErrorIs(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), errShort, "cut at %d", cut)
-	}
+	requireCutsFail(t, raw1, 2)
 
 	full := newEncTable()
 	for i := range tableMaxEntries {
@@ -223,9 +229,7 @@ func TestCodecLinkListTable(t *testing.T) {
 	require.Less(t, len(again), len(alone), "a list seen before is a reference")
 
 	require.ErrorIs(t, decodeTabled(raw2, &readmodel.Batch{}, newDecTable()), errListRef)
-	for _, cut := range []int{1, len(raw1) / 2, len(raw1) - 1} {
-		require.ErrorIs(t, decodeTabled(raw1[:cut], &readmodel.Batch{}, newDecTable()), errShort, "cut at %d", cut)
-	}
+	requireCutsFail(t, raw1, 2)
 
 	full := newEncTable()
 	for i := range listMaxEntries {
@@ -299,9 +303,7 @@ func TestPermitDecoder(t *testing.T) {
 	permitReflective(&d, reflect.ValueOf(&viaReflection).Elem())
 	require.NoError(t, d.err)
 	require.Equal(t, ps[3], viaReflection)
-	for _, cut := range []int{1, len(raw) / 3, len(raw) - 1} {
-		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
-	}
+	requireCutsFail(t, raw, 3)
 }
 
 // decodeProperty, likewise.
@@ -328,9 +330,7 @@ func TestPropertyDecoder(t *testing.T) {
 	propertyReflective(&d, reflect.ValueOf(&viaReflection).Elem())
 	require.NoError(t, d.err)
 	require.Equal(t, ps[4], viaReflection)
-	for _, cut := range []int{1, len(raw) / 3, len(raw) - 1} {
-		require.ErrorIs(t, decodeValue(raw[:cut], &readmodel.Batch{}), errShort, "cut at %d", cut)
-	}
+	requireCutsFail(t, raw, 3)
 }
 
 // BenchmarkDecodePermits decodes 4,096 permits with the written-out
