@@ -123,14 +123,25 @@ func TestCodecStringTable(t *testing.T) {
 	requireCutsFail(t, raw1, 2)
 
 	full := newEncTable()
-	for i := range tableMaxEntries {
-		full.ids[fmt.Sprint("s", i)] = uint32(i)
+	requireFullTableWritesLiterals(t, b1, full, full.ids, tableMaxEntries)
+}
+
+// requireFullTableWritesLiterals fills table (full's string or list
+// table) to most entries, encodes b with full and checks that the table
+// took no entry more and that b decodes as it was; it returns the
+// decoder's table.
+func requireFullTableWritesLiterals(t *testing.T, b readmodel.Batch, full *encTable, table map[string]uint32, most int) *decTable {
+	t.Helper()
+	for i := range most {
+		table[fmt.Sprint("k", i)] = uint32(i)
 	}
-	raw := appendTabled(nil, &b1, full)
-	require.Len(t, full.ids, tableMaxEntries)
+	raw := appendTabled(nil, &b, full)
+	require.Len(t, table, most)
 	var got readmodel.Batch
-	require.NoError(t, decodeTabled(raw, &got, newDecTable()), "a full table writes literals")
-	require.Equal(t, b1, got)
+	dt := newDecTable()
+	require.NoError(t, decodeTabled(raw, &got, dt), "a full table writes literals")
+	require.Equal(t, b, got)
+	return dt
 }
 
 // The table finds a string by its address before its value (encTable's
@@ -232,15 +243,7 @@ func TestCodecLinkListTable(t *testing.T) {
 	requireCutsFail(t, raw1, 2)
 
 	full := newEncTable()
-	for i := range listMaxEntries {
-		full.lists[fmt.Sprint("k", i)] = uint32(i)
-	}
-	raw := appendTabled(nil, &b1, full)
-	require.Len(t, full.lists, listMaxEntries)
-	var got readmodel.Batch
-	dt := newDecTable()
-	require.NoError(t, decodeTabled(raw, &got, dt), "a full table writes literals")
-	require.Equal(t, b1, got)
+	dt := requireFullTableWritesLiterals(t, b1, full, full.lists, listMaxEntries)
 	require.Empty(t, dt.lists)
 }
 
