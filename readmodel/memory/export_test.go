@@ -123,3 +123,16 @@ func (s *Store) WaitSecondSide() (abandoned bool) {
 	<-st.done
 	return st.abandoned
 }
+
+// SidesLean reports whether the readers' side and the other one are lean
+// (an Import's first side before settle: permit_bulk.go), and whether each
+// holds any derived index (postings, valuation orders, month stats).
+func (s *Store) SidesLean() (active, standby, activeDerived, standbyDerived bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	a := s.active.Load()
+	derived := func(d *side) bool {
+		return len(d.pf.postings)+len(d.pf.byValue)+len(d.pf.posted)+len(d.pf.months) > 0
+	}
+	return s.sides[a].lean, s.sides[1-a].lean, derived(s.sides[a]), derived(s.sides[1-a])
+}

@@ -25,13 +25,16 @@ import (
 //
 // Commit makes that first side the Store's active side: readers see the
 // old state until then and the whole new one after, never a part. The
-// second side is built after it, in the background, from the same
-// batches (so the two builds do not share the CPU before readers have
-// the first); until it is in place the Store's next write (Apply, or
-// another Import's Commit) waits for it, since a write needs both sides.
-// Settle waits for it too. A restart is thus ready to read after one
-// side is built, and writes the moment both are; the Store holds the
-// import's batches until the second side has taken them.
+// first side is lean (permit_bulk.go): built without the per-geo indexes
+// derived from its permit sets, which readers do without, so they have
+// it sooner; settle completes it. The second side is built after it, in
+// the background, from the same batches (so the two builds do not share
+// the CPU before readers have the first); until it is in place (and the
+// first completed) the Store's next write (Apply, or another Import's
+// Commit) waits for it, since a write needs both sides. Settle waits for
+// it too. A restart is thus ready to read after one lean side is built,
+// and writes the moment both are whole; the Store holds the import's
+// batches until the second side has taken them.
 //
 // Batches written with Apply while an Import runs (serve's embedded feed
 // runs beside the Kafka indexer that loads the snapshot), every batch of
@@ -72,6 +75,7 @@ func (s *Store) NewImport() *Import {
 	d := im.first
 	im.wg.Go(func() {
 		st := newImportStages(d)
+		st.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
 		waited := false
 		wait := func() { // Reserve's tables, which it set before the first Add or the end
 			if !waited && im.reserved != nil {
@@ -85,7 +89,7 @@ func (s *Store) NewImport() *Import {
 		}
 		wait()
 		st.close()
-		d.endBulk()
+		d.endBulk(geoSets)
 	})
 	return im
 }
@@ -169,16 +173,16 @@ func (d *side) deferIndexes() {
 }
 
 // buildDeferred ends both deferrals: the side indexes as Apply does from
-// now on.
-func (d *side) buildDeferred() {
-	d.buildGeoIndexes()
+// now on. With parts geoSets the side is lean (permit_bulk.go).
+func (d *side) buildDeferred(parts geoParts) {
+	d.buildGeoIndexes(parts)
 	d.signals.leads.buildTrees()
 }
 
 // endBulk ends the bulk load of a side: the deferred indexes are built
-// and writes index as usual from now on.
-func (d *side) endBulk() {
-	d.buildDeferred()
+// (parts of the geo ones) and writes index as usual from now on.
+func (d *side) endBulk(parts geoParts) {
+	d.buildDeferred(parts)
 	d.bulk = false
 }
 
@@ -278,7 +282,7 @@ func (im *Import) Commit() error {
 		stages.close()
 		ok := !st.quit.Load()
 		if ok {
-			st.side.endBulk()
+			st.side.endBulk(geoAll)
 		}
 		st.finish(s, ok)
 	}()

@@ -46,6 +46,9 @@ type importStages struct {
 	pending sync.WaitGroup // work handed over, not yet indexed
 	done    chan struct{}  // the indexer has ended
 	geo     *geoBuild      // the background build of the geo indexes; nil: none
+	// lean: the build makes the permit sets alone (an Import's first
+	// side, lean until settle: permit_bulk.go).
+	lean bool
 }
 
 type indexWork struct {
@@ -75,6 +78,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 	}
 	if len(b.Permits) > 0 || deletesPermits(b.Deletes) {
 		st.joinGeo()
+		d.leanLists = nil // the indexer's views write its sets (permit_bulk.go)
 		if d.quitting() { // the geo build may have stopped half way
 			return
 		}
@@ -118,7 +122,11 @@ func deletesPermits(ds []readmodel.Delete) bool {
 // view of the side as the indexer stage has one (startGeoBuild): the
 // side has no permit sets until joinGeo has them from the build.
 func (st *importStages) startGeo() {
-	st.geo = st.d.startGeoBuild(st.view())
+	parts := geoAll
+	if st.lean {
+		parts = geoSets
+	}
+	st.geo = st.d.startGeoBuild(st.view(), parts)
 }
 
 // joinGeo waits for the background build of the geo indexes, after which

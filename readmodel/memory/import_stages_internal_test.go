@@ -85,7 +85,7 @@ func TestDeferredGeoListsMakeTheSets(t *testing.T) {
 			if len(d.pi.geoIdx) != 0 {
 				t.Fatalf("%d geo sets while deferred, want none", len(d.pi.geoIdx))
 			}
-			b := d.startGeoBuild(d)
+			b := d.startGeoBuild(d, geoAll)
 			if d.pi.deferred != nil {
 				t.Fatal("the side kept the lists it handed to the build")
 			}

@@ -181,39 +181,106 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 				apply(t, imported, b)
 			}
 
-			ctx := context.Background()
-			da, err := applied.Digest(ctx)
-			require.NoError(t, err)
-			di, err := imported.Digest(ctx)
-			require.NoError(t, err)
-			require.Equal(t, da, di)
-			found := 0
-			for i := range 300 {
-				f := randomPermitFilter(r)
-				if i%4 == 0 {
-					f = readmodel.PermitFilter{}
-				}
-				geo := []string{zipA, zipB, city, state}[i%4]
-				q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 1 + i%9, Filter: f}
-				if i%2 == 1 {
-					q.Sort = readmodel.SortValuationDesc
-				}
-				want := walk(t, applied, q, nil)
-				require.Equal(t, want, walk(t, imported, q, nil), "filter %+v", f)
-				found += len(want)
-				mq := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), Filter: f, FromDate: "2023-12-01", ToDate: "2024-05-31"}
-				if i%3 == 0 {
-					mq.FromDate = "2024-02-03"
-				}
-				wm, err := applied.PermitMonthly(ctx, mq)
-				require.NoError(t, err)
-				gm, err := imported.PermitMonthly(ctx, mq)
-				require.NoError(t, err)
-				require.Equal(t, wm, gm, "monthly %+v", mq)
-			}
-			require.Positive(t, found)
+			samePermitReads(t, r, applied, imported, "")
 		})
 	}
+}
+
+// samePermitReads checks that imported answers permit pages (by date and
+// by valuation) and monthly series, filtered or not, as applied does, and
+// holds the same documents.
+func samePermitReads(t *testing.T, r *rand.Rand, applied, imported *memory.Store, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	da, err := applied.Digest(ctx)
+	require.NoError(t, err)
+	di, err := imported.Digest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, da, di, msg)
+	found := 0
+	for i := range 300 {
+		f := randomPermitFilter(r)
+		if i%4 == 0 {
+			f = readmodel.PermitFilter{}
+		}
+		geo := []string{zipA, zipB, city, state}[i%4]
+		q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Limit: 1 + i%9, Filter: f}
+		if i%2 == 1 {
+			q.Sort = readmodel.SortValuationDesc
+		}
+		want := walk(t, applied, q, nil)
+		require.Equal(t, want, walk(t, imported, q, nil), "%s: filter %+v", msg, f)
+		found += len(want)
+		mq := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(geo), Filter: f, FromDate: "2023-12-01", ToDate: "2024-05-31"}
+		if i%3 == 0 {
+			mq.FromDate = "2024-02-03"
+		}
+		wm, err := applied.PermitMonthly(ctx, mq)
+		require.NoError(t, err)
+		gm, err := imported.PermitMonthly(ctx, mq)
+		require.NoError(t, err)
+		require.Equal(t, wm, gm, "%s: monthly %+v", msg, mq)
+	}
+	require.Positive(t, found, msg)
+}
+
+// An Import's first side is lean (permit_bulk.go): readers have it with
+// its permit sets but no postings, valuation orders or month stats, and
+// read its geos as they read a small geo's, with the same answers;
+// Apply's batches during the Import (its journal, applied to it at
+// Commit) leave it so. Settle makes the second side, built whole, the
+// readers' and gives the first its derived indexes; the next write makes
+// that one the readers' again, with the same answers.
+func TestImportFirstSideIsLeanUntilSettled(t *testing.T) {
+	defer memory.SetPostingMin(20)()
+	r := rand.New(rand.NewPCG(41, 42))
+	ps := filterPermits(r, 400)
+	var changed []readmodel.Permit
+	for i := 0; i < len(ps); i += 5 {
+		p := ps[i]
+		p.Version = 2
+		p.Status, p.PermitType = "Expired", "Demolition"
+		p.GeoLinks = slices.Clone(p.GeoLinks)
+		p.GeoLinks[0].GeoID = zipB
+		changed = append(changed, p)
+	}
+	var dels []readmodel.Delete
+	for i := 3; i < len(ps); i += 11 {
+		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
+	}
+	applied := newStore(t)
+	apply(t, applied, readmodel.Batch{Permits: ps})
+
+	release := make(chan struct{})
+	defer memory.HoldStandby(func() { <-release })()
+	imported := memory.New(memory.Params{})
+	im := imported.NewImport()
+	require.NoError(t, newStore(t).Export(context.Background(), 100, im.Add))
+	require.NoError(t, im.Add(readmodel.Batch{Permits: slices.Clone(ps)}))
+	for _, b := range []readmodel.Batch{{Permits: changed}, {Deletes: dels}} { // the Import's journal
+		apply(t, applied, b)
+		apply(t, imported, b)
+	}
+	require.NoError(t, im.Commit())
+	require.True(t, imported.SecondSideBuilding(), "held")
+	active, _, derived, _ := imported.SidesLean()
+	require.True(t, active, "readers have the first side, lean")
+	require.False(t, derived, "a lean side holds no derived index, the journal's permits' neither")
+	samePermitReads(t, r, applied, imported, "the lean first side")
+
+	close(release)
+	imported.Settle()
+	active, standby, derived, standbyDerived := imported.SidesLean()
+	require.False(t, active || standby, "no side is lean once settled")
+	require.True(t, derived && standbyDerived, "both sides hold derived indexes")
+	samePermitReads(t, r, applied, imported, "the second side, settled")
+
+	p := ps[1]
+	p.Version = 50
+	p.Status = "Final"
+	apply(t, applied, readmodel.Batch{Permits: []readmodel.Permit{p}})
+	apply(t, imported, readmodel.Batch{Permits: []readmodel.Permit{p}})
+	samePermitReads(t, r, applied, imported, "the first side, completed, after a write")
 }
 
 // Commit makes an Import's first side readable while its second side is

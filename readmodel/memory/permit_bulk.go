@@ -88,6 +88,7 @@ type geoBuild struct {
 	geos  []uint32
 	sets  []treeSet
 	next  atomic.Int64 // the next index into geos to build
+	parts geoParts     // what the build makes
 
 	mu      sync.Mutex
 	bs      []*geoBuilder // the builders so far, the side's own first
@@ -102,11 +103,27 @@ type geoBuild struct {
 // orders, month stats) no other write reads. The lists are the build's
 // from now on. The folds the builders read were cached as the permits
 // were indexed (indexFilters), so the side is only read while they run.
-func (s *side) startGeoBuild(v *side) *geoBuild {
+// With parts geoSets the build makes the permit sets alone: the side is
+// then lean (side.lean, below) until buildLean gives it the rest.
+func (s *side) startGeoBuild(v *side, parts geoParts) *geoBuild {
 	lists := s.pi.deferred
 	s.pi.deferred, v.pi.deferred = nil, nil
 	lists.sorted = s.pi.order.sorted
-	g := &geoBuild{v: v, lists: lists, geos: make([]uint32, 0, lists.geos)}
+	return newGeoBuild(v, lists, parts)
+}
+
+// geoParts says what a geoBuild makes of each geo's list.
+type geoParts uint8
+
+const (
+	geoSets    geoParts = 1 << iota // the geo's permit set
+	geoDerived                      // its postings, valuation order and month stats
+	geoAll     = geoSets | geoDerived
+)
+
+// newGeoBuild starts the build of parts of every geo of lists on v.
+func newGeoBuild(v *side, lists *geoLists, parts geoParts) *geoBuild {
+	g := &geoBuild{v: v, lists: lists, geos: make([]uint32, 0, lists.geos), parts: parts}
 	for geo, l := range lists.lists {
 		if len(l) > 0 {
 			g.geos = append(g.geos, uint32(geo))
@@ -136,8 +153,12 @@ func (g *geoBuild) work() {
 			return
 		}
 		geo := g.geos[i]
-		g.sets[i] = b.build(geo, g.lists.lists[geo], g.lists.sorted)
-		g.lists.lists[geo] = nil
+		var items []*cpermit
+		g.sets[i], items = b.build(geo, g.lists.lists[geo], g.lists.sorted, g.parts)
+		if g.parts&geoDerived != 0 {
+			items = nil
+		}
+		g.lists.lists[geo] = items // a lean side's, for buildLean
 	}
 }
 
@@ -170,19 +191,28 @@ func (g *geoBuild) wait(s *side) {
 		maps.Copy(v.pf.posted, b.posted)
 		maps.Copy(v.pf.months, b.months)
 	}
-	if len(s.pi.geoIdx) == 0 {
-		s.pi.geoIdx = make(map[uint32]treeSet, len(g.geos))
+	if g.parts&geoSets != 0 {
+		if len(s.pi.geoIdx) == 0 {
+			s.pi.geoIdx = make(map[uint32]treeSet, len(g.geos))
+		}
+		for i, geo := range g.geos {
+			s.pi.geoIdx[geo] = g.sets[i]
+		}
+		s.deferGeo = false
 	}
-	for i, geo := range g.geos {
-		s.pi.geoIdx[geo] = g.sets[i]
+	s.lean = g.parts&geoDerived == 0
+	s.leanLists = nil
+	if s.lean {
+		g.lists.sorted = true // build sorted them
+		s.leanLists = g.lists
 	}
-	s.deferGeo = false
 }
 
-// buildGeoIndexes ends the deferral at once, if the side defers.
-func (s *side) buildGeoIndexes() {
+// buildGeoIndexes ends the deferral at once, if the side defers, with
+// parts of the indexes.
+func (s *side) buildGeoIndexes(parts geoParts) {
 	if s.deferGeo {
-		s.startGeoBuild(s).wait(s)
+		s.startGeoBuild(s, parts).wait(s)
 	}
 }
 
@@ -237,8 +267,9 @@ type genTree struct {
 // build builds the deferred indexes of geo from its list and returns its
 // permit set. The list is in index order when the permits came so (a
 // snapshot's: sorted says so); else it is sorted here. A permit linked
-// twice to geo is in it twice, and kept once.
-func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool) treeSet {
+// twice to geo is in it twice, and kept once. It returns the list too,
+// sorted and each permit once.
+func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool, parts geoParts) (treeSet, []*cpermit) {
 	if sorted {
 		items = slices.Compact(items) // the same permit twice in a row
 	} else {
@@ -250,18 +281,24 @@ func (b *geoBuilder) build(geo uint32, items []*cpermit, sorted bool) treeSet {
 			}
 		}
 	}
-	keys := b.keys[:0] // sorted, each once
-	for _, c := range items {
-		keys = append(keys, keyOf(c))
+	var set treeSet
+	if parts&geoSets != 0 {
+		keys := b.keys[:0] // sorted, each once
+		for _, c := range items {
+			keys = append(keys, keyOf(c))
+		}
+		set = treeSet{blockSetOf(b.s.pi.slab, keys)}
+		clear(keys)
+		b.keys = keys[:0]
 	}
-	set := treeSet{blockSetOf(b.s.pi.slab, keys)}
-	clear(keys)
-	b.keys = keys[:0]
+	if parts&geoDerived == 0 {
+		return set, items
+	}
 	if len(items) >= postingMin {
 		b.buildPostings(geo, items)
 	}
 	b.buildMonths(geo, items)
-	return set
+	return set, items
 }
 
 // newPend returns an empty pendPosting, reusing a freed one.
@@ -401,4 +438,58 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 // (year*12 + month-1).
 func monthFirstDay(m int32) int32 {
 	return int32(time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
+
+// A lean side (side.lean) has its permit sets but none of the per-geo
+// indexes derived from them: no postings, valuation orders or month
+// stats. An Import's first side is built so (import.go): readers get it
+// as soon as its documents, sets and other indexes are in, and read it
+// as they read a geo of fewer than postingMin permits, from the geo's
+// set (filters checked per permit, the valuation order sorted per page,
+// month sums added up from the permits: PermitMonthly), so the answers
+// are the same, only slower for a large geo. At 1M permits the derived
+// indexes were a fifth of the CPU before readers had the first side.
+//
+// A write to a lean side keeps it lean: Apply adds to no posting (it
+// does not give a geo that reaches postingMin its postings), valuation
+// order or month stat, and a permit leaves none. Settle, once the second
+// side is built whole, makes that side the readers' and then gives the
+// lean one, which no reader is left on, its derived indexes (buildLean,
+// from its sets), so that both sides are whole before the next write.
+
+// buildLean builds the derived indexes of a lean side from its permit
+// sets (under the Store's writer lock, no reader on the side): from the
+// lists its build left (leanLists) while no permit was written since,
+// else from the sets themselves.
+func (s *side) buildLean() {
+	if !s.lean {
+		return
+	}
+	s.pf.postings = map[fkey]treeSet{}
+	s.pf.byValue = map[uint32]valueTree{}
+	s.pf.posted = map[uint32]bool{}
+	s.pf.months = map[monthKey]*monthStats{}
+	if lists := s.leanLists; lists != nil {
+		s.leanLists = nil
+		newGeoBuild(s, lists, geoDerived).wait(s)
+		return
+	}
+	n := 0
+	for geo := range s.pi.geoIdx {
+		n = max(n, int(geo)+1)
+	}
+	lists := &geoLists{lists: make([][]*cpermit, n), sorted: true} // a set's order is index order
+	for geo, t := range s.pi.geoIdx {
+		if t.size() == 0 {
+			continue
+		}
+		items := make([]*cpermit, 0, t.size())
+		t.t.scan(func(k pkey) bool {
+			items = append(items, t.t.permit(k))
+			return true
+		})
+		lists.lists[geo] = items
+		lists.geos++
+	}
+	newGeoBuild(s, lists, geoDerived).wait(s)
 }

@@ -181,7 +181,7 @@ func (s *side) indexFilters(c *cpermit) {
 			continue
 		}
 		if !s.pf.posted[l.geo] {
-			if t, ok := s.pi.geoIdx[l.geo]; ok && t.size() >= postingMin {
+			if t, ok := s.pi.geoIdx[l.geo]; ok && t.size() >= postingMin && !s.lean { // a lean side gets them all at once (permit_bulk.go)
 				s.buildPostings(l.geo, t) // c included
 			}
 			continue

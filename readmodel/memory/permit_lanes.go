@@ -53,8 +53,9 @@ import (
 // batch is the same as after putPermit one permit at a time
 // (TestPermitLanesMatchOneByOne).
 //
-// Batches with fewer than laneMin permits, and the bulk and deferred
-// writes of an Import or a replay (permit_bulk.go), take putPermit.
+// Batches with fewer than laneMin permits, the bulk and deferred writes
+// of an Import or a replay, and the writes to a lean side (an Import's
+// journal: permit_bulk.go), take putPermit.
 const laneMin = 64
 
 // permitChange is one stored permit of a batch: the version it replaced
@@ -64,7 +65,7 @@ type permitChange struct{ prev, c *cpermit }
 // putPermits stores ps in order (the side's writer), calling count with
 // each one's result.
 func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
-	if len(ps) < laneMin || s.bulk || s.deferGeo {
+	if len(ps) < laneMin || s.bulk || s.deferGeo || s.lean {
 		for _, p := range ps {
 			count(s.putPermit(p))
 		}

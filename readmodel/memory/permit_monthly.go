@@ -139,7 +139,7 @@ func monthOfIK(ik int32) int32 {
 func cents(v float64) int64 { return int64(math.Round(v * 100)) }
 
 func (s *side) indexMonthly(c *cpermit, add bool) {
-	if c.ik == undated {
+	if c.ik == undated || s.lean { // a lean side has none (permit_bulk.go)
 		return
 	}
 	m := monthOfIK(c.ik)
@@ -210,7 +210,7 @@ func (s *side) PermitMonthly(_ context.Context, q readmodel.MonthlyQuery) ([]rea
 	}
 	// Whole months of an unfiltered series come from the month stats.
 	whole := func(i int) bool {
-		if !q.Filter.IsZero() || geo == selfProperty {
+		if !q.Filter.IsZero() || geo == selfProperty || s.lean { // a lean side has no month stats (permit_bulk.go)
 			return false
 		}
 		m := first + int32(i)

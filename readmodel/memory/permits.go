@@ -79,6 +79,7 @@ func (s *side) delPermit(id string, version int64) bool {
 }
 
 func (s *side) indexPermit(c *cpermit) {
+	s.leanLists = nil // no longer what the sets hold (permit_bulk.go)
 	s.pi.order.next(c)
 	inserts := !s.bulk && !s.pi.order.appends(c) // seeks, not appends: in lock step (writeAll)
 	var buf [16]*blockSet
@@ -111,7 +112,8 @@ func (s *side) indexPermit(c *cpermit) {
 }
 
 func (s *side) unindexPermit(c *cpermit) {
-	s.buildGeoIndexes() // an Import's deferred indexes hold c (permit_bulk.go)
+	s.leanLists = nil
+	s.buildGeoIndexes(geoAll) // an Import's deferred indexes hold c (permit_bulk.go)
 	var buf [16]*blockSet
 	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {

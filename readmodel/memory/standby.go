@@ -115,6 +115,15 @@ func (s *Store) settle() {
 	s.drain(i)
 	s.sides[i] = d
 	s.pending = nil
+	if a := s.sides[1-i]; a.lean {
+		// The readers' side is an Import's lean first side: the whole
+		// one becomes theirs (the same state: no new version), and the
+		// lean one, once no reader is left on it, gets its derived
+		// indexes (permit_bulk.go).
+		s.active.Store(i)
+		s.drain(1 - i)
+		a.buildLean()
+	}
 }
 
 var errQuit = errors.New("memory: second side abandoned")
@@ -138,7 +147,7 @@ func (a *side) copySide(d *side, quit *atomic.Bool) *side {
 	if err != nil || (quit != nil && quit.Load()) {
 		return nil
 	}
-	d.endBulk()
+	d.endBulk(geoAll)
 	if quit != nil && quit.Load() {
 		return nil
 	}

@@ -35,6 +35,14 @@ type side struct {
 	// (permit_bulk.go).
 	bulk     bool
 	deferGeo bool
+	// lean: the side has its permit sets but not the per-geo indexes
+	// derived from them (an Import's first side until settle;
+	// permit_bulk.go).
+	lean bool
+	// leanLists are a lean side's geo lists as its build left them (each
+	// geo's permits in index order: what its set holds) until a permit
+	// is written (dropped then): buildLean reads them.
+	leanLists *geoLists
 	// lanes is set while putPermits writes a batch's permits in lanes
 	// (permit_lanes.go); postedNow holds the geos whose postings were
 	// given (true) or ended (false) meanwhile, until the lanes join.
