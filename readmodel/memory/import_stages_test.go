@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,10 @@ func TestImportStagesMatchApply(t *testing.T) {
 		changed[i].Version = 2
 		changed[i].Status, changed[i].RawDescription = "Expired", "Replace the roof and gutters"
 	}
+	newer := slices.Clone(props[:5]) // new versions of stored properties
+	for i := range newer {
+		newer[i].Version, newer[i].ParcelID = 2, fmt.Sprint("P-", i)
+	}
 	for _, tc := range []struct {
 		name    string
 		batches []readmodel.Batch
@@ -50,6 +55,14 @@ func TestImportStagesMatchApply(t *testing.T) {
 			{Permits: slices.Concat(ps[300:600], unlinked)},
 			{Permits: ps[595:600], Properties: props[:20]},
 			{Properties: props[20:], Deletes: []readmodel.Delete{{Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
+		}},
+		{name: "properties in batches of their own", batches: []readmodel.Batch{
+			{Permits: ps[:300]},
+			{Properties: props[:15]},                         // after permits, which made some of their entries
+			{Properties: slices.Concat(props[15:30], newer)}, // new versions: out of their address chains first
+			{Permits: slices.Concat(ps[300:600], unlinked)},
+			{Properties: props[30:]},
+			{Deletes: []readmodel.Delete{{Kind: readmodel.KindProperty, ID: props[3].PropertyID, Version: 5}}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,6 +126,16 @@ func matchesApplied(t *testing.T, r *rand.Rand, batches []readmodel.Batch, props
 		for _, p := range slices.Concat(props[:3], props[4:8]) { // props[3] is deleted
 			q := readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(p.PropertyID), Limit: 50}
 			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: property %s", msg, p.PropertyID)
+		}
+		for i, p := range props[:12] { // the address chains: exact, normalized and fuzzy matches
+			for _, addr := range []string{p.CanonicalAddress, strings.ToUpper(p.NormalizedAddress), fmt.Sprintf("%d Pine", 100+i), fmt.Sprintf("%d Pin Street", 100+i)} {
+				q := readmodel.PropertyQuery{Address: addr, City: "Seattle", Limit: 20}
+				want, err := applied.SearchProperties(ctx, q)
+				require.NoError(t, err)
+				got, err := imported.SearchProperties(ctx, q)
+				require.NoError(t, err)
+				require.Equal(t, want, got, "%s: property search %q", msg, addr)
+			}
 		}
 	}
 	same(first)
