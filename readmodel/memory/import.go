@@ -25,9 +25,10 @@ import (
 //
 // Commit makes that first side the Store's active side: readers see the
 // old state until then and the whole new one after, never a part. The
-// first side is lean (permit_bulk.go): built without the per-geo indexes
-// derived from its permit sets, which readers do without, so they have
-// it sooner; settle completes it. The second side is built after it, in
+// first side is lean (permit_bulk.go): built without the permit indexes
+// that only speed reads up (per-geo postings, valuation orders and month
+// stats, text and map cells), which readers do without, so they have it
+// sooner; settle completes it. The second side is built after it, in
 // the background, from the same batches (so the two builds do not share
 // the CPU before readers have the first); until it is in place (and the
 // first completed) the Store's next write (Apply, or another Import's
@@ -73,9 +74,10 @@ func (s *Store) NewImport() *Import {
 	s.journal = &im.journal
 	s.wmu.Unlock()
 	d := im.first
+	d.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
 	im.wg.Go(func() {
 		st := newImportStages(d)
-		st.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
+		st.lean = true
 		waited := false
 		wait := func() { // Reserve's tables, which it set before the first Add or the end
 			if !waited && im.reserved != nil {

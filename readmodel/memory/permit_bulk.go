@@ -200,9 +200,8 @@ func (g *geoBuild) wait(s *side) {
 		}
 		s.deferGeo = false
 	}
-	s.lean = g.parts&geoDerived == 0
 	s.leanLists = nil
-	if s.lean {
+	if g.parts&geoDerived == 0 { // a lean side's
 		g.lists.sorted = true // build sorted them
 		s.leanLists = g.lists
 	}
@@ -211,6 +210,9 @@ func (g *geoBuild) wait(s *side) {
 // buildGeoIndexes ends the deferral at once, if the side defers, with
 // parts of the indexes.
 func (s *side) buildGeoIndexes(parts geoParts) {
+	if s.lean {
+		parts = geoSets // the rest at settle (buildLean)
+	}
 	if s.deferGeo {
 		s.startGeoBuild(s, parts).wait(s)
 	}
@@ -440,31 +442,55 @@ func monthFirstDay(m int32) int32 {
 	return int32(time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400)
 }
 
-// A lean side (side.lean) has its permit sets but none of the per-geo
-// indexes derived from them: no postings, valuation orders or month
-// stats. An Import's first side is built so (import.go): readers get it
-// as soon as its documents, sets and other indexes are in, and read it
-// as they read a geo of fewer than postingMin permits, from the geo's
-// set (filters checked per permit, the valuation order sorted per page,
-// month sums added up from the permits: PermitMonthly), so the answers
-// are the same, only slower for a large geo. At 1M permits the derived
-// indexes were a fifth of the CPU before readers had the first side.
+// A lean side (side.lean) has its documents, permit sets and property
+// indexes but none of the permit indexes that only speed reads up: no
+// per-geo indexes derived from the sets (postings, valuation orders,
+// month stats), no text index (word postings, permit numbers) and no map
+// cells. An Import's first side is built so (import.go): readers get it
+// as soon as the rest is in, and read it as they read a geo of fewer
+// than postingMin permits, from the geo's set (filters and q checked per
+// permit on the descriptions' cached words, the valuation order sorted
+// per page, month sums added up from the permits: PermitMonthly, a
+// geometry's permits taken from the set or every permit instead of its
+// cells: geometryHits), so the answers are the same, only slower for a
+// large geo. At 1M permits those indexes were about a third of the CPU
+// before readers had the first side.
 //
-// A write to a lean side keeps it lean: Apply adds to no posting (it
-// does not give a geo that reaches postingMin its postings), valuation
-// order or month stat, and a permit leaves none. Settle, once the second
-// side is built whole, makes that side the readers' and then gives the
-// lean one, which no reader is left on, its derived indexes (buildLean,
-// from its sets), so that both sides are whole before the next write.
+// A write to a lean side keeps it lean: Apply adds to none of those
+// indexes (it does not give a geo that reaches postingMin its postings),
+// and a permit leaves none. Settle, once the second side is built whole,
+// makes that side the readers' and then gives the lean one, which no
+// reader is left on, the indexes it lacks (buildLean), so that both
+// sides are whole before the next write.
 
-// buildLean builds the derived indexes of a lean side from its permit
-// sets (under the Store's writer lock, no reader on the side): from the
-// lists its build left (leanLists) while no permit was written since,
-// else from the sets themselves.
+// buildLean builds the indexes a lean side lacks (under the Store's
+// writer lock, no reader on the side).
 func (s *side) buildLean() {
 	if !s.lean {
 		return
 	}
+	s.buildLeanGeos()
+	// The text and cell indexes, empty so far, permit by permit in slot
+	// order (a load's index order), with an order of their own (each
+	// permit appends to their lists while it sorts after the ones
+	// before it: indexOrder), as bulk writes add.
+	order := s.pi.order
+	s.pi.order, s.bulk = &indexOrder{sorted: true}, true
+	for slot := uint32(1); slot < s.pi.slab.next; slot++ {
+		if c := s.pi.slab.at(slot); c != nil {
+			s.pi.order.next(c)
+			s.indexText(c)
+			s.indexCell(c)
+		}
+	}
+	s.pi.order, s.bulk = order, false
+	s.lean = false
+}
+
+// buildLeanGeos builds the derived geo indexes of a lean side from its
+// permit sets: from the lists its build left (leanLists) while no permit
+// was written since, else from the sets themselves.
+func (s *side) buildLeanGeos() {
 	s.pf.postings = map[fkey]treeSet{}
 	s.pf.byValue = map[uint32]valueTree{}
 	s.pf.posted = map[uint32]bool{}

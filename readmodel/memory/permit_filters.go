@@ -165,8 +165,12 @@ func (s *side) filterKeys(c *cpermit, kvs *[5]fieldValue) (n int) {
 // (deferGeo, permit_bulk.go), the per-geo indexes (postings, valuation
 // order, month stats) are left to buildGeoIndexes.
 func (s *side) indexFilters(c *cpermit) {
-	s.indexText(c)
-	s.indexCell(c)
+	if s.lean { // no text or cell index until buildLean (permit_bulk.go)
+		s.descWords(c.desc) // what textMatch reads
+	} else {
+		s.indexText(c)
+		s.indexCell(c)
+	}
 	if s.lanes { // postings, valuation orders and month stats: the other lanes' (permit_lanes.go)
 		s.markPosted(c, true)
 		return
@@ -272,9 +276,11 @@ func (s *side) unindexFilters(c *cpermit) {
 		}
 		s.unpost(l.geo, kv, c)
 	}
-	s.unindexText(c)
+	if !s.lean {
+		s.unindexText(c)
+		s.unindexCell(c)
+	}
 	s.unindexValue(c)
-	s.unindexCell(c)
 	s.indexMonthly(c, false)
 }
 

@@ -75,8 +75,11 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 	f := &q.Filter
 	geo := uint32(0)
 	var propSet map[*cpermit]bool
+	var set permitSet
 	if !q.Geo.IsZero() {
-		set, sym, err := s.geoSet(q.Geo)
+		var sym uint32
+		var err error
+		set, sym, err = s.geoSet(q.Geo)
 		if err != nil || set == nil {
 			return nil, sym, err
 		}
@@ -102,31 +105,51 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 		return nil, 0, fmt.Errorf("%w: geometry spans too many cells", readmodel.ErrInvalidQuery)
 	}
 	var hits []geoHit
-	for la := la0; la <= la1; la++ {
-		for lo := lo0; lo <= lo1; lo++ {
-			for _, k := range s.pf.cells[keyOfCell(la, lo)] {
-				c := s.pi.slab.at(k.slot)
-				if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
-					continue
+	visit := func(c *cpermit) {
+		if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
+			return
+		}
+		if f.BBox != nil && !f.BBox.Contains(c.lat, c.lon) {
+			return
+		}
+		d := 0.0
+		if f.Near != nil {
+			if d = readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: c.lat, Lon: c.lon}); d > f.RadiusM {
+				return
+			}
+		}
+		switch {
+		case propSet != nil && !propSet[c]:
+			return
+		case propSet == nil && geo != 0 && !s.linked(c, geo):
+			return
+		case !s.match(plan, c):
+			return
+		}
+		hits = append(hits, geoHit{c, d})
+	}
+	if s.lean {
+		// No cell index yet (permit_bulk.go): the permits of the cells
+		// are taken from the geo's set, or from every permit.
+		inCells := func(c *cpermit) {
+			if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
+				return
+			}
+			if la, lo := cellOf(c.lat, c.lon); la >= la0 && la <= la1 && lo >= lo0 && lo <= lo1 {
+				visit(c)
+			}
+		}
+		if set != nil {
+			set.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { inCells(c); return true })
+		} else {
+			s.permits.each(func(_ string, _ int64, c *cpermit) { inCells(c) })
+		}
+	} else {
+		for la := la0; la <= la1; la++ {
+			for lo := lo0; lo <= lo1; lo++ {
+				for _, k := range s.pf.cells[keyOfCell(la, lo)] {
+					visit(s.pi.slab.at(k.slot))
 				}
-				if f.BBox != nil && !f.BBox.Contains(c.lat, c.lon) {
-					continue
-				}
-				d := 0.0
-				if f.Near != nil {
-					if d = readmodel.DistanceM(*f.Near, readmodel.GeoPoint{Lat: c.lat, Lon: c.lon}); d > f.RadiusM {
-						continue
-					}
-				}
-				switch {
-				case propSet != nil && !propSet[c]:
-					continue
-				case propSet == nil && geo != 0 && !s.linked(c, geo):
-					continue
-				case !s.match(plan, c):
-					continue
-				}
-				hits = append(hits, geoHit{c, d})
 			}
 		}
 	}

@@ -3,8 +3,11 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,29 +16,35 @@ import (
 )
 
 // TestLeanSideCompletedAsAWholeBuild: an Import's first side, lean at
-// Commit, gets from buildLean (at settle) the postings, valuation orders
-// and month stats the second side's whole build made, index for index,
-// with Apply's batches during the Import (its journal) on both sides.
+// Commit, gets from buildLean (at settle) the postings, valuation orders,
+// month stats, text and cell indexes the second side's whole build made,
+// index for index, with Apply's batches during the Import (its journal)
+// on both sides.
 func TestLeanSideCompletedAsAWholeBuild(t *testing.T) {
-	old := postingMin
-	postingMin = 20
-	t.Cleanup(func() { postingMin = old })
+	old, oldGroup := postingMin, groupMin
+	postingMin, groupMin = 20, 10 // descriptions of 10 permits or more are grouped
+	t.Cleanup(func() { postingMin, groupMin = old, oldGroup })
 	rng := rand.New(rand.NewPCG(7, 8))
 	geos := []string{"us-wa", "zip-a", "zip-b", "zip-small"}
 	var ps []readmodel.Permit
 	for i := range 400 {
 		p := readmodel.Permit{PermitID: fmt.Sprintf("t:%03d", i), PermitNumber: fmt.Sprint(i), Source: "t", Version: 1,
-			PermitType: []string{"Building", "Electrical", ""}[rng.IntN(3)],
-			WorkType:   []string{"New", "Alteration"}[rng.IntN(2)],
-			Status:     []string{"Issued", "Final"}[rng.IntN(2)],
-			Contractor: []string{"", "Acme Builders", "Zed Co"}[rng.IntN(3)],
-			IssueDate:  fmt.Sprintf("2024-%02d-%02d", 1+rng.IntN(6), 1+rng.IntN(28))}
+			PermitType:     []string{"Building", "Electrical", ""}[rng.IntN(3)],
+			WorkType:       []string{"New", "Alteration"}[rng.IntN(2)],
+			Status:         []string{"Issued", "Final"}[rng.IntN(2)],
+			Contractor:     []string{"", "Acme Builders", "Zed Co"}[rng.IntN(3)],
+			RawDescription: []string{"New single family residence", "Replace roof", "Kitchen remodel and new roof", ""}[rng.IntN(4)] + fmt.Sprint(" lot ", rng.IntN(3)),
+			IssueDate:      fmt.Sprintf("2024-%02d-%02d", 1+rng.IntN(6), 1+rng.IntN(28))}
 		if rng.IntN(9) == 0 {
 			p.IssueDate = ""
 		}
 		if rng.IntN(4) > 0 {
 			v := math.Round(math.Exp(rng.Float64() * 14))
 			p.Valuation = &v
+		}
+		if rng.IntN(5) > 0 {
+			lat, lon := 47.5+rng.Float64()*0.3, -122.5+rng.Float64()*0.3
+			p.Lat, p.Lon = &lat, &lon
 		}
 		for j, g := range geos {
 			if j == 0 || (j == 3 && i%40 == 0) || (j < 3 && rng.IntN(2) == 0) {
@@ -68,6 +77,9 @@ func TestLeanSideCompletedAsAWholeBuild(t *testing.T) {
 			first := s.sides[s.active.Load()]
 			require.True(t, first.lean)
 			require.Empty(t, first.pf.months)
+			require.Empty(t, first.pf.text.postings, "no text index")
+			require.Empty(t, first.pf.text.numbers)
+			require.Empty(t, first.pf.cells, "no cell index")
 			require.Equal(t, !withJournal, first.leanLists != nil, "the build's lists kept")
 			close(release)
 			s.Settle()
@@ -77,9 +89,54 @@ func TestLeanSideCompletedAsAWholeBuild(t *testing.T) {
 			require.NotSame(t, first, s.sides[s.active.Load()], "the second side is the readers'")
 			second := s.sides[s.active.Load()]
 			want, got := permitIndexDump(second), permitIndexDump(first)
+			maps.Copy(want, textCellDump(second))
+			maps.Copy(got, textCellDump(first))
 			require.NotEmpty(t, want["posted"])
+			kinds := map[string]bool{}
+			for k := range want {
+				kinds[strings.Fields(k)[0]] = true
+			}
+			for _, k := range []string{"word", "group", "number", "cell"} {
+				require.True(t, kinds[k], "the whole side has %s indexes", k)
+			}
 			require.NotContains(t, want["posted"], "zip-small", "fewer than postingMin")
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+// textCellDump is the text and cell indexes of s by permit id: each
+// word's posting (its own permits, and its groups' by description), each
+// description group's, each permit number's and each cell's permits.
+func textCellDump(s *side) map[string][]string {
+	out := map[string][]string{}
+	ids := func(set iterable) []string {
+		var l []string
+		set.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { l = append(l, c.id); return true })
+		return l
+	}
+	slots := func(keys slotKeys) []string {
+		var l []string
+		for _, k := range keys {
+			l = append(l, s.pi.slab.at(k.slot).id)
+		}
+		return l
+	}
+	for w, p := range s.pf.text.postings {
+		out["word "+w] = ids(p.ownSet(s.pi.slab))
+		for _, g := range p.groups {
+			out["word "+w] = append(out["word "+w], "group "+strings.Join(g.words, " "))
+		}
+		slices.Sort(out["word "+w])
+	}
+	for _, g := range s.pf.text.groups {
+		out["group "+strings.Join(g.words, " ")] = ids(g.set.ownSet(s.pi.slab))
+	}
+	for n, keys := range s.pf.text.numbers {
+		out["number "+n] = slots(keys)
+	}
+	for k, keys := range s.pf.cells {
+		out[fmt.Sprint("cell ", k)] = slots(keys)
+	}
+	return out
 }

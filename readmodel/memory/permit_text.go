@@ -330,6 +330,9 @@ func (s *side) textMatch(q string, tq *readmodel.TextQuery, c *cpermit) bool {
 // one of q's words, or the union of the postings of the words its prefix
 // begins when there are at most maxPrefixTerms).
 func (s *side) textCandidates(q string, tq *readmodel.TextQuery, limit int) (set permitSet, n int) {
+	if s.lean { // no text index yet (permit_bulk.go): q is checked on each candidate
+		return nil, -1
+	}
 	numbered := sliceSet{s.pf.text.numbers[readmodel.FoldValue(q)], s.pi.slab}
 	descSet, descN := s.descCandidates(tq, limit-numbered.size())
 	switch {

@@ -36,8 +36,8 @@ type side struct {
 	bulk     bool
 	deferGeo bool
 	// lean: the side has its permit sets but not the per-geo indexes
-	// derived from them (an Import's first side until settle;
-	// permit_bulk.go).
+	// derived from them, the text index or the map cells (an Import's
+	// first side until settle; permit_bulk.go).
 	lean bool
 	// leanLists are a lean side's geo lists as its build left them (each
 	// geo's permits in index order: what its set holds) until a permit
