@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,7 +130,7 @@ func loadRounds(b *testing.B, path, want string, counts map[readmodel.Kind]int64
 	ctx := context.Background()
 	runtime.GC()
 
-	var took, applyTook, cpu, applyCPU, settled, settledCPU time.Duration
+	var took, applyTook, cpu, applyCPU, settled, settledCPU, leanReads, wholeReads time.Duration
 	ways := []bool{false, true}
 	if os.Getenv("PERMITD_BENCH_LOAD_APPLY") == "0" {
 		ways = ways[:1] // the Import alone
@@ -155,9 +156,17 @@ func loadRounds(b *testing.B, path, want string, counts map[readmodel.Kind]int64
 			} else {
 				took += time.Since(start)
 				cpu += cpuTime() - cpu0
+				// State-wide reads on the Import's lean first side (the
+				// second side being built beside them), then on the whole
+				// sides: the same answers, and what the lean side costs.
+				leanTook, lean := stateReads(b, store)
+				leanReads += leanTook
 				store.Settle() // the second side, built after Commit
 				settled += time.Since(start)
 				settledCPU += cpuTime() - cpu0
+				wholeTook, whole := stateReads(b, store)
+				wholeReads += wholeTook
+				require.Equal(b, whole, lean, "the lean side answers as the whole ones")
 			}
 			got, err := store.Digest(ctx)
 			require.NoError(b, err)
@@ -177,7 +186,49 @@ func loadRounds(b *testing.B, path, want string, counts map[readmodel.Kind]int64
 	// the neighbours as about the load.
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "load-cpu-s")
 	b.ReportMetric(applyCPU.Seconds()/float64(b.N), "apply-load-cpu-s")
+	b.ReportMetric(float64(leanReads.Milliseconds())/float64(b.N), "lean-reads-ms")
+	b.ReportMetric(float64(wholeReads.Milliseconds())/float64(b.N), "whole-reads-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// stateReads runs state-wide reads of the generated data on s: a
+// filtered page by date and by valuation, a page with q, a page near a
+// point, and a monthly series, in three states. It returns their time
+// and their answers.
+func stateReads(b *testing.B, s *memory.Store) (time.Duration, []string) {
+	ctx := context.Background()
+	var out []string
+	start := time.Now()
+	for _, at := range []struct {
+		state string
+		city  readmodel.GeoPoint
+	}{{"CA", readmodel.GeoPoint{Lat: 34.05, Lon: -118.24}}, {"TX", readmodel.GeoPoint{Lat: 29.76, Lon: -95.37}}, {"WA", readmodel.GeoPoint{Lat: 47.61, Lon: -122.33}}} {
+		st, city := at.state, at.city
+		geo := readmodel.ParseGeoRef(events.GeoID("state", st))
+		issued := readmodel.PermitFilter{PermitTypes: []string{"building"}, Statuses: []string{"issued"}}
+		near := readmodel.PermitFilter{Near: &city, RadiusM: 20000}
+		for _, q := range []readmodel.PermitQuery{
+			{Geo: geo, Limit: 25, Filter: issued},
+			{Geo: geo, Limit: 25, Filter: issued, Sort: readmodel.SortValuationDesc},
+			{Geo: geo, Limit: 25, Filter: readmodel.PermitFilter{Text: "roof"}},
+			{Geo: geo, Limit: 25, Filter: near, Sort: readmodel.SortDistance},
+		} {
+			page, err := s.SearchPermits(ctx, q)
+			require.NoError(b, err)
+			require.NotEmpty(b, page.Permits, "%s: %+v", st, q.Filter)
+			out = append(out, jsonOf(b, page))
+		}
+		months, err := s.PermitMonthly(ctx, readmodel.MonthlyQuery{Geo: geo, FromDate: "2023-01-01", ToDate: "2024-12-31"})
+		require.NoError(b, err)
+		out = append(out, jsonOf(b, months))
+	}
+	return time.Since(start), out
+}
+
+func jsonOf(b *testing.B, v any) string {
+	raw, err := json.Marshal(v)
+	require.NoError(b, err)
+	return string(raw)
 }
 
 // serveLoad is serve's load of a snapshot (cmd/permitd, loadSnapshot);
