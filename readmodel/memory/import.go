@@ -77,7 +77,6 @@ func (s *Store) NewImport() *Import {
 	d.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
 	im.wg.Go(func() {
 		st := newImportStages(d)
-		st.lean = true
 		waited := false
 		wait := func() { // Reserve's tables, which it set before the first Add or the end
 			if !waited && im.reserved != nil {
@@ -91,7 +90,7 @@ func (s *Store) NewImport() *Import {
 		}
 		wait()
 		st.close()
-		d.endBulk(geoSets)
+		d.endBulk()
 	})
 	return im
 }
@@ -175,16 +174,16 @@ func (d *side) deferIndexes() {
 }
 
 // buildDeferred ends both deferrals: the side indexes as Apply does from
-// now on. With parts geoSets the side is lean (permit_bulk.go).
-func (d *side) buildDeferred(parts geoParts) {
-	d.buildGeoIndexes(parts)
+// now on.
+func (d *side) buildDeferred() {
+	d.buildGeoIndexes()
 	d.signals.leads.buildTrees()
 }
 
 // endBulk ends the bulk load of a side: the deferred indexes are built
-// (parts of the geo ones) and writes index as usual from now on.
-func (d *side) endBulk(parts geoParts) {
-	d.buildDeferred(parts)
+// and writes index as usual from now on.
+func (d *side) endBulk() {
+	d.buildDeferred()
 	d.bulk = false
 }
 
@@ -284,7 +283,7 @@ func (im *Import) Commit() error {
 		stages.close()
 		ok := !st.quit.Load()
 		if ok {
-			st.side.endBulk(geoAll)
+			st.side.endBulk()
 		}
 		st.finish(s, ok)
 	}()

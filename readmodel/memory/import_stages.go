@@ -46,9 +46,6 @@ type importStages struct {
 	pending sync.WaitGroup // work handed over, not yet indexed
 	done    chan struct{}  // the indexer has ended
 	geo     *geoBuild      // the background build of the geo indexes; nil: none
-	// lean: the build makes the permit sets alone (an Import's first
-	// side, lean until settle: permit_bulk.go).
-	lean bool
 }
 
 type indexWork struct {
@@ -122,11 +119,7 @@ func deletesPermits(ds []readmodel.Delete) bool {
 // view of the side as the indexer stage has one (startGeoBuild): the
 // side has no permit sets until joinGeo has them from the build.
 func (st *importStages) startGeo() {
-	parts := geoAll
-	if st.lean {
-		parts = geoSets
-	}
-	st.geo = st.d.startGeoBuild(st.view(), parts)
+	st.geo = st.d.startGeoBuild(st.view(), st.d.geoParts())
 }
 
 // joinGeo waits for the background build of the geo indexes, after which

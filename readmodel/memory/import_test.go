@@ -92,19 +92,7 @@ func TestImportReplacesTheState(t *testing.T) {
 func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ps := filterPermits(r, 400)
-	changed := slices.Clone(ps)
-	for i := 0; i < len(changed); i += 5 {
-		p := changed[i]
-		p.Version = 2
-		p.Status, p.PermitType = "Expired", "Demolition"
-		p.GeoLinks = slices.Clone(p.GeoLinks)
-		p.GeoLinks[0].GeoID = zipB
-		changed[i] = p
-	}
-	var dels []readmodel.Delete
-	for i := 3; i < len(ps); i += 11 {
-		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
-	}
+	changed, dels := changesOf(ps)
 	shuffled := slices.Clone(ps)
 	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	// few: six permits of zipA and three of zipB; rest: the others
@@ -186,6 +174,26 @@ func TestImportedPermitIndexesMatchApplied(t *testing.T) {
 	}
 }
 
+// changesOf returns ps with every fifth permit changed (a new version,
+// another status and type, moved to zipB), and deletes of every eleventh
+// from the fourth on.
+func changesOf(ps []readmodel.Permit) ([]readmodel.Permit, []readmodel.Delete) {
+	changed := slices.Clone(ps)
+	for i := 0; i < len(changed); i += 5 {
+		p := changed[i]
+		p.Version = 2
+		p.Status, p.PermitType = "Expired", "Demolition"
+		p.GeoLinks = slices.Clone(p.GeoLinks)
+		p.GeoLinks[0].GeoID = zipB
+		changed[i] = p
+	}
+	var dels []readmodel.Delete
+	for i := 3; i < len(ps); i += 11 {
+		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
+	}
+	return changed, dels
+}
+
 // samePermitReads checks that imported answers permit pages (by date and
 // by valuation) and monthly series, filtered or not, as applied does, and
 // holds the same documents.
@@ -235,19 +243,7 @@ func TestImportFirstSideIsLeanUntilSettled(t *testing.T) {
 	defer memory.SetPostingMin(20)()
 	r := rand.New(rand.NewPCG(41, 42))
 	ps := filterPermits(r, 400)
-	var changed []readmodel.Permit
-	for i := 0; i < len(ps); i += 5 {
-		p := ps[i]
-		p.Version = 2
-		p.Status, p.PermitType = "Expired", "Demolition"
-		p.GeoLinks = slices.Clone(p.GeoLinks)
-		p.GeoLinks[0].GeoID = zipB
-		changed = append(changed, p)
-	}
-	var dels []readmodel.Delete
-	for i := 3; i < len(ps); i += 11 {
-		dels = append(dels, readmodel.Delete{Kind: readmodel.KindPermit, ID: ps[i].PermitID, Version: 3})
-	}
+	changed, dels := changesOf(ps)
 	applied := newStore(t)
 	apply(t, applied, readmodel.Batch{Permits: ps})
 

@@ -207,15 +207,20 @@ func (g *geoBuild) wait(s *side) {
 	}
 }
 
-// buildGeoIndexes ends the deferral at once, if the side defers, with
-// parts of the indexes.
-func (s *side) buildGeoIndexes(parts geoParts) {
-	if s.lean {
-		parts = geoSets // the rest at settle (buildLean)
-	}
+// buildGeoIndexes ends the deferral at once, if the side defers.
+func (s *side) buildGeoIndexes() {
 	if s.deferGeo {
-		s.startGeoBuild(s, parts).wait(s)
+		s.startGeoBuild(s, s.geoParts()).wait(s)
 	}
+}
+
+// geoParts is what a build of the side's deferred geo indexes makes: the
+// sets alone on a lean side (the rest at settle: buildLean).
+func (s *side) geoParts() geoParts {
+	if s.lean {
+		return geoSets
+	}
+	return geoAll
 }
 
 // parallelGeos is the number of geos from which buildGeo shares

@@ -113,7 +113,7 @@ func (s *side) indexPermit(c *cpermit) {
 
 func (s *side) unindexPermit(c *cpermit) {
 	s.leanLists = nil
-	s.buildGeoIndexes(geoAll) // an Import's deferred indexes hold c (permit_bulk.go)
+	s.buildGeoIndexes() // an Import's deferred indexes hold c (permit_bulk.go)
 	var buf [16]*blockSet
 	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {

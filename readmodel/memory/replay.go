@@ -74,7 +74,7 @@ func (s *Store) EndReplay() int {
 	s.replay = nil
 	j := 1 - s.active.Load()
 	a := s.sides[j]
-	a.buildDeferred(geoAll)
+	a.buildDeferred()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty
 	}

@@ -147,7 +147,7 @@ func (a *side) copySide(d *side, quit *atomic.Bool) *side {
 	if err != nil || (quit != nil && quit.Load()) {
 		return nil
 	}
-	d.endBulk(geoAll)
+	d.endBulk()
 	if quit != nil && quit.Load() {
 		return nil
 	}
