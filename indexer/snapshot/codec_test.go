@@ -85,6 +85,28 @@ func TestCodecKeepsEveryField(t *testing.T) {
 	requireCutsFail(t, raw, 2)
 }
 
+// tabledRound is two batches encoded with one table and decoded with one.
+type tabledRound struct {
+	enc        *encTable
+	dec        *decTable
+	raw1, raw2 []byte
+	got1, got2 readmodel.Batch
+}
+
+// tabledRoundTrip encodes b1 then b2 with one table, decodes them in
+// order with one, and requires the same batches back.
+func tabledRoundTrip(t *testing.T, b1, b2 readmodel.Batch) tabledRound {
+	t.Helper()
+	rt := tabledRound{enc: newEncTable(), dec: newDecTable()}
+	rt.raw1 = appendTabled(nil, &b1, rt.enc)
+	rt.raw2 = appendTabled(nil, &b2, rt.enc)
+	require.NoError(t, decodeTabled(rt.raw1, &rt.got1, rt.dec))
+	require.NoError(t, decodeTabled(rt.raw2, &rt.got2, rt.dec))
+	require.Equal(t, b1, rt.got1)
+	require.Equal(t, b2, rt.got2)
+	return rt
+}
+
 // Values encoded with one string table decode, in order, with one: the
 // same documents, a repeated short string as one string (its bytes
 // shared, also across values), long strings, one-per-document fields
@@ -101,15 +123,8 @@ func TestCodecStringTable(t *testing.T) {
 	b1.Permits[0].GeoLinks = []readmodel.GeoLink{prop}
 	b1.Permits[1].GeoLinks = []readmodel.GeoLink{prop}
 	b2 := readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "a:3", Status: "Issued", Address: readmodel.Address{City: "Springfield"}}}}
-	enc := newEncTable()
-	raw1 := appendTabled(nil, &b1, enc)
-	raw2 := appendTabled(nil, &b2, enc)
-	dec := newDecTable()
-	var got1, got2 readmodel.Batch
-	require.NoError(t, decodeTabled(raw1, &got1, dec))
-	require.NoError(t, decodeTabled(raw2, &got2, dec))
-	require.Equal(t, b1, got1)
-	require.Equal(t, b2, got2)
+	rt := tabledRoundTrip(t, b1, b2)
+	enc, dec, raw1, raw2, got1, got2 := rt.enc, rt.dec, rt.raw1, rt.raw2, rt.got1, rt.got2
 	p1, p2, p3 := got1.Permits[0], got1.Permits[1], got2.Permits[0]
 	require.Same(t, unsafe.StringData(p1.Status), unsafe.StringData(p3.Status))
 	require.Same(t, unsafe.StringData(p1.Address.City), unsafe.StringData(p3.Address.City))
@@ -215,16 +230,9 @@ func TestCodecLinkListTable(t *testing.T) {
 		Permits:    []readmodel.Permit{{PermitID: "a:6", GeoLinks: area}, {PermitID: "a:7", GeoLinks: long}},
 		Properties: []readmodel.Property{{PropertyID: "prop_7", GeoLinks: withProps("prop_7", "prop_8")}},
 	}
-	enc := newEncTable()
-	raw1 := appendTabled(nil, &b1, enc)
-	raw2 := appendTabled(nil, &b2, enc)
+	rt := tabledRoundTrip(t, b1, b2)
+	enc, dec, raw1, raw2, got1 := rt.enc, rt.dec, rt.raw1, rt.raw2, rt.got1
 	require.Len(t, enc.lists, 2, "one entry per list but for its property GeoIDs; the long list is a literal")
-	dec := newDecTable()
-	var got1, got2 readmodel.Batch
-	require.NoError(t, decodeTabled(raw1, &got1, dec))
-	require.NoError(t, decodeTabled(raw2, &got2, dec))
-	require.Equal(t, b1, got1)
-	require.Equal(t, b2, got2)
 	require.Len(t, dec.lists, 2)
 	for _, e := range dec.lists {
 		for _, j := range e.props {

@@ -1,7 +1,6 @@
 package gctarget_test
 
 import (
-	"math"
 	"runtime/debug"
 	"testing"
 
@@ -17,23 +16,5 @@ func TestCurrent(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(250); got != 250 {
 		t.Fatalf("Current changed the target to %d", got)
-	}
-}
-
-// Under a memory limit auto picks Auto.
-func TestAutoUnderALimit(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(8 << 30))
-	chosen, err := gctarget.Apply("auto", func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := gctarget.Current(); got != gctarget.Auto {
-		t.Fatalf("target %d (%s), want %d", got, chosen, gctarget.Auto)
-	}
-	debug.SetMemoryLimit(math.MaxInt64)
-	debug.SetGCPercent(100)
-	if _, err := gctarget.Apply("auto", func(string) string { return "" }); err != nil || gctarget.Current() != 100 {
-		t.Fatalf("without a limit: %v, target %d, want 100", err, gctarget.Current())
 	}
 }
