@@ -79,6 +79,26 @@ func (s *Store) ReplayDefersLeadTrees() bool {
 	return s.replay != nil && s.sides[1-s.active.Load()].signals.leads.deferTrees
 }
 
+// LeadKeysLeft counts the lead keys of the readers' side and of the
+// other one whose trees are left to their readers and not built yet
+// (lead_bulk.go's readersBuild). Call it with no read running.
+func (s *Store) LeadKeysLeft() (active, standby int) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	left := func(d *side) (n int) {
+		for _, a := range d.signals.leads.anchors {
+			for _, k := range a.keys {
+				if k.lazy && len(k.pend) > 0 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	a := s.active.Load()
+	return left(s.sides[a]), left(s.sides[1-a])
+}
+
 // SetParallelKeys sets the pending key count from which buildTrees
 // shares the keys among goroutines; it returns the undo.
 func SetParallelKeys(n int) func() {

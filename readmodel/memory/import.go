@@ -27,8 +27,9 @@ import (
 // old state until then and the whole new one after, never a part. The
 // first side is lean (permit_bulk.go): built without the permit indexes
 // that only speed reads up (per-geo postings, valuation orders and month
-// stats, text and map cells), which readers do without, so they have it
-// sooner; settle completes it. The second side is built after it, in
+// stats, text and map cells; its leads' trees are left to their
+// readers), which readers do without, so they have it sooner; settle
+// completes it. The second side is built after it, in
 // the background, from the same batches (so the two builds do not share
 // the CPU before readers have the first); until it is in place (and the
 // first completed) the Store's next write (Apply, or another Import's
@@ -177,6 +178,10 @@ func (d *side) deferIndexes() {
 // now on.
 func (d *side) buildDeferred() {
 	d.buildGeoIndexes()
+	if d.lean {
+		d.signals.leads.readersBuild() // and settle the rest (buildLean)
+		return
+	}
 	d.signals.leads.buildTrees()
 }
 

@@ -279,6 +279,43 @@ func TestImportFirstSideIsLeanUntilSettled(t *testing.T) {
 	samePermitReads(t, r, applied, imported, "the first side, completed, after a write")
 }
 
+// An Import's first side leaves its leads' trees to their readers, as a
+// replay's does (lead_bulk.go); a lead written to it (Apply's during the
+// Import, applied at Commit: a new lead and a move) builds every key
+// first. Either way its answers are a store's that applied the batches,
+// and settle leaves no key unbuilt.
+func TestImportLeavesLeadTreesToReaders(t *testing.T) {
+	for _, withJournal := range []bool{false, true} {
+		t.Run(fmt.Sprint("journal ", withJournal), func(t *testing.T) {
+			release := make(chan struct{})
+			defer memory.HoldStandby(func() { <-release })()
+			base := readmodel.Batch{Locations: leadLocations()}
+			for i := range 300 {
+				base.Leads = append(base.Leads, testLead(i, 1, 0))
+			}
+			applied := memory.New(memory.Params{})
+			apply(t, applied, base)
+			imported := memory.New(memory.Params{})
+			im := imported.NewImport()
+			require.NoError(t, im.Add(base))
+			if withJournal {
+				b := readmodel.Batch{Leads: []readmodel.Lead{testLead(700, 1, 0), testLead(3, 2, 17)}} // new first: a move builds every key too
+				apply(t, applied, b)
+				apply(t, imported, b)
+			}
+			require.NoError(t, im.Commit())
+			left, _ := imported.LeadKeysLeft()
+			require.Equal(t, !withJournal, left > 0, "keys left to their readers")
+			sameLeads(t, applied, imported, "the first side", leadGeos[1:]...)
+			close(release)
+			imported.Settle()
+			active, standby := imported.LeadKeysLeft()
+			require.Zero(t, active+standby, "settle built the keys no reader did")
+			sameLeads(t, applied, imported, "settled", leadGeos...)
+		})
+	}
+}
+
 // Commit makes an Import's first side readable while its second side is
 // built in the background; the next write waits for the second side.
 // The sides are built apart and share no index: a change written after

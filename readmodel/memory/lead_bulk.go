@@ -25,23 +25,67 @@ func (x *leadIndex) deferLeadTrees() {
 	}
 }
 
-// buildTrees ends the deferral, if the index defers: every key's pending
+// buildTrees ends the deferral, if the index defers, and builds what a
+// lean side left to its readers (readersBuild): every key's pending
 // records go into its trees. Keys are independent, so up to four
-// goroutines share them.
+// goroutines share them. The side's writer calls it with no reader on
+// the side.
 func (x *leadIndex) buildTrees() {
-	if !x.deferTrees {
+	if !x.deferTrees && !x.lazy {
 		return
 	}
-	x.deferTrees = false
+	x.deferTrees, x.lazy = false, false
 	var keys []*keyLeads
 	for _, a := range x.anchors {
 		for _, k := range a.keys {
-			if len(k.pend) > 0 {
+			if len(k.pend) > 0 || k.lazy {
 				keys = append(keys, k)
 			}
 		}
 	}
-	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) { keys[i].loadPending() })
+	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
+		if k := keys[i]; k.lazy {
+			k.ready()
+		} else {
+			k.loadPending()
+		}
+	})
+	for _, k := range keys {
+		k.lazy = false
+	}
+}
+
+// readersBuild ends the deferral of a lean side (side.lean) without
+// building the trees: each key with pending records builds its own on
+// its first read (keyLeads.ready), and buildTrees the rest, once settle
+// has made the whole side the readers' (permit_bulk.go's buildLean). A
+// state's key holds most of its leads, so a read pays for the keys it
+// reads, where building them all took a replay of the real mix about a
+// tenth of its time before readers had it. The writer calls it before
+// readers have the side; the next write to the side builds every key
+// first (buildTrees).
+func (x *leadIndex) readersBuild() {
+	if !x.deferTrees {
+		return
+	}
+	x.deferTrees = false
+	for _, a := range x.anchors {
+		for _, k := range a.keys {
+			if len(k.pend) > 0 {
+				k.lazy, x.lazy = true, true
+			}
+		}
+	}
+}
+
+// ready builds k's trees and day cells from its pending records once, if
+// they were left to its readers (readersBuild): a reader calls it before
+// it reads k (anchorLeads.selected), and buildTrees for those no reader
+// built.
+func (k *keyLeads) ready() {
+	if k.lazy {
+		k.once.Do(k.loadPending)
+	}
 }
 
 // loadPending sorts k's pending records into its trees and day cells.

@@ -38,6 +38,9 @@ type leadChange struct {
 // each one's result.
 func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	x := s.signals.leads
+	if x.lazy { // a lean side's keys, left to their readers: a write builds them all (lead_bulk.go)
+		x.buildTrees()
+	}
 	if len(ls) < laneMin || x.deferTrees {
 		for _, l := range ls {
 			count(s.putLead(l))

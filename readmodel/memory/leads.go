@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/tidwall/btree"
@@ -193,6 +194,11 @@ type keyLeads struct {
 	// (leadIndex.deferTrees), in the order added; buildTrees sorts them
 	// into the trees and the day cells.
 	pend []*leadRec
+	// lazy: pend is left to the key's first reader, who builds the trees
+	// and day cells from it under once (lead_bulk.go's readersBuild).
+	// Set before readers have the side and cleared with none on it.
+	lazy bool
+	once sync.Once
 }
 
 func newKeyLeads(key string) *keyLeads {
@@ -262,6 +268,9 @@ type leadIndex struct {
 	// Import's) appends each record to its keys' pend instead of
 	// inserting it into their two trees; buildTrees ends it (lead_bulk.go).
 	deferTrees bool
+	// lazy: some keys' trees are left to their readers (readersBuild);
+	// a write builds them all first (buildTrees).
+	lazy bool
 }
 
 func newLeadIndex() *leadIndex {
@@ -382,7 +391,7 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 // (putLead) re-indexes the lead in it instead of allocating another, so a
 // writer moving leads makes no garbage of records.
 func (x *leadIndex) remove(r *leadRec) *leadRec {
-	x.buildTrees() // r may be pending (lead_bulk.go)
+	x.buildTrees() // r may be pending, or left to readers (lead_bulk.go)
 	it := itemOf(r)
 	x.eachKey(r, false, func(k *keyLeads) {
 		k.removeTrees(it)
@@ -451,11 +460,15 @@ func (a *anchorLeads) selected(keys []string) []*keyLeads {
 		return nil
 	}
 	if len(keys) == 0 {
+		for _, k := range a.keys {
+			k.ready()
+		}
 		return a.keys
 	}
 	var out []*keyLeads
 	for _, k := range keys {
 		if kl := a.get(k); kl != nil && !slices.Contains(out, kl) {
+			kl.ready()
 			out = append(out, kl)
 		}
 	}

@@ -451,22 +451,25 @@ func monthFirstDay(m int32) int32 {
 // indexes but none of the permit indexes that only speed reads up: no
 // per-geo indexes derived from the sets (postings, valuation orders,
 // month stats), no text index (word postings, permit numbers) and no map
-// cells. An Import's first side is built so (import.go): readers get it
-// as soon as the rest is in, and read it as they read a geo of fewer
-// than postingMin permits, from the geo's set (filters and q checked per
-// permit on the descriptions' cached words, the valuation order sorted
-// per page, month sums added up from the permits: PermitMonthly, a
-// geometry's permits taken from the set or every permit instead of its
-// cells: geometryHits), so the answers are the same, only slower for a
-// large geo. At 1M permits those indexes were about a third of the CPU
-// before readers had the first side.
+// cells; its leads' trees are built by their readers (lead_bulk.go's
+// readersBuild). An Import's first side is built so (import.go), and a
+// replay's (replay.go): readers get it as soon as the rest is in, and
+// read it as they read a geo of fewer than postingMin permits, from the
+// geo's set (filters and q checked per permit on the descriptions'
+// cached words, the valuation order sorted per page, month sums added up
+// from the permits: PermitMonthly, a geometry's permits taken from the
+// set or every permit instead of its cells: geometryHits), so the
+// answers are the same, only slower for a large geo. At 1M permits those
+// indexes were about a third of the CPU before readers had the first
+// side.
 //
 // A write to a lean side keeps it lean: Apply adds to none of those
 // indexes (it does not give a geo that reaches postingMin its postings),
-// and a permit leaves none. Settle, once the second side is built whole,
-// makes that side the readers' and then gives the lean one, which no
-// reader is left on, the indexes it lacks (buildLean), so that both
-// sides are whole before the next write.
+// and a permit leaves none; a lead written builds every lead key first.
+// Settle, once the second side is built whole, makes that side the
+// readers' and then gives the lean one, which no reader is left on, the
+// indexes it lacks (buildLean), so that both sides are whole before the
+// next write.
 
 // buildLean builds the indexes a lean side lacks (under the Store's
 // writer lock, no reader on the side).
@@ -489,6 +492,7 @@ func (s *side) buildLean() {
 		}
 	}
 	s.pi.order, s.bulk = order, false
+	s.signals.leads.buildTrees() // the keys no reader built (lead_bulk.go)
 	s.lean = false
 }
 

@@ -16,10 +16,11 @@ import (
 )
 
 // TestLeanSideCompletedAsAWholeBuild: an Import's first side, lean at
-// Commit, gets from buildLean (at settle) the postings, valuation orders,
-// month stats, text and cell indexes the second side's whole build made,
-// index for index, with Apply's batches during the Import (its journal)
-// on both sides.
+// Commit, and a replay's side, lean at EndReplay, get from buildLean (at
+// settle) the postings, valuation orders, month stats, text and cell
+// indexes the second side's whole build made, index for index, with
+// Apply's batches during the Import (its journal), or newer versions in
+// the replay, on both sides.
 func TestLeanSideCompletedAsAWholeBuild(t *testing.T) {
 	old, oldGroup := postingMin, groupMin
 	postingMin, groupMin = 20, 10 // descriptions of 10 permits or more are grouped
@@ -59,21 +60,38 @@ func TestLeanSideCompletedAsAWholeBuild(t *testing.T) {
 
 	// Without a journal the lean side keeps its build's lists; a permit
 	// written (the journal's) drops them, and the sets are read instead.
-	for _, withJournal := range []bool{false, true} {
-		t.Run(fmt.Sprint("journal ", withJournal), func(t *testing.T) {
+	// So does a replay's side; newer versions in it end its geo
+	// deferral early (a set is written), and drop the lists as well.
+	for _, tc := range []struct {
+		name                string
+		replay, withJournal bool
+	}{{"import", false, false}, {"import, journal", false, true}, {"replay", true, false}, {"replay, newer versions", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			withJournal := tc.withJournal
 			release := make(chan struct{})
 			holdStandby = func() { <-release }
 			t.Cleanup(func() { holdStandby = nil })
 			s := New(Params{})
-			im := s.NewImport()
-			require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
+			var end func() // Commit, or EndReplay
+			if tc.replay {
+				require.True(t, s.BeginReplay())
+				for lo := 0; lo < len(ps); lo += 150 {
+					_, err := s.Apply(context.Background(), readmodel.Batch{Permits: ps[lo:min(lo+150, len(ps))]})
+					require.NoError(t, err)
+				}
+				end = func() { require.Positive(t, s.EndReplay()) }
+			} else {
+				im := s.NewImport()
+				require.NoError(t, im.Add(readmodel.Batch{Permits: ps}))
+				end = func() { require.NoError(t, im.Commit()) }
+			}
 			if withJournal {
 				for _, b := range journal {
 					_, err := s.Apply(context.Background(), b)
 					require.NoError(t, err)
 				}
 			}
-			require.NoError(t, im.Commit())
+			end()
 			first := s.sides[s.active.Load()]
 			require.True(t, first.lean)
 			require.Empty(t, first.pf.months)

@@ -197,52 +197,31 @@ func TestReplayEndsBeforeExportAndImport(t *testing.T) {
 	require.EqualValues(t, 5, counts[readmodel.KindPermit])
 }
 
-// A replay's side defers its leads' trees (lead_bulk.go) to EndReplay
-// through rewrites that leave every lead where it was, and a lead that
-// moves ends the deferral there; either way every lead page and stats
-// answer is a store's that applied the batches, on the replayed side
-// and on the second side (built by an Import, which defers them too).
+// A replay's side defers its leads' trees (lead_bulk.go) through
+// rewrites that leave every lead where it was, and a lead that moves
+// ends the deferral there; either way every lead page and stats answer
+// is a store's that applied the batches, on the replayed side, on the
+// second side once settled and on the replayed one after a write. A
+// deferral that lasts to EndReplay leaves each key's trees to its first
+// reader (the side is lean): a read builds the keys it reads, first
+// reads at once build each once, and settle builds the rest.
 func TestReplayDefersLeadTrees(t *testing.T) {
 	defer memory.SetParallelKeys(2)() // the keys' trees built by two goroutines (-race)
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(25, 26))
-	geos := []string{"state:WA", "city:a", "city:b", "zip:98101"}
-	lead := func(i int, v int64, shift int) readmodel.Lead {
-		l := readmodel.Lead{
-			LeadID: fmt.Sprintf("lead-%04d", i), SignalKey: []string{"k1", "k2", "k3"}[i%3],
-			Location: readmodel.LeadLocation{CityNorm: []string{"alpha", "beta"}[i%2], ZipcodeNorm: "98101", CountyNorm: "king county"},
-			GeoIDs:   []string{"state:WA", geos[1+i%2]}, Version: v,
-		}
-		if i%5 == 0 {
-			l.GeoIDs = append(l.GeoIDs, "zip:98101")
-		}
-		if i%9 != 0 {
-			conf := float64((i*7)%10) / 10
-			l.Confidence = &conf
-		}
-		if i%13 != 0 {
-			l.EventDateUsed = time.Date(2025, 1, 1+(i*31+shift)%120, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
-		}
-		return l
-	}
 	ids := r.Perm(500)
-	fresh := []readmodel.Batch{{Locations: []readmodel.Location{
-		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
-		{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
-		{GeoID: "city:b", GeoType: readmodel.GeoCity, Name: "Beta", City: "Beta", State: "WA", Version: 1},
-		{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Name: "98101", Zipcode: "98101", State: "WA", Version: 1},
-	}}}
+	fresh := []readmodel.Batch{{Locations: leadLocations()}}
 	for lo := 0; lo < len(ids); lo += 70 {
 		var b readmodel.Batch
 		for _, i := range ids[lo:min(lo+70, len(ids))] {
-			b.Leads = append(b.Leads, lead(i, 1, 0))
+			b.Leads = append(b.Leads, testLead(i, 1, 0))
 		}
 		fresh = append(fresh, b)
 	}
 	var rewritten, moved readmodel.Batch // same place, version 2; another day, version 3
 	for i := range 60 {
-		rewritten.Leads = append(rewritten.Leads, lead(i*7, 2, 0))
-		moved.Leads = append(moved.Leads, lead(i*5+1, 3, 17))
+		rewritten.Leads = append(rewritten.Leads, testLead(i*7, 2, 0))
+		moved.Leads = append(moved.Leads, testLead(i*5+1, 3, 17))
 	}
 	moved.Deletes = []readmodel.Delete{{Kind: readmodel.KindLead, ID: "lead-0003", Version: 9}}
 
@@ -255,6 +234,8 @@ func TestReplayDefersLeadTrees(t *testing.T) {
 		{"ended by a move", append(slices.Clone(fresh), rewritten, moved), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer memory.HoldStandby(func() { <-release })() // the replayed side serves until Settle
 			applied := memory.New(memory.Params{})
 			replayed := memory.New(memory.Params{})
 			require.True(t, replayed.BeginReplay())
@@ -264,28 +245,99 @@ func TestReplayDefersLeadTrees(t *testing.T) {
 			}
 			require.Equal(t, tc.deferred, replayed.ReplayDefersLeadTrees())
 			require.Positive(t, replayed.EndReplay())
-			same := func(msg string) {
-				t.Helper()
-				for _, geo := range geos {
-					for _, sort := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
-						q := readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Sort: sort, Limit: 37}
-						require.Equal(t, walkLeads(t, applied, q), walkLeads(t, replayed, q), "%s: leads of %s by %s", msg, geo, sort)
-					}
-					sq := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Today: "2025-04-01", TopN: 5}
-					want, err := applied.PermitStats(ctx, sq)
-					require.NoError(t, err)
-					got, err := replayed.PermitStats(ctx, sq)
-					require.NoError(t, err)
-					require.Equal(t, want, got, "%s: stats of %s", msg, geo)
+			left, _ := replayed.LeadKeysLeft()
+			if tc.deferred {
+				require.Positive(t, left, "the trees are left to their readers")
+			} else {
+				require.Zero(t, left, "the move built them")
+			}
+			if tc.deferred {
+				// A read builds the keys it reads, and only those; first
+				// reads of the same keys at once build each once (-race).
+				q := readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("city:a")}, Sort: readmodel.SortEventDateDesc, Limit: 5}
+				require.Equal(t, walkLeads(t, applied, q), walkLeads(t, replayed, q))
+				after, _ := replayed.LeadKeysLeft()
+				require.Less(t, after, left, "city:a's keys, built")
+				require.Positive(t, after, "the other geos' keys, still left")
+				q.Filter.Geo = readmodel.ParseGeoRef("state:WA")
+				want := walkLeads(t, applied, q)
+				got := make([]readmodel.LeadPage, 4)
+				errs := make([]error, len(got))
+				var wg sync.WaitGroup
+				for i := range got {
+					wg.Go(func() { got[i], errs[i] = replayed.PermitLeads(ctx, q) })
+				}
+				wg.Wait()
+				for i, p := range got {
+					require.NoError(t, errs[i])
+					require.Equal(t, want[:q.Limit], p.Leads)
 				}
 			}
-			same("replayed side")
+			sameLeads(t, applied, replayed, "replayed side", leadGeos[:3]...) // zip:98101's keys left unread
+			close(release)
 			replayed.Settle()
-			b := readmodel.Batch{Leads: []readmodel.Lead{lead(2, 5, 40)}}
+			active, standby := replayed.LeadKeysLeft()
+			require.Zero(t, active+standby, "settle built the keys no reader did")
+			sameLeads(t, applied, replayed, "settled", leadGeos...)
+			b := readmodel.Batch{Leads: []readmodel.Lead{testLead(2, 5, 40)}}
 			apply(t, applied, b)
-			apply(t, replayed, b) // the second side, built by an Import, serves now
-			same("second side")
+			apply(t, replayed, b) // the replayed side, completed, serves now
+			sameLeads(t, applied, replayed, "after a write", leadGeos...)
 		})
+	}
+}
+
+// leadGeos are the anchors of testLead's leads.
+var leadGeos = []string{"state:WA", "city:a", "city:b", "zip:98101"}
+
+// leadLocations are leadGeos' locations.
+func leadLocations() []readmodel.Location {
+	return []readmodel.Location{
+		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
+		{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
+		{GeoID: "city:b", GeoType: readmodel.GeoCity, Name: "Beta", City: "Beta", State: "WA", Version: 1},
+		{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Name: "98101", Zipcode: "98101", State: "WA", Version: 1},
+	}
+}
+
+// testLead is lead i at version v, its date moved by shift days: one of
+// three signal keys, anchored to the state, one of two cities and every
+// fifth to the ZIP, with a null confidence or date now and then.
+func testLead(i int, v int64, shift int) readmodel.Lead {
+	l := readmodel.Lead{
+		LeadID: fmt.Sprintf("lead-%04d", i), SignalKey: []string{"k1", "k2", "k3"}[i%3],
+		Location: readmodel.LeadLocation{CityNorm: []string{"alpha", "beta"}[i%2], ZipcodeNorm: "98101", CountyNorm: "king county"},
+		GeoIDs:   []string{"state:WA", leadGeos[1+i%2]}, Version: v,
+	}
+	if i%5 == 0 {
+		l.GeoIDs = append(l.GeoIDs, "zip:98101")
+	}
+	if i%9 != 0 {
+		conf := float64((i*7)%10) / 10
+		l.Confidence = &conf
+	}
+	if i%13 != 0 {
+		l.EventDateUsed = time.Date(2025, 1, 1+(i*31+shift)%120, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	}
+	return l
+}
+
+// sameLeads requires got to answer every lead page (by date and by
+// confidence) and stats query of geos as want does.
+func sameLeads(t *testing.T, want, got *memory.Store, msg string, geos ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, geo := range geos {
+		for _, sort := range []readmodel.LeadSort{readmodel.SortEventDateDesc, readmodel.SortConfidenceDesc} {
+			q := readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Sort: sort, Limit: 37}
+			require.Equal(t, walkLeads(t, want, q), walkLeads(t, got, q), "%s: leads of %s by %s", msg, geo, sort)
+		}
+		sq := readmodel.StatsQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(geo)}, Today: "2025-04-01", TopN: 5}
+		ws, err := want.PermitStats(ctx, sq)
+		require.NoError(t, err)
+		gs, err := got.PermitStats(ctx, sq)
+		require.NoError(t, err)
+		require.Equal(t, ws, gs, "%s: stats of %s", msg, geo)
 	}
 }
 

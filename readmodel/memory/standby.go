@@ -116,7 +116,7 @@ func (s *Store) settle() {
 	s.sides[i] = d
 	s.pending = nil
 	if a := s.sides[1-i]; a.lean {
-		// The readers' side is an Import's lean first side: the whole
+		// The readers' side is an Import's or a replay's lean side: the whole
 		// one becomes theirs (the same state: no new version), and the
 		// lean one, once no reader is left on it, gets its derived
 		// indexes (permit_bulk.go).
