@@ -23,6 +23,7 @@ import (
 	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/internal/gctarget"
+	"github.com/permitd/permitd/internal/statereads"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
@@ -296,6 +297,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		live += took
 	}
 	b.StopTimer()
+	leanReads, wholeReads := mixReads(b, addrs)
 	rates := typeRates(b, d)
 	rate := float64(n*rounds) / ingest.Seconds()
 	rawRate := float64(n*rounds) / raw.Seconds()
@@ -306,6 +308,8 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(rawRate, "raw-events/s")
 	b.ReportMetric(rate/rawRate, "ingest/raw")
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
+	b.ReportMetric(float64(leanReads.Microseconds())/1000, "lean-reads-ms")
+	b.ReportMetric(float64(wholeReads.Microseconds())/1000, "whole-reads-ms")
 	if ingestCPU > 0 {
 		b.ReportMetric(ingestCPU.Seconds()/ingest.Seconds(), "ingest-cores")
 		b.ReportMetric(rawCPU.Seconds()/raw.Seconds(), "raw-cores")
@@ -317,6 +321,32 @@ func BenchmarkIngestMix(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// mixReads replays the mix into a new store once more and times the
+// state-wide reads (statereads: permit pages, month series, lead pages
+// and stats in CA, TX and WA) right after it is ready, on the replayed
+// side (lean: each lead key's trees built by its first reader, the
+// permits read from their geos' sets; memory/replay.go) with the second
+// side building beside them, and again once settled, on the whole side;
+// it requires the same answers.
+func mixReads(b *testing.B, addrs []string) (lean, whole time.Duration) {
+	store := memory.New(memory.Params{})
+	ingestMix(b, addrs, store, true)
+	reads := func() (time.Duration, []string) {
+		ctx := context.Background()
+		start := time.Now()
+		permits, err := statereads.Permits(ctx, store, statereads.States)
+		require.NoError(b, err)
+		leads, err := statereads.Leads(ctx, store, statereads.States, mixAsOf.Format(time.DateOnly))
+		require.NoError(b, err)
+		return time.Since(start), append(permits, leads...)
+	}
+	lean, first := reads()
+	store.Settle()
+	whole, second := reads()
+	require.Equal(b, first, second, "the lean side's answers")
+	return lean, whole
 }
 
 // serveGC sets the collector's target as serve sets it in this

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/statereads"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
@@ -191,44 +191,14 @@ func loadRounds(b *testing.B, path, want string, counts map[readmodel.Kind]int64
 	b.ReportMetric(0, "ns/op")
 }
 
-// stateReads runs state-wide reads of the generated data on s: a
-// filtered page by date and by valuation, a page with q, a page near a
-// point, and a monthly series, in three states. It returns their time
-// and their answers.
+// stateReads runs the state-wide permit reads (statereads.Permits: pages
+// by date, valuation, q and distance, a monthly series, in CA, TX and
+// WA) on s and returns their time and their answers.
 func stateReads(b *testing.B, s *memory.Store) (time.Duration, []string) {
-	ctx := context.Background()
-	var out []string
 	start := time.Now()
-	for _, at := range []struct {
-		state string
-		city  readmodel.GeoPoint
-	}{{"CA", readmodel.GeoPoint{Lat: 34.05, Lon: -118.24}}, {"TX", readmodel.GeoPoint{Lat: 29.76, Lon: -95.37}}, {"WA", readmodel.GeoPoint{Lat: 47.61, Lon: -122.33}}} {
-		st, city := at.state, at.city
-		geo := readmodel.ParseGeoRef(events.GeoID("state", st))
-		issued := readmodel.PermitFilter{PermitTypes: []string{"building"}, Statuses: []string{"issued"}}
-		near := readmodel.PermitFilter{Near: &city, RadiusM: 20000}
-		for _, q := range []readmodel.PermitQuery{
-			{Geo: geo, Limit: 25, Filter: issued},
-			{Geo: geo, Limit: 25, Filter: issued, Sort: readmodel.SortValuationDesc},
-			{Geo: geo, Limit: 25, Filter: readmodel.PermitFilter{Text: "roof"}},
-			{Geo: geo, Limit: 25, Filter: near, Sort: readmodel.SortDistance},
-		} {
-			page, err := s.SearchPermits(ctx, q)
-			require.NoError(b, err)
-			require.NotEmpty(b, page.Permits, "%s: %+v", st, q.Filter)
-			out = append(out, jsonOf(b, page))
-		}
-		months, err := s.PermitMonthly(ctx, readmodel.MonthlyQuery{Geo: geo, FromDate: "2023-01-01", ToDate: "2024-12-31"})
-		require.NoError(b, err)
-		out = append(out, jsonOf(b, months))
-	}
-	return time.Since(start), out
-}
-
-func jsonOf(b *testing.B, v any) string {
-	raw, err := json.Marshal(v)
+	out, err := statereads.Permits(context.Background(), s, statereads.States)
 	require.NoError(b, err)
-	return string(raw)
+	return time.Since(start), out
 }
 
 // serveLoad is serve's load of a snapshot (cmd/permitd, loadSnapshot);
