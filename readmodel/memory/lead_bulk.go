@@ -44,11 +44,7 @@ func (x *leadIndex) buildTrees() {
 		}
 	}
 	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
-		if k := keys[i]; k.lazy {
-			k.ready()
-		} else {
-			k.loadPending()
-		}
+		keys[i].once.Do(keys[i].loadPending) // a no-op for a key a reader built
 	})
 	for _, k := range keys {
 		k.lazy = false
