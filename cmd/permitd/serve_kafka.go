@@ -360,12 +360,12 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	im := k.exporter.NewImport()
-	info, err := snapshot.LoadSized(k.snapPath, im.Reserve, func(b readmodel.Batch) error {
+	info, err := snapshot.LoadShaped(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		k.Indexer.Preload(b)
-		return im.Add(b)
+		return im.AddShaped(b, shapes)
 	})
 	if err == nil {
 		err = im.Commit()

@@ -219,7 +219,7 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 	defer debug.SetGCPercent(gc)
 	filled := memory.New(memory.Params{})
 	im := filled.NewImport()
-	_, err := snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error { return im.Add(bt) })
+	_, err := snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error { return im.AddShaped(bt, shapes) })
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())
 	filled.Settle()

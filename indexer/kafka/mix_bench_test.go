@@ -462,9 +462,9 @@ func BenchmarkRestart(b *testing.B) {
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it
-	_, err = snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error {
+	_, err = snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error {
 		ix.Preload(bt)
-		return im.Add(bt)
+		return im.AddShaped(bt, shapes)
 	})
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())

@@ -159,6 +159,11 @@ type decoder struct {
 	err   error
 	tab   *decTable
 	links []readmodel.GeoLink // decodePermit's shared array
+	// list is the shape of the last list geoLinks read (its table
+	// entry's index + 1; 0: a list of no entry); shapes, when set,
+	// collects it for each permit and property (decodeShaped).
+	list   uint32
+	shapes *readmodel.LinkShapes
 }
 
 // decTable is the decoder's string table: the strings of the stream's
@@ -445,7 +450,15 @@ func decodeValue[T any](b []byte, p *T) error {
 // decodeTabled decodes b, encoded by appendTabled, into *p; tab is the
 // stream's string table, as the values before b left it.
 func decodeTabled[T any](b []byte, p *T, tab *decTable) error {
-	d := decoder{b: b, tab: tab}
+	return decodeShaped(b, p, tab, nil)
+}
+
+// decodeShaped is decodeTabled that also appends to shapes the shape of
+// each permit's and property's links (readmodel.LinkShapes: the index + 1
+// of the list table's entry the links were read from, or 0), when the
+// documents are read by decodePermit and decodeProperty.
+func decodeShaped[T any](b []byte, p *T, tab *decTable, shapes *readmodel.LinkShapes) error {
+	d := decoder{b: b, tab: tab, shapes: shapes}
 	codecOf(reflect.TypeFor[T]()).dec(&d, reflect.ValueOf(p).Elem())
 	if d.err != nil {
 		return d.err

@@ -142,6 +142,7 @@ func (e *encoder) linkList(tag uint64, ls []readmodel.GeoLink) {
 
 // geoLinks reads a list, a non-empty one into the shared array.
 func (d *decoder) geoLinks() []readmodel.GeoLink {
+	d.list = 0
 	tag := d.uvarint()
 	switch {
 	case tag == listNil:
@@ -155,6 +156,7 @@ func (d *decoder) geoLinks() []readmodel.GeoLink {
 			return nil
 		}
 		ent := &d.tab.lists[i]
+		d.list = uint32(i) + 1
 		ls := d.linkSlots(uint64(len(ent.links)))
 		copy(ls, ent.links)
 		for _, j := range ent.props {
@@ -184,6 +186,7 @@ func (d *decoder) geoLinks() []readmodel.GeoLink {
 			}
 		}
 		d.tab.lists = append(d.tab.lists, ent)
+		d.list = uint32(len(d.tab.lists))
 	}
 	return ls
 }

@@ -87,6 +87,9 @@ func decodeProperty(d *decoder, v reflect.Value) {
 	p.Lat = d.floatPtr(&nums[0])
 	p.Lon = d.floatPtr(&nums[1])
 	p.GeoLinks = d.geoLinks()
+	if d.shapes != nil {
+		d.shapes.Properties = append(d.shapes.Properties, d.list)
+	}
 	p.Version = d.varint()
 }
 
@@ -148,5 +151,8 @@ func decodePermit(d *decoder, v reflect.Value) {
 	p.Lon = d.floatPtr(&nums[2])
 	p.PropertyID = d.string()
 	p.GeoLinks = d.geoLinks()
+	if d.shapes != nil {
+		d.shapes.Permits = append(d.shapes.Permits, d.list)
+	}
 	p.Version = d.varint()
 }

@@ -255,6 +255,55 @@ func TestCodecLinkListTable(t *testing.T) {
 	require.Empty(t, dt.lists)
 }
 
+// A decoder given LinkShapes gives each permit and property the shape of
+// its links: the index + 1 of the list table's entry they were read
+// from (a new entry or a reference to one), 0 for a literal, nil or
+// empty list; a document of the next frame refers to the same entry.
+func TestCodecLinkShapes(t *testing.T) {
+	area := []readmodel.GeoLink{
+		{GeoID: "zip:98101", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"},
+		{GeoID: "city:wa:seattle", GeoType: readmodel.GeoCity, Confidence: 0.9, Method: "source_city"},
+	}
+	withProp := func(prop string) []readmodel.GeoLink {
+		return append([]readmodel.GeoLink{{GeoID: prop, GeoType: readmodel.GeoProperty, Confidence: 1, Method: "property_id"}}, area...)
+	}
+	var long []readmodel.GeoLink
+	for i := range listMaxLinks + 1 {
+		long = append(long, readmodel.GeoLink{GeoID: fmt.Sprint("zip:", i), GeoType: readmodel.GeoZip})
+	}
+	b1 := readmodel.Batch{
+		Permits: []readmodel.Permit{
+			{PermitID: "a:1", GeoLinks: withProp("prop_1")},
+			{PermitID: "a:2", GeoLinks: area},
+			{PermitID: "a:3", GeoLinks: withProp("prop_3")},
+			{PermitID: "a:4", GeoLinks: long},
+			{PermitID: "a:5", GeoLinks: []readmodel.GeoLink{}},
+			{PermitID: "a:6"},
+		},
+		Properties: []readmodel.Property{{PropertyID: "prop_5", GeoLinks: withProp("prop_5")}},
+	}
+	b2 := readmodel.Batch{
+		Permits:    []readmodel.Permit{{PermitID: "a:7", GeoLinks: area}, {PermitID: "a:8", GeoLinks: long}},
+		Properties: []readmodel.Property{{PropertyID: "prop_7", GeoLinks: area}},
+	}
+	enc := newEncTable()
+	raw1 := appendTabled(nil, &b1, enc)
+	raw2 := appendTabled(nil, &b2, enc)
+	dec := newDecTable()
+	var got1, got2 readmodel.Batch
+	var s1, s2 readmodel.LinkShapes
+	require.NoError(t, decodeShaped(raw1, &got1, dec, &s1))
+	require.NoError(t, decodeShaped(raw2, &got2, dec, &s2))
+	require.Equal(t, b1, got1)
+	require.Equal(t, b2, got2)
+	require.Equal(t, readmodel.LinkShapes{Permits: []uint32{1, 2, 1, 0, 0, 0}, Properties: []uint32{1}}, s1)
+	require.Equal(t, readmodel.LinkShapes{Permits: []uint32{2, 0}, Properties: []uint32{2}}, s2)
+
+	var plain readmodel.Batch
+	require.NoError(t, decodeTabled(raw1, &plain, newDecTable()), "without shapes")
+	require.Equal(t, b1, plain)
+}
+
 // copyStrings replaces every string reachable from v by a copy of it.
 func copyStrings(v reflect.Value) {
 	switch v.Kind() {

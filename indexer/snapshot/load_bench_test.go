@@ -218,9 +218,9 @@ func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 		return store
 	}
 	im := store.NewImport()
-	_, err = snapshot.LoadSized(path, im.Reserve, func(bt readmodel.Batch) error {
+	_, err = snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error {
 		ix.Preload(bt)
-		return im.Add(bt)
+		return im.AddShaped(bt, shapes)
 	})
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())

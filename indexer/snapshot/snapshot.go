@@ -294,6 +294,18 @@ func Load(path string, apply func(readmodel.Batch) error) (Info, error) {
 // differ from its frames is corrupt (ErrCorrupt, returned after the
 // last batch was applied; the checksum makes this a writer's bug).
 func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) error) (Info, error) {
+	return LoadShaped(path, reserve, func(b readmodel.Batch, _ *readmodel.LinkShapes) error { return apply(b) })
+}
+
+// LoadShaped is LoadSized that also hands apply the shapes of each
+// batch's geo link lists (readmodel.LinkShapes: which permits and
+// properties have the same list but for their property links, as the
+// file's list table says), for a destination that converts a list once
+// per shape (memory.(*Import).AddShaped). A shape is the list table's
+// entry index + 1, so it holds for the whole file; the shapes are left
+// empty when the documents' fields are not the ones the written-out
+// decoders read (decodePermit, decodeProperty).
+func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *readmodel.LinkShapes) error) (Info, error) {
 	var info Info
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -393,7 +405,11 @@ func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) er
 	info.Counts = Counts{}
 	// Decoding and applying overlap: one goroutine decodes the next
 	// batches while apply runs.
-	batches := make(chan readmodel.Batch, 4)
+	type shaped struct {
+		b      readmodel.Batch
+		shapes *readmodel.LinkShapes
+	}
+	batches := make(chan shaped, 4)
 	stop := make(chan struct{})
 	var decErr error
 	go func() {
@@ -409,8 +425,9 @@ func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) er
 			if len(buf) == 0 {
 				return
 			}
-			var b readmodel.Batch
-			if err := decodeTabled(buf, &b, tab); err != nil {
+			var b shaped
+			b.shapes = new(readmodel.LinkShapes)
+			if err := decodeShaped(buf, &b.b, tab, b.shapes); err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}
@@ -421,10 +438,11 @@ func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) er
 			}
 		}
 	}()
-	for b := range batches {
+	for sb := range batches {
+		b := sb.b
 		info.Documents += b.Len()
 		addCounts(info.Counts, &b)
-		if err := apply(b); err != nil {
+		if err := apply(b, sb.shapes); err != nil {
 			close(stop)
 			for range batches { // let the decoder finish
 			}

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets)
 func load(path string) (*memory.Store, snapshot.Info, error) {
 	s := memory.New(memory.Params{})
 	im := s.NewImport()
-	info, err := snapshot.LoadSized(path, im.Reserve, im.Add)
+	info, err := snapshot.LoadShaped(path, im.Reserve, im.AddShaped)
 	if err != nil {
 		im.Abort()
 		return s, info, err
@@ -185,6 +186,52 @@ func TestRoundTrip(t *testing.T) {
 	res, err := got.Apply(context.Background(), readmodel.Batch{Locations: []readmodel.Location{{GeoID: "gone", GeoType: readmodel.GeoCity, Name: "G", DisplayName: "G", State: "WA", Version: 1}}})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Stale)
+}
+
+// LoadShaped hands apply a shape for every permit and property, and the
+// documents of one shape have the same links but for their property
+// links' GeoIDs (readmodel.LinkShapes): what an Import that converts a
+// list once per shape relies on. Most documents share their shape.
+func TestLoadShapedShapes(t *testing.T) {
+	src := filled(t)
+	path := filepath.Join(t.TempDir(), "memory.snapshot")
+	write(t, src, path, nil)
+	template := func(ls []readmodel.GeoLink) []readmodel.GeoLink {
+		out := slices.Clone(ls)
+		for i := range out {
+			if out[i].GeoType == readmodel.GeoProperty {
+				out[i].GeoID = ""
+			}
+		}
+		return out
+	}
+	seen := map[uint32][]readmodel.GeoLink{}
+	docs, shared := 0, 0
+	check := func(shape uint32, links []readmodel.GeoLink) {
+		docs++
+		if shape == 0 {
+			return
+		}
+		if first, ok := seen[shape]; ok {
+			require.Equal(t, first, template(links), "shape %d", shape)
+			shared++
+			return
+		}
+		seen[shape] = template(links)
+	}
+	_, err := snapshot.LoadShaped(path, nil, func(b readmodel.Batch, shapes *readmodel.LinkShapes) error {
+		require.Len(t, shapes.Permits, len(b.Permits))
+		require.Len(t, shapes.Properties, len(b.Properties))
+		for i, p := range b.Permits {
+			check(shapes.Permits[i], p.GeoLinks)
+		}
+		for i, p := range b.Properties {
+			check(shapes.Properties[i], p.GeoLinks)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, shared, docs/2, "%d of %d documents share a shape", shared, docs)
 }
 
 // Corrupt, truncated and old-format files are refused before anything is

@@ -50,8 +50,8 @@ import (
 type Import struct {
 	s       *Store
 	first   *side
-	in      chan *readmodel.Batch // to the first side's builder
-	batches []*readmodel.Batch    // every batch, for the second side
+	in      chan importBatch // to the first side's builder
+	batches []importBatch    // every batch, for the second side
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
 	done    bool
@@ -62,6 +62,13 @@ type Import struct {
 	reserved chan struct{}
 }
 
+// importBatch is a batch an Import was given, with the shapes of its
+// link lists when known (AddShaped).
+type importBatch struct {
+	b      *readmodel.Batch
+	shapes *readmodel.LinkShapes
+}
+
 // holdStandby, when a test sets it, runs before a second side is built
 // in the background (HoldStandby; standby.go).
 var holdStandby func()
@@ -69,7 +76,7 @@ var holdStandby func()
 // NewImport starts an Import into s.
 func (s *Store) NewImport() *Import {
 	s.EndReplay() // an Import's journal follows the readers' state (replay.go)
-	im := &Import{s: s, first: s.bulkSide(), in: make(chan *readmodel.Batch, 8)}
+	im := &Import{s: s, first: s.bulkSide(), in: make(chan importBatch, 8)}
 	s.wmu.Lock()
 	s.release() // steps held for an Export (export_hold.go) become the readers' first
 	s.journal = &im.journal
@@ -190,12 +197,23 @@ func (d *side) buildDeferred() {
 func (d *side) endBulk() {
 	d.buildDeferred()
 	d.bulk = false
+	d.pi.links.byShape = nil // the Import's shapes (AddShaped)
 }
 
 // Add hands b to the new sides; the Import owns b from now on (its
 // documents are stored as they are: the caller must not change them).
 // It fails, applying nothing of b, on a delete of an unknown kind.
 func (im *Import) Add(b readmodel.Batch) error {
+	return im.AddShaped(b, nil)
+}
+
+// AddShaped is Add with the shapes of b's link lists
+// (readmodel.LinkShapes, snapshot.LoadShaped): each side converts the
+// links of one shape once and finds the same link set for every other
+// document of that shape whose property links are all to its own
+// property (any other document's links are converted as Add's are). The
+// shapes are the Import's from now on; nil is Add.
+func (im *Import) AddShaped(b readmodel.Batch, shapes *readmodel.LinkShapes) error {
 	if im.done {
 		return errors.New("memory: import already committed or aborted")
 	}
@@ -206,7 +224,7 @@ func (im *Import) Add(b readmodel.Batch) error {
 			return err
 		}
 	}
-	own := &b
+	own := importBatch{b: &b, shapes: shapes}
 	im.batches = append(im.batches, own) // both sides read it, neither changes it
 	im.in <- own
 	return nil
@@ -283,7 +301,7 @@ func (im *Import) Commit() error {
 				break
 			}
 			stages.add(b)
-			batches[i] = nil // the Store lets go of what both sides have taken
+			batches[i] = importBatch{} // the Store lets go of what both sides have taken
 		}
 		stages.close()
 		ok := !st.quit.Load()

@@ -68,7 +68,8 @@ func newImportStages(d *side) *importStages {
 }
 
 // add writes b to the side (the compactor's goroutine).
-func (st *importStages) add(b *readmodel.Batch) {
+func (st *importStages) add(ib importBatch) {
+	b, shapes := ib.b, ib.shapes
 	d := st.d
 	if d.quitting() { // an abandoned second side (standby.go)
 		return
@@ -81,7 +82,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 		}
 	}
 	var stored []*cpermit
-	for _, p := range b.Permits {
+	for i, p := range b.Permits {
 		if _, ok := d.permits.rows[p.PermitID]; ok {
 			st.send(stored)
 			stored = nil
@@ -89,7 +90,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 			d.putPermit(p)
 			continue
 		}
-		c := d.compactPermit(p)
+		c := d.compactPermit(p, shapes.PermitShape(i, len(b.Permits)))
 		d.permits.insert(c.id, c.version, c) // a new id (looked up above)
 		d.pi.slab.take(c)                    // before the indexer stage reads it
 		stored = append(stored, c)
@@ -102,7 +103,7 @@ func (st *importStages) add(b *readmodel.Batch) {
 		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && d.pi.deferred.geos > 0 {
 			st.startGeo()
 		}
-		d.apply(&rest)
+		d.applyShaped(&rest, shapes)
 	}
 }
 

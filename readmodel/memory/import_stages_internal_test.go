@@ -34,12 +34,12 @@ func TestImportStagesDeferGeoInASnapshotsOrder(t *testing.T) {
 		{Permits: ps[10:20]},
 		{Permits: ps[20:], Properties: []readmodel.Property{prop}},
 	} {
-		st.add(&b)
+		st.add(importBatch{b: &b})
 		if st.geo != nil || !d.deferGeo {
 			t.Fatalf("batch %d: the geo indexes started before the permits ended", i)
 		}
 	}
-	st.add(&readmodel.Batch{Properties: []readmodel.Property{prop}})
+	st.add(importBatch{b: &readmodel.Batch{Properties: []readmodel.Property{prop}}})
 	if st.geo == nil {
 		t.Fatal("the geo indexes did not start with the first batch without permits")
 	}

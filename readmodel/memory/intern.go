@@ -194,6 +194,10 @@ type linkSets struct {
 	sets   [][]clink
 	fast   *linkCache // once the side holds cacheFrom lists (cached); nil before
 	cached bool       // a side's own link sets (symbols.cached)
+	// byShape holds, by the shape of a list (readmodel.LinkShapes,
+	// while an Import builds the side), its handle + 1 for a document
+	// whose property links are all to its own property (shaped).
+	byShape []uint32
 }
 
 // linkCache finds the handle of a document's link list by the addresses
@@ -306,6 +310,41 @@ func (ls *linkSets) id(syms *symbols, links []readmodel.GeoLink, prop string) ui
 		return id
 	}
 	return ls.intern(syms, links, prop)
+}
+
+// shaped is id for links of the given shape (readmodel.LinkShapes; 0:
+// none known). Documents of one shape have the same links but for the
+// GeoIDs of their property links; when every property link is to the
+// document's own property (compacted as selfProperty), they have the
+// same compact list, so it is looked up once per shape and then found
+// by the shape alone. A document with a link to another property has
+// its links interned as id does.
+func (ls *linkSets) shaped(syms *symbols, links []readmodel.GeoLink, prop string, shape uint32) uint32 {
+	if shape == 0 || !allSelf(links, prop) {
+		return ls.id(syms, links, prop)
+	}
+	if int(shape) < len(ls.byShape) {
+		if h := ls.byShape[shape]; h != 0 {
+			return h - 1
+		}
+	} else {
+		ls.byShape = append(ls.byShape, make([]uint32, int(shape)+1-len(ls.byShape))...)
+		ls.byShape = ls.byShape[:cap(ls.byShape)]
+	}
+	id := ls.id(syms, links, prop)
+	ls.byShape[shape] = id + 1
+	return id
+}
+
+// allSelf reports whether every property link of links is to prop, the
+// document's own property.
+func allSelf(links []readmodel.GeoLink, prop string) bool {
+	for i := range links {
+		if l := &links[i]; l.GeoType == readmodel.GeoProperty && !isSelf(l, prop) {
+			return false
+		}
+	}
+	return true
 }
 
 // intern interns links of a document whose property is prop.

@@ -196,9 +196,10 @@ func (s *side) propString(r propRef) string {
 	return ""
 }
 
-// compactPermit converts a document (the side's writer). The result holds
+// compactPermit converts a document (the side's writer), whose links'
+// shape is shape (readmodel.LinkShapes; 0: none known). The result holds
 // its texts; releaseTexts lets them go when the store drops it.
-func (s *side) compactPermit(p readmodel.Permit) *cpermit {
+func (s *side) compactPermit(p readmodel.Permit, shape uint32) *cpermit {
 	sy := s.pi.syms
 	c := &cpermit{
 		id:         p.PermitID,
@@ -226,7 +227,7 @@ func (s *side) compactPermit(p readmodel.Permit) *cpermit {
 	if p.PermitNumber == "" || !events.IsPermitDocID(p.PermitID, p.Source, p.PermitNumber) {
 		c.number = s.pi.texts.acquire(p.PermitNumber)
 	}
-	c.links = s.pi.links.id(sy, p.GeoLinks, p.PropertyID)
+	c.links = s.pi.links.shaped(sy, p.GeoLinks, p.PropertyID, shape)
 	return c
 }
 

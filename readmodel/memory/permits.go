@@ -39,7 +39,7 @@ func (s *side) putPermit(p readmodel.Permit) bool {
 // but it is not in the slab yet, nor in the indexes: reindexPermit puts
 // it in both.
 func (s *side) storePermit(p readmodel.Permit) (prev, c *cpermit, ok bool) {
-	c = s.compactPermit(p)
+	c = s.compactPermit(p, 0)
 	prev, hadPrev, ok := s.permits.put(c.id, c.version, c)
 	if !ok && p.Linked() {
 		prev, ok = s.relinkPermit(c) // equal version: a re-link (relink.go)

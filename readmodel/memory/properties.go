@@ -172,7 +172,7 @@ func unchain(m map[uint64]*propEntry, key uint64, e *propEntry, next func(*propE
 }
 
 // putProperty stores a property (the side's writer); true when it took.
-func (s *side) putProperty(p readmodel.Property) bool {
+func (s *side) putProperty(p readmodel.Property, shape uint32) bool {
 	ref := s.propRefOf(p.PropertyID)
 	t := s.props
 	e := t.entry(ref, true)
@@ -193,7 +193,7 @@ func (s *side) putProperty(p readmodel.Property) bool {
 	if strings.HasPrefix(c.canonical, c.norm) {
 		c.norm = c.canonical[:len(c.norm)]
 	}
-	c.links = s.pi.links.id(s.pi.syms, p.GeoLinks, p.PropertyID)
+	c.links = s.pi.links.shaped(s.pi.syms, p.GeoLinks, p.PropertyID, shape)
 	if e.state == propLive {
 		t.unlink(e)
 	} else {

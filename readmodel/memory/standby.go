@@ -137,7 +137,7 @@ func (a *side) copySide(d *side, quit *atomic.Bool) *side {
 		if quit != nil && quit.Load() {
 			return errQuit
 		}
-		stages.add(&b)
+		stages.add(importBatch{b: &b})
 		return nil
 	})
 	stages.close()

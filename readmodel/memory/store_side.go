@@ -105,6 +105,13 @@ const applyStep = 64
 // as they are, shared with the other side, and never changed in place by
 // either (reads clone what they hand out).
 func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
+	return s.applyShaped(b, nil)
+}
+
+// applyShaped is apply with the shapes of b's link lists (an Import's,
+// AddShaped): its properties' are used, its permits' are not (an
+// Import's permits are converted by importStages.add).
+func (s *side) applyShaped(b *readmodel.Batch, shapes *readmodel.LinkShapes) readmodel.ApplyResult {
 	var res readmodel.ApplyResult
 	n := 0
 	count := func(ok bool) {
@@ -133,8 +140,8 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 		count(ok)
 	}
 	s.putPermits(b.Permits, count)
-	for _, p := range b.Properties {
-		count(s.putProperty(p))
+	for i, p := range b.Properties {
+		count(s.putProperty(p, shapes.PropertyShape(i, len(b.Properties))))
 	}
 	for _, g := range b.GeoSignals {
 		count(s.putGeoSignal(g))
