@@ -25,13 +25,19 @@ import (
 // and pointers are the side's own. The indexer writes only through
 // those, so the view's copied values (bulk, deferGeo) are only read.
 //
-// Anything else waits until the indexer has caught up (drain) and is then
-// written as usual, by the compactor: a permit whose id is already in the
-// table (a new version, a tombstone, a re-link: never in a snapshot, where
-// each id is once), and every other kind (properties share the permits'
-// property entries; locations, signals, leads and the catalog go the same
-// way, which costs one wait per batch that holds them). The result is the
-// side side.apply builds from the same batches (TestImportStagesMatchApply).
+// Properties share the permits' property entries, so they wait until the
+// indexer has indexed the permits handed over (drain); then the compactor
+// converts and stores each new one and the indexer links it into the
+// address chains (putProperties), the two halves again side by side, as
+// the properties of a snapshot come in batches of their own after its
+// permits. Anything else waits until the indexer has caught up and is
+// then written as usual, by the compactor: a permit whose id is already
+// in the table (a new version, a tombstone, a re-link: never in a
+// snapshot, where each id is once), a property whose entry holds a
+// document or a tombstone already, and every other kind (locations,
+// signals, leads and the catalog, which costs one wait per batch that
+// holds them). The result is the side side.apply builds from the same
+// batches (TestImportStagesMatchApply).
 //
 // The per-geo indexes an Import defers (permit_bulk.go) are built in the
 // background from the first batch after some permits that holds nothing
@@ -44,6 +50,7 @@ type importStages struct {
 	d       *side
 	work    chan indexWork
 	pending sync.WaitGroup // work handed over, not yet indexed
+	permits bool           // some of it permits (send; drain clears it)
 	done    chan struct{}  // the indexer has ended
 	geo     *geoBuild      // the background build of the geo indexes; nil: none
 }
@@ -51,6 +58,7 @@ type importStages struct {
 type indexWork struct {
 	view    *side
 	permits []*cpermit
+	props   []*propEntry // new property documents, to link into the address chains
 }
 
 func newImportStages(d *side) *importStages {
@@ -60,6 +68,9 @@ func newImportStages(d *side) *importStages {
 		for w := range st.work {
 			for _, c := range w.permits {
 				w.view.indexPermit(c)
+			}
+			for _, e := range w.props {
+				w.view.props.link(e)
 			}
 			st.pending.Done()
 		}
@@ -99,12 +110,67 @@ func (st *importStages) add(ib importBatch) {
 	rest := *b
 	rest.Permits = nil
 	if rest.Len() > 0 {
-		st.drain()
+		// Properties alone need not wait for the indexer to link the
+		// ones before them, only for the permits it indexes (which
+		// make and fill the property entries).
+		if st.permits || len(rest.Properties) < rest.Len() {
+			st.drain()
+		}
 		if len(b.Permits) == 0 && d.deferGeo && st.geo == nil && !deletesPermits(rest.Deletes) && d.pi.deferred.geos > 0 {
 			st.startGeo()
 		}
+		if len(rest.Properties) > 0 {
+			if len(rest.Locations) > 0 { // apply's order: locations first
+				d.apply(&readmodel.Batch{Locations: rest.Locations})
+				rest.Locations = nil
+			}
+			st.putProperties(rest.Properties, shapes)
+			rest.Properties = nil
+			if rest.Len() == 0 {
+				return
+			}
+			st.drain()
+		}
 		d.applyShaped(&rest, shapes)
 	}
+}
+
+// putProperties stores properties as putProperty does (the compactor),
+// and hands the indexer the new ones to link into the address chains:
+// in a snapshot's load the properties come after the permits, when the
+// indexer has nothing else to do. A property whose entry holds a
+// document or a tombstone already (never in a snapshot) waits for the
+// indexer and is written as Apply writes it. Nothing reads or writes the
+// chains but the indexer until the next drain; the compactor writes
+// other fields of the entries.
+func (st *importStages) putProperties(ps []readmodel.Property, shapes *readmodel.LinkShapes) {
+	d := st.d
+	t := d.props
+	var fresh []*propEntry
+	for i, p := range ps {
+		shape := shapes.PropertyShape(i, len(ps))
+		e := t.entry(d.propRefOf(p.PropertyID), true)
+		if e.state != propNone {
+			st.sendProperties(fresh)
+			fresh = nil
+			st.drain()
+			d.putProperty(p, shape)
+			continue
+		}
+		e.state, e.version, e.doc = propLive, p.Version, d.compactProperty(p, shape)
+		t.live++
+		fresh = append(fresh, e)
+	}
+	st.sendProperties(fresh)
+}
+
+// sendProperties hands the indexer new properties to link.
+func (st *importStages) sendProperties(es []*propEntry) {
+	if len(es) == 0 {
+		return
+	}
+	st.pending.Add(1)
+	st.work <- indexWork{view: st.view(), props: es}
 }
 
 func deletesPermits(ds []readmodel.Delete) bool {
@@ -139,6 +205,7 @@ func (st *importStages) send(permits []*cpermit) {
 		return
 	}
 	st.pending.Add(1)
+	st.permits = true
 	st.work <- indexWork{view: st.view(), permits: permits}
 }
 
@@ -154,7 +221,10 @@ func (st *importStages) view() *side {
 }
 
 // drain waits until the indexer has indexed everything handed over.
-func (st *importStages) drain() { st.pending.Wait() }
+func (st *importStages) drain() {
+	st.pending.Wait()
+	st.permits = false
+}
 
 // close ends the indexer once it has caught up; the side is then the
 // compactor's alone again.

@@ -179,6 +179,20 @@ func (s *side) putProperty(p readmodel.Property, shape uint32) bool {
 	if e.state != propNone && p.Version <= e.version && !s.relinksProperty(e, p) {
 		return false
 	}
+	c := s.compactProperty(p, shape)
+	if e.state == propLive {
+		t.unlink(e)
+	} else {
+		t.live++
+	}
+	e.state, e.version, e.doc = propLive, p.Version, c
+	t.link(e)
+	return true
+}
+
+// compactProperty converts a document (the side's writer) whose links'
+// shape is shape (readmodel.LinkShapes; 0: none known).
+func (s *side) compactProperty(p readmodel.Property, shape uint32) *cproperty {
 	c := &cproperty{
 		canonical: p.CanonicalAddress,
 		norm:      p.NormalizedAddress,
@@ -194,14 +208,7 @@ func (s *side) putProperty(p readmodel.Property, shape uint32) bool {
 		c.norm = c.canonical[:len(c.norm)]
 	}
 	c.links = s.pi.links.shaped(s.pi.syms, p.GeoLinks, p.PropertyID, shape)
-	if e.state == propLive {
-		t.unlink(e)
-	} else {
-		t.live++
-	}
-	e.state, e.version, e.doc = propLive, p.Version, c
-	t.link(e)
-	return true
+	return c
 }
 
 func (s *side) delProperty(id string, version int64) bool {
