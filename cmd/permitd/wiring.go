@@ -9,8 +9,8 @@ import (
 
 	"github.com/permitd/permitd/api/openapi"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/readmodel/memory"
-	"github.com/permitd/permitd/readmodel/resolve"
 )
 
 // readModel is what a process needs of its backend: reads for the API,
@@ -43,7 +43,7 @@ func openReadModel(ctx context.Context, backend string, os openSearchConfig, log
 
 // newMemoryReadModel is the embedded backend with its resolver.
 func newMemoryReadModel() *memory.Store {
-	return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+	return memstore.New()
 }
 
 // openAPIDocument is served at /v1/openapi.json.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/indexer/kafka"
-	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/internal/memstore"
 )
 
 // BenchmarkIngest measures, on the same messages in one run: the ingest
@@ -65,7 +65,7 @@ func BenchmarkIngest(b *testing.B) {
 		raw += rawConsume(b, br.addrs, hwm)
 		rawCPU += cpuTime() - cpu
 
-		store := memory.New(memory.Params{})
+		store := memstore.New()
 		ix := newIndexer(b, store, nil)
 		c, err := kafka.New(kafka.Params{Brokers: br.addrs, Topics: []string{locTopic}, Handler: ix.HandleBatch, Logger: testLogger()})
 		require.NoError(b, err)

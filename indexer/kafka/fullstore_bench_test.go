@@ -17,6 +17,7 @@ import (
 
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
 	"github.com/permitd/permitd/pipeline/gen"
@@ -78,7 +79,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	runtime.GC()
 	stop := profileRound(b, "PERMITD_BENCH_EMPTY_CPUPROFILE", true) // the round into the empty store
 	emptyCost := startRoundCost()
-	empty, _ := ingestMix(b, addrs, memory.New(memory.Params{}), false)
+	empty, _ := ingestMix(b, addrs, memstore.New(), false)
 	emptyCost = emptyCost.since()
 	stop()
 	b.StopTimer()
@@ -174,7 +175,7 @@ func (c roundCost) report(b *testing.B, round string) {
 // of another seed than the mix's, directly (no Kafka): as an Import when
 // byImport, else with Apply.
 func fillStore(b *testing.B, full int, byImport bool) *memory.Store {
-	filled := memory.New(memory.Params{})
+	filled := memstore.New()
 	var w readmodel.Writer = filled
 	var im *memory.Import
 	if byImport {
@@ -217,7 +218,7 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 	}
 	gc := debug.SetGCPercent(snapshot.LoadGCPercent)
 	defer debug.SetGCPercent(gc)
-	filled := memory.New(memory.Params{})
+	filled := memstore.New()
 	im := filled.NewImport()
 	_, err := snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error { return im.AddShaped(bt, shapes) })
 	require.NoError(b, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/internal/gctarget"
+	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/internal/statereads"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
@@ -214,7 +215,7 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 // backend.
 func typeRates(tb testing.TB, d mixData) map[string]float64 {
 	tb.Helper()
-	store := memory.New(memory.Params{})
+	store := memstore.New()
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(tb, err)
 	byTopic := map[string][]indexer.Message{}
@@ -278,7 +279,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		cpu := cpuTime()
 		raw += rawConsumeAll(b, addrs, hwm)
 		rawCPU += cpuTime() - cpu
-		store := memory.New(memory.Params{})
+		store := memstore.New()
 		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == 0)
 		cpu = cpuTime()
 		start := time.Now()
@@ -293,7 +294,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		require.NoError(b, err)
 		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
 		store = nil
-		took, _ = ingestMix(b, addrs, memory.New(memory.Params{}), false)
+		took, _ = ingestMix(b, addrs, memstore.New(), false)
 		live += took
 	}
 	b.StopTimer()
@@ -331,7 +332,7 @@ func BenchmarkIngestMix(b *testing.B) {
 // side building beside them, and again once settled, on the whole side;
 // it requires the same answers.
 func mixReads(b *testing.B, addrs []string) (lean, whole time.Duration) {
-	store := memory.New(memory.Params{})
+	store := memstore.New()
 	ingestMix(b, addrs, store, true)
 	reads := func() (time.Duration, []string) {
 		ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/internal/statereads"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
@@ -205,7 +206,7 @@ func stateReads(b *testing.B, s *memory.Store) (time.Duration, []string) {
 // viaApply loads it with Apply instead of an Import.
 func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
-	store := memory.New(memory.Params{})
+	store := memstore.New()
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
 	if viaApply {
