@@ -82,7 +82,8 @@ func (s *Store) NewImport() *Import {
 	s.journal = &im.journal
 	s.wmu.Unlock()
 	d := im.first
-	d.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
+	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
+	d.bulkResolve() // joined by endBulk
 	im.wg.Go(func() {
 		st := newImportStages(d)
 		waited := false
@@ -195,6 +196,7 @@ func (d *side) buildDeferred() {
 // endBulk ends the bulk load of a side: the deferred indexes are built
 // and writes index as usual from now on.
 func (d *side) endBulk() {
+	d.joinResolver()
 	d.buildDeferred()
 	d.bulk = false
 	d.pi.links.byShape = nil // the Import's shapes (AddShaped)

@@ -1,0 +1,70 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/readmodel/resolve"
+)
+
+// An Import indexes its locations for the resolver in the background
+// (resolver_bulk.go): after Commit the candidates are the ones a store
+// written with Apply gives, with the Import's upserts, deletes and newer
+// versions applied in their order, on the first side and on the second.
+func TestImportBuildsTheResolver(t *testing.T) {
+	ctx := context.Background()
+	newStore := func() *memory.Store {
+		return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+	}
+	city := func(name string, v int64) readmodel.Location {
+		return readmodel.Location{GeoID: "city:wa:" + name, GeoType: readmodel.GeoCity, Name: name, DisplayName: name + ", WA",
+			State: "WA", StateName: "Washington", City: name, Lat: 47, Lon: -122, Version: v}
+	}
+	var many []readmodel.Location
+	for i := range 300 { // more than a batch of them
+		many = append(many, city(fmt.Sprint("Placeville ", i), 1))
+	}
+	spokaneValley := city("Spokane", 2)
+	spokaneValley.Name, spokaneValley.DisplayName = "Spokane Valley", "Spokane Valley, WA"
+	batches := []readmodel.Batch{
+		{Locations: append([]readmodel.Location{city("Seattle", 1), city("Tacoma", 1), city("Spokane", 1)}, many...)},
+		{Deletes: []readmodel.Delete{{Kind: readmodel.KindLocation, ID: "city:wa:Tacoma", Version: 2}}},
+		{Locations: []readmodel.Location{spokaneValley, city("Seattle", 1)}}, // a newer version; a stale one
+	}
+	applied := newStore()
+	for _, b := range batches {
+		apply(t, applied, b)
+	}
+	imported := newStore()
+	im := imported.NewImport()
+	for _, b := range batches {
+		require.NoError(t, im.Add(b))
+	}
+	require.NoError(t, im.Commit())
+	same := func(msg string) {
+		t.Helper()
+		for _, q := range []string{"Seattle", "Tacoma", "Spokane", "Spokane Valley", "Placeville 7", "Placevile 299"} {
+			rq := readmodel.ResolveQuery{Text: q, Limit: 5}
+			want, err := applied.ResolveCandidates(ctx, rq)
+			require.NoError(t, err)
+			got, err := imported.ResolveCandidates(ctx, rq)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%s: %q", msg, q)
+		}
+	}
+	same("the first side")
+	want, err := applied.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "Spokane Valley", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, want, 1)
+	require.Equal(t, "city:wa:Spokane", want[0].Location.GeoID)
+	imported.Settle()
+	b := readmodel.Batch{Locations: []readmodel.Location{city("Olympia", 1)}}
+	apply(t, applied, b)
+	apply(t, imported, b) // the second side becomes the readers'
+	same("the second side, after a write")
+}
