@@ -432,7 +432,7 @@ func BenchmarkRestart(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "memory.snapshot")
 
 	b.ResetTimer()
-	replayStore := memory.New(memory.Params{})
+	replayStore := memstore.New()
 	replayStart := time.Now()
 	replay, _ := ingestMix(b, addrs, replayStore, true) // as serve replays without a snapshot
 	replayStore.Settle()
@@ -459,7 +459,7 @@ func BenchmarkRestart(b *testing.B) {
 
 	start, cpu0 := time.Now(), cpuTime()
 	gc := debug.SetGCPercent(snapshot.LoadGCPercent) // as serve does for the load
-	store := memory.New(memory.Params{})
+	store := memstore.New()
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it
