@@ -18,6 +18,7 @@ import (
 	"github.com/permitd/permitd/indexer"
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/gctarget"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -356,8 +357,11 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	// The load allocates the whole read model at once and keeps nearly
 	// all of it: collections of a heap that only grows would cost more
 	// than the load itself on 2 cores. The collector is off for the load
-	// only (snapshot.LoadGCPercent; GOMEMLIMIT still applies).
-	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
+	// only (snapshot.LoadGCPercent; GOMEMLIMIT still applies), and then
+	// resumes as if it had found the loaded heap live (gctarget.Resume):
+	// not at once, while the consumer catches up and the second side is
+	// built, to mark gigabytes that are all live.
+	defer gctarget.Resume(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	im := k.exporter.NewImport()
 	info, err := snapshot.LoadShaped(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/gctarget"
 	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/pipeline/data"
 	"github.com/permitd/permitd/pipeline/gazetteer"
@@ -217,7 +218,7 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 		runtime.GC() // st is garbage
 	}
 	gc := debug.SetGCPercent(snapshot.LoadGCPercent)
-	defer debug.SetGCPercent(gc)
+	defer gctarget.Resume(gc)
 	filled := memstore.New()
 	im := filled.NewImport()
 	_, err := snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error { return im.AddShaped(bt, shapes) })

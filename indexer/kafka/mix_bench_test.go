@@ -470,7 +470,7 @@ func BenchmarkRestart(b *testing.B) {
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())
 	loaded := time.Since(start)
-	debug.SetGCPercent(gc)
+	gctarget.Resume(gc) // as serve does after the load
 	// serve asks for a replay before its consumer starts (kafkaIndexer.Run);
 	// after a snapshot the answer is no, without waiting for the second side.
 	require.False(b, store.BeginReplay())

@@ -17,6 +17,7 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/gctarget"
 	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/internal/statereads"
 	"github.com/permitd/permitd/pipeline/data"
@@ -205,7 +206,7 @@ func stateReads(b *testing.B, s *memory.Store) (time.Duration, []string) {
 // serveLoad is serve's load of a snapshot (cmd/permitd, loadSnapshot);
 // viaApply loads it with Apply instead of an Import.
 func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
-	defer debug.SetGCPercent(debug.SetGCPercent(snapshot.LoadGCPercent))
+	defer gctarget.Resume(debug.SetGCPercent(snapshot.LoadGCPercent))
 	store := memstore.New()
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 	require.NoError(b, err)
