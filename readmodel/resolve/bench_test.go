@@ -67,3 +67,30 @@ func BenchmarkResolve(b *testing.B) {
 	b.ReportMetric(indexMB, "index-MB")
 	b.ReportMetric(float64(len(locs)), "locations")
 }
+
+// BenchmarkIndexNational measures indexing the bundled national
+// gazetteer (98,016 locations) into an empty Index, as a replay or a
+// snapshot's load does once per side.
+//
+//	go test -run '^$' -bench IndexNational ./readmodel/resolve/
+func BenchmarkIndexNational(b *testing.B) {
+	locs := nationalLocations(b)
+	var first time.Duration
+	q := readmodel.ResolveQuery{Text: "Sacramentoo", Limit: 5} // two typos' reach: the deletion posts
+	b.ResetTimer()
+	for range b.N {
+		x := New()
+		for _, l := range locs {
+			x.Upsert(l)
+		}
+		b.StopTimer()
+		start := time.Now()
+		if len(x.Search(q)) == 0 {
+			b.Fatal("no candidate for Sacramentoo")
+		}
+		first += time.Since(start)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(locs)), "ns/location")
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-typo-search-ms")
+}
