@@ -511,13 +511,19 @@ func TestImportReserve(t *testing.T) {
 			again := newStore(t)
 			apply(t, again, readmodel.Batch{Permits: ps})
 			apply(t, again, b)
-			w2, err := again.Digest(ctx)
-			require.NoError(t, err)
-			g2, err := imported.Digest(ctx)
-			require.NoError(t, err)
-			require.Equal(t, w2, g2, "the second side")
+			sameDigest(t, again, imported, "the second side")
 		})
 	}
+}
+
+// sameDigest requires got to hold what want holds.
+func sameDigest(t *testing.T, want, got *memory.Store, msg string) {
+	t.Helper()
+	w, err := want.Digest(context.Background())
+	require.NoError(t, err)
+	g, err := got.Digest(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, w, g, msg)
 }
 
 // Reserve makes the tables in the background: an Import that gets no
