@@ -9,17 +9,29 @@ package resolve
 // query looks up the hashes of its own deletion variants and verifies each
 // hit with osa. A hash collision only costs a verification.
 type deletes struct {
-	posts map[uint64][]int32 // variant hash -> term ids
+	// heads maps a variant's hash to its newest post in links (index+1);
+	// each post links to the one posted before it under the same hash.
+	// One map entry and one arena slot per post, where a slice per
+	// variant cost an allocation each (about 3M of them for the national
+	// gazetteer).
+	heads map[uint64]int32
+	links []post
+	spare int32 // free posts in links, chained by next (index+1)
 	ids   map[string]int32
 	terms []string // id -> term, "" when free
 	free  []int32
+}
+
+type post struct {
+	id   int32
+	next int32 // index+1 of the previous post under the hash, 0 at the end
 }
 
 // minDeleteTerm is the shortest term a two-typo query word can reach.
 const minDeleteTerm = 6
 
 func newDeletes() *deletes {
-	return &deletes{posts: map[uint64][]int32{}, ids: map[string]int32{}}
+	return &deletes{heads: map[uint64]int32{}, ids: map[string]int32{}}
 }
 
 // variants calls fn with the hash of s with up to two bytes deleted.
@@ -64,12 +76,23 @@ func (d *deletes) add(term string) {
 	}
 	d.ids[term] = id
 	variants(term, func(h uint64) {
-		p := d.posts[h]
-		if n := len(p); n > 0 && p[n-1] == id {
+		head := d.heads[h]
+		if head != 0 && d.links[head-1].id == id {
 			return // the same variant twice ("seattle" without either t)
 		}
-		d.posts[h] = append(p, id)
+		d.heads[h] = d.newPost(post{id: id, next: head})
 	})
+}
+
+// newPost stores p in a spare slot or at the end and returns its index+1.
+func (d *deletes) newPost(p post) int32 {
+	if i := d.spare; i != 0 {
+		d.spare = d.links[i-1].next
+		d.links[i-1] = p
+		return i
+	}
+	d.links = append(d.links, p)
+	return int32(len(d.links))
 }
 
 func (d *deletes) remove(term string) {
@@ -77,27 +100,33 @@ func (d *deletes) remove(term string) {
 	if !ok {
 		return
 	}
-	variants(term, func(h uint64) {
-		if p := removeID(d.posts[h], id); len(p) == 0 {
-			delete(d.posts, h)
-		} else {
-			d.posts[h] = p
-		}
-	})
+	variants(term, func(h uint64) { d.unpost(h, id) })
 	delete(d.ids, term)
 	d.terms[id] = ""
 	d.free = append(d.free, id)
 }
 
-// removeID removes id from p, keeping order (so the duplicate check in
-// add stays valid).
-func removeID(p []int32, id int32) []int32 {
-	for i, v := range p {
-		if v == id {
-			return append(p[:i], p[i+1:]...)
+// unpost removes one post of id under h (the newest, so that the
+// duplicate check in add stays valid).
+func (d *deletes) unpost(h uint64, id int32) {
+	prev := int32(0)
+	for i := d.heads[h]; i != 0; prev, i = i, d.links[i-1].next {
+		if d.links[i-1].id != id {
+			continue
 		}
+		next := d.links[i-1].next
+		switch {
+		case prev != 0:
+			d.links[prev-1].next = next
+		case next != 0:
+			d.heads[h] = next
+		default:
+			delete(d.heads, h)
+		}
+		d.links[i-1] = post{next: d.spare}
+		d.spare = i
+		return
 	}
-	return p
 }
 
 // within2 calls fn once for every term within two edits of q (q itself
@@ -105,7 +134,8 @@ func removeID(p []int32, id int32) []int32 {
 func (d *deletes) within2(q string, fn func(term string, dist int)) {
 	var seen map[int32]bool
 	variants(q, func(h uint64) {
-		for _, id := range d.posts[h] {
+		for i := d.heads[h]; i != 0; i = d.links[i-1].next {
+			id := d.links[i-1].id
 			if seen[id] {
 				continue
 			}

@@ -60,8 +60,8 @@ func TestIncrementalUpdates(t *testing.T) {
 	if again := x.Search(readmodel.ResolveQuery{Text: "Tukwila", Limit: 1}); again[0].Location.Aliases[0] != "Tuk" {
 		t.Fatal("candidate shares the index's alias slice")
 	}
-	if len(x.docs) != len(fixture()) {
-		t.Fatalf("slots %d, want reuse of the freed slot (%d)", len(x.docs), len(fixture()))
+	if int(x.docs.n) != len(fixture()) {
+		t.Fatalf("slots %d, want reuse of the freed slot (%d)", x.docs.n, len(fixture()))
 	}
 }
 

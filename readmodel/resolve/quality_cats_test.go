@@ -299,14 +299,14 @@ func onlyReachesCityOrCounty(x *Index, before []string, prefix string, city, cou
 func reachable(x *Index, before []string, prefix string, ok func(*readmodel.Location) bool) bool {
 	var slots []int32
 	if len(before) == 0 {
-		for i := range x.docs {
-			slots = append(slots, int32(i))
+		for i := range x.docs.n {
+			slots = append(slots, i)
 		}
 	} else {
 		slots = x.terms[canonical(before[0])]
 	}
 	for _, s := range slots {
-		d := &x.docs[s]
+		d := x.docs.at(s)
 		if !d.live || d.loc.GeoType == readmodel.GeoZip {
 			continue
 		}

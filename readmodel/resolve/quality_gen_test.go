@@ -197,9 +197,9 @@ func generateQuality(t *testing.T) []byte {
 	x := nationalIndex(t)
 	rng := rand.New(rand.NewPCG(qualitySeed, qualitySeed))
 	var locs []readmodel.Location
-	for i := range x.docs {
-		if x.docs[i].live {
-			locs = append(locs, x.docs[i].loc)
+	for i := range x.docs.n {
+		if d := x.docs.at(i); d.live {
+			locs = append(locs, d.loc)
 		}
 	}
 	sort.Slice(locs, func(i, j int) bool {
