@@ -364,12 +364,16 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	defer gctarget.Resume(debug.SetGCPercent(snapshot.LoadGCPercent))
 	start := time.Now()
 	im := k.exporter.NewImport()
-	info, err := snapshot.LoadShaped(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes) error {
+	// The batches' permit and property arrays are lent (LoadLent): the
+	// Import copies what it keeps and gives them back, and the next
+	// batches are decoded into them; it builds its second side as a copy
+	// of the first.
+	info, err := snapshot.LoadLent(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		k.Indexer.Preload(b)
-		return im.AddShaped(b, shapes)
+		return im.AddLent(b, shapes, done)
 	})
 	if err == nil {
 		err = im.Commit()

@@ -221,7 +221,7 @@ func filledFromSnapshot(b *testing.B, full int) *memory.Store {
 	defer gctarget.Resume(gc)
 	filled := memstore.New()
 	im := filled.NewImport()
-	_, err := snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error { return im.AddShaped(bt, shapes) })
+	_, err := snapshot.LoadLent(path, im.Reserve, im.AddLent)
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())
 	filled.Settle()

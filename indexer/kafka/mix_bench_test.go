@@ -463,9 +463,9 @@ func BenchmarkRestart(b *testing.B) {
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it
-	_, err = snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error {
+	_, err = snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		ix.Preload(bt)
-		return im.AddShaped(bt, shapes)
+		return im.AddLent(bt, shapes, done)
 	})
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())

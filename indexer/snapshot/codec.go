@@ -164,6 +164,10 @@ type decoder struct {
 	// collects it for each permit and property (decodeShaped).
 	list   uint32
 	shapes *readmodel.LinkShapes
+	// lent, when set, lends the decoded batch arrays that the caller
+	// gives back (LoadLent): decodePermit's link arrays come from it and
+	// are recorded in it.
+	lent *lent
 }
 
 // decTable is the decoder's string table: the strings of the stream's
@@ -364,7 +368,15 @@ func build(t reflect.Type) *fieldCodec {
 				d.fail(errShort)
 				return
 			}
-			s := reflect.MakeSlice(t, int(n), int(n))
+			var s reflect.Value
+			if !v.IsNil() && v.Cap() >= int(n) { // a lent array given back (LoadLent)
+				s = v.Slice(0, int(n))
+				for i := range int(n) {
+					s.Index(i).SetZero()
+				}
+			} else {
+				s = reflect.MakeSlice(t, int(n), int(n))
+			}
 			for i := range int(n) {
 				elem.dec(d, s.Index(i))
 			}
@@ -458,7 +470,12 @@ func decodeTabled[T any](b []byte, p *T, tab *decTable) error {
 // of the list table's entry the links were read from, or 0), when the
 // documents are read by decodePermit and decodeProperty.
 func decodeShaped[T any](b []byte, p *T, tab *decTable, shapes *readmodel.LinkShapes) error {
-	d := decoder{b: b, tab: tab, shapes: shapes}
+	return decodeLent(b, p, tab, shapes, nil)
+}
+
+// decodeLent is decodeShaped into arrays lent (LoadLent), when not nil.
+func decodeLent[T any](b []byte, p *T, tab *decTable, shapes *readmodel.LinkShapes, l *lent) error {
+	d := decoder{b: b, tab: tab, shapes: shapes, lent: l}
 	codecOf(reflect.TypeFor[T]()).dec(&d, reflect.ValueOf(p).Elem())
 	if d.err != nil {
 		return d.err

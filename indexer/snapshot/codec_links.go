@@ -195,7 +195,7 @@ func (d *decoder) geoLinks() []readmodel.GeoLink {
 // (an append to one list cannot overwrite the next).
 func (d *decoder) linkSlots(n uint64) []readmodel.GeoLink {
 	if uint64(cap(d.links)-len(d.links)) < n {
-		d.links = make([]readmodel.GeoLink, 0, max(linkArena, n))
+		d.links = d.lent.linkArray(max(linkArena, n))
 	}
 	i := len(d.links)
 	d.links = d.links[:i+int(n)]

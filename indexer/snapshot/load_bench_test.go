@@ -220,9 +220,9 @@ func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 		return store
 	}
 	im := store.NewImport()
-	_, err = snapshot.LoadShaped(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes) error {
+	_, err = snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		ix.Preload(bt)
-		return im.AddShaped(bt, shapes)
+		return im.AddLent(bt, shapes, done)
 	})
 	require.NoError(b, err)
 	require.NoError(b, im.Commit())

@@ -50,6 +50,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -306,6 +307,25 @@ func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) er
 // empty when the documents' fields are not the ones the written-out
 // decoders read (decodePermit, decodeProperty).
 func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *readmodel.LinkShapes) error) (Info, error) {
+	return load(path, reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, _ func()) error { return apply(b, shapes) }, false)
+}
+
+// LoadLent is LoadShaped for a destination that copies what it keeps of
+// each batch's permits and properties and of their geo links (strings
+// apart, which it may keep), and then calls done: the next batches are
+// decoded into the same arrays (lend.go). done is called once, from any
+// goroutine, or not at all (the arrays are then the destination's). The
+// batches are as LoadShaped's; nothing else of a batch is reused.
+func LoadLent(path string, reserve func(Counts), apply func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error) (Info, error) {
+	return load(path, reserve, apply, true)
+}
+
+// lendBatches bounds the batches a LoadLent keeps to lend again: more
+// than its destination may hold at once (the decoded batches waiting for
+// apply, and memory.Import's queue).
+const lendBatches = 16
+
+func load(path string, reserve func(Counts), apply func(readmodel.Batch, *readmodel.LinkShapes, func()) error, lend bool) (Info, error) {
 	var info Info
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -408,8 +428,13 @@ func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *
 	type shaped struct {
 		b      readmodel.Batch
 		shapes *readmodel.LinkShapes
+		lent   *lent // nil: not lent
 	}
 	batches := make(chan shaped, 4)
+	var free chan *lent // given back
+	if lend {
+		free = make(chan *lent, lendBatches)
+	}
 	stop := make(chan struct{})
 	var decErr error
 	go func() {
@@ -427,7 +452,19 @@ func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *
 			}
 			var b shaped
 			b.shapes = new(readmodel.LinkShapes)
-			if err := decodeShaped(buf, &b.b, tab, b.shapes); err != nil {
+			if lend {
+				select {
+				case b.lent = <-free:
+				default:
+					b.lent = new(lent)
+				}
+				b.b = b.lent.batch()
+			}
+			err = decodeLent(buf, &b.b, tab, b.shapes, b.lent)
+			if b.lent != nil {
+				b.lent.keep(&b.b)
+			}
+			if err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
 			}
@@ -442,7 +479,20 @@ func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *
 		b := sb.b
 		info.Documents += b.Len()
 		addCounts(info.Counts, &b)
-		if err := apply(b, sb.shapes); err != nil {
+		done := func() {}
+		if l := sb.lent; l != nil {
+			var once sync.Once
+			done = func() {
+				once.Do(func() {
+					l.giveBack()
+					select {
+					case free <- l:
+					default: // enough lent already
+					}
+				})
+			}
+		}
+		if err := apply(b, sb.shapes, done); err != nil {
 			close(stop)
 			for range batches { // let the decoder finish
 			}

@@ -122,7 +122,7 @@ func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets)
 func load(path string) (*memory.Store, snapshot.Info, error) {
 	s := memory.New(memory.Params{})
 	im := s.NewImport()
-	info, err := snapshot.LoadShaped(path, im.Reserve, im.AddShaped)
+	info, err := snapshot.LoadLent(path, im.Reserve, im.AddLent)
 	if err != nil {
 		im.Abort()
 		return s, info, err
@@ -357,4 +357,82 @@ func resummed(b []byte, v uint32) []byte {
 	body := b[:len(b)-4]
 	binary.BigEndian.PutUint32(b[len(b)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// LoadLent gives the batches LoadShaped gives, with their shapes, and
+// decodes later batches into the arrays of those given back: a batch
+// written over after done changes none that follows, and one not given
+// back is not decoded into.
+func TestLoadLent(t *testing.T) {
+	src := filled(t)
+	path := filepath.Join(t.TempDir(), "memory.snapshot")
+	_, err := snapshot.Write(path, nil, func(fn func(readmodel.Batch) error) error {
+		return src.Export(context.Background(), 3, fn) // many small batches
+	})
+	require.NoError(t, err)
+	type shaped struct {
+		b      readmodel.Batch
+		shapes readmodel.LinkShapes
+	}
+	var want []shaped
+	_, err = snapshot.LoadShaped(path, nil, func(b readmodel.Batch, s *readmodel.LinkShapes) error {
+		want = append(want, shaped{b, *s})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(want), 10)
+
+	var i, reused int
+	given := map[*readmodel.Permit]bool{} // first elements of the permit arrays given back
+	var held []*readmodel.Permit          // never given back
+	heldAt := map[int]readmodel.Batch{}
+	_, err = snapshot.LoadLent(path, nil, func(b readmodel.Batch, s *readmodel.LinkShapes, done func()) error {
+		require.Equal(t, want[i].b, b, "batch %d", i)
+		require.Equal(t, want[i].shapes, *s, "batch %d", i)
+		i++
+		if len(b.Permits) == 0 {
+			done()
+			return nil
+		}
+		p := &b.Permits[0]
+		require.NotContains(t, held, p, "batch %d is decoded into one not given back", i)
+		if given[p] {
+			reused++
+		}
+		if i%5 == 0 {
+			held = append(held, p)
+			heldAt[i-1] = b
+			return nil
+		}
+		given[p] = true
+		scribble(&b)
+		done()
+		done() // once is what counts
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(want), i)
+	require.Positive(t, reused, "later batches are decoded into the arrays given back")
+	require.NotEmpty(t, heldAt)
+	for k, b := range heldAt {
+		require.Equal(t, want[k].b, b, "batch %d, not given back, as it was given", k)
+	}
+}
+
+// scribble overwrites b's permits and properties and their links in
+// place, as a destination may once it has given them back.
+func scribble(b *readmodel.Batch) {
+	junk := readmodel.GeoLink{GeoID: "zip:00000", GeoType: readmodel.GeoZip, Method: "junk"}
+	for i := range b.Permits {
+		for j := range b.Permits[i].GeoLinks {
+			b.Permits[i].GeoLinks[j] = junk
+		}
+		b.Permits[i] = readmodel.Permit{PermitID: "junk", Version: 99}
+	}
+	for i := range b.Properties {
+		for j := range b.Properties[i].GeoLinks {
+			b.Properties[i].GeoLinks[j] = junk
+		}
+		b.Properties[i] = readmodel.Property{PropertyID: "junk", Version: 99}
+	}
 }

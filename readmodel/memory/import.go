@@ -55,6 +55,7 @@ type Import struct {
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
 	done    bool
+	lent    bool                     // AddLent's: the second side is a copy of the first
 	journal []*readmodel.Batch       // Apply's batches meanwhile (Store.journal)
 	sizes   map[readmodel.Kind]int64 // Reserve's, for the second side too
 	// reserved is closed once Reserve's tables are made (nil: no
@@ -63,10 +64,12 @@ type Import struct {
 }
 
 // importBatch is a batch an Import was given, with the shapes of its
-// link lists when known (AddShaped).
+// link lists when known (AddShaped), and, for a lent one (AddLent), what
+// gives it back.
 type importBatch struct {
 	b      *readmodel.Batch
 	shapes *readmodel.LinkShapes
+	done   func()
 }
 
 // holdStandby, when a test sets it, runs before a second side is built
@@ -96,6 +99,9 @@ func (s *Store) NewImport() *Import {
 		for b := range im.in {
 			wait()
 			st.add(b)
+			if b.done != nil {
+				b.done() // the compactor has copied what the side keeps of it
+			}
 		}
 		wait()
 		st.close()
@@ -114,7 +120,7 @@ func (s *Store) NewImport() *Import {
 // of a second the decoding of the first batches can use), and the
 // builder waits for them before the first batch.
 func (im *Import) Reserve(counts map[readmodel.Kind]int64) {
-	if im.done || len(im.batches) > 0 || im.reserved != nil {
+	if im.done || len(im.batches) > 0 || im.lent || im.reserved != nil {
 		return
 	}
 	im.sizes = counts
@@ -226,9 +232,40 @@ func (im *Import) AddShaped(b readmodel.Batch, shapes *readmodel.LinkShapes) err
 			return err
 		}
 	}
+	if im.lent {
+		return errors.New("memory: an import of lent batches takes every batch lent (AddLent)")
+	}
 	own := importBatch{b: &b, shapes: shapes}
 	im.batches = append(im.batches, own) // both sides read it, neither changes it
 	im.in <- own
+	return nil
+}
+
+// AddLent is AddShaped for a batch whose permits and properties arrays
+// and their geo link arrays are only lent (snapshot.LoadLent): the first
+// side copies what it keeps of them (compactPermit, compactProperty: the
+// strings apart, which never change) and then calls done, after which
+// the caller may write into those arrays again; the rest of b is the
+// Import's, as with Add. Since the batch is not kept, the second side is
+// built as a replay's is (replay.go): a copy of the first once it is
+// committed, in the background. An Import takes every batch lent, or
+// none.
+func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+	if im.done {
+		return errors.New("memory: import already committed or aborted")
+	}
+	if len(im.batches) > 0 {
+		return errors.New("memory: an import of batches kept (Add) takes no lent one")
+	}
+	for _, d := range b.Deletes {
+		if !knownKind(d.Kind) {
+			err := fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
+			im.err = errors.Join(im.err, err)
+			return err
+		}
+	}
+	im.lent = true
+	im.in <- importBatch{b: &b, shapes: shapes, done: done}
 	return nil
 }
 
@@ -283,6 +320,26 @@ func (im *Import) Commit() error {
 	s.seq.Add(1)
 	// The side j left is stale now: no write may use it before settle
 	// has put the second side in its place.
+	if im.lent {
+		// The batches are gone: the second side is a copy of a, which
+		// holds the journal already, and copies a's counters.
+		st := s.newStandby(nil, 0)
+		sizes := im.sizes
+		if !st.abandoned {
+			go func() {
+				if holdStandby != nil {
+					holdStandby()
+				}
+				if sizes != nil {
+					st.side.reserve(sizes)
+				}
+				// a is active and read by readers only: no write changes
+				// it before settle has this build in place.
+				st.finish(s, a.copySide(st.side, &st.quit) != nil)
+			}()
+		}
+		return nil
+	}
 	st := s.newStandby(im.journal, gen)
 	batches := im.batches
 	im.batches = nil
