@@ -366,9 +366,9 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	im := k.exporter.NewImport()
 	// The batches' permit and property arrays are lent (LoadLent): the
 	// Import copies what it keeps and gives them back, and the next
-	// batches are decoded into them; it builds its second side as a copy
-	// of the first.
-	info, err := snapshot.LoadLent(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+	// batches are decoded into them. It builds its second side from the
+	// file again (SecondFrom), which stays open until then.
+	info, again, err := snapshot.LoadLent(k.snapPath, im.Reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -376,6 +376,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 		return im.AddLent(b, shapes, done)
 	})
 	if err == nil {
+		im.SecondFrom(again) // the second side from the file again
 		err = im.Commit()
 	} else {
 		im.Abort()

@@ -463,11 +463,12 @@ func BenchmarkRestart(b *testing.B) {
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }, Logger: testLogger()})
 	require.NoError(b, err)
 	im := store.NewImport() // as serve loads it
-	_, err = snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+	_, again, err := snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		ix.Preload(bt)
 		return im.AddLent(bt, shapes, done)
 	})
 	require.NoError(b, err)
+	im.SecondFrom(again)
 	require.NoError(b, im.Commit())
 	loaded := time.Since(start)
 	gctarget.Resume(gc) // as serve does after the load

@@ -220,11 +220,12 @@ func serveLoad(b *testing.B, path string, viaApply bool) *memory.Store {
 		return store
 	}
 	im := store.NewImport()
-	_, err = snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+	_, again, err := snapshot.LoadLent(path, im.Reserve, func(bt readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 		ix.Preload(bt)
 		return im.AddLent(bt, shapes, done)
 	})
 	require.NoError(b, err)
+	im.SecondFrom(again)
 	require.NoError(b, im.Commit())
 	return store
 }

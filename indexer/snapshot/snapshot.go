@@ -307,7 +307,8 @@ func LoadSized(path string, reserve func(Counts), apply func(readmodel.Batch) er
 // empty when the documents' fields are not the ones the written-out
 // decoders read (decodePermit, decodeProperty).
 func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *readmodel.LinkShapes) error) (Info, error) {
-	return load(path, reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, _ func()) error { return apply(b, shapes) }, false)
+	info, _, err := load(path, reserve, func(b readmodel.Batch, shapes *readmodel.LinkShapes, _ func()) error { return apply(b, shapes) }, false, false)
+	return info, err
 }
 
 // LoadLent is LoadShaped for a destination that copies what it keeps of
@@ -316,8 +317,44 @@ func LoadShaped(path string, reserve func(Counts), apply func(readmodel.Batch, *
 // decoded into the same arrays (lend.go). done is called once, from any
 // goroutine, or not at all (the arrays are then the destination's). The
 // batches are as LoadShaped's; nothing else of a batch is reused.
-func LoadLent(path string, reserve func(Counts), apply func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error) (Info, error) {
-	return load(path, reserve, apply, true)
+//
+// It also returns, when it loaded the file, the file kept open for
+// Again: the caller must Run or Close it.
+func LoadLent(path string, reserve func(Counts), apply LentApply) (Info, *Again, error) {
+	return load(path, reserve, apply, true, true)
+}
+
+// LentApply is what LoadLent and Again hand each batch to.
+type LentApply = func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error
+
+// Again is a loaded snapshot file kept open, to decode its batches once
+// more (memory.(*Import).SecondFrom builds a second side from it): the
+// open file is the one loaded even if a new snapshot has replaced it
+// since (Write renames a new file over the path).
+type Again struct {
+	f         *os.File
+	head      []byte
+	body      int64
+	held      Counts
+	closeOnce sync.Once
+}
+
+// Run hands apply every batch of the file again, as LoadLent did, and
+// closes it. It verifies the checksum and the counts again, as it reads:
+// a file changed in place since the load (never by Write) fails with
+// ErrCorrupt, after some batches may have been applied.
+func (a *Again) Run(apply LentApply) error {
+	defer a.Close()
+	sum := crc32.Update(0, castagnoli, a.head)
+	_, err := decodeFrames(a.f, a.head, a.body, a.held, nil, apply, true, &sum)
+	return err
+}
+
+// Close closes the file, if Run has not.
+func (a *Again) Close() error {
+	var err error
+	a.closeOnce.Do(func() { err = a.f.Close() })
+	return err
 }
 
 // lendBatches bounds the batches a LoadLent keeps to lend again: more
@@ -325,34 +362,42 @@ func LoadLent(path string, reserve func(Counts), apply func(b readmodel.Batch, s
 // apply, and memory.Import's queue).
 const lendBatches = 16
 
-func load(path string, reserve func(Counts), apply func(readmodel.Batch, *readmodel.LinkShapes, func()) error, lend bool) (Info, error) {
-	var info Info
+func load(path string, reserve func(Counts), apply LentApply, lend, keep bool) (Info, *Again, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return info, ErrNone
+		return Info{}, nil, ErrNone
 	}
 	if err != nil {
-		return info, fmt.Errorf("snapshot: %w", err)
+		return Info{}, nil, fmt.Errorf("snapshot: %w", err)
 	}
-	defer f.Close()
+	info, again, err := loadFile(f, reserve, apply, lend)
+	if err != nil || !keep {
+		f.Close()
+		return info, nil, err
+	}
+	return info, again, nil
+}
+
+func loadFile(f *os.File, reserve func(Counts), apply LentApply, lend bool) (Info, *Again, error) {
+	var info Info
 	st, err := f.Stat()
 	if err != nil {
-		return info, fmt.Errorf("snapshot: %w", err)
+		return info, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	info.Bytes = st.Size()
 	head := make([]byte, len(magic)+4)
 	if _, err := io.ReadFull(f, head); err != nil {
-		return info, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, st.Size())
+		return info, nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, st.Size())
 	}
 	if !bytes.Equal(head[:len(magic)], magic) {
-		return info, fmt.Errorf("%w: no snapshot magic", ErrFormat)
+		return info, nil, fmt.Errorf("%w: no snapshot magic", ErrFormat)
 	}
 	if v := binary.BigEndian.Uint32(head[len(magic):]); v != FormatVersion {
-		return info, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, v, FormatVersion)
+		return info, nil, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, v, FormatVersion)
 	}
 	body := st.Size() - int64(len(head)) - countsSize - sumSize
 	if body < 0 {
-		return info, fmt.Errorf("%w: no counts and checksum", ErrCorrupt)
+		return info, nil, fmt.Errorf("%w: no counts and checksum", ErrCorrupt)
 	}
 	// First pass: the checksum over the whole file, before anything is
 	// applied.
@@ -363,26 +408,44 @@ func load(path string, reserve func(Counts), apply func(readmodel.Batch, *readmo
 		sum = crc32.Update(sum, castagnoli, buf[:n])
 		left -= int64(n)
 		if err != nil && left > 0 {
-			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return info, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}
 	want := make([]byte, sumSize)
 	if _, err := io.ReadFull(f, want); err != nil || binary.BigEndian.Uint32(want) != sum {
-		return info, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+		return info, nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	counts := make([]byte, countsSize)
 	if _, err := f.ReadAt(counts, int64(len(head))+body); err != nil {
-		return info, fmt.Errorf("snapshot: %w", err)
+		return info, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	held := Counts{}
 	for i, k := range countKinds {
 		held[k] = int64(binary.BigEndian.Uint64(counts[8*i:]))
 	}
 	// Second pass: decode and apply.
+	dec, err := decodeFrames(f, head, body, held, reserve, apply, lend, nil)
+	dec.Bytes = info.Bytes
+	if err != nil {
+		return dec, nil, err
+	}
+	return dec, &Again{f: f, head: head, body: body, held: held}, nil
+}
+
+// decodeFrames decodes the frames of f's body (after head) and hands
+// apply each batch, lent when lend is set (LoadLent). With sum (the
+// checksum of head), it checks the checksum over what it reads, and the
+// counts after it (Again.Run).
+func decodeFrames(f *os.File, head []byte, body int64, held Counts, reserve func(Counts), apply LentApply, lend bool, sum *uint32) (Info, error) {
+	var info Info
 	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
-	r := bufio.NewReaderSize(io.LimitReader(f, body), 1<<20)
+	var src io.Reader = io.LimitReader(f, body)
+	if sum != nil {
+		src = io.TeeReader(src, crcWriter{sum})
+	}
+	r := bufio.NewReaderSize(src, 1<<20)
 	next := func(buf []byte) ([]byte, error) {
 		n, err := binary.ReadUvarint(r)
 		if err != nil {
@@ -507,5 +570,32 @@ func load(path string, reserve func(Counts), apply func(readmodel.Batch, *readmo
 			return info, fmt.Errorf("%w: %d documents of kind %s, the file counts %d", ErrCorrupt, info.Counts[k], k, held[k])
 		}
 	}
+	if sum != nil {
+		// The rest of the body, the counts and the checksum itself.
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		tail := make([]byte, countsSize+sumSize)
+		if _, err := io.ReadFull(f, tail); err != nil {
+			return info, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		*sum = crc32.Update(*sum, castagnoli, tail[:countsSize])
+		if binary.BigEndian.Uint32(tail[countsSize:]) != *sum {
+			return info, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+		}
+		for i, k := range countKinds {
+			if int64(binary.BigEndian.Uint64(tail[8*i:])) != held[k] {
+				return info, fmt.Errorf("%w: the counts changed since the load", ErrCorrupt)
+			}
+		}
+	}
 	return info, nil
+}
+
+// crcWriter adds what is written to a CRC-32C.
+type crcWriter struct{ sum *uint32 }
+
+func (w crcWriter) Write(p []byte) (int, error) {
+	*w.sum = crc32.Update(*w.sum, castagnoli, p)
+	return len(p), nil
 }

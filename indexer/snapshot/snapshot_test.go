@@ -122,11 +122,12 @@ func write(t *testing.T, s *memory.Store, path string, offsets snapshot.Offsets)
 func load(path string) (*memory.Store, snapshot.Info, error) {
 	s := memory.New(memory.Params{})
 	im := s.NewImport()
-	info, err := snapshot.LoadLent(path, im.Reserve, im.AddLent)
+	info, again, err := snapshot.LoadLent(path, im.Reserve, im.AddLent)
 	if err != nil {
 		im.Abort()
 		return s, info, err
 	}
+	im.SecondFrom(again)
 	return s, info, im.Commit()
 }
 
@@ -386,7 +387,7 @@ func TestLoadLent(t *testing.T) {
 	given := map[*readmodel.Permit]bool{} // first elements of the permit arrays given back
 	var held []*readmodel.Permit          // never given back
 	heldAt := map[int]readmodel.Batch{}
-	_, err = snapshot.LoadLent(path, nil, func(b readmodel.Batch, s *readmodel.LinkShapes, done func()) error {
+	_, again, err := snapshot.LoadLent(path, nil, func(b readmodel.Batch, s *readmodel.LinkShapes, done func()) error {
 		require.Equal(t, want[i].b, b, "batch %d", i)
 		require.Equal(t, want[i].shapes, *s, "batch %d", i)
 		i++
@@ -413,6 +414,21 @@ func TestLoadLent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(want), i)
 	require.Positive(t, reused, "later batches are decoded into the arrays given back")
+	// Again: the same batches once more, from the file as it was loaded
+	// although a new snapshot has replaced it since.
+	_, err = snapshot.Write(path, nil, func(fn func(readmodel.Batch) error) error { return nil })
+	require.NoError(t, err)
+	j := 0
+	require.NoError(t, again.Run(func(b readmodel.Batch, s *readmodel.LinkShapes, done func()) error {
+		require.Equal(t, want[j].b, b, "again, batch %d", j)
+		require.Equal(t, want[j].shapes, *s, "again, batch %d", j)
+		j++
+		scribble(&b)
+		done()
+		return nil
+	}))
+	require.Equal(t, len(want), j)
+	require.NoError(t, again.Close(), "closing twice is harmless")
 	require.NotEmpty(t, heldAt)
 	for k, b := range heldAt {
 		require.Equal(t, want[k].b, b, "batch %d, not given back, as it was given", k)
@@ -434,5 +450,34 @@ func scribble(b *readmodel.Batch) {
 			b.Properties[i].GeoLinks[j] = junk
 		}
 		b.Properties[i] = readmodel.Property{PropertyID: "junk", Version: 99}
+	}
+}
+
+// Again fails, with ErrCorrupt, when the file it keeps open was changed
+// in place since the load (Write never does: it renames a new file over
+// the path); an Again not run is closed by Close.
+func TestAgainRefusesAChangedFile(t *testing.T) {
+	src := filled(t)
+	path := filepath.Join(t.TempDir(), "memory.snapshot")
+	write(t, src, path, nil)
+	nop := func(_ readmodel.Batch, _ *readmodel.LinkShapes, done func()) error { done(); return nil }
+	_, again, err := snapshot.LoadLent(path, nil, nop)
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+
+	for name, mutate := range map[string]func([]byte) []byte{
+		"flipped byte":  func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b },
+		"flipped count": func(b []byte) []byte { b[len(b)-5] ^= 0x01; return b },
+		"truncated":     func(b []byte) []byte { return b[:len(b)*2/3] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, again, err := snapshot.LoadLent(path, nil, nop)
+			require.NoError(t, err)
+			good, err := os.ReadFile(path)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, os.WriteFile(path, good, 0o600)) }()
+			require.NoError(t, os.WriteFile(path, mutate(slices.Clone(good)), 0o600)) // the same file, in place
+			require.ErrorIs(t, again.Run(nop), snapshot.ErrCorrupt)
+		})
 	}
 }

@@ -55,7 +55,8 @@ type Import struct {
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
 	done    bool
-	lent    bool                     // AddLent's: the second side is a copy of the first
+	lent    bool                     // AddLent's: the second side is a copy of the first, or again's
+	again   SecondSource             // SecondFrom's
 	journal []*readmodel.Batch       // Apply's batches meanwhile (Store.journal)
 	sizes   map[readmodel.Kind]int64 // Reserve's, for the second side too
 	// reserved is closed once Reserve's tables are made (nil: no
@@ -241,6 +242,36 @@ func (im *Import) AddShaped(b readmodel.Batch, shapes *readmodel.LinkShapes) err
 	return nil
 }
 
+// LentApply is what hands an Import's second side its batches again
+// (SecondFrom): snapshot.LentApply.
+type LentApply = func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error
+
+// SecondSource hands an Import's second side the batches of its first
+// once more, lent too: a *snapshot.Again.
+type SecondSource interface {
+	// Run hands apply every batch again; an error means the batches
+	// were not all given (nor all as the first time).
+	Run(apply LentApply) error
+	// Close releases the source when Run is not called (or after it).
+	Close() error
+}
+
+// SecondFrom gives an Import of lent batches (AddLent) the source of its
+// second side, built from it in the background after Commit. Without
+// one, or when Run fails (the file changed since the load), the second
+// side is a copy of the first. The Import closes src once done with it,
+// or at once when it will not use it (Abort, a failed Commit, a second
+// side not built: StopBuilding).
+func (im *Import) SecondFrom(src SecondSource) { im.again = src }
+
+// closeSource closes SecondFrom's source, if any.
+func (im *Import) closeSource() {
+	if im.again != nil {
+		im.again.Close()
+		im.again = nil
+	}
+}
+
 // AddLent is AddShaped for a batch whose permits and properties arrays
 // and their geo link arrays are only lent (snapshot.LoadLent): the first
 // side copies what it keeps of them (compactPermit, compactProperty: the
@@ -299,6 +330,7 @@ func (im *Import) Commit() error {
 	s.settle() // an earlier Import's second side
 	im.detach()
 	if im.err != nil {
+		im.closeSource()
 		return im.err
 	}
 	a := im.first
@@ -321,22 +353,11 @@ func (im *Import) Commit() error {
 	// The side j left is stale now: no write may use it before settle
 	// has put the second side in its place.
 	if im.lent {
-		// The batches are gone: the second side is a copy of a, which
-		// holds the journal already, and copies a's counters.
-		st := s.newStandby(nil, 0)
-		sizes := im.sizes
-		if !st.abandoned {
-			go func() {
-				if holdStandby != nil {
-					holdStandby()
-				}
-				if sizes != nil {
-					st.side.reserve(sizes)
-				}
-				// a is active and read by readers only: no write changes
-				// it before settle has this build in place.
-				st.finish(s, a.copySide(st.side, &st.quit) != nil)
-			}()
+		st := s.newStandby(im.journal, gen)
+		if st.abandoned {
+			im.closeSource()
+		} else {
+			go im.buildLent(st, a)
 		}
 		return nil
 	}
@@ -376,6 +397,7 @@ func (im *Import) Commit() error {
 func (im *Import) Abort() {
 	im.finish()
 	im.batches = nil
+	im.closeSource()
 	im.s.wmu.Lock()
 	im.detach()
 	im.s.wmu.Unlock()
@@ -406,4 +428,49 @@ func (s *Store) Settle() {
 	s.wmu.Lock()
 	s.settle()
 	s.wmu.Unlock()
+}
+
+// buildLent builds the second side of an Import of lent batches (its
+// goroutine): from SecondFrom's source, as the first side was built,
+// then the journal (settle applies it); else, or when the source fails,
+// as a copy of a (the first side, active and read by readers only: no
+// write changes it before settle has this build in place), which holds
+// the journal already and whose counters it copies.
+func (im *Import) buildLent(st *standbyBuild, a *side) {
+	if holdStandby != nil {
+		holdStandby()
+	}
+	if im.sizes != nil {
+		st.side.reserve(im.sizes)
+	}
+	if im.again != nil {
+		stages := newImportStages(st.side)
+		err := im.again.Run(func(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+			if st.quit.Load() {
+				return errQuit
+			}
+			stages.add(importBatch{b: &b, shapes: shapes})
+			done()
+			return nil
+		})
+		stages.close()
+		im.closeSource()
+		switch {
+		case st.quit.Load():
+			st.finish(im.s, false)
+			return
+		case err == nil:
+			st.side.endBulk()
+			st.finish(im.s, true)
+			return
+		}
+		// The source failed part way: start again from a copy.
+		st.side = im.s.bulkSide()
+		st.side.quit = &st.quit
+		if im.sizes != nil {
+			st.side.reserve(im.sizes)
+		}
+	}
+	st.journal, st.locGen = nil, 0
+	st.finish(im.s, a.copySide(st.side, &st.quit) != nil)
 }

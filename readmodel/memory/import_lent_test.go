@@ -2,12 +2,14 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
 )
 
 // scribble overwrites, in place, the arrays an Import lends back (its
@@ -29,9 +31,27 @@ func scribble(b *readmodel.Batch) {
 	}
 }
 
-// deepCopy is b with arrays of its own for what an Import lends back.
+// deepCopy is b with documents of its own: an Import takes over the
+// documents of a batch but for those it lends back.
 func deepCopy(b readmodel.Batch) readmodel.Batch {
 	c := b
+	c.Locations = make([]readmodel.Location, len(b.Locations))
+	for i, l := range b.Locations {
+		c.Locations[i] = l.Clone()
+	}
+	c.GeoSignals = make([]readmodel.GeoSignal, len(b.GeoSignals))
+	for i, g := range b.GeoSignals {
+		c.GeoSignals[i] = g.Clone()
+	}
+	c.Leads = make([]readmodel.Lead, len(b.Leads))
+	for i, l := range b.Leads {
+		c.Leads[i] = l.Clone()
+	}
+	c.Catalog = make([]readmodel.CatalogEntry, len(b.Catalog))
+	for i, e := range b.Catalog {
+		c.Catalog[i] = e.Clone()
+	}
+	c.Deletes = append([]readmodel.Delete(nil), b.Deletes...)
 	c.Permits = make([]readmodel.Permit, len(b.Permits))
 	for i, p := range b.Permits {
 		c.Permits[i] = p.Clone()
@@ -60,25 +80,72 @@ func TestImportLentBatches(t *testing.T) {
 		during.Permits[i].PermitID += "-during"
 	}
 
+	var batches []shapedBatch
+	require.NoError(t, applied.Export(ctx, 40, func(b readmodel.Batch) error {
+		batches = append(batches, shapedBatch{b: b})
+		return nil
+	}))
+	batches = append(batches, shapedBatch{readmodel.Batch{Permits: permits, Properties: props}, &shapes}) // again, shaped: the same versions
+	apply(t, applied, during)
+	for name, src := range map[string]*replaySource{
+		"second side a copy of the first":            nil,
+		"second side from its source":                {batches: batches},
+		"second side a copy after its source failed": {batches: batches, failAt: len(batches) / 2},
+	} {
+		t.Run(name, func(t *testing.T) { importLent(t, applied, batches, during, src, permits) })
+	}
+}
+
+type shapedBatch struct {
+	b      readmodel.Batch
+	shapes *readmodel.LinkShapes
+}
+
+// replaySource is a memory.SecondSource that hands the batches again,
+// lent (each a copy written over once given back), failing before
+// batch failAt when failAt > 0.
+type replaySource struct {
+	batches     []shapedBatch
+	failAt      int
+	given, back int
+	ran, closed bool
+}
+
+func (r *replaySource) Run(apply memory.LentApply) error {
+	r.ran = true
+	for i, sb := range r.batches {
+		if r.failAt > 0 && i == r.failAt {
+			return errors.New("the file changed")
+		}
+		c := deepCopy(sb.b)
+		r.given++
+		if err := apply(c, sb.shapes, func() { r.back++; scribble(&c) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *replaySource) Close() error { r.closed = true; return nil }
+
+func importLent(t *testing.T, applied *memory.Store, batches []shapedBatch, during readmodel.Batch, src *replaySource, permits []readmodel.Permit) {
+	ctx := context.Background()
 	imported := newStore(t)
 	im := imported.NewImport()
 	given, back := 0, 0
-	add := func(b readmodel.Batch, s *readmodel.LinkShapes) {
-		c := deepCopy(b)
+	for _, sb := range batches {
+		c := deepCopy(sb.b)
 		given++
-		require.NoError(t, im.AddLent(c, s, func() { back++; scribble(&c) }))
+		require.NoError(t, im.AddLent(c, sb.shapes, func() { back++; scribble(&c) }))
 	}
-	require.NoError(t, applied.Export(ctx, 40, func(b readmodel.Batch) error {
-		add(b, nil)
-		return nil
-	}))
-	add(readmodel.Batch{Permits: permits, Properties: props}, &shapes) // again, shaped: the same versions
-	_, err := imported.Apply(ctx, during)                              // journalled
+	_, err := imported.Apply(ctx, during) // journalled
 	require.NoError(t, err)
 	require.Error(t, im.Add(readmodel.Batch{}), "an Import of lent batches takes no kept one")
+	if src != nil {
+		im.SecondFrom(src)
+	}
 	require.NoError(t, im.Commit())
 	require.Equal(t, given, back, "every batch given back")
-	apply(t, applied, during)
 
 	same := func(msg string) {
 		t.Helper()
@@ -88,11 +155,23 @@ func TestImportLentBatches(t *testing.T) {
 			require.Equal(t, walk(t, applied, q, nil), walk(t, imported, q, nil), "%s: %s", msg, geo)
 		}
 	}
+	// The write below goes to a copy of applied, which the other cases
+	// compare with too.
+	mine := newStore(t)
+	require.NoError(t, applied.Export(ctx, 100, func(b readmodel.Batch) error {
+		_, err := mine.Apply(ctx, b)
+		return err
+	}))
 	same("the first side")
 	imported.Settle()
 	same("settled: the second side")
+	if src != nil {
+		require.True(t, src.ran && src.closed, "the source run and closed")
+		require.Equal(t, src.given, src.back, "every batch of the source given back")
+	}
 	b := readmodel.Batch{Permits: []readmodel.Permit{permits[3]}}
 	b.Permits[0].Version, b.Permits[0].Status = 7, "Withdrawn"
+	applied = mine
 	apply(t, applied, b)
 	apply(t, imported, b) // written to both sides
 	same("after a write")
