@@ -36,7 +36,11 @@ import (
 // Commit) waits for it, since a write needs both sides. Settle waits for
 // it too. A restart is thus ready to read after one lean side is built,
 // and writes the moment both are whole; the Store holds the import's
-// batches until the second side has taken them.
+// batches until the second side has taken them. An Import of lent
+// batches (AddLent: a snapshot's load, which decodes the next batches
+// into the arrays given back) holds none: its second side is built from
+// SecondFrom's source (the file decoded again), else as a copy of the
+// first.
 //
 // Batches written with Apply while an Import runs (serve's embedded feed
 // runs beside the Kafka indexer that loads the snapshot), every batch of
