@@ -6,12 +6,12 @@ import "github.com/permitd/permitd/readmodel"
 // allocates every byte it decodes in memory the process has never
 // touched, and in a process started afresh every page of it costs a page
 // fault: at 1M permits the load allocated 2.6 GB before the store was
-// ready (about 630,000 faults, two of its five seconds of CPU). The
+// ready (about 630,000 faults, 2 s of system time of its 10 s of CPU). The
 // batches' permit and property arrays and their geo link arrays are
 // about a gigabyte of it, and a destination that copies what it keeps
 // of them (memory.(*Import).AddLent) can give them back once it has: the
-// next batches are decoded into them, and the load touches that
-// gigabyte once per few batches instead of once per batch.
+// next batches are decoded into them, and the load touches a few
+// batches' worth of that memory instead of the whole gigabyte.
 
 // lent is what one batch of a LoadLent borrows: its arrays, and the
 // link arrays its documents' links are cut from.

@@ -59,7 +59,7 @@ type Import struct {
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
 	done    bool
-	lent    bool                     // AddLent's: the second side is a copy of the first, or again's
+	lent    bool                     // AddLent's: no batch kept (buildLent)
 	again   SecondSource             // SecondFrom's
 	journal []*readmodel.Batch       // Apply's batches meanwhile (Store.journal)
 	sizes   map[readmodel.Kind]int64 // Reserve's, for the second side too
@@ -227,15 +227,8 @@ func (im *Import) Add(b readmodel.Batch) error {
 // property (any other document's links are converted as Add's are). The
 // shapes are the Import's from now on; nil is Add.
 func (im *Import) AddShaped(b readmodel.Batch, shapes *readmodel.LinkShapes) error {
-	if im.done {
-		return errors.New("memory: import already committed or aborted")
-	}
-	for _, d := range b.Deletes {
-		if !knownKind(d.Kind) {
-			err := fmt.Errorf("memory: delete of unknown kind %q", d.Kind)
-			im.err = errors.Join(im.err, err)
-			return err
-		}
+	if err := im.check(&b); err != nil {
+		return err
 	}
 	if im.lent {
 		return errors.New("memory: an import of lent batches takes every batch lent (AddLent)")
@@ -276,21 +269,11 @@ func (im *Import) closeSource() {
 	}
 }
 
-// AddLent is AddShaped for a batch whose permits and properties arrays
-// and their geo link arrays are only lent (snapshot.LoadLent): the first
-// side copies what it keeps of them (compactPermit, compactProperty: the
-// strings apart, which never change) and then calls done, after which
-// the caller may write into those arrays again; the rest of b is the
-// Import's, as with Add. Since the batch is not kept, the second side is
-// built as a replay's is (replay.go): a copy of the first once it is
-// committed, in the background. An Import takes every batch lent, or
-// none.
-func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+// check refuses a batch after Commit or Abort, and one with a delete of
+// an unknown kind (recorded for Commit too).
+func (im *Import) check(b *readmodel.Batch) error {
 	if im.done {
 		return errors.New("memory: import already committed or aborted")
-	}
-	if len(im.batches) > 0 {
-		return errors.New("memory: an import of batches kept (Add) takes no lent one")
 	}
 	for _, d := range b.Deletes {
 		if !knownKind(d.Kind) {
@@ -298,6 +281,24 @@ func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done 
 			im.err = errors.Join(im.err, err)
 			return err
 		}
+	}
+	return nil
+}
+
+// AddLent is AddShaped for a batch whose permits and properties arrays
+// and their geo link arrays are only lent (snapshot.LoadLent): the first
+// side copies what it keeps of them (compactPermit, compactProperty: the
+// strings apart, which never change) and then calls done, after which
+// the caller may write into those arrays again; the rest of b is the
+// Import's, as with Add. Since the batch is not kept, the second side is
+// built from SecondFrom's source, else as a copy of the first
+// (buildLent). An Import takes every batch lent, or none.
+func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
+	if err := im.check(&b); err != nil {
+		return err
+	}
+	if len(im.batches) > 0 {
+		return errors.New("memory: an import of batches kept (Add) takes no lent one")
 	}
 	im.lent = true
 	im.in <- importBatch{b: &b, shapes: shapes, done: done}
@@ -356,8 +357,8 @@ func (im *Import) Commit() error {
 	s.seq.Add(1)
 	// The side j left is stale now: no write may use it before settle
 	// has put the second side in its place.
+	st := s.newStandby(im.journal, gen)
 	if im.lent {
-		st := s.newStandby(im.journal, gen)
 		if st.abandoned {
 			im.closeSource()
 		} else {
@@ -365,7 +366,6 @@ func (im *Import) Commit() error {
 		}
 		return nil
 	}
-	st := s.newStandby(im.journal, gen)
 	batches := im.batches
 	im.batches = nil
 	if st.abandoned { // StopBuilding: the next write builds it (standby.go)

@@ -35,32 +35,22 @@ func scribble(b *readmodel.Batch) {
 // documents of a batch but for those it lends back.
 func deepCopy(b readmodel.Batch) readmodel.Batch {
 	c := b
-	c.Locations = make([]readmodel.Location, len(b.Locations))
-	for i, l := range b.Locations {
-		c.Locations[i] = l.Clone()
-	}
-	c.GeoSignals = make([]readmodel.GeoSignal, len(b.GeoSignals))
-	for i, g := range b.GeoSignals {
-		c.GeoSignals[i] = g.Clone()
-	}
-	c.Leads = make([]readmodel.Lead, len(b.Leads))
-	for i, l := range b.Leads {
-		c.Leads[i] = l.Clone()
-	}
-	c.Catalog = make([]readmodel.CatalogEntry, len(b.Catalog))
-	for i, e := range b.Catalog {
-		c.Catalog[i] = e.Clone()
-	}
+	c.Locations = clones(b.Locations, readmodel.Location.Clone)
+	c.Permits = clones(b.Permits, readmodel.Permit.Clone)
+	c.Properties = clones(b.Properties, readmodel.Property.Clone)
+	c.GeoSignals = clones(b.GeoSignals, readmodel.GeoSignal.Clone)
+	c.Leads = clones(b.Leads, readmodel.Lead.Clone)
+	c.Catalog = clones(b.Catalog, readmodel.CatalogEntry.Clone)
 	c.Deletes = append([]readmodel.Delete(nil), b.Deletes...)
-	c.Permits = make([]readmodel.Permit, len(b.Permits))
-	for i, p := range b.Permits {
-		c.Permits[i] = p.Clone()
-	}
-	c.Properties = make([]readmodel.Property, len(b.Properties))
-	for i, p := range b.Properties {
-		c.Properties[i] = p.Clone()
-	}
 	return c
+}
+
+func clones[T any](s []T, clone func(T) T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[i] = clone(v)
+	}
+	return out
 }
 
 // An Import of lent batches (AddLent, as a snapshot's load gives them)
