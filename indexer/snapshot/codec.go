@@ -371,9 +371,7 @@ func build(t reflect.Type) *fieldCodec {
 			var s reflect.Value
 			if !v.IsNil() && v.Cap() >= int(n) { // a lent array given back (LoadLent)
 				s = v.Slice(0, int(n))
-				for i := range int(n) {
-					s.Index(i).SetZero()
-				}
+				s.Clear()
 			} else {
 				s = reflect.MakeSlice(t, int(n), int(n))
 			}
