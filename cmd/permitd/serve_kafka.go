@@ -393,7 +393,7 @@ func (k *kafkaIndexer) loadSnapshot(ctx context.Context) error {
 	case errors.Is(err, snapshot.ErrNone):
 		k.log.Info("no snapshot yet; replaying every partition from the earliest offset", "path", k.snapPath)
 		return nil
-	case errors.Is(err, snapshot.ErrCorrupt), errors.Is(err, snapshot.ErrFormat):
+	case errors.Is(err, snapshot.ErrCorrupt), errors.Is(err, snapshot.ErrFormat), errors.Is(err, memory.ErrDuplicateID):
 		k.log.Error("snapshot refused; replaying every partition from the earliest offset instead", "path", k.snapPath, "err", err)
 		return nil
 	}

@@ -58,6 +58,7 @@ type Import struct {
 	batches []importBatch    // every batch, for the second side
 	wg      sync.WaitGroup
 	err     error // a delete of an unknown kind (Add)
+	dup     error // ErrDuplicateID: the builder's, read after it ended
 	done    bool
 	lent    bool                     // AddLent's: no batch kept (buildLent)
 	again   SecondSource             // SecondFrom's
@@ -75,6 +76,11 @@ type importBatch struct {
 	b      *readmodel.Batch
 	shapes *readmodel.LinkShapes
 	done   func()
+	// unique: no permit id of b is in the side yet (a snapshot's batch,
+	// AddLent: each id once), so the compactor stores each permit
+	// without looking; the side's table is checked once at the end
+	// (table.duplicated), and a duplicate fails the build.
+	unique bool
 }
 
 // holdStandby, when a test sets it, runs before a second side is built
@@ -101,16 +107,21 @@ func (s *Store) NewImport() *Import {
 			}
 			waited = true
 		}
+		unique := false
 		for b := range im.in {
 			wait()
 			st.add(b)
 			if b.done != nil {
 				b.done() // the compactor has copied what the side keeps of it
 			}
+			unique = unique || b.unique
 		}
 		wait()
 		st.close()
 		d.endBulk()
+		if unique && d.permits.duplicated() {
+			im.dup = ErrDuplicateID
+		}
 	})
 	return im
 }
@@ -213,6 +224,12 @@ func (d *side) endBulk() {
 	d.pi.links.byShape = nil // the Import's shapes (AddShaped)
 }
 
+// ErrDuplicateID is Commit's error when an Import of lent batches
+// (AddLent, a snapshot's: each document id once) was given a permit id
+// twice: the new state is not the one its documents describe, and the
+// Store keeps what it held.
+var ErrDuplicateID = errors.New("memory: an import of unique documents was given a permit id twice")
+
 // Add hands b to the new sides; the Import owns b from now on (its
 // documents are stored as they are: the caller must not change them).
 // It fails, applying nothing of b, on a delete of an unknown kind.
@@ -292,7 +309,9 @@ func (im *Import) check(b *readmodel.Batch) error {
 // the caller may write into those arrays again; the rest of b is the
 // Import's, as with Add. Since the batch is not kept, the second side is
 // built from SecondFrom's source, else as a copy of the first
-// (buildLent). An Import takes every batch lent, or none.
+// (buildLent). An Import takes every batch lent, or none. Lent batches
+// are a snapshot's, which holds each document once: a permit id given
+// twice over them fails Commit (ErrDuplicateID).
 func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done func()) error {
 	if err := im.check(&b); err != nil {
 		return err
@@ -301,7 +320,7 @@ func (im *Import) AddLent(b readmodel.Batch, shapes *readmodel.LinkShapes, done 
 		return errors.New("memory: an import of batches kept (Add) takes no lent one")
 	}
 	im.lent = true
-	im.in <- importBatch{b: &b, shapes: shapes, done: done}
+	im.in <- importBatch{b: &b, shapes: shapes, done: done, unique: true}
 	return nil
 }
 
@@ -334,9 +353,9 @@ func (im *Import) Commit() error {
 	defer s.wmu.Unlock()
 	s.settle() // an earlier Import's second side
 	im.detach()
-	if im.err != nil {
+	if err := errors.Join(im.err, im.dup); err != nil {
 		im.closeSource()
-		return im.err
+		return err
 	}
 	a := im.first
 	for _, b := range im.journal {
@@ -453,11 +472,14 @@ func (im *Import) buildLent(st *standbyBuild, a *side) {
 			if st.quit.Load() {
 				return errQuit
 			}
-			stages.add(importBatch{b: &b, shapes: shapes})
+			stages.add(importBatch{b: &b, shapes: shapes, unique: true})
 			done()
 			return nil
 		})
 		stages.close()
+		if err == nil && st.side.permits.duplicated() { // as the first side's (Commit refused that)
+			err = ErrDuplicateID
+		}
 		im.closeSource()
 		switch {
 		case st.quit.Load():

@@ -64,7 +64,6 @@ func TestImportLentBatches(t *testing.T) {
 	permits, props, shapes := shapedDocs()
 	applied := newStore(t)
 	apply(t, applied, readmodel.Batch{Permits: filterPermits(r, 300)})
-	apply(t, applied, readmodel.Batch{Permits: permits, Properties: props})
 	during := readmodel.Batch{Permits: filterPermits(rand.New(rand.NewPCG(11, 12)), 5)}
 	for i := range during.Permits {
 		during.Permits[i].PermitID += "-during"
@@ -75,12 +74,17 @@ func TestImportLentBatches(t *testing.T) {
 		batches = append(batches, shapedBatch{b: b})
 		return nil
 	}))
-	batches = append(batches, shapedBatch{readmodel.Batch{Permits: permits, Properties: props}, &shapes}) // again, shaped: the same versions
+	apply(t, applied, readmodel.Batch{Permits: permits, Properties: props})
+	batches = append(batches, shapedBatch{readmodel.Batch{Permits: permits, Properties: props}, &shapes}) // then shaped ones: each id once, as in a snapshot
 	apply(t, applied, during)
+	// A source that gives a permit twice (which the first side's batches
+	// did not): the second side is refused, and is then a copy.
+	twice := append(append([]shapedBatch(nil), batches...), shapedBatch{b: readmodel.Batch{Permits: permits[:1]}})
 	for name, src := range map[string]*replaySource{
-		"second side a copy of the first":            nil,
-		"second side from its source":                {batches: batches},
-		"second side a copy after its source failed": {batches: batches, failAt: len(batches) / 2},
+		"second side a copy of the first":                      nil,
+		"second side from its source":                          {batches: batches},
+		"second side a copy after its source failed":           {batches: batches, failAt: len(batches) / 2},
+		"second side a copy after its source gave an id twice": {batches: twice},
 	} {
 		t.Run(name, func(t *testing.T) { importLent(t, applied, batches, during, src, permits) })
 	}
@@ -165,6 +169,30 @@ func importLent(t *testing.T, applied *memory.Store, batches []shapedBatch, duri
 	apply(t, applied, b)
 	apply(t, imported, b) // written to both sides
 	same("after a write")
+}
+
+// Lent batches are a snapshot's, which holds each document once: the
+// Import stores their permits without looking for the id first, and a
+// permit id given twice fails Commit, the Store keeping what it held.
+func TestImportLentDuplicateID(t *testing.T) {
+	permits := filterPermits(rand.New(rand.NewPCG(13, 14)), 40)
+	for _, second := range []bool{false, true} { // in one batch, in another
+		s := newStore(t)
+		apply(t, s, readmodel.Batch{Permits: permits[30:]})
+		im := s.NewImport()
+		first := readmodel.Batch{Permits: clones(permits[:20], readmodel.Permit.Clone)}
+		again := readmodel.Batch{Permits: clones(permits[5:6], readmodel.Permit.Clone)}
+		again.Permits[0].Version++ // a newer version is a duplicate id all the same
+		if second {
+			require.NoError(t, im.AddLent(first, nil, func() {}))
+			require.NoError(t, im.AddLent(again, nil, func() {}))
+		} else {
+			first.Permits = append(first.Permits, again.Permits...)
+			require.NoError(t, im.AddLent(first, nil, func() {}))
+		}
+		require.ErrorIs(t, im.Commit(), memory.ErrDuplicateID)
+		require.Len(t, walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(city), Limit: 100}, nil), 10, "the Store keeps what it held")
+	}
 }
 
 // An Import takes every batch lent or none.

@@ -13,6 +13,7 @@ import (
 type table[T any] struct {
 	rows map[string]*row[T]
 	live int
+	made int // rows ever created: len(rows) less means one overwrote another (duplicated)
 }
 
 type row[T any] struct {
@@ -50,7 +51,19 @@ func (t *table[T]) put(id string, version int64, doc T) (prev T, hadPrev, ok boo
 func (t *table[T]) insert(id string, version int64, doc T) {
 	t.rows[id] = &row[T]{version: version, doc: doc}
 	t.live++
+	t.made++
 }
+
+// has reports whether the table holds a row (live or a tombstone) for id.
+func (t *table[T]) has(id string) bool {
+	_, ok := t.rows[id]
+	return ok
+}
+
+// duplicated reports whether an insert has overwritten a row: one given
+// an id the table held (an Import of unique documents inserts without
+// looking first, and checks this once at the end).
+func (t *table[T]) duplicated() bool { return len(t.rows) != t.made }
 
 // del tombstones id at version when it is newer than what is stored. It
 // returns the removed live document (if any) and whether the delete took.
@@ -62,6 +75,7 @@ func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	var zero T
 	if !exists {
 		t.rows[id] = &row[T]{version: version, deleted: true}
+		t.made++
 		return prev, false, true
 	}
 	if !r.deleted {
