@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer/snapshot"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -181,6 +182,33 @@ func TestSnapshotRestart(t *testing.T) {
 	refused, logs := indexOnce(t, brokers, snap, time.Hour, nil)
 	require.Contains(t, logs, "snapshot refused; replaying every partition from the earliest offset instead")
 	require.Contains(t, logs, "checksum mismatch")
+	require.Equal(t, digest(t, clean), digest(t, refused))
+}
+
+// A snapshot whose checksum holds but which gives a permit id twice (no
+// writer of ours makes one: the Import stores a snapshot's permits
+// without looking for their ids first) is refused at Commit, and a full
+// replay follows.
+func TestSnapshotWithADuplicateIDRefused(t *testing.T) {
+	brokers := defaultBroker(t)
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+	publishFile(t, brokers, snapEvents(t, 1, 50, 1, true))
+	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
+	written := false
+	_, err := snapshot.Write(snap, snapshot.Offsets{}, func(fn func(readmodel.Batch) error) error {
+		return clean.Export(t.Context(), 20, func(b readmodel.Batch) error {
+			if err := fn(b); err != nil || written || len(b.Permits) == 0 {
+				return err
+			}
+			written = true
+			return fn(readmodel.Batch{Permits: []readmodel.Permit{b.Permits[0].Clone()}}) // the first permit again
+		})
+	})
+	require.NoError(t, err)
+	refused, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, "snapshot refused; replaying every partition from the earliest offset instead")
+	require.Contains(t, logs, "permit id twice")
+	require.True(t, written)
 	require.Equal(t, digest(t, clean), digest(t, refused))
 }
 
