@@ -48,11 +48,15 @@ import (
 // (the permits then hold their slots in index order); with
 // PERMITD_BENCH_FULL_SNAPSHOT=path the snapshot is kept there and, when
 // the file exists, loaded without filling again. At 5M permits run it
-// with a memory limit:
+// with a memory limit, and with the broker a separate process
+// (PERMITD_BENCH_BROKER, a fresh ../shared/tools/kfake-broker): the
+// in-process broker's garbage brings collections of the 12 GB store
+// into the round, which a real broker's never does:
 //
 //	go test -run '^$' -bench IngestMixFullStore -benchtime 2x -timeout 30m ./indexer/kafka/
-//	GOMEMLIMIT=20GiB PERMITD_BENCH_FULL_PERMITS=5000000 PERMITD_BENCH_FULL_FILL=import \
-//	  go test -run '^$' -bench IngestMixFullStore -benchtime 1x -timeout 60m ./indexer/kafka/
+//	GOMEMLIMIT=20GiB PERMITD_BENCH_BROKER=127.0.0.1:19595 PERMITD_BENCH_FULL_PERMITS=5000000 \
+//	  PERMITD_BENCH_FULL_FILL=snapshot PERMITD_BENCH_FULL_SNAPSHOT=/tmp/full-5000000.snapshot \
+//	  go test -run '^$' -bench IngestMixFullStore -benchtime 1x -timeout 90m ./indexer/kafka/
 func BenchmarkIngestMixFullStore(b *testing.B) {
 	defer serveGC(b)()
 	full := 1_000_000
