@@ -33,7 +33,9 @@ import (
 // permits. Anything else waits until the indexer has caught up and is
 // then written as usual, by the compactor: a permit whose id is already
 // in the table (a new version, a tombstone, a re-link: never in a
-// snapshot, where each id is once), a property whose entry holds a
+// snapshot, where each id is once, so a snapshot's permits, the unique
+// batches, are not looked up at all and the Import checks the table
+// once at the end instead), a property whose entry holds a
 // document or a tombstone already, and every other kind (locations,
 // signals, leads and the catalog, which costs one wait per batch that
 // holds them). The result is the side side.apply builds from the same
