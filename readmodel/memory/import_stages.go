@@ -34,7 +34,7 @@ import (
 // then written as usual, by the compactor: a permit whose id is already
 // in the table (a new version, a tombstone, a re-link: never in a
 // snapshot, where each id is once, so a snapshot's permits, the unique
-// batches, are not looked up at all and the Import checks the table
+// batches, are not checked one by one and the Import checks the table
 // once at the end instead), a property whose entry holds a
 // document or a tombstone already, and every other kind (locations,
 // signals, leads and the catalog, which costs one wait per batch that
@@ -45,7 +45,11 @@ import (
 // background from the first batch after some permits that holds nothing
 // of permits: a snapshot holds its locations, then its permits, then the
 // other kinds (memory.Export), so they are built while the properties and
-// the rest load. A later permit, or a delete of one, waits for that build
+// the rest load.
+//
+// Both stages look up the large maps they write (the permits table, the
+// property entries, the address chains) a run at a time before they use
+// the answers (stagedRun), so that the waits for memory overlap. A later permit, or a delete of one, waits for that build
 // first and is then indexed as Apply indexes it (correct in any order,
 // only slower).
 type importStages struct {
@@ -55,6 +59,9 @@ type importStages struct {
 	permits bool           // some of it permits (send; drain clears it)
 	done    chan struct{}  // the indexer has ended
 	geo     *geoBuild      // the background build of the geo indexes; nil: none
+	// staged counts what the indexer's staged lookups found (stagedRun),
+	// and found the compactor's: kept so that the lookups are made.
+	staged, found int
 }
 
 type indexWork struct {
@@ -68,12 +75,14 @@ func newImportStages(d *side) *importStages {
 	go func() {
 		defer close(st.done)
 		for w := range st.work {
-			for _, c := range w.permits {
-				w.view.indexPermit(c)
+			for lo := 0; lo < len(w.permits); lo += stagedRun {
+				run := w.permits[lo:min(lo+stagedRun, len(w.permits))]
+				st.staged += w.view.props.touchEntries(run)
+				for _, c := range run {
+					w.view.indexPermit(c)
+				}
 			}
-			for _, e := range w.props {
-				w.view.props.link(e)
-			}
+			st.staged += w.view.props.linkAll(w.props)
 			st.pending.Done()
 		}
 	}()
@@ -96,9 +105,18 @@ func (st *importStages) add(ib importBatch) {
 	}
 	var stored []*cpermit
 	for i, p := range b.Permits {
+		if i%stagedRun == 0 {
+			// The run's ids, looked up a run at a time (stagedRun), so
+			// that the look below and the insert find them in the cache.
+			run := b.Permits[i:min(i+stagedRun, len(b.Permits))]
+			for j := range run {
+				if _, ok := d.permits.rows[run[j].PermitID]; ok {
+					st.found++
+				}
+			}
+		}
 		// A unique batch's permits are new ids (a snapshot's): stored
-		// without a look first, one random probe of a large map fewer per
-		// permit; the Import checks the table once at the end
+		// without a check, the Import checks the table once at the end
 		// (table.duplicated).
 		if !ib.unique && d.permits.has(p.PermitID) {
 			st.send(stored)
@@ -153,9 +171,23 @@ func (st *importStages) putProperties(ps []readmodel.Property, shapes *readmodel
 	d := st.d
 	t := d.props
 	var fresh []*propEntry
+	var refs [stagedRun]propRef
+	var es [stagedRun]*propEntry
 	for i, p := range ps {
+		if i%stagedRun == 0 { // the run's entries, looked up first (stagedRun)
+			run := ps[i:min(i+stagedRun, len(ps))]
+			for j := range run {
+				refs[j] = d.propRefOf(run[j].PropertyID)
+				es[j] = t.m[refs[j]]
+			}
+			for _, e := range es[:len(run)] {
+				if e != nil && e.state != propNone {
+					st.found++
+				}
+			}
+		}
 		shape := shapes.PropertyShape(i, len(ps))
-		e := t.entry(d.propRefOf(p.PropertyID), true)
+		e := t.entry(refs[i%stagedRun], true)
 		if e.state != propNone {
 			st.sendProperties(fresh)
 			fresh = nil

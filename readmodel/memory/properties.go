@@ -129,18 +129,86 @@ func (t *propertyTable) each(fn func(e *propEntry)) {
 	}
 }
 
-func (t *propertyTable) link(e *propEntry) {
-	k := t.hash(e.doc.norm)
-	e.nextStreet = t.byStreet[k]
-	t.byStreet[k] = e
-	k = t.hash2(e.doc.norm, e.doc.ncity)
-	e.nextStreetCity = t.byStreetCity[k]
-	t.byStreetCity[k] = e
+func (t *propertyTable) link(e *propEntry) { t.linkKeys(e, t.chainKeys(e)) }
+
+// chainKeys are a property's keys in the three address chains.
+type chainKeys struct {
+	street, streetCity, house uint64
+	hasHouse                  bool
+}
+
+func (t *propertyTable) chainKeys(e *propEntry) chainKeys {
+	k := chainKeys{street: t.hash(e.doc.norm), streetCity: t.hash2(e.doc.norm, e.doc.ncity)}
 	if h := propmatch.HouseNumber(e.doc.norm); h != "" {
-		k = t.hash2(h, e.doc.ncity)
-		e.nextHouse = t.byHouse[k]
-		t.byHouse[k] = e
+		k.house, k.hasHouse = t.hash2(h, e.doc.ncity), true
 	}
+	return k
+}
+
+func (t *propertyTable) linkKeys(e *propEntry, k chainKeys) {
+	e.nextStreet = t.byStreet[k.street]
+	t.byStreet[k.street] = e
+	e.nextStreetCity = t.byStreetCity[k.streetCity]
+	t.byStreetCity[k.streetCity] = e
+	if k.hasHouse {
+		e.nextHouse = t.byHouse[k.house]
+		t.byHouse[k.house] = e
+	}
+}
+
+// stagedRun is how many lookups into a large map a bulk write makes
+// before it uses any of them (linkAll, touchEntries, and the Import's
+// compactor: importStages). A
+// lookup into a map of a million keys waits for memory, and the next one
+// in the same loop waits behind it when the loop uses its answer first;
+// a loop that only looks up lets the processor wait for several at once,
+// and the write that follows finds them in the cache. A run is short, so
+// what it brought in is still in the cache when the write reaches it.
+const stagedRun = 32
+
+// linkAll links new properties into the address chains as link does,
+// their chains' lookups made a run at a time before the links
+// (stagedRun). It returns how many chains it found begun (the staged
+// lookups' answers, used so that they are made).
+func (t *propertyTable) linkAll(es []*propEntry) (seen int) {
+	var keys [stagedRun]chainKeys
+	for lo := 0; lo < len(es); lo += stagedRun {
+		run := es[lo:min(lo+stagedRun, len(es))]
+		for i, e := range run {
+			k := t.chainKeys(e)
+			keys[i] = k
+			if t.byStreet[k.street] != nil {
+				seen++
+			}
+			if t.byStreetCity[k.streetCity] != nil {
+				seen++
+			}
+			if k.hasHouse && t.byHouse[k.house] != nil {
+				seen++
+			}
+		}
+		for i, e := range run {
+			t.linkKeys(e, keys[i])
+		}
+	}
+	return seen
+}
+
+// touchEntries looks up the property entries of permits (a run, before
+// they are indexed: stagedRun) and returns how many hold a document.
+func (t *propertyTable) touchEntries(run []*cpermit) (seen int) {
+	var es [stagedRun]*propEntry
+	for i, c := range run {
+		if c.prop.kind != 0 {
+			es[i] = t.m[c.prop]
+		}
+	}
+	for _, e := range es[:len(run)] { // then the entries themselves
+		if e != nil && e.state != propNone {
+			seen++
+		}
+	}
+	return seen
 }
 
 func (t *propertyTable) unlink(e *propEntry) {
