@@ -41,8 +41,15 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	if x.lazy { // a lean side's keys, left to their readers: a write builds them all (lead_bulk.go)
 		x.buildTrees()
 	}
+	touch := func(i int) { // the run's rows, looked up first (stagedRun)
+		if i%stagedRun == 0 {
+			run := ls[i:min(i+stagedRun, len(ls))]
+			s.leads.touch(len(run), func(j int) string { return run[j].LeadID })
+		}
+	}
 	if len(ls) < laneMin || x.deferTrees {
-		for _, l := range ls {
+		for i, l := range ls {
+			touch(i)
 			count(s.putLead(l))
 		}
 		return
@@ -54,7 +61,8 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 			changes = append(changes, leadChange{k, it, delta})
 		})
 	}
-	for _, l := range ls {
+	for i, l := range ls {
+		touch(i)
 		prev, index, took := s.storeLead(l)
 		if index {
 			if prev != nil {

@@ -11,9 +11,10 @@ import (
 // (replay, reordering) stays deleted. Not safe for concurrent use: a
 // side is written by one writer while no reader reads it (store.go).
 type table[T any] struct {
-	rows map[string]*row[T]
-	live int
-	made int // rows ever created: len(rows) less means one overwrote another (duplicated)
+	rows    map[string]*row[T]
+	live    int
+	made    int // rows ever created: len(rows) less means one overwrote another (duplicated)
+	touched int // rows the staged lookups found (touch: counted, so that they are made)
 }
 
 type row[T any] struct {
@@ -52,6 +53,18 @@ func (t *table[T]) insert(id string, version int64, doc T) {
 	t.rows[id] = &row[T]{version: version, doc: doc}
 	t.live++
 	t.made++
+}
+
+// touch looks up the rows of n ids (id(i), a run of a batch: stagedRun)
+// before a write uses them, so that their waits for memory overlap.
+func (t *table[T]) touch(n int, id func(i int) string) {
+	var found int
+	for i := range n {
+		if t.rows[id(i)] != nil {
+			found++
+		}
+	}
+	t.touched += found
 }
 
 // has reports whether the table holds a row (live or a tombstone) for id.
