@@ -210,6 +210,7 @@ func (s *savedState) holds(path string, seq uint64, offsets snapshot.Offsets) bo
 // one side, made readable when the consumer has caught up.
 type replayer interface {
 	BeginReplay() bool
+	ReserveReplay(counts map[readmodel.Kind]int64) bool
 	EndReplay() int
 }
 
@@ -270,6 +271,13 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 			if n := rp.EndReplay(); n > 0 {
 				log.Info("replay caught up; its state is readable, the second side builds in the background",
 					"batches", n, "took", time.Since(start).Round(time.Microsecond))
+			}
+		},
+		// The replay's side is sized for what the topics hold, so its
+		// tables are not grown while it writes them.
+		Backlog: func(messages map[string]int64) {
+			if rp != nil {
+				rp.ReserveReplay(indexer.BacklogKinds(messages))
 			}
 		},
 		// Documents of the assigned partitions still waiting for a

@@ -123,6 +123,13 @@ type Params struct {
 	// should be short. Optional.
 	OnCaughtUp func()
 
+	// Backlog is called once in replay mode, when the consumer first
+	// takes its partitions and before it reads any: the number of
+	// messages each topic holds from the offsets it starts at to the
+	// high watermarks they have then (serve sizes the memory backend's
+	// replay with it: memory.(*Store).ReserveReplay). Optional.
+	Backlog func(messages map[string]int64)
+
 	// Security: TLS and SASL for every connection (readers, the group,
 	// metadata and offsets); nil for plaintext.
 	Security *Security

@@ -38,15 +38,32 @@ func TestReplayReadsEveryPartition(t *testing.T) {
 	p := fastParams(b, "", ix.HandleBatch)
 	p.Metrics = indexer.NewMetrics(reg)
 	require.True(t, store.BeginReplay())
-	var calls, replayed atomic.Int64
+	var calls, replayed, backlogs atomic.Int64
 	p.OnCaughtUp = func() {
 		calls.Add(1)
 		replayed.Store(int64(store.EndReplay()))
+	}
+	// As serve wires it: the replay's side sized before any message.
+	var backlog map[string]int64
+	var handledBefore int64
+	p.Backlog = func(m map[string]int64) {
+		backlogs.Add(1)
+		backlog, handledBefore = m, ix.Progress().Applied+ix.Progress().Stale
+		require.True(t, store.ReserveReplay(indexer.BacklogKinds(m)))
 	}
 	c := start(t, p)
 
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
 	require.EqualValues(t, 1, calls.Load())
+	require.EqualValues(t, 1, backlogs.Load(), "the backlog is told once")
+	require.Zero(t, handledBefore, "before any message is handled")
+	wantBacklog := map[string]int64{}
+	for _, e := range envs {
+		topic, err := events.TopicFor(e.Type)
+		require.NoError(t, err)
+		wantBacklog[topic]++
+	}
+	require.Equal(t, wantBacklog, backlog)
 	require.Positive(t, replayed.Load(), "batches written one side first")
 	require.Equal(t, want, stateOf(t, store))
 	require.Zero(t, c.Lag())

@@ -192,7 +192,9 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 	}, Logger: testLogger()})
 	require.NoError(tb, err)
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger(),
-		OnCaughtUp: func() { store.EndReplay() }})
+		OnCaughtUp: func() { store.EndReplay() },
+		// As serve wires it: a replay's side sized for the backlog.
+		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
 	require.NoError(tb, err)
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())

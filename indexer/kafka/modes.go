@@ -47,6 +47,8 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 			}
 			if c.started.Load() {
 				c.log.Info("new partitions found", "partitions", len(ps))
+			} else if c.p.Backlog != nil {
+				c.p.Backlog(backlog(ps))
 			}
 			for _, p := range ps {
 				known[topicPartition{p.topic, p.id}] = true
@@ -71,6 +73,16 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 			return nil
 		}
 	}
+}
+
+// backlog sums, by topic, the messages of ps from their positions to the
+// high watermarks they had when taken.
+func backlog(ps []*partition) map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range ps {
+		out[p.topic] += max(0, p.startHWM-p.pos.Load())
+	}
+	return out
 }
 
 // discover lists the partitions of the configured topics that exist and

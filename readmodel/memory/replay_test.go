@@ -116,6 +116,50 @@ func TestReplayBuildsDeferredGeoIndexesAtTheEnd(t *testing.T) {
 	matchesApplied(t, r, batches, props, replayed, "replayed side, deferred to EndReplay")
 }
 
+// ReserveReplay sizes an open replay's empty tables and leaves what the
+// replay wrote: a replay sized after its first writes (the locations)
+// ends as one that was not sized, and as Apply.
+func TestReserveReplay(t *testing.T) {
+	defer memory.SetPostingMin(20)()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(25, 26))
+	ps, props := permitsOnProperties(r, 400, 30, 3)
+	batches := []readmodel.Batch{{Permits: ps[:200], Properties: props[:10]}, {Permits: ps[200:], Properties: props[10:]}}
+
+	s := memory.New(memory.Params{})
+	require.False(t, s.ReserveReplay(map[readmodel.Kind]int64{readmodel.KindPermit: 400}), "no replay open")
+	require.True(t, s.BeginReplay())
+	applyBase(t, s)
+	base, err := newStore(t).Counts(ctx)
+	require.NoError(t, err)
+	require.Positive(t, base[readmodel.KindLocation])
+	require.True(t, s.ReserveReplay(map[readmodel.Kind]int64{
+		readmodel.KindLocation: 5000, readmodel.KindPermit: 400, readmodel.KindProperty: 30,
+		readmodel.KindLead: 1000, readmodel.KindGeoSignal: 100, readmodel.KindCatalog: 10,
+	}))
+	for _, b := range batches {
+		apply(t, s, b)
+	}
+	s.EndReplay()
+	counts, err := s.Counts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, base[readmodel.KindLocation], counts[readmodel.KindLocation], "the locations written before it are kept")
+
+	plain := memory.New(memory.Params{})
+	require.True(t, plain.BeginReplay())
+	applyBase(t, plain)
+	for _, b := range batches {
+		apply(t, plain, b)
+	}
+	plain.EndReplay()
+	want, err := plain.Digest(ctx)
+	require.NoError(t, err)
+	got, err := s.Digest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "sized or not, the same state")
+	matchesApplied(t, r, batches, props, s, "a replay sized after its locations")
+}
+
 // A replay begins only into an empty store: no document, no tombstone.
 func TestReplayOnlyIntoAnEmptyStore(t *testing.T) {
 	ctx := context.Background()
