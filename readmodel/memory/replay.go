@@ -68,7 +68,8 @@ func (s *Store) BeginReplay() bool {
 	s.replay = &replayState{}
 	d := s.sides[1-s.active.Load()]
 	d.deferIndexes()
-	d.lean = true // readers have it sooner; settle completes it (permit_bulk.go)
+	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
+	d.bulkResolve() // the place index beside the replay's writes; joined by EndReplay
 	return true
 }
 
@@ -102,6 +103,7 @@ func (s *Store) EndReplay() int {
 	s.replay = nil
 	j := 1 - s.active.Load()
 	a := s.sides[j]
+	a.joinResolver()
 	a.buildDeferred()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty

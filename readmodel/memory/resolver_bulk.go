@@ -10,7 +10,10 @@ import "github.com/permitd/permitd/readmodel"
 // The builder hands each Upsert and Delete over, in order and in chunks,
 // without waiting for the index (up to bulkResolverChunks chunks wait),
 // so the index is built while the permits load; endBulk waits for it
-// before the side is read (joinResolver).
+// before the side is read (joinResolver). A replay's side (replay.go)
+// has one too, until EndReplay: the locations come first in a replay,
+// held ahead of the other topics, and their writes were one goroutine's
+// while the other core had little to do.
 type bulkResolver struct {
 	r     Resolver
 	chunk []resolverOp // not handed over yet
@@ -74,7 +77,7 @@ func (b *bulkResolver) Search(readmodel.ResolveQuery) []readmodel.Candidate {
 }
 
 // bulkResolve makes the side's resolver index in the background until
-// joinResolver (an Import's first side).
+// joinResolver (an Import's first side, a replay's side).
 func (d *side) bulkResolve() {
 	if d.resolver != nil {
 		d.resolver = newBulkResolver(d.resolver)

@@ -12,11 +12,18 @@ import (
 	"github.com/permitd/permitd/readmodel/resolve"
 )
 
-// An Import indexes its locations for the resolver in the background
-// (resolver_bulk.go): after Commit the candidates are the ones a store
-// written with Apply gives, with the Import's upserts, deletes and newer
-// versions applied in their order, on the first side and on the second.
+// An Import, and a replay, index their locations for the resolver in
+// the background (resolver_bulk.go): after Commit or EndReplay the
+// candidates are the ones a store written with Apply gives, with the
+// upserts, deletes and newer versions applied in their order, on the
+// first side and on the second.
 func TestImportBuildsTheResolver(t *testing.T) {
+	for _, replay := range []bool{false, true} {
+		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) { buildsTheResolver(t, replay) })
+	}
+}
+
+func buildsTheResolver(t *testing.T, replay bool) {
 	ctx := context.Background()
 	newStore := func() *memory.Store {
 		return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
@@ -41,11 +48,19 @@ func TestImportBuildsTheResolver(t *testing.T) {
 		apply(t, applied, b)
 	}
 	imported := newStore()
-	im := imported.NewImport()
-	for _, b := range batches {
-		require.NoError(t, im.Add(b))
+	if replay {
+		require.True(t, imported.BeginReplay())
+		for _, b := range batches {
+			apply(t, imported, b)
+		}
+		require.Equal(t, len(batches), imported.EndReplay())
+	} else {
+		im := imported.NewImport()
+		for _, b := range batches {
+			require.NoError(t, im.Add(b))
+		}
+		require.NoError(t, im.Commit())
 	}
-	require.NoError(t, im.Commit())
 	same := func(msg string) {
 		t.Helper()
 		for _, q := range []string{"Seattle", "Tacoma", "Spokane", "Spokane Valley", "Placeville 7", "Placevile 299"} {
