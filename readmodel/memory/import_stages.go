@@ -45,13 +45,13 @@ import (
 // background from the first batch after some permits that holds nothing
 // of permits: a snapshot holds its locations, then its permits, then the
 // other kinds (memory.Export), so they are built while the properties and
-// the rest load.
+// the rest load. A later permit, or a delete of one, waits for that build
+// first and is then indexed as Apply indexes it (correct in any order,
+// only slower).
 //
 // Both stages look up the large maps they write (the permits table, the
 // property entries, the address chains) a run at a time before they use
-// the answers (stagedRun), so that the waits for memory overlap. A later permit, or a delete of one, waits for that build
-// first and is then indexed as Apply indexes it (correct in any order,
-// only slower).
+// the answers (stagedRun), so that the waits for memory overlap.
 type importStages struct {
 	d       *side
 	work    chan indexWork

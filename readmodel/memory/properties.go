@@ -157,13 +157,13 @@ func (t *propertyTable) linkKeys(e *propEntry, k chainKeys) {
 }
 
 // stagedRun is how many lookups into a large map a bulk write makes
-// before it uses any of them (linkAll, touchEntries, and the Import's
-// compactor: importStages). A
-// lookup into a map of a million keys waits for memory, and the next one
-// in the same loop waits behind it when the loop uses its answer first;
-// a loop that only looks up lets the processor wait for several at once,
-// and the write that follows finds them in the cache. A run is short, so
-// what it brought in is still in the cache when the write reaches it.
+// before it uses any of them (linkAll, touchEntries, table.touch and the
+// Import's compactor, importStages). A lookup into a map of a million
+// keys waits for memory, and the next one in the same loop waits behind
+// it when the loop uses its answer first; a loop that only looks up lets
+// the processor wait for several at once, and the write that follows
+// finds them in the cache. A run is short, so what it brought in is
+// still in the cache when the write reaches it.
 const stagedRun = 32
 
 // linkAll links new properties into the address chains as link does,
