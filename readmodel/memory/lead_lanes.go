@@ -41,15 +41,10 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	if x.lazy { // a lean side's keys, left to their readers: a write builds them all (lead_bulk.go)
 		x.buildTrees()
 	}
-	touch := func(i int) { // the run's rows, looked up first (stagedRun)
-		if i%stagedRun == 0 {
-			run := ls[i:min(i+stagedRun, len(ls))]
-			s.leads.touch(len(run), func(j int) string { return run[j].LeadID })
-		}
-	}
+	id := func(j int) string { return ls[j].LeadID }
 	if len(ls) < laneMin || x.deferTrees {
 		for i, l := range ls {
-			touch(i)
+			s.leads.touchRun(i, len(ls), id)
 			count(s.putLead(l))
 		}
 		return
@@ -62,7 +57,7 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 		})
 	}
 	for i, l := range ls {
-		touch(i)
+		s.leads.touchRun(i, len(ls), id)
 		prev, index, took := s.storeLead(l)
 		if index {
 			if prev != nil {

@@ -62,28 +62,20 @@ const laneMin = 64
 // (nil for a new permit) and its own.
 type permitChange struct{ prev, c *cpermit }
 
-// touchPermits looks up the rows of the run of ps that begins at i, when
-// one does (stagedRun).
-func (s *side) touchPermits(ps []readmodel.Permit, i int) {
-	if i%stagedRun == 0 {
-		run := ps[i:min(i+stagedRun, len(ps))]
-		s.permits.touch(len(run), func(j int) string { return run[j].PermitID })
-	}
-}
-
 // putPermits stores ps in order (the side's writer), calling count with
 // each one's result.
 func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
+	id := func(j int) string { return ps[j].PermitID }
 	if len(ps) < laneMin || s.bulk || s.deferGeo || s.lean {
 		for i, p := range ps {
-			s.touchPermits(ps, i)
+			s.permits.touchRun(i, len(ps), id)
 			count(s.putPermit(p))
 		}
 		return
 	}
 	changes := make([]permitChange, 0, len(ps))
 	for i, p := range ps {
-		s.touchPermits(ps, i)
+		s.permits.touchRun(i, len(ps), id)
 		prev, c, ok := s.storePermit(p)
 		if ok {
 			changes = append(changes, permitChange{prev, c})

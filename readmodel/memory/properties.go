@@ -157,7 +157,7 @@ func (t *propertyTable) linkKeys(e *propEntry, k chainKeys) {
 }
 
 // stagedRun is how many lookups into a large map a bulk write makes
-// before it uses any of them (linkAll, touchEntries, table.touch and the
+// before it uses any of them (linkAll, touchEntries, table.touchRun and the
 // Import's compactor, importStages). A lookup into a map of a million
 // keys waits for memory, and the next one in the same loop waits behind
 // it when the loop uses its answer first; a loop that only looks up lets

@@ -55,12 +55,16 @@ func (t *table[T]) insert(id string, version int64, doc T) {
 	t.made++
 }
 
-// touch looks up the rows of n ids (id(i), a run of a batch: stagedRun)
-// before a write uses them, so that their waits for memory overlap.
-func (t *table[T]) touch(n int, id func(i int) string) {
+// touchRun looks up, when the i-th of a batch of n documents begins a
+// run (stagedRun), the rows of that run's ids (id(j), j from i) before
+// the writes use them, so that their waits for memory overlap.
+func (t *table[T]) touchRun(i, n int, id func(j int) string) {
+	if i%stagedRun != 0 {
+		return
+	}
 	var found int
-	for i := range n {
-		if t.rows[id(i)] != nil {
+	for j := i; j < min(i+stagedRun, n); j++ {
+		if t.rows[id(j)] != nil {
 			found++
 		}
 	}
