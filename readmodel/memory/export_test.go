@@ -43,6 +43,14 @@ func SetPostingMin(n int) func() {
 	return func() { postingMin = old }
 }
 
+// SetDenseShare sets the share above which a filter posting is dense
+// (permit_dense.go; 0: none is) until the returned func restores it.
+func SetDenseShare(n int) func() {
+	old := denseShare
+	denseShare = n
+	return func() { denseShare = old }
+}
+
 // SetGroupMin sets the permit count from which a description's permits
 // are grouped in the text index (permit_text.go) until the returned func
 // restores it.

@@ -37,6 +37,11 @@ type blockSet struct {
 	free  []uint32 // pool places to give again
 	n     int
 	slab  *permitSlab // the side's: what the keys' slots name
+	// A filter posting's density (permit_dense.go): a dense posting
+	// holds no keys, n counts its permits; mark is the count at which
+	// its density is checked again.
+	dense bool
+	mark  int32
 }
 
 // blockMax is the most keys a block holds: 1 KiB of 8-byte keys.

@@ -187,6 +187,7 @@ func (g *geoBuild) wait(s *side) {
 			continue // wrote the side's own maps
 		}
 		maps.Copy(v.pf.postings, b.postings)
+		maps.Copy(v.pf.dense, b.dense) // each geo is one builder's
 		maps.Copy(v.pf.byValue, b.byValue)
 		maps.Copy(v.pf.posted, b.posted)
 		maps.Copy(v.pf.months, b.months)
@@ -232,6 +233,7 @@ var parallelGeos = 4096
 type geoBuilder struct {
 	s        *side
 	postings map[fkey]treeSet // the side's (first builder), or merged after
+	dense    map[uint32][]fkey
 	byValue  map[uint32]valueTree
 	posted   map[uint32]bool
 	months   map[monthKey]*monthStats
@@ -254,9 +256,9 @@ type geoBuilder struct {
 type pendPosting struct{ keys []pkey }
 
 func newGeoBuilder(s *side, own bool) *geoBuilder {
-	b := &geoBuilder{s: s, postings: s.pf.postings, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
+	b := &geoBuilder{s: s, postings: s.pf.postings, dense: s.pf.dense, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
 	if !own {
-		b.postings, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32]valueTree{}, map[uint32]bool{}, map[monthKey]*monthStats{}
+		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]valueTree{}, map[uint32]bool{}, map[monthKey]*monthStats{}
 	}
 	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
@@ -370,13 +372,23 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	}
 	// Each posting in one piece: full blocks of one array (a posting
 	// that some other way already holds keys takes them one by one).
+	// A value of more than a quarter of the geo's permits gets a dense
+	// posting, its count alone (permit_dense.go).
 	for k, p := range b.pend {
-		if t, ok := b.postings[k]; ok && t.size() > 0 {
+		switch t, ok := b.postings[k]; {
+		case ok && t.t.dense: // (not met: each geo is built once, into no postings)
+			t.t.n = max(t.t.n, len(p.keys))
+		case ok && t.size() > 0:
 			for _, x := range p.keys {
 				t.t.load(t.t.permit(x))
 			}
-		} else {
-			b.postings[k] = treeSet{blockSetOf(b.s.pi.slab, p.keys)}
+		case isDense(len(p.keys), len(items)):
+			b.postings[k] = treeSet{denseSet(b.s.pi.slab, len(p.keys), len(items))}
+			b.dense[geo] = append(b.dense[geo], k)
+		default:
+			t := blockSetOf(b.s.pi.slab, p.keys)
+			t.setMark(len(items))
+			b.postings[k] = treeSet{t}
 		}
 		clear(p.keys)
 		p.keys = p.keys[:0]
@@ -501,6 +513,7 @@ func (s *side) buildLean() {
 // was written since, else from the sets themselves.
 func (s *side) buildLeanGeos() {
 	s.pf.postings = map[fkey]treeSet{}
+	s.pf.dense = map[uint32][]fkey{}
 	s.pf.byValue = map[uint32]valueTree{}
 	s.pf.posted = map[uint32]bool{}
 	s.pf.months = map[monthKey]*monthStats{}

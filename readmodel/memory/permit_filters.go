@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"slices"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -14,7 +15,10 @@ import (
 // smallest candidate set: the union of the postings of one filtered field
 // (any of its values) or, when no field is filtered, the geo's own set;
 // the other conditions are checked on each candidate. So a selective
-// filter reads only its postings, never every permit of the geo.
+// filter reads only its postings, never every permit of the geo. A value
+// held by more than a quarter of the geo's permits has a dense posting,
+// a count without keys (permit_dense.go): its field is then no candidate
+// set, as reading the geo's own set costs at most a few candidates a hit.
 //
 // A geo keeps postings (and its valuation order, permit_sort.go) only
 // once it has held postingMin permits: below that, a page reads the
@@ -75,8 +79,9 @@ type fkey struct {
 // form of every symbol a filterable field holds (readers look folds up
 // instead of folding per candidate).
 type permitFilterIndex struct {
-	postings map[fkey]treeSet
+	postings map[fkey]treeSet         // kept and dense (permit_dense.go)
 	posted   map[uint32]bool          // geos with postings (postingMin)
+	dense    map[uint32][]fkey        // a posted geo's dense postings
 	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
 	ckey     map[uint32]string        // symbol -> ContractorKey
 	foldID   map[uint32]uint32        // symbol -> valID of its FoldValue
@@ -86,10 +91,14 @@ type permitFilterIndex struct {
 	byValue  map[uint32]valueTree     // permit_sort.go
 	cells    map[cellKey]slotKeys     // permit_geo.go
 	months   map[monthKey]*monthStats // permit_monthly.go
+	// The postings and the geos due a density check after the batch
+	// (permit_dense.go): the postings lane's and the main lane's.
+	postCheck []fkey
+	geoCheck  []uint32
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
 }
 
 // foldSymID is the valID of the symbol's FoldValue (0 for an empty
@@ -180,10 +189,13 @@ func (s *side) indexFilters(c *cpermit) {
 	if s.deferGeo {
 		return
 	}
+	var gbuf [16]uint32
+	geos := gbuf[:0] // once each: c may link twice to one geo, and a dense posting counts
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty {
+		if l.geo == selfProperty || slices.Contains(geos, l.geo) {
 			continue
 		}
+		geos = append(geos, l.geo)
 		if !s.pf.posted[l.geo] {
 			if t, ok := s.pi.geoIdx[l.geo]; ok && t.size() >= postingMin && !s.lean { // a lean side gets them all at once (permit_bulk.go)
 				s.buildPostings(l.geo, t) // c included
@@ -192,7 +204,13 @@ func (s *side) indexFilters(c *cpermit) {
 		}
 		for _, x := range kv {
 			k := fkey{l.geo, x.f, x.v}
-			s.setIn(s.posting(k), c)
+			t := s.posting(k)
+			if t.t.dense {
+				t.t.count(true)
+			} else {
+				s.setIn(t, c)
+			}
+			s.duePosting(k, t.t)
 		}
 	}
 	s.indexValue(c)
@@ -201,18 +219,36 @@ func (s *side) indexFilters(c *cpermit) {
 
 // buildPostings gives geo, whose set t has reached postingMin, the
 // postings of its permits (walked in index order, so each posting's
-// B-tree is filled by appending: Load) and its valuation order
-// (permit_sort.go).
+// B-tree is filled by appending: Load), dense ones as counts
+// (permit_dense.go), and its valuation order (permit_sort.go).
 func (s *side) buildPostings(geo uint32, t treeSet) {
 	s.pf.posted[geo] = true
+	n := t.size()
 	var kvs [5]fieldValue
-	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
-		c := t.t.permit(k)
-		for _, x := range kvs[:s.filterKeys(c, &kvs)] {
-			s.posting(fkey{geo, x.f, x.v}).t.push(k)
+	counts := map[fieldValue]int{}
+	t.t.scan(func(k pkey) bool {
+		for _, x := range kvs[:s.filterKeys(t.t.permit(k), &kvs)] {
+			counts[x]++
 		}
 		return true
 	})
+	t.t.scan(func(k pkey) bool { // in order: each posting is appended to
+		for _, x := range kvs[:s.filterKeys(t.t.permit(k), &kvs)] {
+			if !isDense(counts[x], n) {
+				s.posting(fkey{geo, x.f, x.v}).t.push(k)
+			}
+		}
+		return true
+	})
+	for x, m := range counts {
+		k := fkey{geo, x.f, x.v}
+		if isDense(m, n) {
+			s.pf.postings[k] = treeSet{denseSet(s.pi.slab, m, n)}
+			s.pf.dense[geo] = append(s.pf.dense[geo], k)
+		} else {
+			s.pf.postings[k].t.setMark(n)
+		}
+	}
 	s.buildValueTree(geo, t)
 }
 
@@ -240,8 +276,14 @@ func (s *side) posting(k fkey) treeSet {
 // posting left empty goes.
 func (s *side) unpost(geo uint32, kv []fieldValue, c *cpermit) {
 	for _, x := range kv {
-		if t, ok := s.pf.postings[fkey{geo, x.f, x.v}]; ok {
-			t.delete(c)
+		k := fkey{geo, x.f, x.v}
+		if t, ok := s.pf.postings[k]; ok {
+			if t.t.dense {
+				t.t.count(false)
+			} else {
+				t.delete(c)
+			}
+			s.duePosting(k, t.t)
 		}
 	}
 	s.dropEmptyPostings(geo, kv)
@@ -253,6 +295,9 @@ func (s *side) dropEmptyPostings(geo uint32, kv []fieldValue) {
 		k := fkey{geo, x.f, x.v}
 		if t, ok := s.pf.postings[k]; ok && t.size() == 0 {
 			delete(s.pf.postings, k)
+			if t.t.dense {
+				s.undense(k)
+			}
 		}
 	}
 }
@@ -267,10 +312,13 @@ func (s *side) unindexFilters(c *cpermit) {
 	}
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
+	var gbuf [16]uint32
+	geos := gbuf[:0] // once each, as indexFilters counts
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty || !s.pf.posted[l.geo] {
+		if l.geo == selfProperty || !s.pf.posted[l.geo] || slices.Contains(geos, l.geo) {
 			continue
 		}
+		geos = append(geos, l.geo)
 		if _, ok := s.pi.geoIdx[l.geo]; !ok {
 			delete(s.pf.posted, l.geo) // c was its last permit (unindexPermit)
 		}
@@ -365,6 +413,9 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 			n := 0
 			for _, v := range ids {
 				if t, ok := s.pf.postings[fkey{geo, field, v}]; ok {
+					if t.t.dense {
+						return // not a candidate set (permit_dense.go)
+					}
 					sets = append(sets, t)
 					n += t.size()
 				}

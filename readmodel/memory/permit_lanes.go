@@ -65,12 +65,16 @@ type permitChange struct{ prev, c *cpermit }
 // putPermits stores ps in order (the side's writer), calling count with
 // each one's result.
 func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
+	if len(ps) == 0 {
+		return // (also the signal families' lane: apply.go)
+	}
 	id := func(j int) string { return ps[j].PermitID }
 	if len(ps) < laneMin || s.bulk || s.deferGeo || s.lean {
 		for i, p := range ps {
 			s.permits.touchRun(i, len(ps), id)
 			count(s.putPermit(p))
 		}
+		s.checkPostings() // the postings' densities (permit_dense.go)
 		return
 	}
 	changes := make([]permitChange, 0, len(ps))
@@ -109,6 +113,7 @@ func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
 		}
 	}
 	s.settlePosted()
+	s.checkPostings()
 }
 
 // yieldEvery lets waiting readers have this P every applyStep changes
@@ -150,33 +155,49 @@ func (s *side) markPosted(c *cpermit, add bool) {
 // lanePostings adds c to (add) or removes it from the postings of its
 // geos posted when the batch began, and caches its folds.
 //
-// Its postings are written together (writeAll: their seeks in lock
-// step), each once though c may link twice to one geo.
+// Its kept postings are written together (writeAll: their seeks in lock
+// step), each once though c may link twice to one geo; its dense ones
+// count it, once each too (permit_dense.go).
 func (s *side) lanePostings(c *cpermit, add bool) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
-	var buf [32]*blockSet
-	sets := buf[:0]
+	var buf, dbuf [32]*blockSet
+	var kbuf, dkbuf [32]fkey
+	sets, keys := buf[:0], kbuf[:0]
+	dense, dkeys := dbuf[:0], dkbuf[:0]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
 		for _, x := range kv {
+			k := fkey{l.geo, x.f, x.v}
 			var t *blockSet
 			if add {
-				t = s.posting(fkey{l.geo, x.f, x.v}).t
-			} else if p, ok := s.pf.postings[fkey{l.geo, x.f, x.v}]; ok {
+				t = s.posting(k).t
+			} else if p, ok := s.pf.postings[k]; ok {
 				t = p.t
 			} else {
 				continue
 			}
-			if !slices.Contains(sets, t) {
-				sets = append(sets, t)
+			switch {
+			case t.dense:
+				if !slices.Contains(dense, t) {
+					dense, dkeys = append(dense, t), append(dkeys, k)
+				}
+			case !slices.Contains(sets, t):
+				sets, keys = append(sets, t), append(keys, k)
 			}
 		}
 	}
 	writeAll(sets, c, add)
+	for i, t := range dense {
+		t.count(add)
+		s.duePosting(dkeys[i], t)
+	}
 	if add {
+		for i, t := range sets {
+			s.duePosting(keys[i], t)
+		}
 		return
 	}
 	for _, l := range s.pi.links.get(c.links) { // a posting left empty goes
@@ -218,6 +239,7 @@ func (s *side) settlePosted() {
 		}
 		delete(s.pf.posted, geo)
 		delete(s.pf.byValue, geo)
+		delete(s.pf.dense, geo)
 		if held {
 			var kvs [5]fieldValue
 			t.t.scan(func(k pkey) bool {

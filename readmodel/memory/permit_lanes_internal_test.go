@@ -142,7 +142,19 @@ func permitIndexDump(s *side) map[string][]string {
 		if k.field != ffValue {
 			val = valStr[k.val]
 		}
-		out[fmt.Sprintf("posting %s %d %s", s.pi.syms.str(k.geo), k.field, val)] = ids(t)
+		name := fmt.Sprintf("posting %s %d %s", s.pi.syms.str(k.geo), k.field, val)
+		if !t.t.dense {
+			out[name] = ids(t)
+			continue
+		}
+		// A dense posting (permit_dense.go) is dumped as the kept one
+		// would be: its geo's permits of its value. Its count must be
+		// theirs.
+		l := ids(treeSet{s.keptPosting(k, s.pi.geoIdx[k.geo])})
+		out[name] = l
+		if t.t.n != len(l) {
+			out[name+" count"] = []string{fmt.Sprint(t.t.n, " counted, ", len(l), " held")}
+		}
 	}
 	held := 0
 	for _, n := range s.pi.texts.refs {

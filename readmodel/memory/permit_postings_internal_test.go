@@ -20,11 +20,19 @@ import (
 // permits whose folded value (or valuation bucket) is that value. A
 // posting is only a candidate set, filtered again by match, so a posting
 // too wide would pass every page test while it reads more than it
-// should.
+// should. It runs with every posting kept, and with the values of more
+// than a quarter of a geo's permits dense (permit_dense.go), whose
+// counts must be those of the permits (permitIndexDump).
 func TestPostingsHoldExactlyTheirValue(t *testing.T) {
-	old := postingMin
-	postingMin = 20
-	t.Cleanup(func() { postingMin = old })
+	for _, share := range []int{0, denseShare} {
+		t.Run(fmt.Sprint("dense share ", share), func(t *testing.T) { testPostingsHoldExactlyTheirValue(t, share) })
+	}
+}
+
+func testPostingsHoldExactlyTheirValue(t *testing.T, share int) {
+	old, oldShare := postingMin, denseShare
+	postingMin, denseShare = 20, share
+	t.Cleanup(func() { postingMin, denseShare = old, oldShare })
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := newSide(nil)
 	geos := []string{"us-wa", "zip-a", "zip-b"}
@@ -77,4 +85,16 @@ func TestPostingsHoldExactlyTheirValue(t *testing.T) {
 	}
 	require.Len(t, s.pf.posted, len(geos), "every geo is posted")
 	require.Equal(t, want, got)
+	dense := 0
+	for _, p := range s.pf.postings {
+		if p.t.dense {
+			dense++
+		}
+	}
+	if share == 0 {
+		require.Zero(t, dense)
+	} else {
+		require.Positive(t, dense)
+		require.Less(t, dense, len(s.pf.postings), "kept ones too")
+	}
 }

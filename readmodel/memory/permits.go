@@ -83,7 +83,8 @@ func (s *side) indexPermit(c *cpermit) {
 	s.pi.order.next(c)
 	inserts := !s.bulk && !s.pi.order.appends(c) // seeks, not appends: in lock step (writeAll)
 	var buf [16]*blockSet
-	sets := buf[:0]
+	var gbuf [16]uint32
+	sets, geos := buf[:0], gbuf[:0]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty {
 			continue
@@ -98,12 +99,19 @@ func (s *side) indexPermit(c *cpermit) {
 			s.pi.geoIdx[l.geo] = t
 		}
 		if !inserts {
+			n := t.size()
 			s.setIn(t, c)
+			if !s.bulk && t.size() > n {
+				s.grewTo(l.geo, t.size())
+			}
 		} else if !slices.Contains(sets, t.t) { // c may link twice to one geo
-			sets = append(sets, t.t)
+			sets, geos = append(sets, t.t), append(geos, l.geo)
 		}
 	}
 	writeAll(sets, c, true)
+	for i, t := range sets {
+		s.grewTo(geos[i], t.len()) // dense postings' shares fell (permit_dense.go)
+	}
 	if c.prop.kind != 0 {
 		e := s.props.entry(c.prop, true)
 		e.permits = s.insertPermit(e.permits, c)

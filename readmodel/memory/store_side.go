@@ -172,7 +172,9 @@ func (s *side) delete(d readmodel.Delete) (bool, error) {
 		}
 		return ok, nil
 	case readmodel.KindPermit:
-		return s.delPermit(d.ID, d.Version), nil
+		ok := s.delPermit(d.ID, d.Version)
+		s.checkPostings() // the postings' densities (permit_dense.go)
+		return ok, nil
 	case readmodel.KindProperty:
 		return s.delProperty(d.ID, d.Version), nil
 	case readmodel.KindGeoSignal:
