@@ -376,7 +376,7 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	// posting, its count alone (permit_dense.go).
 	for k, p := range b.pend {
 		switch t, ok := b.postings[k]; {
-		case ok && t.t.dense: // (not met: each geo is built once, into no postings)
+		case ok && t.t.dense: // no keys to load into; each geo is built once, into maps without its postings, so not met
 			t.t.n = max(t.t.n, len(p.keys))
 		case ok && t.size() > 0:
 			for _, x := range p.keys {

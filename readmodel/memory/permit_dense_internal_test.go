@@ -77,8 +77,10 @@ func TestDensePostings(t *testing.T) {
 	st := New(Params{})
 	ctx := context.Background()
 	n := 0
-	permit := func(status string, version int64) readmodel.Permit {
-		n++
+	permit := func(status string, version int64) readmodel.Permit { // a new id for version 1
+		if version == 1 {
+			n++
+		}
 		return readmodel.Permit{PermitID: fmt.Sprintf("t:%04d", n), PermitNumber: fmt.Sprint(n), Source: "t", Version: version,
 			PermitType: "Building", Status: status, IssueDate: fmt.Sprintf("2024-03-%02d", 1+n%28),
 			GeoLinks: []readmodel.GeoLink{{GeoID: "zip-a", GeoType: readmodel.GeoZip, Confidence: 0.9, Method: "m"},
@@ -166,7 +168,6 @@ func TestDensePostings(t *testing.T) {
 	for id, s := range held {
 		if s == "Completed" {
 			p := permit("Expired", 2)
-			n--
 			p.PermitID = id
 			revised.Permits = append(revised.Permits, p)
 		}
@@ -242,7 +243,6 @@ func TestDensePostingsUnderRandomWritesInLanes(t *testing.T) {
 		for _, s := range st.sides {
 			dense += checkDensePostings(t, s)
 		}
-		_ = round
 	}
 	require.Positive(t, dense, "dense postings were made")
 }
