@@ -68,12 +68,11 @@ func checkDensePostings(t *testing.T, s *side) int {
 // TestDensePostings moves a value's share of its geo across the
 // thresholds: a posting is built dense, turns kept when the geo grows
 // with other values, dense again as they leave and the value grows, and
-// goes with its last permit; pages filtered on it read the same permits
-// throughout, on both sides of the store.
+// goes with its last permit; the postings of both sides of the store
+// are checked throughout, and pages filtered on each status read the
+// same permits on the readers' side.
 func TestDensePostings(t *testing.T) {
-	old := postingMin
-	postingMin = 16
-	t.Cleanup(func() { postingMin = old })
+	t.Cleanup(SetPostingMin(16))
 	st := New(Params{})
 	ctx := context.Background()
 	n := 0
@@ -187,9 +186,7 @@ func TestDensePostings(t *testing.T) {
 // exact, kept postings exact, a posting for every value held. make test
 // runs it under -race too.
 func TestDensePostingsUnderRandomWritesInLanes(t *testing.T) {
-	old := postingMin
-	postingMin = 16
-	t.Cleanup(func() { postingMin = old })
+	t.Cleanup(SetPostingMin(16))
 	st := New(Params{})
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(11, 12))

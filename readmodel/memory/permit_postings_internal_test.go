@@ -30,9 +30,8 @@ func TestPostingsHoldExactlyTheirValue(t *testing.T) {
 }
 
 func testPostingsHoldExactlyTheirValue(t *testing.T, share int) {
-	old, oldShare := postingMin, denseShare
-	postingMin, denseShare = 20, share
-	t.Cleanup(func() { postingMin, denseShare = old, oldShare })
+	t.Cleanup(SetPostingMin(20))
+	t.Cleanup(SetDenseShare(share))
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := newSide(nil)
 	geos := []string{"us-wa", "zip-a", "zip-b"}
