@@ -42,6 +42,9 @@ type blockSet struct {
 	// its density is checked again.
 	dense bool
 	mark  int32
+	// byValue: the keys order valuations, not days (a geo's valuation
+	// order, permit_sort.go): a key's ik is its permit's valueIK.
+	byValue bool
 }
 
 // blockMax is the most keys a block holds: 1 KiB of 8-byte keys.
@@ -75,19 +78,38 @@ func (s *blockSet) place(b []pkey) uint32 {
 	return uint32(len(s.pool) - 1)
 }
 
+// ordOf is what the set's keys order c by: its day, or its valuation's
+// valueIK in a valuation order.
+func (s *blockSet) ordOf(c *cpermit) int32 {
+	if s.byValue {
+		return valueIK(c.valuation)
+	}
+	return c.ik
+}
+
+// keyOf is c's key in s.
+func (s *blockSet) keyOf(c *cpermit) pkey { return pkey{s.ordOf(c), c.slot} }
+
 // before reports whether k sorts before the permit p (a page's pivot
 // need not be stored: ties on the day compare ids).
-func (s *blockSet) before(k pkey, p *cpermit) bool { return keyBefore(s.slab, k, p) }
+func (s *blockSet) before(k pkey, p *cpermit) bool { return keyBeforeAt(s.slab, k, s.ordOf(p), p) }
 
 // after reports whether k sorts after the permit p.
-func (s *blockSet) after(k pkey, p *cpermit) bool { return keyAfter(s.slab, k, p) }
+func (s *blockSet) after(k pkey, p *cpermit) bool { return keyAfterAt(s.slab, k, s.ordOf(p), p) }
 
 // keyBefore reports whether k, a key of slab's permits, sorts before the
 // permit p (p need not be stored: ties on the day compare ids, through
 // their abbreviated ids when both have one and they differ: abbr.go).
-func keyBefore(slab *permitSlab, k pkey, p *cpermit) bool {
-	if k.ik != p.ik {
-		return k.ik < p.ik
+func keyBefore(slab *permitSlab, k pkey, p *cpermit) bool { return keyBeforeAt(slab, k, p.ik, p) }
+
+// keyAfter reports whether k sorts after the permit p.
+func keyAfter(slab *permitSlab, k pkey, p *cpermit) bool { return keyAfterAt(slab, k, p.ik, p) }
+
+// keyBeforeAt is keyBefore with p ordered by ik (its day, or its
+// valueIK in a valuation order): ties on ik compare ids.
+func keyBeforeAt(slab *permitSlab, k pkey, ik int32, p *cpermit) bool {
+	if k.ik != ik {
+		return k.ik < ik
 	}
 	if p.slot != 0 {
 		if k.slot == p.slot {
@@ -100,10 +122,10 @@ func keyBefore(slab *permitSlab, k pkey, p *cpermit) bool {
 	return slab.at(k.slot).id < p.id
 }
 
-// keyAfter reports whether k sorts after the permit p.
-func keyAfter(slab *permitSlab, k pkey, p *cpermit) bool {
-	if k.ik != p.ik {
-		return k.ik > p.ik
+// keyAfterAt is keyAfter with p ordered by ik.
+func keyAfterAt(slab *permitSlab, k pkey, ik int32, p *cpermit) bool {
+	if k.ik != ik {
+		return k.ik > ik
 	}
 	if p.slot != 0 {
 		if k.slot == p.slot {
@@ -168,10 +190,11 @@ func (s *blockSet) max() (pkey, bool) {
 // bi == s.nblocks() when every key is < p. The blocks are searched by
 // their last keys (one array), then the block.
 func (s *blockSet) find(p *cpermit) (bi, i int) {
+	ik := s.ordOf(p)
 	lo, hi := 0, len(s.last)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.before(s.last[m], p) {
+		if keyBeforeAt(s.slab, s.last[m], ik, p) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -184,7 +207,7 @@ func (s *blockSet) find(p *cpermit) (bi, i int) {
 	l, h := 0, len(b)-1 // b's last key is >= p
 	for l < h {
 		m := int(uint(l+h) >> 1)
-		if s.before(b[m], p) {
+		if keyBeforeAt(s.slab, b[m], ik, p) {
 			l = m + 1
 		} else {
 			h = m
@@ -209,7 +232,7 @@ func (s *blockSet) set(c *cpermit) {
 
 // setFound is set with c's place found: (bi, i) is s.find(c).
 func (s *blockSet) setFound(c *cpermit, bi, i int) {
-	k := keyOf(c)
+	k := s.keyOf(c)
 	if s.n == 0 {
 		s.order, s.last = append(s.order, s.place([]pkey{k})), append(s.last, k)
 		s.n = 1
@@ -264,11 +287,11 @@ func (s *blockSet) load(c *cpermit) {
 			return
 		}
 	}
-	s.push(keyOf(c))
+	s.push(s.keyOf(c))
 }
 
 // appendSorted adds c, which the caller knows sorts after every key.
-func (s *blockSet) appendSorted(c *cpermit) { s.push(keyOf(c)) }
+func (s *blockSet) appendSorted(c *cpermit) { s.push(s.keyOf(c)) }
 
 // push appends k, greater than every key, to the last block, or to a new
 // one when it holds blockFill keys.

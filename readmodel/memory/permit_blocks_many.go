@@ -36,8 +36,9 @@ func seekKeyOf(slab *permitSlab, c *cpermit) seekKey {
 }
 
 // findAll sets pos[j] to sets[j].find(c) for every j (len(sets) <=
-// manyMax; the sets share one slab): the blocks' last keys searched in
-// lock step, then the blocks.
+// manyMax; the sets share one slab and one order, by day or by
+// valuation): the blocks' last keys searched in lock step, then the
+// blocks.
 func findAll(sets []*blockSet, c *cpermit, pos *[manyMax][2]int) {
 	n := len(sets)
 	if n == 0 {
@@ -45,6 +46,7 @@ func findAll(sets []*blockSet, c *cpermit, pos *[manyMax][2]int) {
 	}
 	slab := sets[0].slab
 	q := seekKeyOf(slab, c)
+	q.ik = sets[0].ordOf(c)
 	var keys [manyMax][]pkey
 	var lo, hi [manyMax]int
 	for j, s := range sets[:n] {
@@ -115,7 +117,7 @@ func (q *seekKey) search(slab *permitSlab, n int, keys *[manyMax][]pkey, lo, hi 
 }
 
 // writeAll adds c to (add) or removes it from every set of sets
-// (distinct sets of one slab), their seeks in lock step.
+// (distinct sets of one slab and one order), their seeks in lock step.
 func writeAll(sets []*blockSet, c *cpermit, add bool) {
 	var pos [manyMax][2]int
 	for len(sets) > 0 {

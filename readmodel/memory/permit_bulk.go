@@ -234,10 +234,11 @@ type geoBuilder struct {
 	s        *side
 	postings map[fkey]treeSet // the side's (first builder), or merged after
 	dense    map[uint32][]fkey
-	byValue  map[uint32]valueTree
+	byValue  map[uint32]*valueOrder
 	posted   map[uint32]bool
 	months   map[monthKey]*monthStats
 	byVal    []valued
+	valKeys  []pkey // a valuation order's block keys
 	vals     []valKey
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
 	// of that value when its gen is the builder's (a nil posting: the
@@ -258,7 +259,7 @@ type pendPosting struct{ keys []pkey }
 func newGeoBuilder(s *side, own bool) *geoBuilder {
 	b := &geoBuilder{s: s, postings: s.pf.postings, dense: s.pf.dense, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
 	if !own {
-		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]valueTree{}, map[uint32]bool{}, map[monthKey]*monthStats{}
+		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]*valueOrder{}, map[uint32]bool{}, map[monthKey]*monthStats{}
 	}
 	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
@@ -404,11 +405,9 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 		byVal = append(byVal, valued{vkey: vkeyOf(c), c: c})
 	}
 	slices.SortFunc(byVal, valuedCmp)
-	vt := newValueTree(b.s.pi.slab)
-	for _, v := range byVal {
-		vt.Load(v.vkey)
-	}
-	b.byValue[geo] = vt
+	var o *valueOrder
+	o, b.valKeys = valueOrderOfSorted(b.s.pi.slab, byVal, b.valKeys)
+	b.byValue[geo] = o
 	clear(byVal)
 	b.byVal = byVal[:0]
 }
@@ -425,6 +424,28 @@ func valuedCmp(a, b valued) int {
 		return c
 	}
 	return strings.Compare(a.c.id, b.c.id)
+}
+
+// valueOrderOfSorted makes the valuation order of the permits of vs,
+// sorted by valuedCmp; keys is scratch space for the blocks' keys,
+// returned for reuse.
+func valueOrderOfSorted(slab *permitSlab, vs []valued, keys []pkey) (*valueOrder, []pkey) {
+	o := &valueOrder{}
+	keys = keys[:0]
+	for _, v := range vs { // an exact valuation's ord orders as its valueIK does
+		if exactValue(v.c.valuation) {
+			keys = append(keys, pkey{valueIK(v.c.valuation), v.c.slot})
+			continue
+		}
+		if o.odd == nil {
+			o.odd = newValueTree(slab)
+		}
+		o.odd.Load(v.vkey)
+	}
+	o.blocks = blockSetOf(slab, keys)
+	o.blocks.byValue = true
+	clear(keys)
+	return o, keys[:0]
 }
 
 // buildMonths builds the month stats of geo, whose permits are items.
@@ -514,7 +535,7 @@ func (s *side) buildLean() {
 func (s *side) buildLeanGeos() {
 	s.pf.postings = map[fkey]treeSet{}
 	s.pf.dense = map[uint32][]fkey{}
-	s.pf.byValue = map[uint32]valueTree{}
+	s.pf.byValue = map[uint32]*valueOrder{}
 	s.pf.posted = map[uint32]bool{}
 	s.pf.months = map[monthKey]*monthStats{}
 	if lists := s.leanLists; lists != nil {

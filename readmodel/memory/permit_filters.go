@@ -88,7 +88,7 @@ type permitFilterIndex struct {
 	ckeyID   map[uint32]uint32        // symbol -> valID of its ContractorKey
 	vals     map[string]uint32        // a fold or contractor key -> its valID (1 on; "" is 0, not indexed)
 	text     textIndex                // permit_text.go
-	byValue  map[uint32]valueTree     // permit_sort.go
+	byValue  map[uint32]*valueOrder   // permit_sort.go
 	cells    map[cellKey]slotKeys     // permit_geo.go
 	months   map[monthKey]*monthStats // permit_monthly.go
 	// The postings and the geos due a density check after the batch
@@ -98,7 +98,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]valueTree{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]*valueOrder{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
 }
 
 // foldSymID is the valID of the symbol's FoldValue (0 for an empty
@@ -254,12 +254,14 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 
 // buildValueTree makes geo's valuation order from its set t.
 func (s *side) buildValueTree(geo uint32, t treeSet) {
-	byValue := newValueTree(s.pi.slab)
+	vs := make([]valued, 0, t.size())
 	t.t.scan(func(k pkey) bool {
-		byValue.Set(vkeyOf(t.t.permit(k)))
+		c := t.t.permit(k)
+		vs = append(vs, valued{vkey: vkeyOf(c), c: c})
 		return true
 	})
-	s.pf.byValue[geo] = byValue
+	slices.SortFunc(vs, valuedCmp)
+	s.pf.byValue[geo], _ = valueOrderOfSorted(s.pi.slab, vs, nil)
 }
 
 // posting returns the posting of k, made empty when missing.

@@ -12,7 +12,8 @@ import (
 )
 
 // filterPermits are permits with varied types, work types, statuses,
-// contractors and valuations (some unknown), over two ZIPs.
+// contractors and valuations (some unknown, some with cents, some in
+// billions), over two ZIPs.
 func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
 	types := []string{"Building", "Demolition", "BUILDING", "Electrical", ""}
 	works := []string{"New", "Alteration", "addition", ""}
@@ -40,6 +41,12 @@ func filterPermits(r *rand.Rand, n int) []readmodel.Permit {
 			p.Valuation = nil
 		} else {
 			v := float64(r.IntN(20)) * 500
+			switch { // some valuations outside a valuation order's blocks (permit_sort.go)
+			case i%11 == 0:
+				v += 0.5 // cents, between the whole ones
+			case i%37 == 0:
+				v += 3e9 // beyond the blocks' range
+			}
 			p.Valuation = &v
 		}
 		ps = append(ps, p)

@@ -30,7 +30,7 @@ import (
 //     the batch began (s.pf.postings), and the folds the filters read
 //     (filterKeys);
 //     - the value lane: the valuation orders of those geos
-//     (s.pf.byValue) and every geo's month stats (s.pf.months).
+//     (s.pf.byValue, their blocks in lock step) and every geo's month stats (s.pf.months).
 //     The lanes share no structure they write. The postings and value
 //     lanes read the permits (immutable), their links, s.pf.posted
 //     (which nothing writes while they run) and, through the slab, the
@@ -209,15 +209,35 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 
 // laneValues adds c to (add) or removes it from the valuation orders of
 // its geos posted when the batch began, and its geos' month stats.
+//
+// An exact valuation's orders (permit_sort.go) are written together
+// (writeAll: their blocks' seeks in lock step), each once though c may
+// link twice to one geo.
 func (s *side) laneValues(c *cpermit, add bool) {
+	var buf [32]*blockSet
+	sets := buf[:0]
+	exact := exactValue(c.valuation)
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
-		if add {
-			s.value(l.geo, c)
-		} else {
-			s.unvalue(l.geo, c)
+		o := s.valueOrderOf(l.geo, add)
+		switch {
+		case o == nil:
+		case !exact && add:
+			o.setOdd(c)
+		case !exact:
+			o.deleteOdd(c)
+		case !slices.Contains(sets, o.blocks):
+			sets = append(sets, o.blocks)
+		}
+	}
+	writeAll(sets, c, add)
+	if !add { // an order left empty goes
+		for _, l := range s.pi.links.get(c.links) {
+			if o, ok := s.pf.byValue[l.geo]; ok && o.len() == 0 {
+				delete(s.pf.byValue, l.geo)
+			}
 		}
 	}
 	s.indexMonthly(c, add)

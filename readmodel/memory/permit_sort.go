@@ -14,7 +14,7 @@ import (
 // the geo's permits ordered by valuation descending (unknown last), then
 // permit_id: a page is one seek and a scan, the filters and the date
 // window checked on each permit. A geo without postings (fewer than
-// postingMin permits, permit_filters.go) has no such tree either: a
+// postingMin permits, permit_filters.go) has no such order either: a
 // page of it, as of a property, selects its permits from the geo's own
 // set in one pass (topValues).
 
@@ -29,18 +29,163 @@ func valueLess(a, b *cpermit) bool {
 	return a.id < b.id
 }
 
-// valueTree is a geo's permits in valueLess order, as keys: the
-// valuation inline (vkey.ord) and the permit's slot. A B-tree of permit
-// pointers loaded the permit for every comparison of a seek, a cache
-// miss each in a large store; a key's own ord decides all but exact
-// ties of valuation, which compare the slots' abbreviated ids (abbr.go:
-// one load each from the slab's arrays) and, when those say nothing,
-// the ids through the slab (an id never changes for a slot, so a
-// version's key is found and removed while the slot already names the
-// next version: permits.go). Valuations are whole dollars, so a state's
-// order holds runs of equal ones, and a seek's last steps compared ids:
-// three dependent cache misses a side. No pointer: the collector does
-// not trace the items.
+// valueOrder is a geo's permits in valueLess order, in two parts:
+//
+//   - blocks: the permits whose valuation is exact (valueIK: a whole
+//     number of dollars of at most maxExactValue either way, or
+//     unknown), in a block set (permit_blocks.go) whose key's ik is the
+//     valueIK. Keys of one ik hold equal valuations, so they tie as a
+//     day's keys do in a geo's set, on the ids (abbreviated first:
+//     abbr.go), and a permit's write seeks its geos' orders in lock
+//     step as it seeks its geos' sets (writeAll). Valuations are whole
+//     dollars in every source we have (gen rounds them; the city's are
+//     whole dollars), so this part holds nearly every permit;
+//   - odd: the others (cents, or beyond maxExactValue), in a B-tree of
+//     their valuation's full ord (valueTree), made when the first comes.
+//
+// A walk merges the two parts (ascend). The parts are the permit's
+// valuation's, fixed for a version: a new version's valuation may move
+// the permit from one part to the other, as its old key goes and its
+// new one comes. A key is found and removed while its slot already
+// names the next version (permits.go): both parts order a tie of
+// valuations on the ids, which never change for a slot, and never on a
+// valuation read through the slab.
+//
+// BenchmarkIngestMixFullStore's round into 5M permits took 3.6
+// CPU-seconds in the B-trees that held every permit before, each seek a
+// chain of a node's misses, one tree after another: 3.2 more than the
+// same round into an empty store.
+type valueOrder struct {
+	blocks *blockSet
+	odd    valueTree
+}
+
+func newValueOrder(slab *permitSlab) *valueOrder {
+	return &valueOrder{blocks: &blockSet{slab: slab, byValue: true}}
+}
+
+// maxExactValue is the largest magnitude of a valuation of the blocks.
+const maxExactValue = math.MaxInt32 - 1
+
+// exactValue reports whether v is a block key's valuation: a whole
+// number of at most maxExactValue either way, or unknown (NaN).
+func exactValue(v float64) bool {
+	return math.IsNaN(v) || v == math.Trunc(v) && math.Abs(v) <= maxExactValue
+}
+
+// valueIK is the ik of an exact valuation v in a valuation order's
+// blocks: ascending ik is valuation descending, unknown last (0 and -0
+// are one).
+func valueIK(v float64) int32 {
+	if math.IsNaN(v) {
+		return math.MaxInt32
+	}
+	return int32(-v)
+}
+
+// blockPivot is the pivot of a walk of the blocks from pivot: pivot
+// itself when its valuation is exact, else a pivot before every key of
+// the largest exact valuation after pivot's (valueLess), or of the
+// unknown ones.
+func blockPivot(pivot *cpermit) *cpermit {
+	v := pivot.valuation
+	if exactValue(v) {
+		return pivot
+	}
+	switch f := math.Floor(v); {
+	case f > maxExactValue: // +Inf too
+		return &cpermit{valuation: maxExactValue}
+	case f < -maxExactValue: // -Inf too
+		return &cpermit{valuation: math.NaN()}
+	default:
+		return &cpermit{valuation: f}
+	}
+}
+
+func (o *valueOrder) len() int {
+	n := o.blocks.len()
+	if o.odd != nil {
+		n += o.odd.Len()
+	}
+	return n
+}
+
+// set adds c, one at a time (writeAll writes the blocks of many orders
+// together: laneValues).
+func (o *valueOrder) set(c *cpermit) {
+	if exactValue(c.valuation) {
+		o.blocks.set(c)
+		return
+	}
+	o.setOdd(c)
+}
+
+func (o *valueOrder) setOdd(c *cpermit) {
+	if o.odd == nil {
+		o.odd = newValueTree(o.blocks.slab)
+	}
+	o.odd.Set(vkeyOf(c))
+}
+
+// delete removes c's key, if held.
+func (o *valueOrder) delete(c *cpermit) {
+	if exactValue(c.valuation) {
+		o.blocks.delete(c)
+		return
+	}
+	o.deleteOdd(c)
+}
+
+func (o *valueOrder) deleteOdd(c *cpermit) {
+	if o.odd != nil {
+		o.odd.Delete(vkeyOf(c))
+		if o.odd.Len() == 0 {
+			o.odd = nil
+		}
+	}
+}
+
+// ascend calls fn for the permits of o from pivot (which need not be
+// stored) in valueLess order until fn returns false: the blocks' walk
+// and the odd ones' merged.
+func (o *valueOrder) ascend(pivot *cpermit, fn func(*cpermit) bool) {
+	it := blockIter{s: o.blocks}
+	ok := it.seekGE(blockPivot(pivot))
+	if o.odd != nil {
+		stopped := false
+		ascendValues(o.odd, o.blocks.slab, pivot, func(c *cpermit) bool {
+			for ; ok; ok = it.next() {
+				b := it.item()
+				if !valueLess(b, c) {
+					break
+				}
+				if !fn(b) {
+					stopped = true
+					return false
+				}
+			}
+			if !fn(c) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if stopped {
+			return
+		}
+	}
+	for ; ok; ok = it.next() {
+		if !fn(it.item()) {
+			return
+		}
+	}
+}
+
+// valueTree is the odd part of a valuation order, as keys: the
+// valuation inline (vkey.ord) and the permit's slot. Exact ties of
+// valuation compare the slots' abbreviated ids (abbr.go) and, when
+// those say nothing, the ids through the slab (an id never changes for
+// a slot). No pointer: the collector does not trace the items.
 type valueTree = *btree.BTreeG[vkey]
 
 // vkey is a permit's key in valuation order.
@@ -112,14 +257,20 @@ func (s *side) indexValue(c *cpermit) {
 	}
 }
 
+// valueOrderOf returns geo's valuation order, made when missing if
+// create is set, else nil.
+func (s *side) valueOrderOf(geo uint32, create bool) *valueOrder {
+	o, ok := s.pf.byValue[geo]
+	if !ok && create {
+		o = newValueOrder(s.pi.slab)
+		s.pf.byValue[geo] = o
+	}
+	return o
+}
+
 // value adds c to geo's valuation order, made when missing.
 func (s *side) value(geo uint32, c *cpermit) {
-	t, ok := s.pf.byValue[geo]
-	if !ok {
-		t = newValueTree(s.pi.slab)
-		s.pf.byValue[geo] = t
-	}
-	t.Set(vkeyOf(c))
+	s.valueOrderOf(geo, true).set(c)
 }
 
 func (s *side) unindexValue(c *cpermit) {
@@ -131,9 +282,9 @@ func (s *side) unindexValue(c *cpermit) {
 // unvalue removes c from geo's valuation order, if geo has one; an order
 // left empty goes.
 func (s *side) unvalue(geo uint32, c *cpermit) {
-	if t, ok := s.pf.byValue[geo]; ok {
-		t.Delete(vkeyOf(c))
-		if t.Len() == 0 {
+	if o := s.valueOrderOf(geo, false); o != nil {
+		o.delete(c)
+		if o.len() == 0 {
 			delete(s.pf.byValue, geo)
 		}
 	}
@@ -237,8 +388,8 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 		}
 	}
 	var hits []geoHit
-	t := s.pf.byValue[geo]
-	if t == nil || q.Geo.IsProperty() { // a property's few permits, or a geo's fewer than postingMin (permit_filters.go)
+	o := s.pf.byValue[geo]
+	if o == nil || q.Geo.IsProperty() { // a property's few permits, or a geo's fewer than postingMin (permit_filters.go)
 		// The smallest candidate set, its predicate checked only for a
 		// permit that would enter the page so far.
 		walk := keep
@@ -250,7 +401,7 @@ func (s *side) valuationHits(_ context.Context, q *readmodel.PermitQuery, n int)
 		}
 		return hits, geo, nil
 	}
-	ascendValues(t, s.pi.slab, pivot, func(c *cpermit) bool {
+	o.ascend(pivot, func(c *cpermit) bool {
 		if q.After != nil && c.id == pivot.id && !valueLess(c, pivot) && !valueLess(pivot, c) {
 			return true
 		}

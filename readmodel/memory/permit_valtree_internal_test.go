@@ -30,15 +30,18 @@ func TestValueOrdIsValueLess(t *testing.T) {
 	}
 }
 
-// TestValueTreeMatchesSortedPermits drives a valueTree as the side does
-// (a new version's slot is replaced before the old version's key is
-// removed, permits.go) through inserts, revaluations and deletes with
-// many equal and unknown valuations, and checks that a walk from any
-// pivot (stored or not, with or without a valuation) gives the permits
-// valueLess orders from it. The ids tie on the valuation in every way
-// their abbreviations (abbr.go) can: none (no group), different ones,
-// and equal ones of different ids.
-func TestValueTreeMatchesSortedPermits(t *testing.T) {
+// TestValueOrderMatchesSortedPermits drives three valuation orders as
+// the side does (a new version's slot is replaced before the old
+// version's key is removed, permits.go; the exact valuations' blocks of
+// a permit's orders written together, laneValues, or one at a time)
+// through inserts, revaluations and deletes with many equal and unknown
+// valuations, some with cents or beyond the blocks' range, and checks
+// that a walk from any pivot (stored or not, with or without a
+// valuation, exact or not) gives the permits valueLess orders from it.
+// The ids tie on the valuation in every way their abbreviations
+// (abbr.go) can: none (no group), different ones, and equal ones of
+// different ids.
+func TestValueOrderMatchesSortedPermits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	idOf := func(n int) string {
 		switch n % 4 {
@@ -53,73 +56,121 @@ func TestValueTreeMatchesSortedPermits(t *testing.T) {
 		}
 	}
 	slab := newPermitSlab()
-	tree := newValueTree(slab)
-	live := map[string]*cpermit{}
+	orders := []*valueOrder{newValueOrder(slab), newValueOrder(slab), newValueOrder(slab)}
+	live := make([]map[string]*cpermit, len(orders)) // what each order holds
+	for i := range live {
+		live[i] = map[string]*cpermit{}
+	}
 	valuation := func() float64 {
-		switch rng.IntN(10) {
+		switch rng.IntN(14) {
 		case 0:
 			return math.NaN()
 		case 1:
 			return 0
+		case 2:
+			return float64(rng.IntN(30))*500 + 0.25 // cents: the odd part
+		case 3:
+			return []float64{maxExactValue, -maxExactValue, maxExactValue + 1, 3e9, -3e9, 1e300}[rng.IntN(6)] // the blocks' bounds
 		default:
 			return float64(rng.IntN(30)) * 500 // many ties
 		}
 	}
+	write := func(c *cpermit, in []int, add bool) {
+		if exactValue(c.valuation) && rng.IntN(2) == 0 {
+			var sets []*blockSet
+			for _, j := range in {
+				sets = append(sets, orders[j].blocks)
+			}
+			writeAll(sets, c, add)
+			return
+		}
+		for _, j := range in {
+			if add {
+				orders[j].set(c)
+			} else {
+				orders[j].delete(c)
+			}
+		}
+	}
 	check := func() {
 		t.Helper()
-		all := make([]*cpermit, 0, len(live))
-		for _, c := range live {
-			all = append(all, c)
-		}
-		slices.SortFunc(all, func(a, b *cpermit) int {
-			if valueLess(a, b) {
-				return -1
-			}
-			return 1
-		})
-		require.Equal(t, len(all), tree.Len())
-		pivots := []*cpermit{{valuation: math.Inf(1)}}
+		pivots := []*cpermit{{valuation: math.Inf(1)}, {valuation: math.Inf(-1)}, {valuation: 500.5, id: idOf(5)}, {valuation: -0.5}, {valuation: 4e9}, {valuation: -4e9, id: "z"}}
 		for range 20 {
 			pivots = append(pivots, &cpermit{valuation: valuation(), id: idOf(rng.IntN(400))})
 		}
-		for _, p := range pivots {
-			var want, got []string
-			for _, c := range all {
-				if !valueLess(c, p) {
-					want = append(want, c.id)
-				}
+		for j, o := range orders {
+			all := make([]*cpermit, 0, len(live[j]))
+			for _, c := range live[j] {
+				all = append(all, c)
 			}
-			ascendValues(tree, slab, p, func(c *cpermit) bool { got = append(got, c.id); return true })
-			require.Equal(t, want, got, "pivot %v %q", p.valuation, p.id)
-			// A walk stops where fn says.
-			n := 0
-			ascendValues(tree, slab, p, func(*cpermit) bool { n++; return n < 3 })
-			require.Equal(t, min(3, len(want)), n)
+			slices.SortFunc(all, func(a, b *cpermit) int {
+				if valueLess(a, b) {
+					return -1
+				}
+				return 1
+			})
+			require.Equal(t, len(all), o.len())
+			for _, p := range pivots {
+				var want, got []string
+				for _, c := range all {
+					if !valueLess(c, p) {
+						want = append(want, c.id)
+					}
+				}
+				o.ascend(p, func(c *cpermit) bool { got = append(got, c.id); return true })
+				require.Equal(t, want, got, "order %d pivot %v %q", j, p.valuation, p.id)
+				// A walk stops where fn says.
+				n := 0
+				o.ascend(p, func(*cpermit) bool { n++; return n < 3 })
+				require.Equal(t, min(3, len(want)), n)
+			}
 		}
 	}
-	for i := range 4000 {
+	held := map[string][]int{} // the orders an id is in
+	for i := range 6000 {
 		id := idOf(rng.IntN(400))
-		prev := live[id]
+		in := held[id]
+		var prev *cpermit
+		if len(in) > 0 {
+			prev = live[in[0]][id]
+		}
 		switch {
 		case prev != nil && rng.IntN(4) == 0: // deleted
-			tree.Delete(vkeyOf(prev))
+			write(prev, in, false)
 			slab.release(prev)
-			delete(live, id)
+			for _, j := range in {
+				delete(live[j], id)
+			}
+			delete(held, id)
 		case prev != nil: // a new version, revalued
 			c := &cpermit{id: id, valuation: valuation(), slot: prev.slot}
 			slab.replace(c)
-			tree.Delete(vkeyOf(prev))
-			tree.Set(vkeyOf(c))
-			live[id] = c
+			write(prev, in, false)
+			write(c, in, true)
+			for _, j := range in {
+				live[j][id] = c
+			}
 		default:
 			c := &cpermit{id: id, valuation: valuation()}
 			slab.take(c)
-			tree.Set(vkeyOf(c))
-			live[id] = c
+			in = nil
+			for j := range orders {
+				if rng.IntN(3) > 0 {
+					in = append(in, j)
+					live[j][id] = c
+				}
+			}
+			if len(in) == 0 {
+				slab.release(c)
+				continue
+			}
+			held[id] = in
+			write(c, in, true)
 		}
 		if i%250 == 0 {
 			check()
 		}
 	}
 	check()
+	require.NotNil(t, orders[0].odd, "some valuations are outside the blocks")
 }
