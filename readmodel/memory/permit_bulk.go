@@ -239,7 +239,7 @@ type geoBuilder struct {
 	months   map[monthKey]*monthStats
 	byVal    []valued
 	valKeys  []pkey // a valuation order's block keys
-	vals     []valKey
+	vals     []float64
 	// trees[field][symbol, or bucket for ffValue] is the geo's posting
 	// of that value when its gen is the builder's (a nil posting: the
 	// value is not indexed); gen changes per geo, so nothing is cleared.
@@ -461,10 +461,10 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 			st.count++
 			if !math.IsNaN(c.valuation) {
 				st.cents += cents(c.valuation)
-				vals = append(vals, valKey{c.valuation, c.slot})
+				vals = append(vals, c.valuation)
 			}
 		}
-		slices.SortFunc(vals, cmpValKey)
+		slices.Sort(vals)
 		for _, v := range vals {
 			st.vals.load(v)
 		}

@@ -179,10 +179,8 @@ func permitIndexDump(s *side) map[string][]string {
 	for k, st := range s.pf.months {
 		l := []string{fmt.Sprint(st.count, st.cents)}
 		for i := range st.vals.len() {
-			v := st.vals.at(i)
-			l = append(l, fmt.Sprint(v.v, " ", idOf(v.slot)))
+			l = append(l, fmt.Sprint(st.vals.at(i)))
 		}
-		slices.Sort(l[1:]) // equal values are in slot order, which is nobody's business
 		out[fmt.Sprintf("month %s %d", s.pi.syms.str(k.geo), k.month)] = l
 	}
 	return out

@@ -1,20 +1,17 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
 	"time"
-
-	"github.com/tidwall/btree"
 
 	"github.com/permitd/permitd/readmodel"
 )
 
 // Monthly series (readmodel.PermitMonthlyReader). Per (geo_id, month of
 // issue) the side keeps the count of permits and an order-statistics
-// B-tree of their known valuations (count, median by rank, sum in cents),
+// multiset of their known valuations (count, median by rank, sum in cents),
 // so an unfiltered series costs one lookup per month. A filtered series
 // walks the filter's candidate set over the window.
 
@@ -29,106 +26,186 @@ type monthStats struct {
 	vals  valSet
 }
 
-// valKey is a known valuation and, to tell equal ones apart, the
-// permit's slot (permit_slab.go: a permit keeps it across versions, so a
-// version's key is removed as it was added). Reads use v alone (at), so
-// the order of equal values is nobody's business; 16 bytes and no
-// pointer.
-type valKey struct {
-	v    float64
-	slot uint32
-}
-
-func valKeyLess(a, b valKey) bool {
-	if a.v != b.v {
-		return a.v < b.v
-	}
-	return a.slot < b.slot
-}
-
-// valSet is a month's known valuations in valKeyLess order: a sorted
-// slice while small (most geo-months hold a few permits, and a B-tree
-// each cost them an allocation or two per insert), a B-tree from
-// smallVals on, for good.
+// valSet is a month's known valuations in ascending order, as a
+// multiset: reads use the values alone (at: the median), so equal ones
+// need not be told apart, and a version's valuation is removed as one
+// of its value. It is a sorted slice while it holds at most valBlockMax
+// (most geo-months hold a few permits), then sorted blocks of at most
+// valBlockMax values, found by their last values (valBlocks: a
+// two-level B+tree, as the permit sets are: permit_blocks.go).
+//
+// It was an order-statistics B-tree of 16-byte keys (the valuation and
+// the permit's slot). In the round into a store of 5M permits
+// (BenchmarkIngestMixFullStore) its inserts took 2.2 CPU-seconds against
+// 0.4 in the round into an empty one: each a chain of cache misses
+// through a cold tree's nodes, for each of a permit's geos.
 type valSet struct {
-	small []valKey
-	tree  *btree.BTreeG[valKey]
+	small []float64
+	big   *valBlocks
 }
 
-// smallVals is the size up to which a valSet is a slice.
-const smallVals = 64
-
-func cmpValKey(a, b valKey) int {
-	switch {
-	case a.v < b.v:
-		return -1
-	case a.v > b.v:
-		return 1
-	}
-	return cmp.Compare(a.slot, b.slot)
+// valBlocks is a large valSet: blocks[i] sorted, not empty, and each
+// value of blocks[i] <= each of blocks[i+1]; last[i] is blocks[i]'s last.
+type valBlocks struct {
+	blocks [][]float64
+	last   []float64
+	n      int
 }
 
-// set adds k (replacing an equal key).
-func (v *valSet) set(k valKey) {
-	if v.tree != nil {
-		v.tree.Set(k)
+// valBlockMax is the most values a block holds (1 KiB), and the most a
+// small valSet holds; valBlockFill is what a block is given when a set
+// is loaded in order (an Import's), leaving room for the inserts after
+// a restart (as blockFill does).
+const (
+	valBlockMax  = 128
+	valBlockFill = valBlockMax - valBlockMax/16
+)
+
+// set adds x.
+func (v *valSet) set(x float64) {
+	if v.big != nil {
+		v.big.set(x)
 		return
 	}
-	i, found := slices.BinarySearchFunc(v.small, k, cmpValKey)
-	if found {
-		v.small[i] = k
+	i, _ := slices.BinarySearch(v.small, x)
+	if len(v.small) < valBlockMax {
+		v.small = slices.Insert(v.small, i, x)
 		return
 	}
-	v.small = slices.Insert(v.small, i, k)
-	v.grow()
+	// Full: two blocks of halves, x in its own.
+	h := valBlockMax / 2
+	lo, hi := make([]float64, h, valBlockMax), make([]float64, valBlockMax-h, valBlockMax)
+	copy(lo, v.small[:h])
+	copy(hi, v.small[h:])
+	if i <= h {
+		lo = slices.Insert(lo, i, x)
+	} else {
+		hi = slices.Insert(hi, i-h, x)
+	}
+	v.big = &valBlocks{blocks: [][]float64{lo, hi}, last: []float64{lo[len(lo)-1], hi[len(hi)-1]}, n: valBlockMax + 1}
+	v.small = nil
 }
 
-// load adds k, which sorts after every key (an Import's, in order).
-func (v *valSet) load(k valKey) {
-	if v.tree != nil {
-		v.tree.Load(k)
+// load adds x, which is >= every value held (an Import's, in order).
+func (v *valSet) load(x float64) {
+	if v.big == nil && len(v.small) < valBlockFill {
+		v.small = append(v.small, x)
 		return
 	}
-	v.small = append(v.small, k)
-	v.grow()
+	if v.big == nil {
+		v.big = &valBlocks{blocks: [][]float64{v.small}, last: []float64{v.small[len(v.small)-1]}, n: len(v.small)}
+		v.small = nil
+	}
+	b := v.big
+	if n := len(b.blocks); len(b.blocks[n-1]) < valBlockFill {
+		b.blocks[n-1] = append(b.blocks[n-1], x)
+		b.last[n-1] = x
+	} else {
+		blk := make([]float64, 1, valBlockMax)
+		blk[0] = x
+		b.blocks, b.last = append(b.blocks, blk), append(b.last, x)
+	}
+	b.n++
 }
 
-// grow turns a slice past smallVals into a B-tree.
-func (v *valSet) grow() {
-	if len(v.small) <= smallVals {
+// del removes one value equal to x, if any.
+func (v *valSet) del(x float64) {
+	if v.big != nil {
+		if v.big.del(x); v.big.n == 0 {
+			v.big = nil
+		}
 		return
 	}
-	t := btree.NewBTreeGOptions(valKeyLess, btree.Options{NoLocks: true, Degree: 32})
-	for _, x := range v.small {
-		t.Load(x)
-	}
-	v.tree, v.small = t, nil
-}
-
-func (v *valSet) del(k valKey) {
-	if v.tree != nil {
-		v.tree.Delete(k)
-		return
-	}
-	if i, found := slices.BinarySearchFunc(v.small, k, cmpValKey); found {
+	if i, found := slices.BinarySearch(v.small, x); found {
 		v.small = slices.Delete(v.small, i, i+1)
 	}
 }
 
 func (v *valSet) len() int {
-	if v.tree != nil {
-		return v.tree.Len()
+	if v.big != nil {
+		return v.big.n
 	}
 	return len(v.small)
 }
 
-// at is the i-th key, 0 <= i < len.
-func (v *valSet) at(i int) valKey {
-	if v.tree != nil {
-		k, _ := v.tree.GetAt(i)
-		return k
+// at is the i-th value, 0 <= i < len.
+func (v *valSet) at(i int) float64 {
+	if v.big == nil {
+		return v.small[i]
 	}
-	return v.small[i]
+	for _, b := range v.big.blocks {
+		if i < len(b) {
+			return b[i]
+		}
+		i -= len(b)
+	}
+	panic("memory: valSet.at out of range")
+}
+
+// set adds x to the first block whose last value is >= x (the last
+// block when none is), splitting the block in halves when it is full.
+func (b *valBlocks) set(x float64) {
+	bi, _ := slices.BinarySearch(b.last, x)
+	bi = min(bi, len(b.blocks)-1)
+	blk := b.blocks[bi]
+	i, _ := slices.BinarySearch(blk, x)
+	b.n++
+	if len(blk) < valBlockMax {
+		blk = slices.Insert(blk, i, x)
+		b.blocks[bi], b.last[bi] = blk, blk[len(blk)-1]
+		return
+	}
+	h := valBlockMax / 2
+	right := make([]float64, valBlockMax-h, valBlockMax)
+	copy(right, blk[h:])
+	left := blk[:h]
+	if i <= h {
+		left = slices.Insert(left, i, x)
+	} else {
+		right = slices.Insert(right, i-h, x)
+	}
+	b.blocks[bi], b.last[bi] = left, left[len(left)-1]
+	b.blocks = slices.Insert(b.blocks, bi+1, right)
+	b.last = slices.Insert(b.last, bi+1, right[len(right)-1])
+}
+
+// del removes one value equal to x, if any; a block left empty goes, and
+// one under a quarter full joins a neighbour with room.
+func (b *valBlocks) del(x float64) {
+	bi, _ := slices.BinarySearch(b.last, x)
+	if bi == len(b.blocks) {
+		return
+	}
+	blk := b.blocks[bi]
+	i, found := slices.BinarySearch(blk, x)
+	if !found {
+		return
+	}
+	b.n--
+	blk = slices.Delete(blk, i, i+1)
+	b.blocks[bi] = blk
+	switch {
+	case len(blk) == 0:
+		b.remove(bi)
+	case len(blk) < valBlockMax/4:
+		b.last[bi] = blk[len(blk)-1]
+		if bi > 0 && len(b.blocks[bi-1])+len(blk) <= valBlockMax {
+			b.blocks[bi-1] = append(b.blocks[bi-1], blk...)
+			b.last[bi-1] = b.last[bi]
+			b.remove(bi)
+		} else if bi+1 < len(b.blocks) && len(b.blocks[bi+1])+len(blk) <= valBlockMax {
+			b.blocks[bi] = append(blk, b.blocks[bi+1]...)
+			b.last[bi] = b.last[bi+1]
+			b.remove(bi + 1)
+		}
+	default:
+		b.last[bi] = blk[len(blk)-1]
+	}
+}
+
+func (b *valBlocks) remove(bi int) {
+	b.blocks = slices.Delete(b.blocks, bi, bi+1)
+	b.last = slices.Delete(b.last, bi, bi+1)
 }
 
 func monthOfIK(ik int32) int32 {
@@ -143,10 +220,13 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 		return
 	}
 	m := monthOfIK(c.ik)
+	var gbuf [16]uint32
+	geos := gbuf[:0] // once each: c may link twice to one geo, and the Import's build counts it once
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty {
+		if l.geo == selfProperty || slices.Contains(geos, l.geo) {
 			continue
 		}
+		geos = append(geos, l.geo)
 		k := monthKey{l.geo, m}
 		st := s.pf.months[k]
 		if st == nil {
@@ -164,9 +244,9 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 		if !math.IsNaN(c.valuation) {
 			st.cents += d * cents(c.valuation)
 			if add {
-				st.vals.set(valKey{c.valuation, c.slot})
+				st.vals.set(c.valuation)
 			} else {
-				st.vals.del(valKey{c.valuation, c.slot})
+				st.vals.del(c.valuation)
 			}
 		}
 		if st.count == 0 {
@@ -180,11 +260,9 @@ func (st *monthStats) median() *float64 {
 	if n == 0 {
 		return nil
 	}
-	a := st.vals.at(n / 2)
-	m := a.v
+	m := st.vals.at(n / 2)
 	if n%2 == 0 {
-		b := st.vals.at(n/2 - 1)
-		m = (a.v + b.v) / 2
+		m = (m + st.vals.at(n/2-1)) / 2
 	}
 	return &m
 }

@@ -91,3 +91,33 @@ func TestPermitMonthlyAgreesWithSearch(t *testing.T) {
 		t.Fatalf("only %d month buckets of all cases hold a permit", counted)
 	}
 }
+
+// TestPermitMonthlyCountsAPermitOnceInAGeo: a permit linked twice to one
+// geo counts once in its month stats (the unfiltered series of whole
+// months), as paging counts it, through a new version and a delete.
+func TestPermitMonthlyCountsAPermitOnceInAGeo(t *testing.T) {
+	s := newStore(t)
+	twice := func(id string, version int64, v float64) readmodel.Permit {
+		p := permit(id, "2024-03-05", zipA, version)
+		p.Valuation = &v
+		p.GeoLinks = append(p.GeoLinks, p.GeoLinks[0]) // the ZIP again
+		return p
+	}
+	q := readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(zipA), FromDate: "2024-03-01", ToDate: "2024-03-31"}
+	month := func() readmodel.MonthBucket {
+		t.Helper()
+		got, err := s.PermitMonthly(context.Background(), q)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%v %v", got, err)
+		}
+		return got[0]
+	}
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{twice("1", 1, 100), twice("2", 1, 300), permit("3", "2024-03-09", zipA, 1)}})
+	if b := month(); b.Count != 3 || b.TotalValuation != 1400 || *b.MedianValuation != 300 {
+		t.Fatalf("got %+v, want 3 permits, 1400 in all, median 300", b)
+	}
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{twice("1", 2, 5000)}, Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "test:2", Version: 2}}})
+	if b := month(); b.Count != 2 || b.TotalValuation != 6000 || *b.MedianValuation != 3000 {
+		t.Fatalf("got %+v, want 2 permits, 6000 in all, median 3000", b)
+	}
+}

@@ -2,55 +2,109 @@ package memory
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/btree"
 )
 
-// TestValSetMatchesBTree: a valSet holds the keys a B-tree given the same
-// sets and deletes holds, in the same order, below and past smallVals,
-// and loads (an Import's, in order) give the same as sets.
-func TestValSetMatchesBTree(t *testing.T) {
+// TestValSetMatchesASortedSlice: a valSet holds the values a sorted
+// slice given the same adds and deletes (one equal value each) holds,
+// while small, in blocks that split, empty, join and shrink back to
+// few, and loads (an Import's, in order) followed by adds and deletes
+// give the same as adds. Every block stays sorted, not empty, in order
+// and within valBlockMax, its last value recorded.
+func TestValSetMatchesASortedSlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var v valSet
-	ref := btree.NewBTreeG(valKeyLess)
-	check := func() {
+	check := func(v *valSet, ref []float64) {
 		t.Helper()
-		require.Equal(t, ref.Len(), v.len())
-		for i := range ref.Len() {
-			want, _ := ref.GetAt(i)
-			require.Equal(t, want, v.at(i), i)
+		require.Equal(t, len(ref), v.len())
+		for i := range ref {
+			require.Equal(t, ref[i], v.at(i), i)
 		}
-	}
-	key := func() valKey {
-		return valKey{v: float64(rng.IntN(20)) * 1000, slot: uint32(rng.IntN(200))}
-	}
-	for i := range 3000 {
-		k := key()
-		if rng.IntN(3) == 0 {
-			v.del(k)
-			ref.Delete(k)
-		} else {
-			v.set(k)
-			ref.Set(k)
+		if v.big == nil {
+			require.LessOrEqual(t, len(v.small), valBlockMax)
+			require.True(t, slices.IsSorted(v.small))
+			return
 		}
-		if i%50 == 0 || v.len() == smallVals || v.len() == smallVals+1 {
-			check()
+		require.Nil(t, v.small)
+		require.Len(t, v.big.last, len(v.big.blocks))
+		n := 0
+		for i, b := range v.big.blocks {
+			require.NotEmpty(t, b, "block %d", i)
+			require.LessOrEqual(t, len(b), valBlockMax)
+			require.True(t, slices.IsSorted(b))
+			require.Equal(t, b[len(b)-1], v.big.last[i])
+			if i > 0 {
+				require.LessOrEqual(t, v.big.last[i-1], b[0])
+			}
+			n += len(b)
 		}
+		require.Equal(t, n, v.big.n)
 	}
-	check()
-	require.NotNil(t, v.tree, "past smallVals the set is a B-tree")
+	add := func(v *valSet, ref []float64, x float64) []float64 {
+		v.set(x)
+		i, _ := slices.BinarySearch(ref, x)
+		return slices.Insert(ref, i, x)
+	}
+	del := func(v *valSet, ref []float64, x float64) []float64 {
+		v.del(x)
+		if i, found := slices.BinarySearch(ref, x); found {
+			return slices.Delete(ref, i, i+1)
+		}
+		return ref
+	}
+	value := func(spread int) float64 { return float64(rng.IntN(spread)) * 500 } // many equal values
 
-	var small, loaded valSet
-	for i := range smallVals + 10 {
-		k := valKey{v: float64(i), slot: 1}
-		small.set(k)
-		loaded.load(k)
-		require.Equal(t, small.len(), loaded.len())
-		for j := range small.len() {
-			require.Equal(t, small.at(j), loaded.at(j))
+	// Grown past a block, to many blocks, and shrunk to none, with
+	// deletes of values held and not held all along.
+	var v valSet
+	var ref []float64
+	sawBig := false
+	for phase, adds := range []int{3, 2, 1} { // in thirds: adds of every three steps
+		for i := range 4000 {
+			if rng.IntN(3) < adds {
+				ref = add(&v, ref, value(40+phase*400))
+			} else {
+				ref = del(&v, ref, value(40+phase*400))
+			}
+			sawBig = sawBig || v.big != nil
+			if i%40 == 0 || v.len() == valBlockMax || v.len() == valBlockMax+1 {
+				check(&v, ref)
+			}
+		}
+		check(&v, ref)
+	}
+	require.True(t, sawBig, "past valBlockMax the set is in blocks")
+	for len(ref) > 0 {
+		ref = del(&v, ref, ref[rng.IntN(len(ref))])
+		if len(ref)%17 == 0 {
+			check(&v, ref)
 		}
 	}
-	require.NotNil(t, loaded.tree)
+	check(&v, ref)
+	for range 2 * valBlockMax { // and grown again
+		ref = add(&v, ref, value(1000))
+	}
+	check(&v, ref)
+
+	// Loads in order, then adds and deletes, give what adds give.
+	for _, n := range []int{5, valBlockFill, valBlockFill + 1, 1000} {
+		var loaded valSet
+		var lref []float64
+		for i := range n {
+			x := float64(i / 3) // equal values too
+			loaded.load(x)
+			lref = append(lref, x)
+		}
+		check(&loaded, lref)
+		for range 300 {
+			if rng.IntN(2) == 0 {
+				lref = add(&loaded, lref, value(n/2))
+			} else {
+				lref = del(&loaded, lref, float64(rng.IntN(n/3+1)))
+			}
+		}
+		check(&loaded, lref)
+	}
 }
