@@ -157,47 +157,58 @@ func (s *side) markPosted(c *cpermit, add bool) {
 //
 // Its kept postings are written together (writeAll: their seeks in lock
 // step), each once though c may link twice to one geo; its dense ones
-// count it, once each too (permit_dense.go).
+// count it, once each too (permit_dense.go). The postings are found a
+// step at a time, as the seeks are: every key, then every lookup (each
+// a cache miss into a large map, none waiting on another), then every
+// posting's header.
 func (s *side) lanePostings(c *cpermit, add bool) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
-	var buf, dbuf [32]*blockSet
-	var kbuf, dkbuf [32]fkey
-	sets, keys := buf[:0], kbuf[:0]
-	dense, dkeys := dbuf[:0], dkbuf[:0]
+	var kbuf [32]fkey
+	keys := kbuf[:0]
 	for _, l := range s.pi.links.get(c.links) {
 		if l.geo == selfProperty || !s.pf.posted[l.geo] {
 			continue
 		}
 		for _, x := range kv {
-			k := fkey{l.geo, x.f, x.v}
-			var t *blockSet
-			if add {
-				t = s.posting(k).t
-			} else if p, ok := s.pf.postings[k]; ok {
-				t = p.t
-			} else {
-				continue
+			if k := (fkey{l.geo, x.f, x.v}); !slices.Contains(keys, k) {
+				keys = append(keys, k)
 			}
-			switch {
-			case t.dense:
-				if !slices.Contains(dense, t) {
-					dense, dkeys = append(dense, t), append(dkeys, k)
-				}
-			case !slices.Contains(sets, t):
-				sets, keys = append(sets, t), append(keys, k)
-			}
+		}
+	}
+	var tbuf [32]*blockSet
+	ts := tbuf[:0]
+	for _, k := range keys {
+		ts = append(ts, s.pf.postings[k].t) // nil: none
+	}
+	var dbuf [32]bool
+	dense := dbuf[:0]
+	for i, t := range ts {
+		if t == nil && add {
+			t = s.posting(keys[i]).t
+			ts[i] = t
+		}
+		dense = append(dense, t != nil && t.dense)
+	}
+	var sbuf [32]*blockSet
+	sets := sbuf[:0]
+	for i, t := range ts {
+		if t != nil && !dense[i] {
+			sets = append(sets, t)
 		}
 	}
 	writeAll(sets, c, add)
-	for i, t := range dense {
-		t.count(add)
-		s.duePosting(dkeys[i], t)
-	}
-	if add {
-		for i, t := range sets {
+	for i, t := range ts {
+		switch {
+		case t == nil:
+		case dense[i]:
+			t.count(add)
+			s.duePosting(keys[i], t)
+		case add:
 			s.duePosting(keys[i], t)
 		}
+	}
+	if add {
 		return
 	}
 	for _, l := range s.pi.links.get(c.links) { // a posting left empty goes
