@@ -249,11 +249,11 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 			s.pf.postings[k].t.setMark(n)
 		}
 	}
-	s.buildValueTree(geo, t)
+	s.buildValueOrder(geo, t)
 }
 
-// buildValueTree makes geo's valuation order from its set t.
-func (s *side) buildValueTree(geo uint32, t treeSet) {
+// buildValueOrder makes geo's valuation order from its set t.
+func (s *side) buildValueOrder(geo uint32, t treeSet) {
 	vs := make([]valued, 0, t.size())
 	t.t.scan(func(k pkey) bool {
 		c := t.t.permit(k)
