@@ -215,6 +215,10 @@ func monthOfIK(ik int32) int32 {
 
 func cents(v float64) int64 { return int64(math.Round(v * 100)) }
 
+// indexMonthly adds c to (add) or removes it from its geos' stats of
+// its month. The stats are looked up a step at a time (every geo's, then
+// the writes): each lookup into the large map of a big store is a cache
+// miss, and none waits on another (as lanePostings does).
 func (s *side) indexMonthly(c *cpermit, add bool) {
 	if c.ik == undated || s.lean { // a lean side has none (permit_bulk.go)
 		return
@@ -223,22 +227,27 @@ func (s *side) indexMonthly(c *cpermit, add bool) {
 	var gbuf [16]uint32
 	geos := gbuf[:0] // once each: c may link twice to one geo, and the Import's build counts it once
 	for _, l := range s.pi.links.get(c.links) {
-		if l.geo == selfProperty || slices.Contains(geos, l.geo) {
-			continue
+		if l.geo != selfProperty && !slices.Contains(geos, l.geo) {
+			geos = append(geos, l.geo)
 		}
-		geos = append(geos, l.geo)
-		k := monthKey{l.geo, m}
-		st := s.pf.months[k]
+	}
+	var sbuf [16]*monthStats
+	sts := sbuf[:0]
+	for _, g := range geos {
+		sts = append(sts, s.pf.months[monthKey{g, m}]) // nil: none
+	}
+	d := int64(1)
+	if !add {
+		d = -1
+	}
+	for i, st := range sts {
+		k := monthKey{geos[i], m}
 		if st == nil {
 			if !add {
 				continue
 			}
 			st = &monthStats{}
 			s.pf.months[k] = st
-		}
-		d := int64(1)
-		if !add {
-			d = -1
 		}
 		st.count += d
 		if !math.IsNaN(c.valuation) {
