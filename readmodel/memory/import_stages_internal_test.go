@@ -103,10 +103,10 @@ func TestDeferredGeoListsMakeTheSets(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) || set.size() != len(want) {
 				t.Fatalf("zip:1 holds %v (size %d), want %v", got, set.size(), want)
 			}
-			if len(d.pf.months) != 3 {
-				t.Fatalf("%d month stats, want 3", len(d.pf.months))
+			if n := d.pf.months.count(); n != 3 {
+				t.Fatalf("%d month stats, want 3", n)
 			}
-			if m := d.pf.months[monthKey{d.pi.syms.ids["zip:1"], 2024*12 + 2}]; m == nil || m.count != 2 {
+			if m := d.pf.months.get(d.pi.syms.ids["zip:1"], 2024*12+2); m == nil || m.count != 2 {
 				t.Fatalf("March 2024 of zip:1: %+v, want 2 permits", m)
 			}
 		})

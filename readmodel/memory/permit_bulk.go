@@ -236,7 +236,7 @@ type geoBuilder struct {
 	dense    map[uint32][]fkey
 	byValue  map[uint32]*valueOrder
 	posted   map[uint32]bool
-	months   map[monthKey]*monthStats
+	months   monthIndex
 	byVal    []valued
 	valKeys  []pkey // a valuation order's block keys
 	vals     []float64
@@ -259,7 +259,7 @@ type pendPosting struct{ keys []pkey }
 func newGeoBuilder(s *side, own bool) *geoBuilder {
 	b := &geoBuilder{s: s, postings: s.pf.postings, dense: s.pf.dense, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
 	if !own {
-		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]*valueOrder{}, map[uint32]bool{}, map[monthKey]*monthStats{}
+		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]*valueOrder{}, map[uint32]bool{}, monthIndex{}
 	}
 	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
@@ -451,10 +451,13 @@ func valueOrderOfSorted(slab *permitSlab, vs []valued, keys []pkey) (*valueOrder
 // buildMonths builds the month stats of geo, whose permits are items.
 func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 	// Dated items come month by month (newest first), undated ones last.
+	gm := &geoMonths{}
 	for i := 0; i < len(items) && items[i].ik != undated; {
 		m := monthOfIK(items[i].ik)
 		lo := -monthFirstDay(m) // the largest ik of month m
-		st := &monthStats{}
+		gm.months = append(gm.months, m)
+		gm.stats = append(gm.stats, monthStats{})
+		st := &gm.stats[len(gm.stats)-1]
 		vals := b.vals[:0]
 		for ; i < len(items) && items[i].ik <= lo; i++ {
 			c := items[i]
@@ -468,9 +471,13 @@ func (b *geoBuilder) buildMonths(geo uint32, items []*cpermit) {
 		for _, v := range vals {
 			st.vals.load(v)
 		}
-		b.months[monthKey{geo, m}] = st
 		clear(vals)
 		b.vals = vals[:0]
+	}
+	if len(gm.months) > 0 {
+		slices.Reverse(gm.months) // ascending
+		slices.Reverse(gm.stats)
+		b.months[geo] = gm
 	}
 }
 
@@ -537,7 +544,7 @@ func (s *side) buildLeanGeos() {
 	s.pf.dense = map[uint32][]fkey{}
 	s.pf.byValue = map[uint32]*valueOrder{}
 	s.pf.posted = map[uint32]bool{}
-	s.pf.months = map[monthKey]*monthStats{}
+	s.pf.months = monthIndex{}
 	if lists := s.leanLists; lists != nil {
 		s.leanLists = nil
 		newGeoBuild(s, lists, geoDerived).wait(s)

@@ -79,18 +79,18 @@ type fkey struct {
 // form of every symbol a filterable field holds (readers look folds up
 // instead of folding per candidate).
 type permitFilterIndex struct {
-	postings map[fkey]treeSet         // kept and dense (permit_dense.go)
-	posted   map[uint32]bool          // geos with postings (postingMin)
-	dense    map[uint32][]fkey        // a posted geo's dense postings
-	fold     map[uint32]string        // symbol -> FoldValue (type, work type, status)
-	ckey     map[uint32]string        // symbol -> ContractorKey
-	foldID   map[uint32]uint32        // symbol -> valID of its FoldValue
-	ckeyID   map[uint32]uint32        // symbol -> valID of its ContractorKey
-	vals     map[string]uint32        // a fold or contractor key -> its valID (1 on; "" is 0, not indexed)
-	text     textIndex                // permit_text.go
-	byValue  map[uint32]*valueOrder   // permit_sort.go
-	cells    map[cellKey]slotKeys     // permit_geo.go
-	months   map[monthKey]*monthStats // permit_monthly.go
+	postings map[fkey]treeSet       // kept and dense (permit_dense.go)
+	posted   map[uint32]bool        // geos with postings (postingMin)
+	dense    map[uint32][]fkey      // a posted geo's dense postings
+	fold     map[uint32]string      // symbol -> FoldValue (type, work type, status)
+	ckey     map[uint32]string      // symbol -> ContractorKey
+	foldID   map[uint32]uint32      // symbol -> valID of its FoldValue
+	ckeyID   map[uint32]uint32      // symbol -> valID of its ContractorKey
+	vals     map[string]uint32      // a fold or contractor key -> its valID (1 on; "" is 0, not indexed)
+	text     textIndex              // permit_text.go
+	byValue  map[uint32]*valueOrder // permit_sort.go
+	cells    map[cellKey]slotKeys   // permit_geo.go
+	months   monthIndex             // permit_monthly.go
 	// The postings and the geos due a density check after the batch
 	// (permit_dense.go): the postings lane's and the main lane's.
 	postCheck []fkey
@@ -98,7 +98,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]*valueOrder{}, cells: map[cellKey]slotKeys{}, months: map[monthKey]*monthStats{}}
+	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]*valueOrder{}, cells: map[cellKey]slotKeys{}, months: monthIndex{}}
 }
 
 // foldSymID is the valID of the symbol's FoldValue (0 for an empty

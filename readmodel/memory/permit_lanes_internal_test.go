@@ -176,12 +176,21 @@ func permitIndexDump(s *side) map[string][]string {
 		}
 		out["value "+s.pi.syms.str(g)] = l
 	}
-	for k, st := range s.pf.months {
-		l := []string{fmt.Sprint(st.count, st.cents)}
-		for i := range st.vals.len() {
-			l = append(l, fmt.Sprint(st.vals.at(i)))
+	for g, gm := range s.pf.months {
+		if !slices.IsSorted(gm.months) || len(gm.months) != len(gm.stats) || len(gm.months) == 0 {
+			panic(fmt.Sprintf("month stats of %s: months %v, %d stats", s.pi.syms.str(g), gm.months, len(gm.stats)))
 		}
-		out[fmt.Sprintf("month %s %d", s.pi.syms.str(k.geo), k.month)] = l
+		for j, m := range gm.months {
+			st := &gm.stats[j]
+			if st.count == 0 {
+				panic(fmt.Sprintf("month %d of %s: no permits, kept", m, s.pi.syms.str(g)))
+			}
+			l := []string{fmt.Sprint(st.count, st.cents)}
+			for i := range st.vals.len() {
+				l = append(l, fmt.Sprint(st.vals.at(i)))
+			}
+			out[fmt.Sprintf("month %s %d", s.pi.syms.str(g), m)] = l
+		}
 	}
 	return out
 }
