@@ -37,9 +37,13 @@ import (
 // ("filled-heap-MB") and the collector's CPU time for one collection of
 // it with nothing else running ("filled-gc-cpu-s"); per round, the bytes
 // allocated, the collections and the collector's CPU time
-// ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s"), and the process's CPU
+// ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s"), the process's CPU
 // time over the round's wall time ("<round>-cores": under the machine's
-// cores, the round waited on one goroutine's work rather than on CPU).
+// cores, the round waited on one goroutine's work rather than on CPU),
+// and the fetches whose answer missed kafka-go's deadline, each fetched
+// again ("<round>-fetch-timeouts": the broker in process builds answers
+// of up to 16 MiB in memory, and while a collection of the big store
+// runs, its allocations wait on marking; a real broker streams them).
 // PERMITD_BENCH_FULL_CPUPROFILE=path writes a CPU profile of the round
 // into the big store, PERMITD_BENCH_EMPTY_CPUPROFILE one of the round
 // into the empty store (the two compared show where the big store's
@@ -167,6 +171,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 // collection costs more".
 type roundCost struct {
 	allocMB, cycles, gcCPU float64
+	timeouts               int64 // fetchTimeouts
 	cpu                    time.Duration // the process's CPU time
 	wall                   time.Time     // at the start; since: the round's wall time in cores
 	cores                  float64
@@ -181,7 +186,7 @@ func readRoundCost() roundCost {
 	}
 	metrics.Read(s)
 	return roundCost{allocMB: float64(s[0].Value.Uint64()) / (1 << 20), cycles: float64(s[1].Value.Uint64()), gcCPU: s[2].Value.Float64(),
-		cpu: cpuTime(), wall: time.Now()}
+		timeouts: fetchTimeouts.Load(), cpu: cpuTime(), wall: time.Now()}
 }
 
 func startRoundCost() roundCost { return readRoundCost() }
@@ -189,7 +194,7 @@ func startRoundCost() roundCost { return readRoundCost() }
 func (c roundCost) since() roundCost {
 	n := readRoundCost()
 	return roundCost{allocMB: n.allocMB - c.allocMB, cycles: n.cycles - c.cycles, gcCPU: n.gcCPU - c.gcCPU,
-		cores: (n.cpu - c.cpu).Seconds() / n.wall.Sub(c.wall).Seconds()}
+		timeouts: n.timeouts - c.timeouts, cores: (n.cpu - c.cpu).Seconds() / n.wall.Sub(c.wall).Seconds()}
 }
 
 func (c roundCost) report(b *testing.B, round string) {
@@ -197,6 +202,7 @@ func (c roundCost) report(b *testing.B, round string) {
 	b.ReportMetric(c.cycles, round+"-gc-cycles")
 	b.ReportMetric(c.gcCPU, round+"-gc-cpu-s")
 	b.ReportMetric(c.cores, round+"-cores")
+	b.ReportMetric(float64(c.timeouts), round+"-fetch-timeouts")
 }
 
 // fillStore fills a store with the gazetteer and full generated permits

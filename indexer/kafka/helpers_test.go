@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,12 +34,45 @@ var (
 	permitTopic = events.Topics()[1] // permitd.permits.v1
 )
 
-// testLogger is quiet unless PERMITD_TEST_LOG is set.
+// testLogger is quiet unless PERMITD_TEST_LOG is set. It counts the
+// fetches kafka-go gave up on (fetchTimeouts).
 func testLogger() *slog.Logger {
 	if os.Getenv("PERMITD_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		return slog.New(timeoutCounter{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})})
 	}
-	return slog.New(slog.DiscardHandler)
+	return slog.New(timeoutCounter{slog.DiscardHandler})
+}
+
+// fetchTimeouts counts kafka-go's warnings of a fetch whose answer did
+// not come by its deadline ("i/o timeout"): kafka-go then dials again
+// and fetches the same offset anew, so the broker builds that answer
+// again. The benchmarks report them per round (roundCost).
+var fetchTimeouts atomic.Int64
+
+// timeoutCounter is a slog.Handler that counts fetchTimeouts and passes
+// every record on to h.
+type timeoutCounter struct{ h slog.Handler }
+
+func (t timeoutCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || t.h.Enabled(ctx, l)
+}
+
+func (t timeoutCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, "i/o timeout") {
+		fetchTimeouts.Add(1)
+	}
+	if !t.h.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return t.h.Handle(ctx, r)
+}
+
+func (t timeoutCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return timeoutCounter{t.h.WithAttrs(as)}
+}
+
+func (t timeoutCounter) WithGroup(name string) slog.Handler {
+	return timeoutCounter{t.h.WithGroup(name)}
 }
 
 // broker is an in-process Kafka (kfake) with the permitd topics.
