@@ -171,7 +171,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 // collection costs more".
 type roundCost struct {
 	allocMB, cycles, gcCPU float64
-	timeouts               int64 // fetchTimeouts
+	timeouts               int64         // fetchTimeouts
 	cpu                    time.Duration // the process's CPU time
 	wall                   time.Time     // at the start; since: the round's wall time in cores
 	cores                  float64
