@@ -26,6 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(brokerProcessEnv) == "1" { // brokerprocess_test.go
+		os.Exit(serveBrokerProcess())
+	}
 	goleak.VerifyTestMain(m)
 }
 

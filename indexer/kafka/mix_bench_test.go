@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -76,21 +77,36 @@ func buildMix(permits int) (mixData, error) {
 	return d, err
 }
 
-// newMixBroker is a kfake cluster holding the mix on the default topics.
-//
-// PERMITD_BENCH_BROKER=host:port uses that broker instead (a separate
-// process, such as ../shared/tools/kfake-broker; it must hold none of
-// the topics' messages yet): the in-process broker's own allocations are
-// about half of a round's into an empty store, and bring collections the
-// round then pays for.
+// Where a benchmark's broker runs (PERMITD_BENCH_BROKER): in this
+// process (kfake), in a process of its own (this test binary as a
+// broker, brokerprocess_test.go), or at host:port.
+const (
+	brokerInProcess = "in-process"
+	brokerProcess   = "process"
+)
+
+// newMixBroker is a broker holding the mix on the default topics, where
+// PERMITD_BENCH_BROKER says: by default (=process) a process of its own,
+// this test binary started as a broker (startBrokerProcess), as a real
+// broker is never part of the indexer's process; =in-process runs kfake
+// in this process; =host:port uses that broker (a separate process, such
+// as ../shared/tools/kfake-broker; it must hold none of the topics'
+// messages yet). In process, the broker's allocations are about half of
+// a round's, and the collections they bring hold back this process: the
+// raw round's kafka-go reading most (ingest/raw 0.4765 and 0.5045 in
+// process against 0.3231 and 0.3389 with the broker a process, the
+// ingest itself 128k and 138k against 148k and 169k events/s;
+// thirty-eighth session, docs/kafka.md).
 func newMixBroker(tb testing.TB, d mixData) []string {
 	tb.Helper()
-	if addr := os.Getenv("PERMITD_BENCH_BROKER"); addr != "" {
-		addrs := []string{addr}
-		require.NoError(tb, kafka.CreateTopics(context.Background(), addrs, 1, kafka.DefaultTopics()...))
-		require.Empty(tb, watermarks(tb, addrs), "PERMITD_BENCH_BROKER holds messages already: start it afresh")
-		publishMix(tb, addrs, d)
-		return addrs
+	where := cmp.Or(os.Getenv("PERMITD_BENCH_BROKER"), brokerProcess)
+	switch where {
+	case brokerProcess:
+		addr, _ := startBrokerProcess(tb)
+		return brokerWithMix(tb, addr, d)
+	case brokerInProcess:
+	default:
+		return brokerWithMix(tb, where, d)
 	}
 	opts := []kfake.Opt{kfake.NumBrokers(1)}
 	for _, tc := range kafka.DefaultTopics() {
@@ -100,6 +116,17 @@ func newMixBroker(tb testing.TB, d mixData) []string {
 	require.NoError(tb, err)
 	tb.Cleanup(c.Close)
 	addrs := c.ListenAddrs()
+	publishMix(tb, addrs, d)
+	return addrs
+}
+
+// brokerWithMix creates the default topics on the broker at addr, which
+// must hold none of their messages yet, and publishes the mix to it.
+func brokerWithMix(tb testing.TB, addr string, d mixData) []string {
+	tb.Helper()
+	addrs := []string{addr}
+	require.NoError(tb, kafka.CreateTopics(context.Background(), addrs, 1, kafka.DefaultTopics()...))
+	require.Empty(tb, watermarks(tb, addrs), "the broker at %s holds messages already: start it afresh", addr)
 	publishMix(tb, addrs, d)
 	return addrs
 }
@@ -241,8 +268,9 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 	return out
 }
 
-// BenchmarkIngestMix measures the real event mix from kfake into an
-// empty memory backend through the consumer in replay mode ("events/s"),
+// BenchmarkIngestMix measures the real event mix from a broker
+// (newMixBroker: by default a process of its own) into an empty memory
+// backend through the consumer in replay mode ("events/s"),
 // against the raw kafka-go consume rate of the same messages with the
 // same readers ("raw-events/s"), alternating rounds in one run; every
 // clock runs from start until every partition is read to its end offset.
@@ -257,9 +285,10 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // share of the mix, and how many messages per round waited for their
 // location ("relinked/round": 0, as replay mode holds the other topics
 // until the locations topic reached its start watermark). "ingest-cores"
-// and "raw-cores" are the process's CPU time over the wall time of the
-// ingest and raw rounds (the in-process broker included): below the
-// machine's cores, a run is bound by waiting rather than by CPU.
+// and "raw-cores" are this process's CPU time over the wall time of the
+// ingest and raw rounds (a broker process's not counted; an in-process
+// one's included): below the machine's cores, a run is bound by waiting
+// rather than by CPU.
 //
 // PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
 // round's ingest (events/s's clock, one side).
@@ -391,7 +420,7 @@ func profileRound(tb testing.TB, env string, on bool) func() {
 // BenchmarkRestart compares two restarts of the memory backend holding
 // the gazetteer and PERMITD_BENCH_RESTART_PERMITS generated permits with
 // their properties (default 1,000,000): a full replay of every partition
-// from kfake ("replay-s", as without a snapshot: one side first, ready to
+// from the broker (newMixBroker) ("replay-s", as without a snapshot: one side first, ready to
 // read; "replay-settled-s" once its second side is in place too) against loading a
 // snapshot of the same state and replaying from its offsets ("snapshot-s",
 // the load, the apply and the consumer reaching the watermarks: ready to

@@ -1,0 +1,104 @@
+package kafka_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/permitd/permitd/indexer/kafka"
+)
+
+// brokerProcessEnv, set to 1 in this test binary's environment, makes it
+// a Kafka-protocol broker instead of a test run (TestMain): a separate
+// process with its own heap and collector, as a real broker is.
+const brokerProcessEnv = "PERMITD_TEST_BROKER_PROCESS"
+
+// serveBrokerProcess runs kfake as a single broker on a loopback port
+// with its default limits, prints the broker's address on stdout, and
+// returns (the process exits) once stdin is closed: by
+// startBrokerProcess's cleanup, or by the end of its parent, however it
+// ends (kill -9 included), so no broker outlives its benchmark.
+func serveBrokerProcess() int {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "broker process:", err)
+		return 1
+	}
+	defer c.Close()
+	fmt.Println(c.ListenAddrs()[0])
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// startBrokerProcess starts this test binary as a broker process
+// (serveBrokerProcess) and returns its address and process id. It holds
+// no topics: the caller creates them. The process is stopped when tb
+// ends.
+func startBrokerProcess(tb testing.TB) (addr string, pid int) {
+	tb.Helper()
+	exe, err := os.Executable()
+	require.NoError(tb, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), brokerProcessEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(tb, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	stopped := make(chan struct{})
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-stopped
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	go func() {
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(stopped)
+	}()
+	require.NoError(tb, err, "the broker process printed no address")
+	addr = strings.TrimSpace(line)
+	tb.Logf("broker process %d on %s", cmd.Process.Pid, addr)
+	return addr, cmd.Process.Pid
+}
+
+// TestBrokerProcess starts a broker process, publishes to it and reads
+// the messages back, and checks that the process ends with its test.
+func TestBrokerProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("tells a live process by /proc")
+	}
+	var pid int
+	t.Run("serves", func(t *testing.T) {
+		var addr string
+		addr, pid = startBrokerProcess(t)
+		require.DirExists(t, fmt.Sprintf("/proc/%d", pid))
+		var d mixData
+		for i := range 50 {
+			d.recs = append(d.recs, kafka.Record{Topic: locTopic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"n":%d}`, i)})
+		}
+		addrs := brokerWithMix(t, addr, d)
+		total := int64(0)
+		for _, end := range watermarks(t, addrs) {
+			total += end
+		}
+		require.Equal(t, int64(50), total)
+		require.Positive(t, rawConsumeAll(t, addrs, watermarks(t, addrs)))
+	})
+	// The subtest's cleanup stopped the process and waited for it.
+	require.NoDirExists(t, fmt.Sprintf("/proc/%d", pid), "the broker process outlived its test")
+}
