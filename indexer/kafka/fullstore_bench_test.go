@@ -97,8 +97,8 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	// ran slower than its later ones into the same empty store (33,683
 	// against 57,237 events/s at 5M permits; 36,256 against 58,489 with
 	// a store of 1,000), and the full round, never first, was compared
-	// with it (the heap's memory taken from the system for the first
-	// time, the broker's first answers).
+	// with it (probably the heap's pages faulted in for the first time,
+	// and the broker's first answers; not measured apart).
 	warm, _ := ingestMix(b, addrs, memstore.New(), false)
 	b.ResetTimer()
 	runtime.GC()
