@@ -99,25 +99,17 @@ const (
 // thirty-eighth session, docs/kafka.md).
 func newMixBroker(tb testing.TB, d mixData) []string {
 	tb.Helper()
-	where := cmp.Or(os.Getenv("PERMITD_BENCH_BROKER"), brokerProcess)
-	switch where {
+	addr := cmp.Or(os.Getenv("PERMITD_BENCH_BROKER"), brokerProcess)
+	switch addr {
 	case brokerProcess:
-		addr, _ := startBrokerProcess(tb)
-		return brokerWithMix(tb, addr, d)
+		addr, _ = startBrokerProcess(tb)
 	case brokerInProcess:
-	default:
-		return brokerWithMix(tb, where, d)
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		require.NoError(tb, err)
+		tb.Cleanup(c.Close)
+		addr = c.ListenAddrs()[0]
 	}
-	opts := []kfake.Opt{kfake.NumBrokers(1)}
-	for _, tc := range kafka.DefaultTopics() {
-		opts = append(opts, kfake.SeedTopics(int32(tc.Partitions), tc.Name))
-	}
-	c, err := kfake.NewCluster(opts...)
-	require.NoError(tb, err)
-	tb.Cleanup(c.Close)
-	addrs := c.ListenAddrs()
-	publishMix(tb, addrs, d)
-	return addrs
+	return brokerWithMix(tb, addr, d)
 }
 
 // brokerWithMix creates the default topics on the broker at addr, which
