@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +75,24 @@ func startBrokerProcess(tb testing.TB) (addr string, exited <-chan struct{}) {
 	require.NoError(tb, err, "the broker process printed no address")
 	addr = strings.TrimSpace(line)
 	tb.Logf("broker process %d on %s", cmd.Process.Pid, addr)
+	brokerPIDs.Store(addr, cmd.Process.Pid)
+	tb.Cleanup(func() { brokerPIDs.Delete(addr) })
 	return addr, stopped
+}
+
+// brokerPIDs maps the address of each running broker process
+// (startBrokerProcess) to its process id.
+var brokerPIDs sync.Map
+
+// brokerCPU is the CPU time the broker process at addrs[0] used so far;
+// false when the broker is not a process this binary started (in process,
+// or a caller's) or its time cannot be read (processCPU: Linux only).
+func brokerCPU(addrs []string) (time.Duration, bool) {
+	pid, ok := brokerPIDs.Load(addrs[0])
+	if !ok {
+		return 0, false
+	}
+	return processCPU(pid.(int))
 }
 
 // TestBrokerProcess starts a broker process, publishes to it and reads

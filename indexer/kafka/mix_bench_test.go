@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -293,9 +294,11 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // location ("relinked/round": 0, as replay mode holds the other topics
 // until the locations topic reached its start watermark). "ingest-cores"
 // and "raw-cores" are this process's CPU time over the wall time of the
-// ingest and raw rounds (a broker process's not counted; an in-process
-// one's included): below the machine's cores, a run is bound by waiting
-// rather than by CPU.
+// ingest and raw rounds (an in-process broker's included);
+// "ingest-broker-cores" and "raw-broker-cores" are a broker process's,
+// when this binary started it (Linux): where the two sum to less than
+// the machine's cores, a round is bound by waiting rather than by CPU.
+// Each round's rates and cores are logged.
 //
 // PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
 // round's ingest (events/s's clock, one side).
@@ -310,20 +313,29 @@ func BenchmarkIngestMix(b *testing.B) {
 	hwm := watermarks(b, addrs)
 	n := len(d.recs)
 	rounds := max(b.N, 3)
-	var ingest, settled, live, raw, ingestCPU, rawCPU time.Duration
+	var ingest, settled, live, raw time.Duration
+	var ingestCPU, rawCPU cpuUse
 	var relinked int64
 	b.ResetTimer()
 	for round := range rounds {
-		cpu := cpuTime()
-		raw += rawConsumeAll(b, addrs, hwm)
-		rawCPU += cpuTime() - cpu
+		// Each round starts without the last one's garbage (its stores):
+		// a serve process replays from a fresh heap, and a collection of
+		// that garbage timed in the next round was charged to it.
+		collect(b)
+		at := cpuAt(addrs)
+		took := rawConsumeAll(b, addrs, hwm)
+		raw += took
+		use := rawCPU.add(at, cpuAt(addrs))
+		b.Logf("round %d: raw %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
+		collect(b)
 		store := memstore.New()
 		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == 0)
-		cpu = cpuTime()
+		at = cpuAt(addrs)
 		start := time.Now()
 		took, p := ingestMix(b, addrs, store, true)
-		ingestCPU += cpuTime() - cpu
+		use = ingestCPU.add(at, cpuAt(addrs))
 		stop()
+		b.Logf("round %d: ingest %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
 		ingest += took
 		store.Settle()
 		settled += time.Since(start)
@@ -332,6 +344,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		require.NoError(b, err)
 		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
 		store = nil
+		collect(b)
 		took, _ = ingestMix(b, addrs, memstore.New(), false)
 		live += took
 	}
@@ -349,9 +362,13 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
 	b.ReportMetric(float64(leanReads.Microseconds())/1000, "lean-reads-ms")
 	b.ReportMetric(float64(wholeReads.Microseconds())/1000, "whole-reads-ms")
-	if ingestCPU > 0 {
-		b.ReportMetric(ingestCPU.Seconds()/ingest.Seconds(), "ingest-cores")
-		b.ReportMetric(rawCPU.Seconds()/raw.Seconds(), "raw-cores")
+	if ingestCPU.own > 0 {
+		b.ReportMetric(ingestCPU.own.Seconds()/ingest.Seconds(), "ingest-cores")
+		b.ReportMetric(rawCPU.own.Seconds()/raw.Seconds(), "raw-cores")
+	}
+	if ingestCPU.brokerKnown {
+		b.ReportMetric(ingestCPU.broker.Seconds()/ingest.Seconds(), "ingest-broker-cores")
+		b.ReportMetric(rawCPU.broker.Seconds()/raw.Seconds(), "raw-broker-cores")
 	}
 	for _, s := range events.TopicSpecs {
 		if r, ok := rates[s.Family]; ok {
@@ -386,6 +403,45 @@ func mixReads(b *testing.B, addrs []string) (lean, whole time.Duration) {
 	whole, second := reads()
 	require.Equal(b, first, second, "the lean side's answers")
 	return lean, whole
+}
+
+// collect runs a full collection with b's timer stopped.
+func collect(b *testing.B) {
+	b.StopTimer()
+	runtime.GC()
+	b.StartTimer()
+}
+
+// cpuUse is CPU time used in a benchmark's timed parts: by this process,
+// and by the broker when it is a process this binary started (brokerCPU).
+type cpuUse struct {
+	own, broker time.Duration
+	brokerKnown bool
+}
+
+// cpuAt is the CPU time this process and the broker at addrs have used
+// so far (see cpuUse).
+func cpuAt(addrs []string) cpuUse {
+	broker, ok := brokerCPU(addrs)
+	return cpuUse{own: cpuTime(), broker: broker, brokerKnown: ok}
+}
+
+// add adds the use from start to end to u and returns it.
+func (u *cpuUse) add(start, end cpuUse) cpuUse {
+	d := cpuUse{own: end.own - start.own, broker: end.broker - start.broker, brokerKnown: start.brokerKnown && end.brokerKnown}
+	u.own += d.own
+	u.broker += d.broker
+	u.brokerKnown = d.brokerKnown
+	return d
+}
+
+// cores says how many cores u kept busy over wall, for the log.
+func (u cpuUse) cores(wall time.Duration) string {
+	s := fmt.Sprintf("cores: %.2f in this process", u.own.Seconds()/wall.Seconds())
+	if u.brokerKnown {
+		s += fmt.Sprintf(", %.2f in the broker's", u.broker.Seconds()/wall.Seconds())
+	}
+	return s
 }
 
 // serveGC sets the collector's target as serve sets it in this
