@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,9 @@ import (
 const brokerProcessEnv = "PERMITD_TEST_BROKER_PROCESS"
 
 // serveBrokerProcess runs kfake as a single broker on a loopback port
-// with its default limits, prints the broker's address on stdout, and
+// with its default limits (and a CPU profile of its whole life into the
+// file PERMITD_BENCH_BROKER_CPUPROFILE names), prints the broker's
+// address on stdout, and
 // returns (the process exits) once stdin is closed: by
 // startBrokerProcess's cleanup, or by the end of its parent, however it
 // ends (kill -9 included), so no broker outlives its benchmark.
@@ -34,6 +37,13 @@ func serveBrokerProcess() int {
 		return 1
 	}
 	defer c.Close()
+	if path := os.Getenv("PERMITD_BENCH_BROKER_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	fmt.Println(c.ListenAddrs()[0])
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
