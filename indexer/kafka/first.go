@@ -22,7 +22,8 @@ import (
 // Replay mode holds the other topics at the same gate, deciding from its
 // own positions (it owns every partition; firstCaughtUp): once the First
 // partitions reached their start watermarks, Settle runs and every topic
-// flows. Letting every topic flow at once instead made a replay park most
+// flows. Their readers start only then (consume), so the broker serves
+// the First topics alone until the gate opens. Letting every topic flow at once instead made a replay park most
 // dependent messages inside the indexer (their locations not read yet)
 // and project them twice, keeping copies meanwhile: on the real mix more
 // than half of them, for no gain, as the gate only reorders work the

@@ -2,10 +2,14 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
@@ -121,4 +125,64 @@ func TestLocationsPublishedWhileRunning(t *testing.T) {
 			require.Zero(t, ix.Progress().Parked)
 		})
 	}
+}
+
+// TestReplayFetchesDependentTopicsAfterLocations: in replay mode a
+// partition of a dependent topic is not fetched before the locations
+// topic reached its start watermark. Its messages could not be handled
+// before then, and a broker that serves requests in turn (or a client's
+// fetch quota) would spend on them what the locations need first. While
+// the locations are held, no fetch request names the permits topic, and
+// the lag still counts the permits waiting; once released, everything is
+// handled.
+func TestReplayFetchesDependentTopicsAfterLocations(t *testing.T) {
+	b := newBroker(t, 1)
+	b.publish(locations(t, "l", 20, 1)...)
+	var permits []events.Envelope
+	for i := range 30 {
+		permits = append(permits, permit(t, fmt.Sprintf("P%d", i), 1))
+	}
+	b.publish(permits...)
+	var mu sync.Mutex
+	fetched := map[string]int{}
+	b.cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.cluster.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tp := range req.(*kmsg.FetchRequest).Topics {
+			fetched[tp.Topic]++
+		}
+		return nil, nil, false
+	})
+	fetches := func(topic string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return fetched[topic]
+	}
+	release := make(chan struct{})
+	var held atomic.Bool
+	var h handled
+	c := start(t, fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+		if msgs[0].Topic == locTopic {
+			held.Store(true)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		h.record(msgs)
+		return nil
+	}))
+	eventually(t, 10*time.Second, "a batch of locations held", held.Load)
+	// The permits' readers would have fetched within milliseconds of the
+	// start; give them ten times that.
+	time.Sleep(300 * time.Millisecond)
+	require.Zero(t, fetches(permitTopic), "the permits topic fetched while the locations are held")
+	require.Positive(t, fetches(locTopic))
+	require.Equal(t, int64(len(permits)+len(locations(t, "l", 20, 1))), c.Lag(), "the lag counts every message waiting, the permits' included")
+	close(release)
+	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
+	require.Positive(t, fetches(permitTopic))
+	require.Equal(t, len(permits), count(h.snapshot(), permitTopic))
 }

@@ -23,6 +23,17 @@ type commitFunc func(next int64) error
 // owner (or the next start) to read again.
 func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit commitFunc) {
 	log := c.log.With("topic", p.topic, "partition", p.id)
+	// Replay mode starts a dependent topic's reader only once the First
+	// topics have caught up (waitFirst): its messages could not be
+	// handled before, and fetching them meanwhile took the broker's time
+	// from the locations (kfake serves every request in turn, and a
+	// broker's fetch quota counts what a client fetches), besides a
+	// fetch's worth of memory per partition. In group mode a batch waits
+	// at the gate below instead.
+	first := slices.Contains(c.p.First, p.topic)
+	if !first && c.p.Group == "" && !c.waitFirst(fetch) {
+		return
+	}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:        c.p.Brokers,
 		Dialer:         c.dialer,
@@ -81,7 +92,6 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		// keeps raising it.
 		p.raiseHWM(hwm)
 		c.setLag(p)
-		first := slices.Contains(c.p.First, p.topic)
 		if !first && !c.waitFirst(fetch) {
 			return
 		}
