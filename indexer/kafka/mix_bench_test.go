@@ -215,7 +215,7 @@ func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) 
 // side may still be building (Settle waits for it). Without, or into a
 // store that is not empty, every batch is applied to both sides before
 // the next (the live path).
-func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool) (time.Duration, indexer.Progress) {
+func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool) (time.Duration, ingestRun) {
 	tb.Helper()
 	if oneSide {
 		require.True(tb, store.BeginReplay())
@@ -226,7 +226,16 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 		return nil
 	}, Logger: testLogger()})
 	require.NoError(tb, err)
-	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger(),
+	var start time.Time
+	var gate atomic.Int64
+	settle := func(ctx context.Context) error {
+		err := ix.Settle(ctx)
+		if err == nil {
+			gate.CompareAndSwap(0, int64(time.Since(start)))
+		}
+		return err
+	}
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: settle, Logger: testLogger(),
 		OnCaughtUp: func() { store.EndReplay() },
 		// As serve wires it: a replay's side sized for the backlog.
 		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
@@ -234,7 +243,7 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	start := time.Now()
+	start = time.Now()
 	go func() { done <- c.Run(ctx) }()
 	for !c.CaughtUp() {
 		time.Sleep(500 * time.Microsecond)
@@ -243,7 +252,16 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 	cancel()
 	require.NoError(tb, <-done)
 	require.Zero(tb, dead.Load(), "the mix holds no poison")
-	return took, ix.Progress()
+	return took, ingestRun{Progress: ix.Progress(), gate: time.Duration(gate.Load())}
+}
+
+// ingestRun is what ingestMix measured besides the wall time.
+type ingestRun struct {
+	indexer.Progress
+	// gate is the time from the start until the locations gate opened
+	// (the consumer's Settle): until then only the locations topic is
+	// read.
+	gate time.Duration
 }
 
 // typeRates hands the mix to an indexer directly (no Kafka), one family
@@ -292,7 +310,8 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // ("<family>-events/s": HandleBatch, no Kafka, locations first) and its
 // share of the mix, and how many messages per round waited for their
 // location ("relinked/round": 0, as replay mode holds the other topics
-// until the locations topic reached its start watermark). "ingest-cores"
+// until the locations topic reached its start watermark), and how long
+// into a round that gate opened ("gate-ms", the mean). "ingest-cores"
 // and "raw-cores" are this process's CPU time over the wall time of the
 // ingest and raw rounds (an in-process broker's included);
 // "ingest-broker-cores" and "raw-broker-cores" are a broker process's,
@@ -313,7 +332,7 @@ func BenchmarkIngestMix(b *testing.B) {
 	hwm := watermarks(b, addrs)
 	n := len(d.recs)
 	rounds := max(b.N, 3)
-	var ingest, settled, live, raw time.Duration
+	var ingest, settled, live, raw, gate time.Duration
 	var ingestCPU, rawCPU cpuUse
 	var relinked int64
 	b.ResetTimer()
@@ -335,8 +354,9 @@ func BenchmarkIngestMix(b *testing.B) {
 		took, p := ingestMix(b, addrs, store, true)
 		use = ingestCPU.add(at, cpuAt(addrs))
 		stop()
-		b.Logf("round %d: ingest %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
+		b.Logf("round %d: ingest %.0f events/s, %s; the locations gate opened at %v", round, float64(n)/took.Seconds(), use.cores(took), p.gate.Round(time.Millisecond))
 		ingest += took
+		gate += p.gate
 		store.Settle()
 		settled += time.Since(start)
 		relinked += p.Relinked
@@ -360,6 +380,7 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(rawRate, "raw-events/s")
 	b.ReportMetric(rate/rawRate, "ingest/raw")
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
+	b.ReportMetric(float64(gate.Microseconds())/1000/float64(rounds), "gate-ms")
 	b.ReportMetric(float64(leanReads.Microseconds())/1000, "lean-reads-ms")
 	b.ReportMetric(float64(wholeReads.Microseconds())/1000, "whole-reads-ms")
 	if ingestCPU.own > 0 {
