@@ -23,12 +23,12 @@ import (
 // own positions (it owns every partition; firstCaughtUp): once the First
 // partitions reached their start watermarks, Settle runs and every topic
 // flows. Their readers start only then (consume), so the broker serves
-// the First topics alone until the gate opens. Letting every topic flow at once instead made a replay park most
-// dependent messages inside the indexer (their locations not read yet)
-// and project them twice, keeping copies meanwhile: on the real mix more
-// than half of them, for no gain, as the gate only reorders work the
-// process has to do anyway. The consumer reports caught up only after
-// Settle.
+// the First topics alone until the gate opens. Letting every topic flow
+// at once instead made a replay park most dependent messages inside the
+// indexer (their locations not read yet) and project them twice,
+// keeping copies meanwhile: on the real mix more than half of them, for
+// no gain, as the gate only reorders work the process has to do anyway.
+// The consumer reports caught up only after Settle.
 
 // firstPollInterval is how often a group member reads the committed
 // offsets of the First partitions while one of its batches waits for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +59,34 @@ func (h *handled) snapshot() []string {
 	return append([]string(nil), h.order...)
 }
 
+// holding is a Handler that records every batch in h, holding each
+// batch of the topic hold names ("" for every topic) until release is
+// closed or the batch's context ends; held reports whether it has held
+// one.
+type holding struct {
+	h       *handled
+	hold    string
+	release chan struct{}
+	held    atomic.Bool
+}
+
+func newHolding(h *handled, hold string) *holding {
+	return &holding{h: h, hold: hold, release: make(chan struct{})}
+}
+
+func (x *holding) handle(ctx context.Context, msgs []indexer.Message) error {
+	if x.hold == "" || msgs[0].Topic == x.hold {
+		x.held.Store(true)
+		select {
+		case <-x.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	x.h.record(msgs)
+	return nil
+}
+
 func count(order []string, topic string) int {
 	n := 0
 	for _, t := range order {
@@ -96,24 +125,9 @@ func TestGroupWaitsForLocationsOfAnotherMember(t *testing.T) {
 
 	// A joins (before it holds anything, so the rebalance is quick) and
 	// holds its locations batches until released.
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	var once sync.Once
-	ca := start(t, kafka.WithGroupBalancers(fastParams(b, group, func(ctx context.Context, msgs []indexer.Message) error {
-		once.Do(func() { close(entered) })
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		h.record(msgs)
-		return nil
-	}), byTopic(locTopic)))
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A handled no locations batch within 10s")
-	}
+	x := newHolding(h, "")
+	ca := start(t, kafka.WithGroupBalancers(fastParams(b, group, x.handle), byTopic(locTopic)))
+	eventually(t, 10*time.Second, "A holds a locations batch", x.held.Load)
 	require.Equal(t, 3, owned(ca))
 	for _, ps := range ca.Partitions() {
 		require.Equal(t, locTopic, ps.Topic)
@@ -125,7 +139,7 @@ func TestGroupWaitsForLocationsOfAnotherMember(t *testing.T) {
 		require.Equal(t, permitTopic, ps.Topic)
 	}
 
-	close(release)
+	close(x.release)
 	want := len(locs) + len(permits)
 	eventually(t, 10*time.Second, "everything handled", func() bool { return len(h.snapshot()) >= want })
 	eventually(t, 10*time.Second, "every offset committed", func() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,7 +136,8 @@ func TestLocationsPublishedWhileRunning(t *testing.T) {
 // handled.
 func TestReplayFetchesDependentTopicsAfterLocations(t *testing.T) {
 	b := newBroker(t, 1)
-	b.publish(locations(t, "l", 20, 1)...)
+	locs := locations(t, "l", 20, 1)
+	b.publish(locs...)
 	var permits []events.Envelope
 	for i := range 30 {
 		permits = append(permits, permit(t, fmt.Sprintf("P%d", i), 1))
@@ -159,29 +159,17 @@ func TestReplayFetchesDependentTopicsAfterLocations(t *testing.T) {
 		defer mu.Unlock()
 		return fetched[topic]
 	}
-	release := make(chan struct{})
-	var held atomic.Bool
 	var h handled
-	c := start(t, fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
-		if msgs[0].Topic == locTopic {
-			held.Store(true)
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		h.record(msgs)
-		return nil
-	}))
-	eventually(t, 10*time.Second, "a batch of locations held", held.Load)
+	x := newHolding(&h, locTopic)
+	c := start(t, fastParams(b, "", x.handle))
+	eventually(t, 10*time.Second, "a batch of locations held", x.held.Load)
 	// The permits' readers would have fetched within milliseconds of the
 	// start; give them ten times that.
 	time.Sleep(300 * time.Millisecond)
 	require.Zero(t, fetches(permitTopic), "the permits topic fetched while the locations are held")
 	require.Positive(t, fetches(locTopic))
-	require.Equal(t, int64(len(permits)+len(locations(t, "l", 20, 1))), c.Lag(), "the lag counts every message waiting, the permits' included")
-	close(release)
+	require.Equal(t, int64(len(permits)+len(locs)), c.Lag(), "the lag counts every message waiting, the permits' included")
+	close(x.release)
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	require.Positive(t, fetches(permitTopic))
 	require.Equal(t, len(permits), count(h.snapshot(), permitTopic))
