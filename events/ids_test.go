@@ -1,6 +1,9 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,4 +25,27 @@ func TestIsPermitDocID(t *testing.T) {
 		require.Equal(t, tc.id == PermitDocID(tc.source, tc.number), IsPermitDocID(tc.id, tc.source, tc.number), tc)
 		require.Equal(t, tc.want, IsPermitDocID(tc.id, tc.source, tc.number), tc)
 	}
+}
+
+// IsLeadID agrees with LeadID, and LeadID keeps its form.
+func TestIsLeadID(t *testing.T) {
+	long := strings.Repeat("p", 300) // past leadHash's stack buffer
+	for _, c := range []struct{ permit, key string }{{"seattle-123", "permit_issued"}, {"", ""}, {long, "k"}, {"a\x00b", "c"}} {
+		id := LeadID(c.permit, c.key)
+		require.Len(t, id, len("lead_")+24)
+		require.True(t, strings.HasPrefix(id, "lead_"))
+		require.True(t, IsLeadID(id, c.permit, c.key))
+		require.False(t, IsLeadID(id, c.permit+"x", c.key))
+		require.False(t, IsLeadID(id[:len(id)-1], c.permit, c.key))
+		require.False(t, IsLeadID("LEAD_"+id[5:], c.permit, c.key))
+		require.False(t, IsLeadID(id+"0", c.permit, c.key))
+	}
+	// A fixed value: the ids already published stay valid.
+	require.Equal(t, "lead_"+hex24(t, "lead\x00seattle-123\x00permit_issued"), LeadID("seattle-123", "permit_issued"))
+}
+
+func hex24(t *testing.T, s string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:12])
 }

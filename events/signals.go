@@ -102,7 +102,29 @@ type LeadAddress struct {
 // LeadID is the entity id of a lead: "lead_" + 24 hex derived from the
 // permit's document id and the signal key.
 func LeadID(permitID, signalKey string) string {
-	return "lead_" + hash24("lead\x00"+permitID+"\x00"+signalKey)
+	var hex [24]byte
+	return "lead_" + string(leadHash(&hex, permitID, signalKey))
+}
+
+// IsLeadID reports whether id is LeadID(permitID, signalKey), without
+// allocating: the indexer checks it for every lead event.
+func IsLeadID(id, permitID, signalKey string) bool {
+	var hex [24]byte
+	return len(id) == len("lead_")+len(hex) && id[:len("lead_")] == "lead_" &&
+		id[len("lead_"):] == string(leadHash(&hex, permitID, signalKey))
+}
+
+// leadHash writes the 24 hex digits of a lead id into dst and returns
+// them.
+func leadHash(dst *[24]byte, permitID, signalKey string) []byte {
+	var buf [128]byte
+	in := append(buf[:0], "lead\x00"...)
+	in = append(in, permitID...)
+	in = append(in, 0)
+	in = append(in, signalKey...)
+	sum := sha256.Sum256(in)
+	hex.Encode(dst[:], sum[:12])
+	return dst[:]
 }
 
 // CatalogEntry is the payload of catalog.upserted: one signal key in one

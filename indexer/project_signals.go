@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/internal/address"
@@ -40,9 +40,11 @@ func checkCodes(field string, codes []string) error {
 
 func unit(f float64) bool { return !math.IsNaN(f) && f >= 0 && f <= 1 }
 
+// isObject reports whether raw is one JSON object: valid JSON whose
+// first token is '{' (a scan, no decoding).
 func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
 // locate looks a geography up; found is false (and err nil) when it is
@@ -146,7 +148,7 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 		return readmodel.Lead{}, err
 	}
 	switch {
-	case env.EntityID != events.LeadID(d.PermitID, d.SignalKey):
+	case !events.IsLeadID(env.EntityID, d.PermitID, d.SignalKey):
 		return readmodel.Lead{}, fmt.Errorf("%w: lead entity_id %q is not LeadID(permit_id, signal_key)", events.ErrInvalid, env.EntityID)
 	case !isPermitSignalKey(d.SignalKey):
 		return readmodel.Lead{}, fmt.Errorf("%w: lead signal_key %q is not a permit signal key", events.ErrInvalid, d.SignalKey)
@@ -159,10 +161,8 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 	case d.Lat != nil && (*d.Lat < -90 || *d.Lat > 90), d.Lon != nil && (*d.Lon < -180 || *d.Lon > 180):
 		return readmodel.Lead{}, fmt.Errorf("%w: lead lat/lon out of range", events.ErrInvalid)
 	}
-	if d.EventDateUsed != "" {
-		if _, err := time.Parse(time.DateOnly, d.EventDateUsed); err != nil {
-			return readmodel.Lead{}, fmt.Errorf("%w: lead event_date_used %q is not YYYY-MM-DD", events.ErrInvalid, d.EventDateUsed)
-		}
+	if !validDate(d.EventDateUsed) {
+		return readmodel.Lead{}, fmt.Errorf("%w: lead event_date_used %q is not YYYY-MM-DD", events.ErrInvalid, d.EventDateUsed)
 	}
 	if err := checkCodes("reason code", d.ReasonCodes); err != nil {
 		return readmodel.Lead{}, err
