@@ -317,10 +317,14 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // "ingest-broker-cores" and "raw-broker-cores" are a broker process's,
 // when this binary started it (Linux): where the two sum to less than
 // the machine's cores, a round is bound by waiting rather than by CPU.
-// Each round's rates and cores are logged.
+// "ingest-B/event" and "ingest-allocs/event" are what the process
+// allocated in the ingest rounds per event (kafka-go's copies of the
+// messages included), "ingest-gcs/round" the collections they ran.
+// Each round's rates, cores and allocations are logged.
 //
 // PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
-// round's ingest (events/s's clock, one side).
+// round's ingest (events/s's clock, one side),
+// PERMITD_BENCH_LIVE_CPUPROFILE=path one of its live ingest.
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
@@ -334,6 +338,7 @@ func BenchmarkIngestMix(b *testing.B) {
 	rounds := max(b.N, 3)
 	var ingest, settled, live, raw, gate time.Duration
 	var ingestCPU, rawCPU cpuUse
+	var ingestHeap heapStats
 	var relinked int64
 	b.ResetTimer()
 	for round := range rounds {
@@ -350,11 +355,13 @@ func BenchmarkIngestMix(b *testing.B) {
 		store := memstore.New()
 		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == 0)
 		at = cpuAt(addrs)
+		before := heapUse()
 		start := time.Now()
 		took, p := ingestMix(b, addrs, store, true)
 		use = ingestCPU.add(at, cpuAt(addrs))
+		heap := ingestHeap.add(before, heapUse())
 		stop()
-		b.Logf("round %d: ingest %.0f events/s, %s; the locations gate opened at %v", round, float64(n)/took.Seconds(), use.cores(took), p.gate.Round(time.Millisecond))
+		b.Logf("round %d: ingest %.0f events/s, %s; the locations gate opened at %v; %s", round, float64(n)/took.Seconds(), use.cores(took), p.gate.Round(time.Millisecond), heap.perEvent(n))
 		ingest += took
 		gate += p.gate
 		store.Settle()
@@ -365,7 +372,9 @@ func BenchmarkIngestMix(b *testing.B) {
 		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
 		store = nil
 		collect(b)
+		stop = profileRound(b, "PERMITD_BENCH_LIVE_CPUPROFILE", round == 0)
 		took, _ = ingestMix(b, addrs, memstore.New(), false)
+		stop()
 		live += took
 	}
 	b.StopTimer()
@@ -383,6 +392,9 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(float64(gate.Microseconds())/1000/float64(rounds), "gate-ms")
 	b.ReportMetric(float64(leanReads.Microseconds())/1000, "lean-reads-ms")
 	b.ReportMetric(float64(wholeReads.Microseconds())/1000, "whole-reads-ms")
+	b.ReportMetric(float64(ingestHeap.bytes)/float64(n*rounds), "ingest-B/event")
+	b.ReportMetric(float64(ingestHeap.allocs)/float64(n*rounds), "ingest-allocs/event")
+	b.ReportMetric(float64(ingestHeap.gcs)/float64(rounds), "ingest-gcs/round")
 	if ingestCPU.own > 0 {
 		b.ReportMetric(ingestCPU.own.Seconds()/ingest.Seconds(), "ingest-cores")
 		b.ReportMetric(rawCPU.own.Seconds()/raw.Seconds(), "raw-cores")
@@ -431,6 +443,34 @@ func collect(b *testing.B) {
 	b.StopTimer()
 	runtime.GC()
 	b.StartTimer()
+}
+
+// heapStats is what a benchmark's timed parts allocated, and the
+// collections they ran (runtime.MemStats: the whole process's).
+type heapStats struct {
+	bytes, allocs uint64
+	gcs           uint32
+}
+
+// heapUse reads the process's allocation counters so far.
+func heapUse() heapStats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return heapStats{bytes: m.TotalAlloc, allocs: m.Mallocs, gcs: m.NumGC}
+}
+
+// add adds the allocation from start to end to h and returns it.
+func (h *heapStats) add(start, end heapStats) heapStats {
+	d := heapStats{bytes: end.bytes - start.bytes, allocs: end.allocs - start.allocs, gcs: end.gcs - start.gcs}
+	h.bytes += d.bytes
+	h.allocs += d.allocs
+	h.gcs += d.gcs
+	return d
+}
+
+// perEvent says what h allocated per event of n, for the log.
+func (h heapStats) perEvent(n int) string {
+	return fmt.Sprintf("%.0f bytes and %.1f allocations an event, %d collections", float64(h.bytes)/float64(n), float64(h.allocs)/float64(n), h.gcs)
 }
 
 // cpuUse is CPU time used in a benchmark's timed parts: by this process,
