@@ -242,8 +242,9 @@ func isPermitSignalKey(k string) bool {
 // belongs to: l itself and its jurisdiction, city, county and state, in
 // that order, without duplicates or blanks.
 func anchorsOf(l readmodel.Location) []string {
-	var out []string
-	for _, id := range []string{l.GeoID, l.JurisdictionGeoID, l.CityGeoID, l.CountyGeoID, l.StateGeoID} {
+	ids := [...]string{l.GeoID, l.JurisdictionGeoID, l.CityGeoID, l.CountyGeoID, l.StateGeoID}
+	out := make([]string, 0, len(ids)) // one allocation, not one per growth
+	for _, id := range ids {
 		if id == "" {
 			continue
 		}
