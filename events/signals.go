@@ -102,16 +102,16 @@ type LeadAddress struct {
 // LeadID is the entity id of a lead: "lead_" + 24 hex derived from the
 // permit's document id and the signal key.
 func LeadID(permitID, signalKey string) string {
-	var hex [24]byte
-	return "lead_" + string(leadHash(&hex, permitID, signalKey))
+	var digits [24]byte
+	return "lead_" + string(leadHash(&digits, permitID, signalKey))
 }
 
 // IsLeadID reports whether id is LeadID(permitID, signalKey), without
 // allocating: the indexer checks it for every lead event.
 func IsLeadID(id, permitID, signalKey string) bool {
-	var hex [24]byte
-	return len(id) == len("lead_")+len(hex) && id[:len("lead_")] == "lead_" &&
-		id[len("lead_"):] == string(leadHash(&hex, permitID, signalKey))
+	var digits [24]byte
+	return len(id) == len("lead_")+len(digits) && id[:len("lead_")] == "lead_" &&
+		id[len("lead_"):] == string(leadHash(&digits, permitID, signalKey))
 }
 
 // leadHash writes the 24 hex digits of a lead id into dst and returns
@@ -145,8 +145,3 @@ type CatalogEntry struct {
 
 // CatalogID is the entity id of a catalog entry.
 func CatalogID(state, signalKey string) string { return state + "|" + signalKey }
-
-func hash24(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:12])
-}
