@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
@@ -378,32 +377,8 @@ func validateProperty(env events.Envelope, d *events.Property) error {
 	return validLatLon(d.Lat, d.Lon)
 }
 
-// validDate reports whether s is empty or a calendar date YYYY-MM-DD (as
-// time.Parse(time.DateOnly) accepts it, without its cost).
-func validDate(s string) bool {
-	if s == "" {
-		return true
-	}
-	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
-		return false
-	}
-	n := func(s string) int {
-		v := 0
-		for i := range len(s) {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return -1
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	y, m, d := n(s[:4]), n(s[5:7]), n(s[8:])
-	if y < 0 || m < 1 || m > 12 || d < 1 {
-		return false
-	}
-	return d <= time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
-}
+// validDate reports whether s is empty or a calendar date YYYY-MM-DD.
+func validDate(s string) bool { return s == "" || readmodel.IsDay(s) }
 
 func validLatLon(lat, lon *float64) error {
 	if (lat == nil) != (lon == nil) {

@@ -14,11 +14,37 @@ import (
 
 // IsDay reports whether s is a real calendar date written YYYY-MM-DD.
 func IsDay(s string) bool {
-	if len(s) != len(time.DateOnly) {
-		return false
+	_, ok := DayNumber(s)
+	return ok
+}
+
+// DayNumber is the number of days from 1970-01-01 to s, a real calendar
+// date written YYYY-MM-DD (what time.Parse(time.DateOnly) accepts); ok
+// is false for anything else. A scan of the digits: the indexer checks
+// the dates of every event, the memory backend keeps them as numbers.
+func DayNumber(s string) (day int32, ok bool) {
+	if len(s) != len(time.DateOnly) || s[4] != '-' || s[7] != '-' {
+		return 0, false
 	}
-	_, err := time.Parse(time.DateOnly, s)
-	return err == nil
+	num := func(b string) int {
+		n := 0
+		for i := range len(b) {
+			if b[i] < '0' || b[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(b[i]-'0')
+		}
+		return n
+	}
+	y, m, d := num(s[:4]), num(s[5:7]), num(s[8:])
+	if y < 0 || m < 1 || m > 12 || d < 1 || d > 31 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	if t.Day() != d { // past the month's end
+		return 0, false
+	}
+	return int32(t.Unix() / 86400), true
 }
 
 func invalidQuery(format string, args ...any) error {

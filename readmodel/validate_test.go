@@ -2,7 +2,9 @@ package readmodel
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -50,6 +52,34 @@ func TestExportRowCap(t *testing.T) {
 	for plan, want := range map[string]int{"free": 10_000, "standard": 250_000, "enterprise": 5_000_000, "development": 5_000_000, "other": 10_000} {
 		if got := ExportRowCap(plan); got != want {
 			t.Errorf("ExportRowCap(%q) = %d, want %d", plan, got, want)
+		}
+	}
+}
+
+// IsDay and DayNumber accept exactly what time.Parse(time.DateOnly)
+// accepts, over every month and day of a leap and a common year and
+// malformed strings, and DayNumber counts the days as time does.
+func TestDayNumberIsTimeParse(t *testing.T) {
+	cases := []string{"", "2024-02-29", "2023-02-29", "2000-02-29", "1900-02-29", "0000-01-01", "9999-12-31", "1970-01-01", "1969-12-31",
+		"2024-2-09", "2024-02-9", "24-02-09", "2024/02/09", "2024-02-09T00:00:00Z", "2024-02-09 ", " 2024-02-09",
+		"2024-00-10", "2024-13-01", "2024-01-00", "2024-01-32", "2024-04-31", "2024-06-30", "abcd-ef-gh", "2024-0a-01",
+		"+024-01-01", "-024-01-01", "2024-01-1\x00", "２０２４-01-01"}
+	for _, y := range []int{2023, 2024} {
+		for m := 0; m <= 13; m++ {
+			for d := 0; d <= 32; d++ {
+				cases = append(cases, fmt.Sprintf("%04d-%02d-%02d", y, m, d))
+			}
+		}
+	}
+	for _, s := range cases {
+		tm, err := time.Parse(time.DateOnly, s)
+		day, ok := DayNumber(s)
+		if ok != (err == nil) || IsDay(s) != ok {
+			t.Errorf("DayNumber(%q) ok = %v, IsDay %v, time.Parse says %v", s, ok, IsDay(s), err == nil)
+			continue
+		}
+		if ok && int64(day) != tm.Unix()/86400 {
+			t.Errorf("DayNumber(%q) = %d, time says %d", s, day, tm.Unix()/86400)
 		}
 	}
 }

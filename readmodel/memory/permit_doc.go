@@ -64,28 +64,10 @@ const (
 // parseDay turns YYYY-MM-DD into days since 1970; noDate for "" or a
 // malformed date (the projection lets none through).
 func parseDay(s string) int32 {
-	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
-		return noDate
+	if d, ok := readmodel.DayNumber(s); ok {
+		return d
 	}
-	num := func(b string) int {
-		n := 0
-		for i := 0; i < len(b); i++ {
-			if b[i] < '0' || b[i] > '9' {
-				return -1
-			}
-			n = n*10 + int(b[i]-'0')
-		}
-		return n
-	}
-	y, m, d := num(s[:4]), num(s[5:7]), num(s[8:])
-	if y < 0 || m < 1 || m > 12 || d < 1 || d > 31 {
-		return noDate
-	}
-	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
-	if t.Day() != d {
-		return noDate
-	}
-	return int32(t.Unix() / 86400)
+	return noDate
 }
 
 // formatDay is the YYYY-MM-DD of a day (parseDay's), "" for noDate. The
