@@ -8,3 +8,13 @@ func WithGroupBalancers(p Params, b ...kafkago.GroupBalancer) Params {
 	p.balancers = b
 	return p
 }
+
+// ReaderDialer is the dialer the consumer's readers use (plaintext), for
+// benchmarks that read as the consumer does.
+func ReaderDialer() *kafkago.Dialer {
+	d, err := (*Security)(nil).dialer("permitd-bench")
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -186,14 +186,15 @@ type topicPartition struct {
 }
 
 // rawConsumeAll reads every partition to its end offset with the
-// consumer's kafka-go reader settings, doing nothing per message.
+// consumer's kafka-go reader settings and dialer (kafka.ReaderDialer),
+// doing nothing per message.
 func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for tp, end := range hwm {
 		wg.Go(func() {
 			r := kafkago.NewReader(kafkago.ReaderConfig{
-				Brokers: addrs, Topic: tp.topic, Partition: tp.id,
+				Brokers: addrs, Topic: tp.topic, Partition: tp.id, Dialer: kafka.ReaderDialer(),
 				MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: 2000,
 			})
 			defer r.Close()
@@ -318,7 +319,10 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // until the locations topic reached its start watermark), and how long
 // into a round that gate opened ("gate-ms", the mean). "ingest-cores"
 // and "raw-cores" are this process's CPU time over the wall time of the
-// ingest and raw rounds (an in-process broker's included);
+// ingest and raw rounds (an in-process broker's included),
+// "ingest-sys-cores" the part of ingest-cores in the kernel and
+// "ingest-faults/round" the page faults (cpuUse: a fresh process's heap
+// growth, most of round 0's system time on the 2-core VM);
 // "ingest-broker-cores" and "raw-broker-cores" are a broker process's,
 // when this binary started it (Linux): where the two sum to less than
 // the machine's cores, a round is bound by waiting rather than by CPU.
@@ -329,7 +333,9 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 //
 // PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
 // round's ingest (events/s's clock, one side),
-// PERMITD_BENCH_LIVE_CPUPROFILE=path one of its live ingest.
+// PERMITD_BENCH_LIVE_CPUPROFILE=path one of its live ingest;
+// PERMITD_BENCH_PROFILE_ROUND=n profiles round n instead (the first
+// round grows the heap, whose page faults a later round does not take).
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
@@ -357,7 +363,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		b.Logf("round %d: raw %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
 		collect(b)
 		store := memstore.New()
-		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == 0)
+		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == profiledRound())
 		at = cpuAt(addrs)
 		before := heapUse()
 		start := time.Now()
@@ -376,7 +382,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		require.Equal(b, int64(d.byType["permitd.locations.v1"]), counts[readmodel.KindLocation])
 		store = nil
 		collect(b)
-		stop = profileRound(b, "PERMITD_BENCH_LIVE_CPUPROFILE", round == 0)
+		stop = profileRound(b, "PERMITD_BENCH_LIVE_CPUPROFILE", round == profiledRound())
 		took, _ = ingestMix(b, addrs, memstore.New(), false)
 		stop()
 		live += took
@@ -401,6 +407,8 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(float64(ingestHeap.gcs)/float64(rounds), "ingest-gcs/round")
 	if ingestCPU.own > 0 {
 		b.ReportMetric(ingestCPU.own.Seconds()/ingest.Seconds(), "ingest-cores")
+		b.ReportMetric(ingestCPU.ownSys.Seconds()/ingest.Seconds(), "ingest-sys-cores")
+		b.ReportMetric(float64(ingestCPU.faults)/float64(rounds), "ingest-faults/round")
 		b.ReportMetric(rawCPU.own.Seconds()/raw.Seconds(), "raw-cores")
 	}
 	if ingestCPU.brokerKnown {
@@ -482,19 +490,39 @@ func (h heapStats) perEvent(n int) string {
 type cpuUse struct {
 	own, broker time.Duration
 	brokerKnown bool
+	// ownSys is the part of own spent in the kernel, faults the page
+	// faults this process took (minor: a page given its first use, or
+	// its use again after the runtime returned it to the OS). On the
+	// 2-core VM each cost about 4 to 15 microseconds of system time, so
+	// that a fresh process's heap growth shows there (a round 0's ingest,
+	// a serve replay) and a later round, which reuses the pages the
+	// earlier ones grew, has almost none.
+	ownSys time.Duration
+	faults int64
+}
+
+// procUse is this process's CPU time so far, user and system, and its
+// page faults (cputime_*_test.go).
+type procUse struct {
+	user, sys time.Duration
+	faults    int64
 }
 
 // cpuAt is the CPU time this process and the broker at addrs have used
 // so far (see cpuUse).
 func cpuAt(addrs []string) cpuUse {
 	broker, ok := brokerCPU(addrs)
-	return cpuUse{own: cpuTime(), broker: broker, brokerKnown: ok}
+	k := kernelUse()
+	return cpuUse{own: k.user + k.sys, ownSys: k.sys, faults: k.faults, broker: broker, brokerKnown: ok}
 }
 
 // add adds the use from start to end to u and returns it.
 func (u *cpuUse) add(start, end cpuUse) cpuUse {
-	d := cpuUse{own: end.own - start.own, broker: end.broker - start.broker, brokerKnown: start.brokerKnown && end.brokerKnown}
+	d := cpuUse{own: end.own - start.own, broker: end.broker - start.broker, brokerKnown: start.brokerKnown && end.brokerKnown,
+		ownSys: end.ownSys - start.ownSys, faults: end.faults - start.faults}
 	u.own += d.own
+	u.ownSys += d.ownSys
+	u.faults += d.faults
 	u.broker += d.broker
 	u.brokerKnown = d.brokerKnown
 	return d
@@ -502,7 +530,7 @@ func (u *cpuUse) add(start, end cpuUse) cpuUse {
 
 // cores says how many cores u kept busy over wall, for the log.
 func (u cpuUse) cores(wall time.Duration) string {
-	s := fmt.Sprintf("cores: %.2f in this process", u.own.Seconds()/wall.Seconds())
+	s := fmt.Sprintf("cores: %.2f in this process (%.2f in its system calls and %d page faults)", u.own.Seconds()/wall.Seconds(), u.ownSys.Seconds()/wall.Seconds(), u.faults)
 	if u.brokerKnown {
 		s += fmt.Sprintf(", %.2f in the broker's", u.broker.Seconds()/wall.Seconds())
 	}
@@ -526,6 +554,12 @@ func serveGC(b *testing.B) func() {
 		debug.SetGCPercent(old)
 		b.ReportMetric(float64(pct), "gc-percent")
 	}
+}
+
+// profiledRound is the round PERMITD_BENCH_PROFILE_ROUND names, else 0.
+func profiledRound() int {
+	n, _ := strconv.Atoi(os.Getenv("PERMITD_BENCH_PROFILE_ROUND"))
+	return n
 }
 
 // profileRound starts a CPU profile into the file env names, when it

@@ -138,5 +138,5 @@ func (s *Security) dialer(clientID string) (*kafkago.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kafkago.Dialer{ClientID: clientID, Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: mech}, nil
+	return &kafkago.Dialer{ClientID: clientID, Timeout: 10 * time.Second, DialFunc: dialBuffered, TLS: cfg, SASLMechanism: mech}, nil
 }
