@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -141,4 +142,39 @@ func TestSecurityValidate(t *testing.T) {
 	}
 	require.NoError(t, (*kafka.Security)(nil).Validate())
 	require.NoError(t, (&kafka.Security{SASLMechanism: "PLAIN", Username: "u", Password: "p"}).Validate())
+}
+
+// TestTLSConsumerReadsPastItsReadBuffer: over TLS, a partition's reader
+// goes on past the bytes after which its connection's reads are
+// buffered (readConn, bufferAfter: 1 MiB), and every message arrives.
+func TestTLSConsumerReadsPastItsReadBuffer(t *testing.T) {
+	serverTLS, caFile := selfSigned(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(serverTLS), kfake.SeedTopics(1, locTopic, events.DeadLetterTopic))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	sec := &kafka.Security{CAFile: caFile}
+	require.NoError(t, sec.Validate())
+	pub, err := kafka.NewPublisherWith(kafka.PublisherParams{Brokers: addrs, Security: sec})
+	require.NoError(t, err)
+	const n = 6000 // about 2 MiB of location events
+	envs := make([]events.Envelope, n)
+	for i := range envs {
+		envs[i] = location(t, fmt.Sprintf("big%05d", i), 1)
+	}
+	require.NoError(t, pub.Publish(t.Context(), envs...))
+	require.NoError(t, pub.Close())
+
+	store := memory.New(memory.Params{})
+	ix := newIndexer(t, store, nil)
+	p := fastParams(&broker{t: t, addrs: addrs, cluster: c}, "", ix.HandleBatch)
+	p.Topics = []string{locTopic}
+	p.Security = sec
+	p.Settle = ix.Settle
+	r := start(t, p)
+	eventually(t, 30*time.Second, "caught up over TLS", r.CaughtUp)
+	r.stop(t)
+	counts, err := store.Counts(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(n), counts[readmodel.KindLocation])
 }
