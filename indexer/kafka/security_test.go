@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
@@ -84,17 +85,7 @@ func TestTLSAndSCRAM(t *testing.T) {
 	dlq, err := kafka.NewDeadLetterWriter(kafka.DeadLetterParams{Brokers: addrs, Security: sec})
 	require.NoError(t, err)
 	defer dlq.Close()
-	store := memory.New(memory.Params{})
-	ix := newIndexer(t, store, dlq.DeadLetter)
-	p := fastParams(&broker{t: t, addrs: addrs, cluster: c}, "", ix.HandleBatch)
-	p.Topics = []string{locTopic}
-	p.Security = sec
-	p.Settle = ix.Settle
-	r := start(t, p)
-	eventually(t, 20*time.Second, "caught up over TLS and SCRAM", r.CaughtUp)
-	r.stop(t)
-	counts, err := store.Counts(ctx)
-	require.NoError(t, err)
+	counts, ix := replaySecured(t, c, sec, dlq.DeadLetter)
 	require.Equal(t, int64(2), counts[readmodel.KindLocation])
 	require.Equal(t, int64(1), ix.Progress().DeadLetters)
 
@@ -165,16 +156,25 @@ func TestTLSConsumerReadsPastItsReadBuffer(t *testing.T) {
 	require.NoError(t, pub.Publish(t.Context(), envs...))
 	require.NoError(t, pub.Close())
 
+	counts, _ := replaySecured(t, c, sec, nil)
+	require.Equal(t, int64(n), counts[readmodel.KindLocation])
+}
+
+// replaySecured replays the locations topic of c with sec into a new
+// memory store until caught up, and returns the store's counts and the
+// indexer (dlq: its dead-letter sink, nil for none).
+func replaySecured(t *testing.T, c *kfake.Cluster, sec *kafka.Security, dlq indexer.DeadLetterFunc) (map[readmodel.Kind]int64, *indexer.Indexer) {
+	t.Helper()
 	store := memory.New(memory.Params{})
-	ix := newIndexer(t, store, nil)
-	p := fastParams(&broker{t: t, addrs: addrs, cluster: c}, "", ix.HandleBatch)
+	ix := newIndexer(t, store, dlq)
+	p := fastParams(&broker{t: t, addrs: c.ListenAddrs(), cluster: c}, "", ix.HandleBatch)
 	p.Topics = []string{locTopic}
 	p.Security = sec
 	p.Settle = ix.Settle
 	r := start(t, p)
-	eventually(t, 30*time.Second, "caught up over TLS", r.CaughtUp)
+	eventually(t, 30*time.Second, "caught up over a secured connection", r.CaughtUp)
 	r.stop(t)
 	counts, err := store.Counts(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, int64(n), counts[readmodel.KindLocation])
+	return counts, ix
 }
