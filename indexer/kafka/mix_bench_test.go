@@ -222,6 +222,12 @@ func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) 
 // store that is not empty, every batch is applied to both sides before
 // the next (the live path).
 func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool) (time.Duration, ingestRun) {
+	return ingestMixTimed(tb, addrs, store, oneSide, nil, 0)
+}
+
+// ingestMixTimed is ingestMix with the round's timeline (t, nil for
+// none).
+func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide bool, t *timeline, round int) (time.Duration, ingestRun) {
 	tb.Helper()
 	if oneSide {
 		require.True(tb, store.BeginReplay())
@@ -241,7 +247,7 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 		}
 		return err
 	}
-	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: settle, Logger: testLogger(),
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: t.handler(ix.HandleBatch), Settle: settle, Logger: testLogger(),
 		OnCaughtUp: func() { store.EndReplay() },
 		// As serve wires it: a replay's side sized for the backlog.
 		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
@@ -249,12 +255,14 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	stopTimeline := t.start(round, addrs)
 	start = time.Now()
 	go func() { done <- c.Run(ctx) }()
 	for !c.CaughtUp() {
 		time.Sleep(500 * time.Microsecond)
 	}
 	took := time.Since(start)
+	stopTimeline()
 	cancel()
 	require.NoError(tb, <-done)
 	require.Zero(tb, dead.Load(), "the mix holds no poison")
@@ -334,8 +342,12 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // PERMITD_BENCH_MIX_CPUPROFILE=path writes a CPU profile of the first
 // round's ingest (events/s's clock, one side),
 // PERMITD_BENCH_LIVE_CPUPROFILE=path one of its live ingest;
+// PERMITD_BENCH_SETTLE_CPUPROFILE=path one of the time from ready until
+// the second side is in place (settled);
 // PERMITD_BENCH_PROFILE_ROUND=n profiles round n instead (the first
-// round grows the heap, whose page faults a later round does not take).
+// round grows the heap, whose page faults a later round does not take),
+// and PERMITD_BENCH_TIMELINE=1 writes that round's timeline of cores
+// and handled messages to standard error (timeline_test.go).
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
@@ -367,14 +379,18 @@ func BenchmarkIngestMix(b *testing.B) {
 		at = cpuAt(addrs)
 		before := heapUse()
 		start := time.Now()
-		took, p := ingestMix(b, addrs, store, true)
+		took, p := ingestMixTimed(b, addrs, store, true, newTimeline(round == profiledRound()), round)
 		use = ingestCPU.add(at, cpuAt(addrs))
 		heap := ingestHeap.add(before, heapUse())
 		stop()
-		b.Logf("round %d: ingest %.0f events/s, %s; the locations gate opened at %v; %s", round, float64(n)/took.Seconds(), use.cores(took), p.gate.Round(time.Millisecond), heap.perEvent(n))
 		ingest += took
 		gate += p.gate
+		stop = profileRound(b, "PERMITD_BENCH_SETTLE_CPUPROFILE", round == profiledRound())
+		ready := time.Now()
 		store.Settle()
+		stop()
+		b.Logf("round %d: ingest %.0f events/s, %s; the locations gate opened at %v; %s; the second side in place %v after ready",
+			round, float64(n)/took.Seconds(), use.cores(took), p.gate.Round(time.Millisecond), heap.perEvent(n), time.Since(ready).Round(time.Millisecond))
 		settled += time.Since(start)
 		relinked += p.Relinked
 		counts, err := store.Counts(context.Background())
