@@ -222,12 +222,12 @@ func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) 
 // store that is not empty, every batch is applied to both sides before
 // the next (the live path).
 func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool) (time.Duration, ingestRun) {
-	return ingestMixTimed(tb, addrs, store, oneSide, nil, 0)
+	return ingestMixTimed(tb, addrs, store, oneSide, nil)
 }
 
 // ingestMixTimed is ingestMix with the round's timeline (t, nil for
 // none).
-func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide bool, t *timeline, round int) (time.Duration, ingestRun) {
+func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide bool, t *timeline) (time.Duration, ingestRun) {
 	tb.Helper()
 	if oneSide {
 		require.True(tb, store.BeginReplay())
@@ -255,7 +255,7 @@ func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide 
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	stopTimeline := t.start(round, addrs)
+	stopTimeline := t.start(addrs)
 	start = time.Now()
 	go func() { done <- c.Run(ctx) }()
 	for !c.CaughtUp() {
@@ -379,7 +379,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		at = cpuAt(addrs)
 		before := heapUse()
 		start := time.Now()
-		took, p := ingestMixTimed(b, addrs, store, true, newTimeline(round == profiledRound()), round)
+		took, p := ingestMixTimed(b, addrs, store, true, newTimeline(round))
 		use = ingestCPU.add(at, cpuAt(addrs))
 		heap := ingestHeap.add(before, heapUse())
 		stop()

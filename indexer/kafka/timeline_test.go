@@ -25,16 +25,18 @@ const timelineStep = 200 * time.Millisecond
 
 // timeline counts the messages a round's Handler handled, per topic.
 type timeline struct {
+	round   int
 	handled []atomic.Int64 // by events.TopicSpecs index
 }
 
-// newTimeline returns a timeline when on and PERMITD_BENCH_TIMELINE is
-// set, else nil (whose methods do nothing).
-func newTimeline(on bool) *timeline {
-	if !on || os.Getenv("PERMITD_BENCH_TIMELINE") == "" {
+// newTimeline returns round's timeline when PERMITD_BENCH_TIMELINE is
+// set and round is the profiled one, else nil (whose methods do
+// nothing).
+func newTimeline(round int) *timeline {
+	if round != profiledRound() || os.Getenv("PERMITD_BENCH_TIMELINE") == "" {
 		return nil
 	}
-	return &timeline{handled: make([]atomic.Int64, len(events.TopicSpecs))}
+	return &timeline{round: round, handled: make([]atomic.Int64, len(events.TopicSpecs))}
 }
 
 // handler counts what h handles.
@@ -56,12 +58,12 @@ func (t *timeline) handler(h kafka.Handler) kafka.Handler {
 }
 
 // start samples until the returned stop, which writes the timeline.
-func (t *timeline) start(round int, addrs []string) (stop func()) {
+func (t *timeline) start(addrs []string) (stop func()) {
 	if t == nil {
 		return func() {}
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "round %d timeline, per %v: ms, cores (this process + broker), messages handled:", round, timelineStep)
+	fmt.Fprintf(&head, "round %d timeline, per %v: ms, cores (this process + broker), messages handled:", t.round, timelineStep)
 	for _, s := range events.TopicSpecs {
 		fmt.Fprintf(&head, " %s", s.Family)
 	}
