@@ -29,7 +29,20 @@ import (
 // live heap and its objects are logged).
 //
 //	go test -run '^$' -bench 'HandleMix$' -benchtime 3x ./indexer/kafka/
-func BenchmarkHandleMix(b *testing.B) {
+func BenchmarkHandleMix(b *testing.B) { handleMix(b, true) }
+
+// BenchmarkHandleMixLive is BenchmarkHandleMix on the live path: no
+// replay mode, so every batch is applied to both of the store's sides
+// with each lead's trees kept as it is written (BenchmarkIngestMix's
+// "live-events/s" without Kafka), until the last batch is visible.
+// PERMITD_BENCH_HANDLE_CPUPROFILE and PERMITD_BENCH_HANDLE_HEAPPROFILE
+// work as there.
+//
+//	go test -run '^$' -bench 'HandleMixLive$' -benchtime 3x ./indexer/kafka/
+func BenchmarkHandleMixLive(b *testing.B) { handleMix(b, false) }
+
+// handleMix runs BenchmarkHandleMix, in replay mode with oneSide.
+func handleMix(b *testing.B, oneSide bool) {
 	d := mixRecords(b)
 	byTopic := map[string][]indexer.Message{}
 	for i, r := range d.recs {
@@ -66,7 +79,9 @@ func BenchmarkHandleMix(b *testing.B) {
 	for i := range b.N {
 		collect(b)
 		store := memstore.New()
-		require.True(b, store.BeginReplay())
+		if oneSide {
+			require.True(b, store.BeginReplay())
+		}
 		ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(_ context.Context, _ indexer.Message, err error) error { return err }})
 		require.NoError(b, err)
 		stop := profileRound(b, "PERMITD_BENCH_HANDLE_CPUPROFILE", i == 0)
@@ -78,7 +93,9 @@ func BenchmarkHandleMix(b *testing.B) {
 		for _, m := range order {
 			require.NoError(b, ix.HandleBatch(ctx, m))
 		}
-		store.EndReplay()
+		if oneSide {
+			store.EndReplay()
+		}
 		cpu += cpuTime() - c0
 		heap.add(h0, heapUse())
 		stop()
