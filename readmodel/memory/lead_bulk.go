@@ -92,8 +92,8 @@ func (k *keyLeads) loadPending() {
 	}
 	k.days.load(k.pend)
 	k.pend = nil
-	loadSorted(k.byDate, items, itemDateCmp)
-	loadSorted(k.byConf, items, itemConfCmp)
+	loadSorted(k.byDate, items, k.x.itemDateCmp)
+	loadSorted(k.byConf, items, k.x.itemConfCmp)
 }
 
 // loadSorted sorts items by cmp (the tree's order) and appends them to t.

@@ -11,7 +11,8 @@ import (
 // records' (dateLess, confLess) on pairs that tie on day and confidence
 // and differ only in their ids: ids of events.LeadID's form, ids without
 // its prefix, ids sharing their first bytes, shorter than an
-// abbreviation, holding zero bytes, and the empty id of a seek's pivot.
+// abbreviation, holding zero bytes, and the empty id of a seek's pivot;
+// and each record as a seek key (seekItem) against the others.
 func TestLeadItemsOrderAsRecords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 12))
 	ids := []string{"", "lead_", "lead", "lead_0", "lead_00", "lead_0\x00", "lead_0\x00\x00", "a", "a\x00", "a\x00b",
@@ -34,14 +35,29 @@ func TestLeadItemsOrderAsRecords(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
+	x := newLeadIndex()
+	for _, r := range recs {
+		x.place(r)
+	}
 	for _, a := range recs {
 		for _, b := range recs {
 			ia, ib := itemOf(a), itemOf(b)
-			if got, want := itemDateLess(ia, ib), dateLess(a, b); got != want {
+			if got, want := x.dateLess(ia, ib), dateLess(a, b); got != want {
 				t.Fatalf("date order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
 			}
-			if got, want := itemConfLess(ia, ib), confLess(a, b); got != want {
+			if got, want := x.confLess(ia, ib), confLess(a, b); got != want {
 				t.Fatalf("confidence order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
+			}
+			// a as a seek key: before b when b is not before a, and
+			// after b when b is before a on more than the id.
+			sa := seekItem(a)
+			if c := x.itemDateCmp(sa, ib); !dateLess(b, a) && c >= 0 ||
+				dateOrder(b.date, b.hasConf, b.conf, a.date, a.hasConf, a.conf) < 0 && c <= 0 {
+				t.Fatalf("date seek of %+v against %+v: %d", *a, *b, c)
+			}
+			if c := x.itemConfCmp(sa, ib); !confLess(b, a) && c >= 0 ||
+				confOrder(b.date, b.hasConf, b.conf, a.date, a.hasConf, a.conf) < 0 && c <= 0 {
+				t.Fatalf("confidence seek of %+v against %+v: %d", *a, *b, c)
 			}
 		}
 	}

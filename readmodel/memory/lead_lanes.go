@@ -31,6 +31,7 @@ import (
 type leadChange struct {
 	k     *keyLeads
 	it    leadItem
+	r     *leadRec // it's record
 	delta int64
 }
 
@@ -53,15 +54,17 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	stage := func(r *leadRec, create bool, delta int64) {
 		it := itemOf(r)
 		x.eachKey(r, create, func(k *keyLeads) {
-			changes = append(changes, leadChange{k, it, delta})
+			changes = append(changes, leadChange{k, it, r, delta})
 		})
 	}
+	dropped := s.leadsDropped[:0]
 	for i, l := range ls {
 		s.leads.touchRun(i, len(ls), id)
 		prev, index, took := s.storeLead(l)
 		if index {
 			if prev != nil {
 				stage(prev, false, -1)
+				dropped = append(dropped, prev)
 			}
 			r := x.record(l, nil)
 			s.leads.rows[l.LeadID].doc = r
@@ -81,10 +84,16 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 		}
 	})
 	for i, c := range changes {
-		c.k.days.add(c.it.r, c.delta)
+		c.k.days.add(c.r, c.delta)
 		yieldEvery(i)
 	}
 	wg.Wait()
+	// The slots of the records replaced are free once no tree names
+	// them: not before, or a later record of the batch could take one.
+	for _, r := range dropped {
+		x.drop(r)
+	}
 	clear(changes) // hold no records
-	s.leadChanges = changes[:0]
+	clear(dropped)
+	s.leadChanges, s.leadsDropped = changes[:0], dropped[:0]
 }

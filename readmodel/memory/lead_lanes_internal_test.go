@@ -16,7 +16,7 @@ import (
 // one lead at a time (putLead), and checks after every batch that every
 // lead structure is the same: each (anchor, key)'s two trees, day cells
 // with their records and sparse counts, roll-ups with their trees, the
-// anchors' versions and the lead table. The batches revise leads (the
+// anchors' versions, the lead table and the records' slots. The batches revise leads (the
 // same id more than once in a batch too), move them between anchors,
 // keys, days and confidences, revise them in place (only the document
 // changes), send stale versions, and delete; small roll-up and sparse
@@ -117,7 +117,7 @@ func leadIndexDump(s *side) map[string][]string {
 		Scan(func(leadItem) bool)
 	}) {
 		t.Scan(func(it leadItem) bool {
-			r := it.r
+			r := s.signals.leads.rec(it)
 			if it != itemOf(r) {
 				out[name] = append(out[name], fmt.Sprintf("stale item %+v", it))
 			}
@@ -166,6 +166,18 @@ func leadIndexDump(s *side) map[string][]string {
 				r.city, r.zip, r.county)
 		}
 		out["row "+id] = []string{st}
+		if r := row.doc; r != nil && (r.slot == 0 || s.signals.leads.recs[r.slot] != r) {
+			out["slots"] = append(out["slots"], fmt.Sprintf("lead %s's record not in its slot %d", id, r.slot))
+		}
 	}
+	// Every placed record is a row's: a replaced or deleted lead's slot
+	// was freed (leadIndex.drop).
+	live := 0
+	for _, r := range s.signals.leads.recs {
+		if r != nil {
+			live++
+		}
+	}
+	out["slots"] = append(out["slots"], fmt.Sprint("placed ", live, " free ", len(s.signals.leads.free)+live == len(s.signals.leads.recs)-1))
 	return out
 }

@@ -242,14 +242,14 @@ func (s *leadStatsAcc) rolls(k *keyLeads, rolls []signedRoll) int64 {
 // to the next lead with confidence in [lo, hi), appended to buf, and
 // past it; false once it reaches a lead below lo, one without
 // confidence, or the end.
-func stepConf(it *btree.IterG[leadItem], ok bool, lo, hi float64, buf []*leadRec) (bool, []*leadRec) {
+func stepConf(x *leadIndex, it *btree.IterG[leadItem], ok bool, lo, hi float64, buf []*leadRec) (bool, []*leadRec) {
 	for ok {
 		r := it.Item()
 		if !r.hasConf || r.conf < lo {
 			return false, buf
 		}
 		if r.conf < hi {
-			return it.Next(), append(buf, r.r)
+			return it.Next(), append(buf, x.rec(r))
 		}
 		ok = it.Next()
 	}
@@ -276,18 +276,18 @@ func (s *leadStatsAcc) floorBucket(k *keyLeads, rolls []signedRoll) int64 {
 	upOK := up.First()
 	if !math.IsInf(hi, 1) {
 		s.pivots[0] = leadRec{hasConf: true, conf: hi, date: noDate}
-		upOK = up.Seek(itemOf(&s.pivots[0]))
+		upOK = up.Seek(seekItem(&s.pivots[0]))
 	}
 	s.pivots[1] = leadRec{hasConf: true, conf: f, date: noDate}
-	downOK := down.Seek(itemOf(&s.pivots[1]))
+	downOK := down.Seek(seekItem(&s.pivots[1]))
 	s.upBuf, s.downBuf = s.upBuf[:0], s.downBuf[:0]
 	for {
 		// The upper side: [f, hi).
-		if upOK, s.upBuf = stepConf(&up, upOK, f, hi, s.upBuf); !upOK {
+		if upOK, s.upBuf = stepConf(k.x, &up, upOK, f, hi, s.upBuf); !upOK {
 			return s.floorRecs(s.upBuf, rolls, 1)
 		}
 		// The lower side: [lo, f).
-		if downOK, s.downBuf = stepConf(&down, downOK, lo, f, s.downBuf); !downOK {
+		if downOK, s.downBuf = stepConf(k.x, &down, downOK, lo, f, s.downBuf); !downOK {
 			break
 		}
 	}

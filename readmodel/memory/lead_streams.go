@@ -21,7 +21,8 @@ func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
 type leadStream struct {
 	cur  *leadRec
 	iter btree.IterG[leadItem]
-	live bool // iter is in use
+	x    *leadIndex // whose recs iter's items name
+	live bool       // iter is in use
 	// started: the iterator is positioned on its first candidate.
 	started bool
 	accept  func(r *leadRec) (take, more bool)
@@ -47,7 +48,7 @@ func (st *leadStream) advance() bool {
 		if !ok {
 			return false
 		}
-		r := st.iter.Item().r
+		r := st.x.rec(st.iter.Item())
 		take, more := st.accept(r)
 		if take {
 			st.cur = r
@@ -63,7 +64,7 @@ func (st *leadStream) seek() bool {
 	if st.cur != nil { // the seek key
 		k := st.cur
 		st.cur = nil
-		return st.iter.Seek(itemOf(k))
+		return st.iter.Seek(seekItem(k))
 	}
 	return st.iter.First()
 }
@@ -85,7 +86,7 @@ func (k *keyLeads) dateStream(st *leadStream, w leadWindow, after *leadRec) {
 	if after != nil && (start == nil || dateLess(start, after)) {
 		start = after
 	}
-	st.iter, st.live, st.cur = k.byDate.Iter(), true, start
+	st.iter, st.live, st.cur, st.x = k.byDate.Iter(), true, start, k.x
 	st.accept = func(r *leadRec) (bool, bool) {
 		if after != nil && !dateLess(after, r) {
 			return false, true // the cursor's own item
@@ -114,7 +115,7 @@ func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want
 			return
 		}
 	}
-	st.iter, st.live, st.cur = k.byConf.Iter(), true, after
+	st.iter, st.live, st.cur, st.x = k.byConf.Iter(), true, after, k.x
 	st.accept = func(r *leadRec) (bool, bool) {
 		if after != nil && !confLess(after, r) {
 			return false, true

@@ -47,6 +47,9 @@ type leadRec struct {
 	conf    float64
 	// Interned *_norm values; 0 when empty.
 	city, zip, county uint32
+	// slot is the record's place in its index's recs (leadIndex.place),
+	// which its tree items name; 0 for a seek key's record, never placed.
+	slot uint32
 }
 
 // dateLess orders by event date descending (null last), confidence
@@ -121,14 +124,27 @@ func cmpDesc(a, b int32) int {
 // (events.LeadID), and abbr is the big-endian number of the 8 bytes after
 // that prefix (lp), or of the id's first 8 bytes when it has none,
 // zero-padded. Two items of the same lp whose abbr differ are in the
-// order of their abbr; otherwise the ids themselves are compared.
+// order of their abbr; otherwise the ids themselves are compared
+// (leadIndex.idCmp).
+//
+// An item names its record by slot, an index into its leadIndex's recs,
+// not by pointer: the trees' nodes then hold no pointer, so the
+// collector does not trace them and a node's shift on insert needs no
+// write barriers (the live path writes every lead into about ten trees
+// per side). A seek key's record is never placed (slot 0): its item
+// sorts before every item it ties with on everything but the id, so a
+// seek lands on the first of them and the stream's accept skips those
+// not after the cursor (lead_streams.go). Two items tie on all but the
+// id when they share day, confidence and abbreviation: for ids of
+// events.LeadID's form (hashes) only the cursor's own item, nearly
+// always.
 type leadItem struct {
 	date    int32
-	hasConf bool
-	lp      bool
+	slot    uint32
 	conf    float64
 	abbr    uint64
-	r       *leadRec
+	hasConf bool
+	lp      bool
 }
 
 // leadIDPrefix is the prefix of events.LeadID's ids, which abbr skips.
@@ -137,7 +153,7 @@ const leadIDPrefix = "lead_"
 // itemOf is r's tree item.
 func itemOf(r *leadRec) leadItem {
 	id := r.lead.LeadID
-	it := leadItem{date: r.date, hasConf: r.hasConf, conf: r.conf, r: r}
+	it := leadItem{date: r.date, hasConf: r.hasConf, conf: r.conf, slot: r.slot}
 	if strings.HasPrefix(id, leadIDPrefix) {
 		it.lp, id = true, id[len(leadIDPrefix):]
 	}
@@ -147,43 +163,55 @@ func itemOf(r *leadRec) leadItem {
 	return it
 }
 
-// idLess orders a and b by lead id, through their abbreviations when
-// those decide.
-func idLess(a, b leadItem) bool { return idCmp(a, b) < 0 }
+// seekItem is r's item as a seek key: before every item it ties with
+// but for the id.
+func seekItem(r *leadRec) leadItem {
+	it := itemOf(r)
+	it.slot = 0
+	return it
+}
 
-// idCmp is idLess as a three-way comparison.
-func idCmp(a, b leadItem) int {
+// idCmp orders a and b by lead id, through their abbreviations when
+// those decide; a seek key's item (slot 0) comes before every other it
+// reaches here with.
+func (x *leadIndex) idCmp(a, b leadItem) int {
 	if a.lp == b.lp && a.abbr != b.abbr {
 		return cmp.Compare(a.abbr, b.abbr)
 	}
-	return strings.Compare(a.r.lead.LeadID, b.r.lead.LeadID)
+	switch {
+	case a.slot == b.slot:
+		return 0
+	case a.slot == 0:
+		return -1
+	case b.slot == 0:
+		return 1
+	}
+	return strings.Compare(x.recs[a.slot].lead.LeadID, x.recs[b.slot].lead.LeadID)
 }
 
-// itemDateLess is dateLess on items.
-func itemDateLess(a, b leadItem) bool { return itemDateCmp(a, b) < 0 }
-
-// itemConfLess is confLess on items.
-func itemConfLess(a, b leadItem) bool { return itemConfCmp(a, b) < 0 }
-
-// itemDateCmp and itemConfCmp are itemDateLess and itemConfLess as
-// three-way comparisons (a sort calls each once per pair).
-func itemDateCmp(a, b leadItem) int {
+// itemDateCmp and itemConfCmp order items as dateLess and confLess order
+// their records (a seek key's item before those it ties with).
+func (x *leadIndex) itemDateCmp(a, b leadItem) int {
 	if c := dateOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
 		return c
 	}
-	return idCmp(a, b)
+	return x.idCmp(a, b)
 }
 
-func itemConfCmp(a, b leadItem) int {
+func (x *leadIndex) itemConfCmp(a, b leadItem) int {
 	if c := confOrder(a.date, a.hasConf, a.conf, b.date, b.hasConf, b.conf); c != 0 {
 		return c
 	}
-	return idCmp(a, b)
+	return x.idCmp(a, b)
 }
+
+// rec is the record it names (not a seek key's).
+func (x *leadIndex) rec(it leadItem) *leadRec { return x.recs[it.slot] }
 
 // keyLeads is one anchor's leads of one signal key.
 type keyLeads struct {
 	key    string
+	x      *leadIndex // whose recs the items name
 	byDate *btree.BTreeG[leadItem]
 	byConf *btree.BTreeG[leadItem]
 	days   leadDayAggs
@@ -201,12 +229,13 @@ type keyLeads struct {
 	once sync.Once
 }
 
-func newKeyLeads(key string) *keyLeads {
+func (x *leadIndex) newKeyLeads(key string) *keyLeads {
 	opts := btree.Options{NoLocks: true, Degree: 32}
 	return &keyLeads{
 		key:    key,
-		byDate: btree.NewBTreeGOptions(itemDateLess, opts),
-		byConf: btree.NewBTreeGOptions(itemConfLess, opts),
+		x:      x,
+		byDate: btree.NewBTreeGOptions(x.dateLess, opts),
+		byConf: btree.NewBTreeGOptions(x.confLess, opts),
 	}
 }
 
@@ -246,13 +275,13 @@ func (a *anchorLeads) get(key string) *keyLeads {
 }
 
 // put returns the anchor's structures for key, whose interned id is id,
-// creating them (the side's writer).
-func (a *anchorLeads) put(key string, id uint32) *keyLeads {
+// creating them in x (the side's writer).
+func (a *anchorLeads) put(x *leadIndex, key string, id uint32) *keyLeads {
 	if i := slices.Index(a.ids, id); i >= 0 {
 		return a.keys[i]
 	}
 	i, _ := a.search(key)
-	k := newKeyLeads(key)
+	k := x.newKeyLeads(key)
 	a.keys = slices.Insert(a.keys, i, k)
 	a.ids = slices.Insert(a.ids, i, id)
 	return k
@@ -271,10 +300,39 @@ type leadIndex struct {
 	// lazy: some keys' trees are left to their readers (readersBuild);
 	// a write builds them all first (buildTrees).
 	lazy bool
+	// recs holds each record by its slot (recs[0] is nil: the seek keys'
+	// slot), free the slots of the records dropped (drop), for reuse.
+	recs []*leadRec
+	free []uint32
+	// dateLess and confLess are the trees' orders (itemDateCmp,
+	// itemConfCmp), made once.
+	dateLess, confLess func(a, b leadItem) bool
 }
 
 func newLeadIndex() *leadIndex {
-	return &leadIndex{anchors: map[string]*anchorLeads{}, names: newSymbols()}
+	x := &leadIndex{anchors: map[string]*anchorLeads{}, names: newSymbols(), recs: []*leadRec{nil}}
+	x.dateLess = func(a, b leadItem) bool { return x.itemDateCmp(a, b) < 0 }
+	x.confLess = func(a, b leadItem) bool { return x.itemConfCmp(a, b) < 0 }
+	return x
+}
+
+// place gives r a slot in recs.
+func (x *leadIndex) place(r *leadRec) {
+	if n := len(x.free); n > 0 {
+		r.slot, x.free = x.free[n-1], x.free[:n-1]
+	} else {
+		r.slot = uint32(len(x.recs))
+		x.recs = append(x.recs, nil)
+	}
+	x.recs[r.slot] = r
+}
+
+// drop frees the slot of r, a record remove took out of every structure
+// and the side's lead table let go.
+func (x *leadIndex) drop(r *leadRec) {
+	x.recs[r.slot] = nil
+	x.free = append(x.free, r.slot)
+	r.slot = 0
 }
 
 // add indexes l and returns its record: reuse (a record remove just took
@@ -293,11 +351,12 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	return r
 }
 
-// record fills reuse (or a new record) with l's indexed fields.
+// record fills reuse (or a new record, placed) with l's indexed fields.
 func (x *leadIndex) record(l readmodel.Lead, reuse *leadRec) *leadRec {
 	r := reuse
 	if r == nil {
 		r = &leadRec{}
+		x.place(r)
 	}
 	*r = leadRec{
 		lead:   l,
@@ -305,6 +364,7 @@ func (x *leadIndex) record(l readmodel.Lead, reuse *leadRec) *leadRec {
 		city:   x.names.id(l.Location.CityNorm),
 		zip:    x.names.id(l.Location.ZipcodeNorm),
 		county: x.names.id(l.Location.CountyNorm),
+		slot:   r.slot,
 	}
 	if l.Confidence != nil {
 		r.hasConf, r.conf = true, *l.Confidence
@@ -332,7 +392,7 @@ func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(k *keyLeads)) {
 		a.version++
 		var k *keyLeads
 		if create {
-			k = a.put(r.lead.SignalKey, key)
+			k = a.put(x, r.lead.SignalKey, key)
 		} else if k = a.get(r.lead.SignalKey); k == nil {
 			continue
 		}

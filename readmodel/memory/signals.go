@@ -149,7 +149,7 @@ func (s *side) storeLead(l readmodel.Lead) (prev *leadRec, index, took bool) {
 func (s *side) delLead(id string, version int64) bool {
 	prev, hadPrev, ok := s.leads.del(id, version)
 	if ok && hadPrev {
-		s.signals.leads.remove(prev)
+		s.signals.leads.drop(s.signals.leads.remove(prev))
 	}
 	return ok
 }

@@ -51,6 +51,8 @@ type side struct {
 	// leadChanges is putLeads' list of changes, kept for the next batch
 	// (lead_lanes.go).
 	leadChanges []leadChange
+	// leadsDropped is putLeads' list of the records it replaced.
+	leadsDropped []*leadRec
 	// quit is set on a second side built in the background: true once
 	// StopBuilding abandoned it (standby.go). nil on the others.
 	quit *atomic.Bool
