@@ -16,17 +16,20 @@ func streamDateLess(a, b *leadStream) bool { return dateLess(a.cur, b.cur) }
 func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
 
 // leadStream yields one key's leads of a page in the page's order: from a
-// B-tree iterator (filtered as it goes, stopping at the window's far
-// edge), or from a short list already in order.
+// B-tree iterator (filtered as it goes on the items' fields, stopping at
+// the window's far edge), or from a short list already in order.
 type leadStream struct {
 	cur  *leadRec
+	it   leadItem // cur's item, from the iterator
 	iter btree.IterG[leadItem]
 	x    *leadIndex // whose recs iter's items name
 	live bool       // iter is in use
 	// started: the iterator is positioned on its first candidate.
 	started bool
-	accept  func(r *leadRec) (take, more bool)
-	list    []*leadRec
+	// items: cur is left nil, the caller reading it (confTop).
+	items  bool
+	accept func(it leadItem) (take, more bool)
+	list   []*leadRec
 }
 
 // advance moves to the next lead of the stream; false at its end.
@@ -48,10 +51,13 @@ func (st *leadStream) advance() bool {
 		if !ok {
 			return false
 		}
-		r := st.x.rec(st.iter.Item())
-		take, more := st.accept(r)
+		it := st.iter.Item()
+		take, more := st.accept(it)
 		if take {
-			st.cur = r
+			st.it = it
+			if !st.items {
+				st.cur = st.x.rec(it)
+			}
 			return true
 		}
 		if !more {
@@ -87,18 +93,22 @@ func (k *keyLeads) dateStream(st *leadStream, w leadWindow, after *leadRec) {
 		start = after
 	}
 	st.iter, st.live, st.cur, st.x = k.byDate.Iter(), true, start, k.x
-	st.accept = func(r *leadRec) (bool, bool) {
-		if after != nil && !dateLess(after, r) {
+	var ai leadItem
+	if after != nil {
+		ai = itemOf(after)
+	}
+	st.accept = func(it leadItem) (bool, bool) {
+		if after != nil && !k.x.afterInDate(after, ai, it) {
 			return false, true // the cursor's own item
 		}
-		if r.date == noDate {
+		if it.date == noDate {
 			if w.bounded {
 				return false, false
 			}
-		} else if r.date < w.lo {
+		} else if it.date < w.lo {
 			return false, false
 		}
-		return w.passes(r), true
+		return w.passes(it), true
 	}
 }
 
@@ -116,38 +126,56 @@ func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want
 		}
 	}
 	st.iter, st.live, st.cur, st.x = k.byConf.Iter(), true, after, k.x
-	st.accept = func(r *leadRec) (bool, bool) {
-		if after != nil && !confLess(after, r) {
+	var ai leadItem
+	if after != nil {
+		ai = itemOf(after)
+	}
+	st.accept = func(it leadItem) (bool, bool) {
+		if after != nil && !k.x.afterInConf(after, ai, it) {
 			return false, true
 		}
-		if w.minConf != nil && (!r.hasConf || r.conf < *w.minConf) {
+		if w.minConf != nil && (!it.hasConf || it.conf < *w.minConf) {
 			return false, false // confidence only falls from here
 		}
-		return w.passes(r), true
+		return w.passes(it), true
 	}
 }
 
 // confTop is the best `want` leads of a bounded window after `after`, in
-// confidence order.
+// confidence order. It keeps items, not records: a record is read only
+// when two items tie on all their fields, and for the leads returned.
 func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
-	var top []*leadRec
+	var top []leadItem
 	var st leadStream
 	k.dateStream(&st, w, nil)
+	st.items = true
 	defer st.release()
+	x := k.x
+	var ai leadItem
+	if after != nil {
+		ai = itemOf(after)
+	}
 	for st.advance() {
-		r := st.cur
-		if after != nil && !confLess(after, r) {
+		it := st.it
+		if after != nil && !x.afterInConf(after, ai, it) {
 			continue
 		}
-		if len(top) == want && !confLess(r, top[want-1]) {
-			continue
+		if len(top) == want { // not before the last kept: the fields first, inline
+			last := &top[want-1]
+			if c := confOrder(it.date, it.hasConf, it.conf, last.date, last.hasConf, last.conf); c > 0 || c == 0 && x.idCmp(it, *last) >= 0 {
+				continue
+			}
 		}
-		i := sort.Search(len(top), func(i int) bool { return confLess(r, top[i]) })
+		i := sort.Search(len(top), func(i int) bool { return x.confLess(it, top[i]) })
 		if len(top) < want {
-			top = append(top, nil)
+			top = append(top, leadItem{})
 		}
 		copy(top[i+1:], top[i:])
-		top[i] = r
+		top[i] = it
 	}
-	return top
+	out := make([]*leadRec, len(top))
+	for i, it := range top {
+		out[i] = x.rec(it)
+	}
+	return out
 }

@@ -208,6 +208,32 @@ func (x *leadIndex) itemConfCmp(a, b leadItem) int {
 // rec is the record it names (not a seek key's).
 func (x *leadIndex) rec(it leadItem) *leadRec { return x.recs[it.slot] }
 
+// afterInDate and afterInConf report whether the lead of item it comes
+// after the cursor c (whose item is ci) in dateLess's and confLess's
+// orders: from the items' fields, reading it's record only when the two
+// tie on all of them.
+func (x *leadIndex) afterInDate(c *leadRec, ci, it leadItem) bool {
+	if k := dateOrder(ci.date, ci.hasConf, ci.conf, it.date, it.hasConf, it.conf); k != 0 {
+		return k < 0
+	}
+	return x.idAfter(c, ci, it)
+}
+
+func (x *leadIndex) afterInConf(c *leadRec, ci, it leadItem) bool {
+	if k := confOrder(ci.date, ci.hasConf, ci.conf, it.date, it.hasConf, it.conf); k != 0 {
+		return k < 0
+	}
+	return x.idAfter(c, ci, it)
+}
+
+// idAfter reports whether it's lead id comes after c's (ci its item).
+func (x *leadIndex) idAfter(c *leadRec, ci, it leadItem) bool {
+	if ci.lp == it.lp && ci.abbr != it.abbr {
+		return ci.abbr < it.abbr
+	}
+	return c.lead.LeadID < x.recs[it.slot].lead.LeadID
+}
+
 // keyLeads is one anchor's leads of one signal key.
 type keyLeads struct {
 	key    string
@@ -498,17 +524,17 @@ func leadWindowOf(f readmodel.LeadFilter) (leadWindow, error) {
 	return w, nil
 }
 
-// passes reports whether r is in the leadWindow and meets the confidence
-// floor.
-func (w leadWindow) passes(r *leadRec) bool {
-	if r.date == noDate {
+// passes reports whether the lead of item it is in the leadWindow and
+// meets the confidence floor.
+func (w leadWindow) passes(it leadItem) bool {
+	if it.date == noDate {
 		if w.bounded {
 			return false
 		}
-	} else if r.date < w.lo || r.date > w.hi {
+	} else if it.date < w.lo || it.date > w.hi {
 		return false
 	}
-	if w.minConf != nil && (!r.hasConf || r.conf < *w.minConf) {
+	if w.minConf != nil && (!it.hasConf || it.conf < *w.minConf) {
 		return false
 	}
 	return true
