@@ -93,10 +93,7 @@ func (k *keyLeads) dateStream(st *leadStream, w leadWindow, after *leadRec) {
 		start = after
 	}
 	st.iter, st.live, st.cur, st.x = k.byDate.Iter(), true, start, k.x
-	var ai leadItem
-	if after != nil {
-		ai = itemOf(after)
-	}
+	ai := cursorItem(after)
 	st.accept = func(it leadItem) (bool, bool) {
 		if after != nil && !k.x.afterInDate(after, ai, it) {
 			return false, true // the cursor's own item
@@ -126,10 +123,7 @@ func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want
 		}
 	}
 	st.iter, st.live, st.cur, st.x = k.byConf.Iter(), true, after, k.x
-	var ai leadItem
-	if after != nil {
-		ai = itemOf(after)
-	}
+	ai := cursorItem(after)
 	st.accept = func(it leadItem) (bool, bool) {
 		if after != nil && !k.x.afterInConf(after, ai, it) {
 			return false, true
@@ -139,6 +133,14 @@ func (k *keyLeads) confStream(st *leadStream, w leadWindow, after *leadRec, want
 		}
 		return w.passes(it), true
 	}
+}
+
+// cursorItem is the item of the cursor c, the zero item for none.
+func cursorItem(c *leadRec) leadItem {
+	if c == nil {
+		return leadItem{}
+	}
+	return itemOf(c)
 }
 
 // confTop is the best `want` leads of a bounded window after `after`, in
@@ -151,10 +153,7 @@ func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
 	st.items = true
 	defer st.release()
 	x := k.x
-	var ai leadItem
-	if after != nil {
-		ai = itemOf(after)
-	}
+	ai := cursorItem(after)
 	for st.advance() {
 		it := st.it
 		if after != nil && !x.afterInConf(after, ai, it) {
