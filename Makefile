@@ -18,7 +18,7 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
-	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|BuildsTheResolver|Lanes|DefersLead|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
+	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|BuildsTheResolver|Lanes|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 ./indexer/...
 	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent' ./api/quota/ ./cmd/permitd/ ./api/
 

@@ -88,15 +88,15 @@ func (s *Store) ReplayDefersLeadTrees() bool {
 }
 
 // LeadKeysLeft counts the lead keys of the readers' side and of the
-// other one whose trees are left to their readers and not built yet
-// (lead_bulk.go's readersBuild). Call it with no read running.
+// other one that are not built yet (lead_bulk.go). Call it with no read
+// running.
 func (s *Store) LeadKeysLeft() (active, standby int) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	left := func(d *side) (n int) {
 		for _, a := range d.signals.leads.anchors {
 			for _, k := range a.keys {
-				if k.lazy && len(k.pend) > 0 {
+				if !k.built.Load() {
 					n++
 				}
 			}
@@ -105,6 +105,26 @@ func (s *Store) LeadKeysLeft() (active, standby int) {
 	}
 	a := s.active.Load()
 	return left(s.sides[a]), left(s.sides[1-a])
+}
+
+// BuildLeadKeysEagerly makes s, new and unwritten, build every lead key
+// as it is made, as writes did before keys waited for their first
+// reader (lead_bulk.go): a store to compare the built-on-read answers
+// with.
+func (s *Store) BuildLeadKeysEagerly() {
+	for _, d := range s.sides {
+		d.signals.leads.eager = true
+	}
+}
+
+// LeadKeyCount is the number of lead keys of the readers' side.
+func (s *Store) LeadKeyCount() (n int) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, a := range s.sides[s.active.Load()].signals.leads.anchors {
+		n += len(a.keys)
+	}
+	return n
 }
 
 // SetParallelKeys sets the pending key count from which buildTrees

@@ -205,14 +205,10 @@ func (d *side) deferIndexes() {
 }
 
 // buildDeferred ends both deferrals: the side indexes as Apply does from
-// now on.
+// now on. The lead keys are left to their readers (lead_bulk.go).
 func (d *side) buildDeferred() {
 	d.buildGeoIndexes()
-	if d.lean {
-		d.signals.leads.readersBuild() // and settle the rest (buildLean)
-		return
-	}
-	d.signals.leads.buildTrees()
+	d.signals.leads.readersBuild()
 }
 
 // endBulk ends the bulk load of a side: the deferred indexes are built
@@ -410,6 +406,7 @@ func (im *Import) Commit() error {
 		ok := !st.quit.Load()
 		if ok {
 			st.side.endBulk()
+			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read (lead_bulk.go)
 		}
 		st.finish(s, ok)
 	}()
@@ -487,6 +484,7 @@ func (im *Import) buildLent(st *standbyBuild, a *side) {
 			return
 		case err == nil:
 			st.side.endBulk()
+			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read (lead_bulk.go)
 			st.finish(im.s, true)
 			return
 		}

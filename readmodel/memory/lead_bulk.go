@@ -6,94 +6,112 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// Deferred lead trees. A side that nobody reads while it is written (a
-// replay's, replay.go; an Import's, import.go) defers its leads' two
-// B-trees per (anchor, key): add appends each record to the key's pend,
-// and buildTrees sorts each key's records once per order and appends
-// them to the empty trees (Load), where an insert at a random place of
-// a growing tree cost a descent, a shift of half a node and the
-// collector's write barriers, twice per anchor of every lead. The day
-// cells and roll-ups wait with them (lead_days_bulk.go). The first
-// remove ends the deferral (the record must leave the trees it is in,
-// and a moved record is reused at once), so the trees are the ones add
-// builds in any case.
+// Lead trees built when first needed. Every key (anchor, signal key)
+// starts not built: add appends each record to the key's pend, and its
+// first reader (ready), or the first remove from it (build), sorts the
+// records once per order and appends them to the empty trees (Load),
+// and loads its day cells and roll-ups (lead_days_bulk.go). Only then do
+// writes go to the trees, where an insert at a random place of a
+// growing tree costs a descent, a shift of half a node, twice per anchor
+// of every lead. Most keys (a zip's, a county's) are never read on a
+// side, or long after their leads came: a replay, an Import, a second
+// side's build and the live path alike write them by appends, and the
+// keys a dashboard reads are built once per side and then kept.
+// A reader builds under the key's once; the writer builds with no
+// reader on the side (store.go), so a key is never written by both.
 
-// deferLeadTrees starts the deferral on an empty side's lead index.
+// deferLeadTrees starts, on an empty side nobody reads yet (a replay's,
+// an Import's), the one-by-one lead writes (leadIndex.deferTrees).
 func (x *leadIndex) deferLeadTrees() {
 	if len(x.anchors) == 0 {
 		x.deferTrees = true
 	}
 }
 
-// buildTrees ends the deferral, if the index defers, and builds what a
-// lean side left to its readers (readersBuild): every key's pending
-// records go into its trees. Keys are independent, so up to four
-// goroutines share them. The side's writer calls it with no reader on
-// the side.
+// buildTrees builds every key not built yet, up to four goroutines
+// sharing them (keys are independent), and ends the deferral. The
+// side's writer calls it with no reader on the side (tests, to compare
+// the built structures).
 func (x *leadIndex) buildTrees() {
-	if !x.deferTrees && !x.lazy {
-		return
-	}
-	x.deferTrees, x.lazy = false, false
+	x.deferTrees = false
 	var keys []*keyLeads
 	for _, a := range x.anchors {
 		for _, k := range a.keys {
-			if len(k.pend) > 0 || k.lazy {
+			if !k.built.Load() {
 				keys = append(keys, k)
 			}
 		}
 	}
 	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
-		keys[i].once.Do(keys[i].loadPending) // a no-op for a key a reader built
+		keys[i].build()
 	})
-	for _, k := range keys {
-		k.lazy = false
-	}
 }
 
-// readersBuild ends the deferral of a lean side (side.lean) without
-// building the trees: each key with pending records builds its own on
-// its first read (keyLeads.ready), and buildTrees the rest, once settle
-// has made the whole side the readers' (permit_bulk.go's buildLean). A
-// state's key holds most of its leads, so a read pays for the keys it
-// reads, where building them all took a replay of the real mix about a
-// tenth of its time before readers had it. The writer calls it before
-// readers have the side; the next write to the side builds every key
-// first (buildTrees).
-func (x *leadIndex) readersBuild() {
-	if !x.deferTrees {
-		return
-	}
-	x.deferTrees = false
-	for _, a := range x.anchors {
-		for _, k := range a.keys {
-			if len(k.pend) > 0 {
-				k.lazy, x.lazy = true, true
+// buildLike builds the keys of x, a second side's index just copied
+// from a's (copySide: no reader on x yet), that are built on a, the
+// readers' side: the keys readers asked for so far find themselves
+// built when x becomes theirs (settle), not built again by a reader.
+// No write changes a meanwhile; its readers may build more keys of it
+// (built is set last, atomically), which x then leaves to its own.
+func (x *leadIndex) buildLike(a *leadIndex) {
+	var keys []*keyLeads
+	for g, aa := range a.anchors {
+		xa := x.anchors[g]
+		if xa == nil {
+			continue
+		}
+		for _, ak := range aa.keys {
+			if !ak.built.Load() {
+				continue
+			}
+			if k := xa.get(ak.key); k != nil && !k.built.Load() {
+				keys = append(keys, k)
 			}
 		}
 	}
+	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
+		keys[i].build()
+	})
+}
+
+// readersBuild ends the deferral of a side about to be read: its keys,
+// none built, are built by their first readers (ready), a remove, or
+// never. A state's key holds most of its leads, so a read pays for the
+// keys it reads, where building them all took a replay of the real mix
+// about a tenth of its time before readers had it.
+func (x *leadIndex) readersBuild() {
+	x.deferTrees = false
 }
 
 // ready builds k's trees and day cells from its pending records once, if
-// they were left to its readers (readersBuild): a reader calls it before
-// it reads k (anchorLeads.selected), and buildTrees for those no reader
-// built.
-func (k *keyLeads) ready() {
-	if k.lazy {
+// not built: a reader calls it before it reads k (anchorLeads.selected).
+func (k *keyLeads) ready() { k.once.Do(k.loadPending) }
+
+// build is ready for the side's writer (a remove): no reader is on the
+// side, and the structures must hold every record before one leaves.
+func (k *keyLeads) build() {
+	if !k.built.Load() {
 		k.once.Do(k.loadPending)
 	}
 }
 
-// loadPending sorts k's pending records into its trees and day cells.
+// loadPending sorts k's pending records into its trees and day cells,
+// unless k is built (a key made built: leadIndex.eager).
 func (k *keyLeads) loadPending() {
-	items := make([]leadItem, len(k.pend))
-	for i, r := range k.pend {
-		items[i] = itemOf(r)
+	if k.built.Load() {
+		return
 	}
-	k.days.load(k.pend)
+	recs := make([]*leadRec, len(k.pend))
+	items := make([]leadItem, len(k.pend))
+	for i, slot := range k.pend {
+		recs[i] = k.x.recs[slot]
+		items[i] = itemOf(recs[i])
+	}
+	k.days.load(recs)
 	k.pend = nil
 	loadSorted(k.byDate, items, k.x.itemDateCmp)
 	loadSorted(k.byConf, items, k.x.itemConfCmp)
+	k.built.Store(true)
 }
 
 // loadSorted sorts items by cmp (the tree's order) and appends them to t.

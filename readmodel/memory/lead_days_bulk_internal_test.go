@@ -26,6 +26,7 @@ func TestDeferredDaysMatchOneByOne(t *testing.T) {
 	t.Cleanup(func() { rollMin, sparseMin, parallelKeys = oldRoll, oldSparse, oldKeys })
 	rng := rand.New(rand.NewPCG(21, 22))
 	one, deferred := newSide(nil), newSide(nil)
+	one.signals.leads.eager, deferred.signals.leads.eager = true, true // keys made after the build are built at once
 	deferred.signals.leads.deferLeadTrees()
 	geos := []string{"us-wa", "zip-a", "zip-b", "city-x", "county-k"}
 	newLead := func(id string, version int64) readmodel.Lead {

@@ -24,7 +24,9 @@ import (
 //
 // So a key's structures are the same after the batch as after putLead
 // one lead at a time (TestLeadLanesMatchOneByOne). Small batches and a
-// side whose trees are deferred (lead_bulk.go) take putLead.
+// side whose trees are deferred (lead_bulk.go) take putLead. A key not
+// built yet (lead_bulk.go) gets no change: an add appends to its pend at
+// staging, and a remove builds it there first.
 
 // leadChange is one record added to (delta 1) or removed from (-1) the
 // structures of one (anchor, key).
@@ -39,9 +41,6 @@ type leadChange struct {
 // each one's result.
 func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	x := s.signals.leads
-	if x.lazy { // a lean side's keys, left to their readers: a write builds them all (lead_bulk.go)
-		x.buildTrees()
-	}
 	id := func(j int) string { return ls[j].LeadID }
 	if len(ls) < laneMin || x.deferTrees {
 		for i, l := range ls {
@@ -54,6 +53,13 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	stage := func(r *leadRec, create bool, delta int64) {
 		it := itemOf(r)
 		x.eachKey(r, create, func(k *keyLeads) {
+			if !k.built.Load() { // lead_bulk.go
+				if delta > 0 {
+					k.pend = append(k.pend, r.slot)
+					return
+				}
+				k.build() // before the lanes: with the records staged so far
+			}
 			changes = append(changes, leadChange{k, it, r, delta})
 		})
 	}

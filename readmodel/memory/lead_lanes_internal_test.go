@@ -22,14 +22,22 @@ import (
 // changes), send stale versions, and delete; small roll-up and sparse
 // thresholds make every batch cross them. A third side defers its trees
 // (as a replay's does, lead_bulk.go), so takes the one-by-one path, and
-// holds the same once they are built.
+// holds the same once they are built. These three build every key as
+// it is made (leadIndex.eager). A fourth side leaves its keys unbuilt, as
+// the product does (lead_bulk.go), takes the same batches through
+// apply, and has random keys built between batches (as first reads
+// would); once all are built it holds the same too.
 func TestLeadLanesMatchOneByOne(t *testing.T) {
 	oldRoll, oldSparse := rollMin, sparseMin
 	rollMin, sparseMin = 6, 3
 	t.Cleanup(func() { rollMin, sparseMin = oldRoll, oldSparse })
 	rng := rand.New(rand.NewPCG(9, 10))
-	lanes, one, deferred := newSide(nil), newSide(nil), newSide(nil)
+	lanes, one, deferred, lazy := newSide(nil), newSide(nil), newSide(nil), newSide(nil)
+	for _, d := range []*side{lanes, one, deferred} {
+		d.signals.leads.eager = true
+	}
 	deferred.signals.leads.deferLeadTrees() // as a replay's side: one by one, trees at the end
+	unbuilt, read := 0, 0 // lazy's keys met unbuilt between batches, and built there
 	versions := map[string]int64{}
 	geos := []string{"us-wa", "zip-a", "zip-b", "city-x", "city-y", "county-k", "jur-1"}
 	confs := []float64{0.3, 0.5, 0.75, 0.9}
@@ -59,6 +67,18 @@ func TestLeadLanesMatchOneByOne(t *testing.T) {
 		require.Equal(t, want, got)
 		require.Equal(t, leadIndexDump(one), leadIndexDump(lanes))
 		require.Equal(t, want, deferred.apply(b))
+		require.Equal(t, want, lazy.apply(b))
+		for _, a := range lazy.signals.leads.anchors {
+			for _, k := range a.keys {
+				if !k.built.Load() {
+					unbuilt++
+					if rng.IntN(4) == 0 {
+						k.ready()
+						read++
+					}
+				}
+			}
+		}
 	}
 	ids := func(i int) string {
 		if i%3 == 0 {
@@ -108,6 +128,10 @@ func TestLeadLanesMatchOneByOne(t *testing.T) {
 	}
 	deferred.signals.leads.buildTrees()
 	require.Equal(t, leadIndexDump(one), leadIndexDump(deferred))
+	require.Positive(t, read, "keys built as reads build them")
+	require.Greater(t, unbuilt, read, "and by a remove")
+	lazy.signals.leads.buildTrees()
+	require.Equal(t, leadIndexDump(one), leadIndexDump(lazy))
 }
 
 // leadIndexDump describes every lead structure of s by value, in order.

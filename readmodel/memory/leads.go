@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
 	"github.com/tidwall/btree"
@@ -244,25 +245,31 @@ type keyLeads struct {
 	// The trees' write hints (the writer's only): leads tend to arrive
 	// near the last one written.
 	dateHint, confHint btree.PathHint
-	// pend holds the records added while the index defers its trees
-	// (leadIndex.deferTrees), in the order added; buildTrees sorts them
-	// into the trees and the day cells.
-	pend []*leadRec
-	// lazy: pend is left to the key's first reader, who builds the trees
-	// and day cells from it under once (lead_bulk.go's readersBuild).
-	// Set before readers have the side and cleared with none on it.
-	lazy bool
-	once sync.Once
+	// pend holds the slots of the records added while the key is not
+	// built (built false), in the order added; the key's first reader,
+	// or the first remove from it, sorts them into the trees and the day
+	// cells once (lead_bulk.go). Slots, not pointers: the collector has
+	// nothing to trace in the keys nobody reads. A pending record is
+	// never dropped (a remove builds its keys first).
+	pend []uint32
+	// built: the trees and day cells hold the key's records, and writes
+	// go to them. Set under once (or at creation), by a reader or by the
+	// side's writer with no reader on the side; atomic, as the second
+	// side's build reads it on the readers' side (buildLike).
+	built atomic.Bool
+	once  sync.Once
 }
 
 func (x *leadIndex) newKeyLeads(key string) *keyLeads {
 	opts := btree.Options{NoLocks: true, Degree: 32}
-	return &keyLeads{
+	k := &keyLeads{
 		key:    key,
 		x:      x,
 		byDate: btree.NewBTreeGOptions(x.dateLess, opts),
 		byConf: btree.NewBTreeGOptions(x.confLess, opts),
 	}
+	k.built.Store(x.eager && !x.deferTrees)
+	return k
 }
 
 // anchorLeads is every lead of one anchor geography, by signal key.
@@ -320,12 +327,13 @@ type leadIndex struct {
 	anchors map[string]*anchorLeads
 	names   *symbols // interned *_norm values and signal keys
 	// deferTrees: a side written before anyone reads it (a replay's, an
-	// Import's) appends each record to its keys' pend instead of
-	// inserting it into their two trees; buildTrees ends it (lead_bulk.go).
+	// Import's) writes its leads one by one, not in lanes (lead_lanes.go):
+	// every key is new there, so not built, and a write appends to pend
+	// (lead_bulk.go). readersBuild ends it.
 	deferTrees bool
-	// lazy: some keys' trees are left to their readers (readersBuild);
-	// a write builds them all first (buildTrees).
-	lazy bool
+	// eager: keys are built from the start (tests: the structures a
+	// write makes one lead at a time, to compare the built ones with).
+	eager bool
 	// recs holds each record by its slot (recs[0] is nil: the seek keys'
 	// slot), free the slots of the records dropped (drop), for reuse.
 	recs []*leadRec
@@ -367,8 +375,8 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	r := x.record(l, reuse)
 	it := itemOf(r)
 	x.eachKey(r, true, func(k *keyLeads) {
-		if x.deferTrees {
-			k.pend = append(k.pend, r) // the day cells too (lead_days_bulk.go)
+		if !k.built.Load() {
+			k.pend = append(k.pend, r.slot) // the day cells too (lead_days_bulk.go)
 			return
 		}
 		k.addTrees(it)
@@ -477,9 +485,9 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 // (putLead) re-indexes the lead in it instead of allocating another, so a
 // writer moving leads makes no garbage of records.
 func (x *leadIndex) remove(r *leadRec) *leadRec {
-	x.buildTrees() // r may be pending, or left to readers (lead_bulk.go)
 	it := itemOf(r)
 	x.eachKey(r, false, func(k *keyLeads) {
+		k.build() // r may be pending (lead_bulk.go)
 		k.removeTrees(it)
 		k.days.add(r, -1)
 	})

@@ -505,7 +505,8 @@ func monthFirstDay(m int32) int32 {
 //
 // A write to a lean side keeps it lean: Apply adds to none of those
 // indexes (it does not give a geo that reaches postingMin its postings),
-// and a permit leaves none; a lead written builds every lead key first.
+// and a permit leaves none; a lead key stays unbuilt until read or left
+// by a lead (lead_bulk.go).
 // Settle, once the second side is built whole, makes that side the
 // readers' and then gives the lean one, which no reader is left on, the
 // indexes it lacks (buildLean), so that both sides are whole before the
@@ -532,7 +533,6 @@ func (s *side) buildLean() {
 		}
 	}
 	s.pi.order, s.bulk = order, false
-	s.signals.leads.buildTrees() // the keys no reader built (lead_bulk.go)
 	s.lean = false
 }
 
