@@ -127,6 +127,14 @@ func (s *Store) LeadKeyCount() (n int) {
 	return n
 }
 
+// SetLeadBuildMin sets the pending record count from which a lead key
+// is built without a reader (lead_bulk.go); it returns the undo.
+func SetLeadBuildMin(n int) func() {
+	old := leadBuildMin
+	leadBuildMin = n
+	return func() { leadBuildMin = old }
+}
+
 // SetParallelKeys sets the pending key count from which buildTrees
 // shares the keys among goroutines; it returns the undo.
 func SetParallelKeys(n int) func() {

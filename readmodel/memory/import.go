@@ -406,7 +406,7 @@ func (im *Import) Commit() error {
 		ok := !st.quit.Load()
 		if ok {
 			st.side.endBulk()
-			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read (lead_bulk.go)
+			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read, and the large ones (lead_bulk.go)
 		}
 		st.finish(s, ok)
 	}()
@@ -484,7 +484,7 @@ func (im *Import) buildLent(st *standbyBuild, a *side) {
 			return
 		case err == nil:
 			st.side.endBulk()
-			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read (lead_bulk.go)
+			st.side.signals.leads.buildLike(a.signals.leads) // the keys a's readers read, and the large ones (lead_bulk.go)
 			st.finish(im.s, true)
 			return
 		}

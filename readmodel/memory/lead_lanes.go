@@ -52,10 +52,11 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	changes := s.leadChanges[:0]
 	stage := func(r *leadRec, create bool, delta int64) {
 		it := itemOf(r)
-		x.eachKey(r, create, func(k *keyLeads) {
+		x.eachKey(r, create, func(a *anchorLeads, k *keyLeads) {
 			if !k.built.Load() { // lead_bulk.go
 				if delta > 0 {
 					k.pend = append(k.pend, r.slot)
+					x.added(a)
 					return
 				}
 				k.build() // before the lanes: with the records staged so far

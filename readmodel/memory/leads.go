@@ -283,6 +283,12 @@ type anchorLeads struct {
 	// version counts the lead writes that touched this anchor; the stats
 	// cache keys on it (statscache.go).
 	version uint64
+	// recs counts the records in the anchor's keys; eager: the anchor
+	// reached leadBuildMin of them on a side being read, and its keys are
+	// built, a new one as it is made (lead_bulk.go). The writer's, and a
+	// second side's build before settle.
+	recs  int
+	eager bool
 }
 
 // search returns the position of key in keys and whether it is there.
@@ -315,6 +321,9 @@ func (a *anchorLeads) put(x *leadIndex, key string, id uint32) *keyLeads {
 	}
 	i, _ := a.search(key)
 	k := x.newKeyLeads(key)
+	if a.eager {
+		k.built.Store(true)
+	}
 	a.keys = slices.Insert(a.keys, i, k)
 	a.ids = slices.Insert(a.ids, i, id)
 	return k
@@ -374,9 +383,10 @@ func (x *leadIndex) drop(r *leadRec) {
 func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	r := x.record(l, reuse)
 	it := itemOf(r)
-	x.eachKey(r, true, func(k *keyLeads) {
+	x.eachKey(r, true, func(a *anchorLeads, k *keyLeads) {
 		if !k.built.Load() {
 			k.pend = append(k.pend, r.slot) // the day cells too (lead_days_bulk.go)
+			x.added(a)
 			return
 		}
 		k.addTrees(it)
@@ -406,10 +416,11 @@ func (x *leadIndex) record(l readmodel.Lead, reuse *leadRec) *leadRec {
 	return r
 }
 
-// eachKey calls fn with the structures of r's signal key in each of r's
-// anchors, counting a write in each anchor: with create (an add), making
-// those that do not exist yet; without (a remove), skipping them.
-func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(k *keyLeads)) {
+// eachKey calls fn with each of r's anchors and the structures of r's
+// signal key there, counting a write in each anchor, and its records:
+// with create (an add), making those that do not exist yet; without (a
+// remove), skipping them.
+func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(a *anchorLeads, k *keyLeads)) {
 	var key uint32
 	if create {
 		key = x.names.id(r.lead.SignalKey)
@@ -427,10 +438,13 @@ func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(k *keyLeads)) {
 		var k *keyLeads
 		if create {
 			k = a.put(x, r.lead.SignalKey, key)
+			a.recs++
 		} else if k = a.get(r.lead.SignalKey); k == nil {
 			continue
+		} else {
+			a.recs--
 		}
-		fn(k)
+		fn(a, k)
 	}
 }
 
@@ -486,7 +500,7 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 // writer moving leads makes no garbage of records.
 func (x *leadIndex) remove(r *leadRec) *leadRec {
 	it := itemOf(r)
-	x.eachKey(r, false, func(k *keyLeads) {
+	x.eachKey(r, false, func(_ *anchorLeads, k *keyLeads) {
 		k.build() // r may be pending (lead_bulk.go)
 		k.removeTrees(it)
 		k.days.add(r, -1)

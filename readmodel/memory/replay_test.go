@@ -338,6 +338,56 @@ func TestReplayDefersLeadTrees(t *testing.T) {
 	}
 }
 
+// The keys of an anchor of leadBuildMin records or more are built
+// without a reader (lead_bulk.go): on the live path by the write that
+// reaches the size, and after a replay on both sides by the second
+// side's build, before settle; smaller anchors' keys wait for their
+// readers. The answers are a store's that builds every key as it writes.
+func TestLargeLeadKeysBuiltWithoutReaders(t *testing.T) {
+	defer memory.SetLeadBuildMin(100)()
+	release := make(chan struct{})
+	defer memory.HoldStandby(func() { <-release })()
+	// testLead(i) for i < 300: state:WA holds 300 records in three keys,
+	// city:a and city:b 150 each, zip:98101 60.
+	b := readmodel.Batch{Locations: leadLocations()}
+	for i := range 300 {
+		b.Leads = append(b.Leads, testLead(i, 1, 0))
+	}
+	applied := memory.New(memory.Params{})
+	applied.BuildLeadKeysEagerly()
+	live := memory.New(memory.Params{})
+	replayed := memory.New(memory.Params{})
+	require.True(t, replayed.BeginReplay())
+	for _, s := range []*memory.Store{applied, live, replayed} {
+		apply(t, s, b)
+	}
+	left, _ := live.LeadKeysLeft()
+	require.Equal(t, 12, live.LeadKeyCount())
+	require.Equal(t, 3, left, "zip:98101's keys wait for a reader, the others were built by the write")
+	sameLeads(t, applied, live, "live", leadGeos...)
+
+	require.Positive(t, replayed.EndReplay())
+	left, _ = replayed.LeadKeysLeft()
+	require.Equal(t, 12, left, "the replayed side's keys, all left")
+	close(release)
+	replayed.Settle()
+	active, standby := replayed.LeadKeysLeft()
+	require.Equal(t, 3, active, "the second side built its large keys")
+	require.Equal(t, 3, standby, "and the replayed side's")
+	sameLeads(t, applied, replayed, "settled", leadGeos...)
+	newKey := testLead(701, 1, 0) // state:WA and city:b, no zip
+	newKey.SignalKey = "k4"
+	move := readmodel.Batch{Leads: []readmodel.Lead{testLead(2, 5, 40), testLead(700, 1, 0), newKey}}
+	for _, s := range []*memory.Store{applied, live, replayed} {
+		apply(t, s, move)
+	}
+	left, _ = live.LeadKeysLeft()
+	require.Equal(t, 14, live.LeadKeyCount())
+	require.Equal(t, 3, left, "a new key of a large anchor is built as it is made")
+	sameLeads(t, applied, replayed, "after a write", leadGeos...)
+	sameLeads(t, applied, live, "live, after a write", leadGeos...)
+}
+
 // leadGeos are the anchors of testLead's leads.
 var leadGeos = []string{"state:WA", "city:a", "city:b", "zip:98101"}
 

@@ -151,7 +151,7 @@ func (a *side) copySide(d *side, quit *atomic.Bool) *side {
 	if quit != nil && quit.Load() {
 		return nil
 	}
-	d.signals.leads.buildLike(a.signals.leads) // the keys a's readers read (lead_bulk.go)
+	d.signals.leads.buildLike(a.signals.leads) // the keys a's readers read, and the large ones (lead_bulk.go)
 	d.syncVersions(a)
 	return d
 }
