@@ -56,16 +56,22 @@ func (x *leadIndex) buildTrees() {
 // 0.7 ms for the read). A variable for tests.
 var leadBuildMin = 4096
 
-// added ends an add to one of a's keys, not built, on a side being read
-// (the writer's call; a replay's or an Import's side defers every
-// build): an anchor of leadBuildMin records has all its keys built now.
-func (x *leadIndex) added(a *anchorLeads) {
+// appendPending adds r to k, one of a's keys, by its slot, if k is not
+// built, and reports whether it did (the writer's call). On a side being
+// read (a replay's or an Import's side defers every build) an anchor
+// that reaches leadBuildMin records has all its keys built then.
+func (x *leadIndex) appendPending(a *anchorLeads, k *keyLeads, r *leadRec) bool {
+	if k.built.Load() {
+		return false
+	}
+	k.pend = append(k.pend, r.slot)
 	if a.recs >= leadBuildMin && !a.eager && !x.deferTrees {
 		a.eager = true
 		for _, k := range a.keys {
 			k.build()
 		}
 	}
+	return true
 }
 
 // buildLike builds, on x, a second side's index just copied from a's

@@ -53,13 +53,11 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 	stage := func(r *leadRec, create bool, delta int64) {
 		it := itemOf(r)
 		x.eachKey(r, create, func(a *anchorLeads, k *keyLeads) {
-			if !k.built.Load() { // lead_bulk.go
-				if delta > 0 {
-					k.pend = append(k.pend, r.slot)
-					x.added(a)
-					return
-				}
-				k.build() // before the lanes: with the records staged so far
+			if delta > 0 && x.appendPending(a, k, r) { // lead_bulk.go
+				return
+			}
+			if delta < 0 {
+				k.build() // before the lanes, with the records staged so far
 			}
 			changes = append(changes, leadChange{k, it, r, delta})
 		})

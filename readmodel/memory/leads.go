@@ -384,9 +384,7 @@ func (x *leadIndex) add(l readmodel.Lead, reuse *leadRec) *leadRec {
 	r := x.record(l, reuse)
 	it := itemOf(r)
 	x.eachKey(r, true, func(a *anchorLeads, k *keyLeads) {
-		if !k.built.Load() {
-			k.pend = append(k.pend, r.slot) // the day cells too (lead_days_bulk.go)
-			x.added(a)
+		if x.appendPending(a, k, r) { // the day cells too (lead_days_bulk.go)
 			return
 		}
 		k.addTrees(it)
