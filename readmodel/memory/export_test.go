@@ -135,7 +135,7 @@ func SetLeadBuildMin(n int) func() {
 	return func() { leadBuildMin = old }
 }
 
-// SetParallelKeys sets the pending key count from which buildTrees
+// SetParallelKeys sets the key count from which buildLike and buildTrees
 // shares the keys among goroutines; it returns the undo.
 func SetParallelKeys(n int) func() {
 	old := parallelKeys
@@ -191,4 +191,23 @@ func (s *Store) SidesLean() (active, standby, activeDerived, standbyDerived bool
 		return len(d.pf.postings)+len(d.pf.byValue)+len(d.pf.posted)+len(d.pf.months) > 0
 	}
 	return s.sides[a].lean, s.sides[1-a].lean, derived(s.sides[a]), derived(s.sides[1-a])
+}
+
+// buildTrees builds every lead key not built yet (lead_bulk.go), up to
+// four goroutines sharing them (keys are independent), and ends the
+// deferral: the tests' way to compare built structures. Call it with no
+// reader on the side.
+func (x *leadIndex) buildTrees() {
+	x.deferTrees = false
+	var keys []*keyLeads
+	for _, a := range x.anchors {
+		for _, k := range a.keys {
+			if !k.built.Load() {
+				keys = append(keys, k)
+			}
+		}
+	}
+	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
+		keys[i].build()
+	})
 }

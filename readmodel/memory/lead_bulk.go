@@ -28,25 +28,6 @@ func (x *leadIndex) deferLeadTrees() {
 	}
 }
 
-// buildTrees builds every key not built yet, up to four goroutines
-// sharing them (keys are independent), and ends the deferral. The
-// side's writer calls it with no reader on the side (tests, to compare
-// the built structures).
-func (x *leadIndex) buildTrees() {
-	x.deferTrees = false
-	var keys []*keyLeads
-	for _, a := range x.anchors {
-		for _, k := range a.keys {
-			if !k.built.Load() {
-				keys = append(keys, k)
-			}
-		}
-	}
-	shareOut(workersFor(len(keys), parallelKeys), len(keys), func(_, i int) {
-		keys[i].build()
-	})
-}
-
 // leadBuildMin is the number of records from which an anchor's keys are
 // all built without waiting for a reader: by the side's writer when an
 // add reaches it, and by a second side's build for both sides
@@ -163,6 +144,6 @@ func loadSorted(t *btree.BTreeG[leadItem], items []leadItem, cmp func(a, b leadI
 	}
 }
 
-// parallelKeys is the number of pending keys from which buildTrees
+// parallelKeys is the number of keys to build from which buildLike
 // shares them among goroutines (a variable for tests).
 var parallelKeys = 4096

@@ -5,10 +5,10 @@ import (
 	"slices"
 )
 
-// Deferred day cells and roll-ups. While a side defers its lead trees
-// (lead_bulk.go) it defers each key's day cells and roll-ups with them:
-// nobody reads those either before buildTrees, which builds them from
-// the key's pending records in one pass (load). Added one lead at a time
+// Deferred day cells and roll-ups. A key not built yet (lead_bulk.go)
+// defers its day cells and roll-ups with its trees: nobody reads those
+// either before the key's build, which builds them from its pending
+// records in one pass (load). Added one lead at a time
 // they cost a search and an insert into a sorted slice for the lead's
 // day, its cell record, its cell's sparse counts and, in each roll-up
 // it counts in, for its city, zip and county in each Fenwick node above
