@@ -4,7 +4,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1x
 SHARED    ?= ../shared
 
-.PHONY: run test test-short bench lint build fmt load load-chaos web
+.PHONY: run test test-short bench lint build fmt load load-chaos load-ingest web
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -37,6 +37,12 @@ load:
 	$(GO) build -o bin/floor ./test/load/floor
 	$(GO) run ./test/load/driver -permitd bin/permitd -floor bin/floor $(LOAD_FLAGS)
 	@if [ "$(CHAOS)" = redis ]; then $(MAKE) --no-print-directory load-chaos; elif [ -n "$(CHAOS)" ]; then echo "load: CHAOS=$(CHAOS): only redis can be killed and restarted"; exit 2; fi
+
+## load-ingest: the Kafka ingest as separate processes (a kfake-broker from $(SHARED)/tools, permitd serve -data none, permitd publish): the replay of a base and a live set published into the running server; prints times, events/s and the cores of the server, the broker and the machine (not part of test)
+INGEST_FLAGS ?= -runs 2
+load-ingest:
+	$(GO) build -o bin/permitd ./cmd/permitd
+	$(GO) run ./test/load/ingest -permitd bin/permitd -broker-dir $(SHARED)/tools/kfake-broker $(INGEST_FLAGS)
 
 ## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
 lint:

@@ -1,0 +1,510 @@
+// Command ingest measures the Kafka ingest as separate processes: a
+// kfake-broker (../shared/tools/kfake-broker, a real broker's default
+// limits), `permitd serve -data none` consuming from it, and `permitd
+// publish` feeding it. It prints how long the replay of a base took and
+// how long a second set of files published into the running server took
+// to be handled, with the cores the server kept busy, as measured from
+// its /proc/<pid>/stat.
+//
+//	go run ./test/load/ingest [-permitd bin/permitd] [-permits 100000] [-runs 2] [-A BIN -B BIN]
+//
+// The base is the bundled gazetteer and Seattle data, `permitd gen
+// -permits N -seed 1` and `permitd signals` of the three; the live set is
+// `gen -permits N -seed 3` and its signals (with the gazetteer). The files
+// are generated once into -work and reused.
+//
+// The harness polls the server's readiness (admin /v1/health/ready) with
+// one kept-alive HTTP connection every 100ms, and reads the process's CPU
+// from /proc: the measurement costs the machine next to nothing. (A
+// shell loop that started a python3 per poll took 0.12 CPU-s each time,
+// a whole core at 20 polls a second, and made the server look idle.)
+// With -A and -B two binaries take turns, run by run.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/permitd/permitd/internal/child"
+	"github.com/permitd/permitd/internal/servelines"
+)
+
+type config struct {
+	permitd, a, b string
+	brokerDir     string
+	work          string
+	permits       int
+	runs          int
+	together      bool
+	now           string
+	profile       int
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.permitd, "permitd", "", "permitd binary (empty: go build ./cmd/permitd into -work); also generates the files")
+	flag.StringVar(&c.a, "A", "", "with -B: two permitd binaries measured in turns (A, B, A, B, ...)")
+	flag.StringVar(&c.b, "B", "", "the second binary of -A")
+	flag.StringVar(&c.brokerDir, "broker-dir", "", "source of kfake-broker (empty: ../shared/tools/kfake-broker beside the repository)")
+	flag.StringVar(&c.work, "work", filepath.Join(os.TempDir(), "permitd-ingest"), "directory for the binaries, the generated files and the logs")
+	flag.IntVar(&c.permits, "permits", 100000, "generated permits in the base and in the live set each")
+	flag.IntVar(&c.runs, "runs", 1, "runs (per binary)")
+	flag.BoolVar(&c.together, "together", false, "publish the live set's two files at once (default: one after the other)")
+	flag.StringVar(&c.now, "now", "2026-11-22", "the generator's and the signals' clock")
+	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "ingest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	if err := os.MkdirAll(c.work, 0o755); err != nil {
+		return err
+	}
+	bins := []string{c.permitd}
+	if c.a != "" || c.b != "" {
+		if c.a == "" || c.b == "" {
+			return errors.New("-A and -B go together")
+		}
+		bins = []string{c.a, c.b}
+	}
+	if bins[0] == "" {
+		bins[0] = filepath.Join(c.work, "permitd")
+		if err := goBuild(bins[0], "./cmd/permitd", ""); err != nil {
+			return err
+		}
+	}
+	broker, err := buildBroker(c)
+	if err != nil {
+		return err
+	}
+	files, err := generate(c, bins[0])
+	if err != nil {
+		return err
+	}
+	for r := range c.runs {
+		for i, bin := range bins {
+			name := fmt.Sprintf("run %d", r+1)
+			if len(bins) > 1 {
+				name += " " + string(rune('A'+i))
+			}
+			if err := measure(c, name, bin, broker, files); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func goBuild(out, pkg, dir string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// buildBroker builds kfake-broker into the work directory.
+func buildBroker(c config) (string, error) {
+	dir := c.brokerDir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if p := filepath.Join(d, "shared", "tools", "kfake-broker"); exists(filepath.Join(p, "main.go")) {
+				dir = p
+				break
+			}
+		}
+		if dir == "" {
+			return "", errors.New("no ../shared/tools/kfake-broker found: give -broker-dir")
+		}
+	}
+	out := filepath.Join(c.work, "kfake-broker")
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	return abs, goBuild(abs, ".", dir)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// dataFiles are the generated NDJSON files: the base's and the live set's,
+// in publishing order, with their event counts.
+type dataFiles struct {
+	base, live   []string
+	nBase, nLive int
+}
+
+func generate(c config, bin string) (dataFiles, error) {
+	var f dataFiles
+	p := func(name string) string { return filepath.Join(c.work, name) }
+	n := strconv.Itoa(c.permits)
+	steps := []struct {
+		out  string
+		args []string
+		in   []string // concatenated into the command's stdin
+	}{
+		{p("gazetteer.ndjson"), []string{"import", "gazetteer"}, nil},
+		{p("seattle.ndjson"), []string{"import", "seattle"}, nil},
+		{p("gen1-" + n + ".ndjson"), []string{"gen", "-permits", n, "-seed", "1", "-now", c.now}, nil},
+		{p("sig1-" + n + ".ndjson"), []string{"signals", "-as-of", c.now}, []string{p("gazetteer.ndjson"), p("seattle.ndjson"), p("gen1-" + n + ".ndjson")}},
+		{p("gen3-" + n + ".ndjson"), []string{"gen", "-permits", n, "-seed", "3", "-now", c.now}, nil},
+		{p("sig3-" + n + ".ndjson"), []string{"signals", "-as-of", c.now}, []string{p("gazetteer.ndjson"), p("gen3-" + n + ".ndjson")}},
+	}
+	for _, s := range steps {
+		if !exists(s.out) {
+			if err := writeCmd(bin, s.args, s.in, s.out); err != nil {
+				return f, err
+			}
+		}
+	}
+	f.base = []string{steps[0].out, steps[1].out, steps[2].out, steps[3].out}
+	f.live = []string{steps[4].out, steps[5].out}
+	for _, name := range f.base {
+		f.nBase += lines(name)
+	}
+	for _, name := range f.live {
+		f.nLive += lines(name)
+	}
+	return f, nil
+}
+
+// writeCmd runs bin args with the files in concatenated on its stdin and
+// its stdout written to out (through a temporary file).
+func writeCmd(bin string, args, in []string, out string) error {
+	tmp := out + ".tmp"
+	o, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = o, os.Stderr
+	if len(in) > 0 {
+		var rs []io.Reader
+		for _, name := range in {
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rs = append(rs, f)
+		}
+		cmd.Stdin = io.MultiReader(rs...)
+	}
+	fmt.Fprintf(os.Stderr, "ingest: %s %s > %s\n", bin, strings.Join(args, " "), out)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %v: %w", bin, args, err)
+	}
+	if err := o.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, out)
+}
+
+func lines(name string) int {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte{'\n'})
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// measure runs one broker and one server: the base published before the
+// server starts (its replay), then the live set into it.
+func measure(c config, name, bin, broker string, f dataFiles) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	bl, err := os.Create(filepath.Join(c.work, "broker.log"))
+	if err != nil {
+		return err
+	}
+	defer bl.Close()
+	bcmd := exec.Command(broker, "-port", strconv.Itoa(port))
+	bcmd.Stdout, bcmd.Stderr = bl, bl
+	if err := bcmd.Start(); err != nil {
+		return err
+	}
+	defer child.Stop(bcmd, 5*time.Second)
+	if err := waitDial(addr, 10*time.Second); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	start := time.Now()
+	for _, file := range f.base {
+		if err := publish(bin, addr, file); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%s: base of %d events published in %.2f s\n", name, f.nBase, time.Since(start).Seconds())
+
+	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}
+	if c.profile > 0 {
+		args = append(args, "-pprof")
+	}
+	scmd := exec.Command(bin, args...)
+	out, err := scmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	sl, err := os.Create(filepath.Join(c.work, "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer sl.Close()
+	scmd.Stderr = sl
+	start = time.Now()
+	if err := scmd.Start(); err != nil {
+		return err
+	}
+	defer child.Stop(scmd, 30*time.Second)
+	lines := servelines.Read(out, func(l servelines.Lines) bool { return l.Base != "" && l.Admin != "" })
+	if lines.Admin == "" {
+		return errors.New("serve printed no admin address (see serve.log)")
+	}
+	pid := scmd.Process.Pid
+	cl := &http.Client{Timeout: 5 * time.Second}
+	cpu0, bcpu0, mcpu0 := cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	st, err := waitFor(cl, lines.Admin, 120*time.Second, func(s state) bool { return s.CaughtUp })
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	fmt.Printf("%s: replay of %d events ready %.2f s after serve started (%.0f events/s); cores: server %.3f, broker %.3f, machine %.3f\n",
+		name, st.events(), took.Seconds(), float64(st.events())/took.Seconds(), (cpuSeconds(pid)-cpu0)/took.Seconds(),
+		(cpuSeconds(bcmd.Process.Pid)-bcpu0)/took.Seconds(), (machineSeconds()-mcpu0)/took.Seconds())
+	settled := waitIdle(pid, 60*time.Second)
+	fmt.Printf("%s: the server idle %.2f s after ready (the second side built)\n", name, settled.Seconds())
+
+	base := st.events()
+	want := base + f.nLive
+	if c.profile > 0 {
+		go saveProfile(lines.Admin, c.profile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".cpu.prof"))
+	}
+	start = time.Now()
+	cpu0, bcpu0, mcpu0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	pubDone := make(chan error, 1)
+	var pubEnd time.Time
+	var cpuPub float64
+	go func() {
+		var err error
+		if c.together {
+			errs := make(chan error, len(f.live))
+			for _, file := range f.live {
+				go func() { errs <- publish(bin, addr, file) }()
+			}
+			for range f.live {
+				err = errors.Join(err, <-errs)
+			}
+		} else {
+			for _, file := range f.live {
+				if err = publish(bin, addr, file); err != nil {
+					break
+				}
+			}
+		}
+		pubEnd, cpuPub = time.Now(), cpuSeconds(pid)
+		pubDone <- err
+	}()
+	st, err = waitFor(cl, lines.Admin, 300*time.Second, func(s state) bool { return s.events() >= want && s.Lag == 0 })
+	if err != nil {
+		return err
+	}
+	end, cpuEnd, bcpuEnd, mcpuEnd := time.Now(), cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	if err := <-pubDone; err != nil {
+		return err
+	}
+	how := "one file after the other"
+	if c.together {
+		how = "the files at once"
+	}
+	whole := end.Sub(start).Seconds()
+	fmt.Printf("%s: live %d events (%s) handled %.2f s after the publish began (%.0f events/s); published in %.2f s\n",
+		name, f.nLive, how, whole, float64(f.nLive)/whole, pubEnd.Sub(start).Seconds())
+	fmt.Printf("%s: cores over the whole: server %.3f, broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
+		name, (cpuEnd-cpu0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
+	return nil
+}
+
+func publish(bin, addr, file string) error {
+	cmd := exec.Command(bin, "publish", "-brokers", addr, "-file", file)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("publish %s: %w: %s", file, err, lastLine(errb.String()))
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func waitDial(addr string, limit time.Duration) error {
+	end := time.Now().Add(limit)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(end) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// state is the indexer's part of serve's readiness answer.
+type state struct {
+	CaughtUp    bool  `json:"caught_up"`
+	Lag         int64 `json:"lag"`
+	Applied     int   `json:"events_applied"`
+	Stale       int   `json:"events_stale"`
+	DeadLetters int   `json:"dead_letters"`
+}
+
+// events are the events the indexer is done with.
+func (s state) events() int { return s.Applied + s.Stale + s.DeadLetters }
+
+// waitFor polls readiness every 100ms until ok holds.
+func waitFor(cl *http.Client, admin string, limit time.Duration, ok func(state) bool) (state, error) {
+	end := time.Now().Add(limit)
+	var last state
+	for time.Now().Before(end) {
+		if s, err := readState(cl, admin); err == nil {
+			last = s
+			if ok(s) {
+				return s, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return last, fmt.Errorf("not there after %s: %+v", limit, last)
+}
+
+func readState(cl *http.Client, admin string) (state, error) {
+	resp, err := cl.Get(admin + "/v1/health/ready")
+	if err != nil {
+		return state{}, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Checks struct {
+			Indexer state `json:"indexer"`
+		} `json:"checks"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	return body.Checks.Indexer, err
+}
+
+// waitIdle waits until the process used under 5% of a core over half a
+// second, and says how long that took.
+func waitIdle(pid int, limit time.Duration) time.Duration {
+	start := time.Now()
+	prev := cpuSeconds(pid)
+	for time.Since(start) < limit {
+		time.Sleep(500 * time.Millisecond)
+		now := cpuSeconds(pid)
+		if now-prev < 0.025 {
+			return time.Since(start)
+		}
+		prev = now
+	}
+	return time.Since(start)
+}
+
+// cpuSeconds is the process's user and system CPU time so far (Linux;
+// 0 elsewhere), in clock ticks of 1/100 s.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+2:] // the command name may hold spaces
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64) // utime, field 14
+	k, _ := strconv.ParseFloat(f[12], 64) // stime, field 15
+	return (u + k) / 100
+}
+
+// machineSeconds is the CPU time all cores spent busy so far (Linux:
+// /proc/stat's first line, all but idle and iowait), in seconds.
+func machineSeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 7 { // guest time is counted in user already
+			break
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		busy += n
+	}
+	return busy / 100
+}
+
+func saveProfile(admin string, seconds int, path string) {
+	cl := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
+	resp, err := cl.Get(admin + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ingest: profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ingest: profile:", err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+	fmt.Fprintln(os.Stderr, "ingest: CPU profile of the live phase in", path)
+}
