@@ -18,7 +18,11 @@
 // from /proc: the measurement costs the machine next to nothing. (A
 // shell loop that started a python3 per poll took 0.12 CPU-s each time,
 // a whole core at 20 polls a second, and made the server look idle.)
-// With -A and -B two binaries take turns, run by run.
+// With -A and -B two binaries take turns, run by run; -env-b adds
+// variables to the second's environment (the same binary twice: an A/B
+// of the variables). The server's kernel share is printed too: on a VM
+// that hands memory back to its host, the first touch of new heap pages
+// is much of a replay's CPU, and moves from run to run.
 package main
 
 import (
@@ -50,6 +54,7 @@ type config struct {
 	together      bool
 	now           string
 	profile       int
+	env, envB     string
 }
 
 func main() {
@@ -63,6 +68,8 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 1, "runs (per binary)")
 	flag.BoolVar(&c.together, "together", false, "publish the live set's two files at once (default: one after the other)")
 	flag.StringVar(&c.now, "now", "2026-11-22", "the generator's and the signals' clock")
+	flag.StringVar(&c.env, "env", "", "comma-separated K=V added to serve's environment, e.g. GOGC=200")
+	flag.StringVar(&c.envB, "env-b", "", "comma-separated K=V added to serve's environment in -B's runs only (with -A and -B the same binary: an A/B of the variables)")
 	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -102,12 +109,23 @@ func run(c config) error {
 			if len(bins) > 1 {
 				name += " " + string(rune('A'+i))
 			}
-			if err := measure(c, name, bin, broker, files); err != nil {
+			env := splitEnv(c.env)
+			if i == 1 {
+				env = append(env, splitEnv(c.envB)...)
+			}
+			if err := measure(c, name, bin, env, broker, files); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 	}
 	return nil
+}
+
+func splitEnv(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 func goBuild(out, pkg, dir string) error {
@@ -241,7 +259,7 @@ func freePort() (int, error) {
 
 // measure runs one broker and one server: the base published before the
 // server starts (its replay), then the live set into it.
-func measure(c config, name, bin, broker string, f dataFiles) error {
+func measure(c config, name, bin string, env []string, broker string, f dataFiles) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -267,13 +285,14 @@ func measure(c config, name, bin, broker string, f dataFiles) error {
 			return err
 		}
 	}
-	fmt.Printf("%s: base of %d events published in %.2f s\n", name, f.nBase, time.Since(start).Seconds())
+	fmt.Printf("%s: base of %d events published in %.2f s; serve's added environment: %q\n", name, f.nBase, time.Since(start).Seconds(), env)
 
 	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}
 	if c.profile > 0 {
 		args = append(args, "-pprof")
 	}
 	scmd := exec.Command(bin, args...)
+	scmd.Env = append(os.Environ(), env...)
 	out, err := scmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -295,15 +314,15 @@ func measure(c config, name, bin, broker string, f dataFiles) error {
 	}
 	pid := scmd.Process.Pid
 	cl := &http.Client{Timeout: 5 * time.Second}
-	cpu0, bcpu0, mcpu0 := cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	cpu0, bcpu0, mcpu0, sys0 := cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
 	st, err := waitFor(cl, lines.Admin, 120*time.Second, func(s state) bool { return s.CaughtUp })
 	if err != nil {
 		return err
 	}
 	took := time.Since(start)
-	fmt.Printf("%s: replay of %d events ready %.2f s after serve started (%.0f events/s); cores: server %.3f, broker %.3f, machine %.3f\n",
+	fmt.Printf("%s: replay of %d events ready %.2f s after serve started (%.0f events/s); cores: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f\n",
 		name, st.events(), took.Seconds(), float64(st.events())/took.Seconds(), (cpuSeconds(pid)-cpu0)/took.Seconds(),
-		(cpuSeconds(bcmd.Process.Pid)-bcpu0)/took.Seconds(), (machineSeconds()-mcpu0)/took.Seconds())
+		(sysSeconds(pid)-sys0)/took.Seconds(), (cpuSeconds(bcmd.Process.Pid)-bcpu0)/took.Seconds(), (machineSeconds()-mcpu0)/took.Seconds())
 	settled := waitIdle(pid, 60*time.Second)
 	fmt.Printf("%s: the server idle %.2f s after ready (the second side built)\n", name, settled.Seconds())
 
@@ -313,7 +332,7 @@ func measure(c config, name, bin, broker string, f dataFiles) error {
 		go saveProfile(lines.Admin, c.profile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".cpu.prof"))
 	}
 	start = time.Now()
-	cpu0, bcpu0, mcpu0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	cpu0, bcpu0, mcpu0, sys0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
 	pubDone := make(chan error, 1)
 	var pubEnd time.Time
 	var cpuPub float64
@@ -341,7 +360,7 @@ func measure(c config, name, bin, broker string, f dataFiles) error {
 	if err != nil {
 		return err
 	}
-	end, cpuEnd, bcpuEnd, mcpuEnd := time.Now(), cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds()
+	end, cpuEnd, bcpuEnd, mcpuEnd, sysEnd := time.Now(), cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
 	if err := <-pubDone; err != nil {
 		return err
 	}
@@ -352,8 +371,8 @@ func measure(c config, name, bin, broker string, f dataFiles) error {
 	whole := end.Sub(start).Seconds()
 	fmt.Printf("%s: live %d events (%s) handled %.2f s after the publish began (%.0f events/s); published in %.2f s\n",
 		name, f.nLive, how, whole, float64(f.nLive)/whole, pubEnd.Sub(start).Seconds())
-	fmt.Printf("%s: cores over the whole: server %.3f, broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
-		name, (cpuEnd-cpu0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
+	fmt.Printf("%s: cores over the whole: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
+		name, (cpuEnd-cpu0)/whole, (sysEnd-sys0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
 	return nil
 }
 
@@ -449,11 +468,25 @@ func waitIdle(pid int, limit time.Duration) time.Duration {
 }
 
 // cpuSeconds is the process's user and system CPU time so far (Linux;
-// 0 elsewhere), in clock ticks of 1/100 s.
+// 0 elsewhere), in seconds (clock ticks of 1/100 s).
 func cpuSeconds(pid int) float64 {
+	u, k := cpuTimes(pid)
+	return u + k
+}
+
+// sysSeconds is the process's system CPU time so far (page faults, system
+// calls), in seconds.
+func sysSeconds(pid int) float64 {
+	_, k := cpuTimes(pid)
+	return k
+}
+
+// cpuTimes are the process's user and system CPU times so far, in
+// seconds.
+func cpuTimes(pid int) (user, sys float64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	if i := strings.LastIndexByte(s, ')'); i >= 0 {
@@ -461,11 +494,11 @@ func cpuSeconds(pid int) float64 {
 	}
 	f := strings.Fields(s)
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	u, _ := strconv.ParseFloat(f[11], 64) // utime, field 14
 	k, _ := strconv.ParseFloat(f[12], 64) // stime, field 15
-	return (u + k) / 100
+	return u / 100, k / 100
 }
 
 // machineSeconds is the CPU time all cores spent busy so far (Linux:
