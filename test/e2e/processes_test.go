@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/internal/child"
+	"github.com/permitd/permitd/internal/freeport"
 )
 
 // brokerSource finds ../shared/tools/kfake-broker (PERMITD_KFAKE_BROKER_DIR
@@ -44,10 +44,9 @@ func fileExists(p string) bool {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // process is a started command whose stdout is scanned for lines.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/permitd/permitd/internal/freeport"
 )
 
 // Server is one redis-server process.
@@ -52,12 +54,11 @@ func Start(tb testing.TB) *Server {
 }
 
 func freePort(tb testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
 		tb.Fatalf("redistest: free port: %v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func (s *Server) start() {

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/permitd/permitd/api/apikey"
+	"github.com/permitd/permitd/internal/freeport"
 	"github.com/permitd/permitd/internal/servelines"
 )
 
@@ -78,7 +79,7 @@ func run(o options) error {
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return err
 	}
@@ -249,15 +250,6 @@ func get(c *http.Client, url, key string) (int, error) {
 	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	return res.StatusCode, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // redisServer is a redis-server process on a fixed port, with an

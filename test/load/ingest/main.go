@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/internal/child"
+	"github.com/permitd/permitd/internal/freeport"
 	"github.com/permitd/permitd/internal/servelines"
 )
 
@@ -248,19 +249,10 @@ func lines(name string) int {
 	return bytes.Count(b, []byte{'\n'})
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // measure runs one broker and one server: the base published before the
 // server starts (its replay), then the live set into it.
 func measure(c config, name, bin string, env []string, broker string, f dataFiles) error {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return err
 	}
