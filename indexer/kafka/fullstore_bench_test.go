@@ -58,7 +58,11 @@ import (
 // ("<round>-alloc-MB", "-gc-cycles", "-gc-cpu-s"), this process's CPU
 // time over the round's wall time ("<round>-cores": under the machine's
 // cores, the round waited on one goroutine's work rather than on CPU;
-// a broker process's time is not counted), and the fetches whose answer
+// a broker process's time is not counted), the part of it in the kernel
+// and the page faults taken ("<round>-sys-cores", "-faults": a round whose
+// allocations take new pages pays for them there, and on a VM that hands
+// memory back to its host that is much of a round and moves from run to
+// run), and the fetches whose answer
 // missed kafka-go's deadline, each fetched again
 // ("<round>-fetch-timeouts"). PERMITD_BENCH_FULL_CPUPROFILE=path writes
 // a CPU profile of the round into the big store,
@@ -227,10 +231,11 @@ func machineMemory() int64 {
 // collection costs more".
 type roundCost struct {
 	allocMB, cycles, gcCPU float64
-	timeouts               int64         // fetchTimeouts
-	cpu                    time.Duration // the process's CPU time
-	wall                   time.Time     // at the start; since: the round's wall time in cores
-	cores                  float64
+	timeouts               int64     // fetchTimeouts
+	use                    procUse   // the process's CPU time (user, system) and page faults
+	wall                   time.Time // at the start; since: the round's wall time in cores
+	cores, sysCores        float64
+	faults                 int64
 }
 
 var roundCostMetrics = []string{"/gc/heap/allocs:bytes", "/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds"}
@@ -242,15 +247,18 @@ func readRoundCost() roundCost {
 	}
 	metrics.Read(s)
 	return roundCost{allocMB: float64(s[0].Value.Uint64()) / (1 << 20), cycles: float64(s[1].Value.Uint64()), gcCPU: s[2].Value.Float64(),
-		timeouts: fetchTimeouts.Load(), cpu: cpuTime(), wall: time.Now()}
+		timeouts: fetchTimeouts.Load(), use: kernelUse(), wall: time.Now()}
 }
 
 func startRoundCost() roundCost { return readRoundCost() }
 
 func (c roundCost) since() roundCost {
 	n := readRoundCost()
+	wall := n.wall.Sub(c.wall).Seconds()
 	return roundCost{allocMB: n.allocMB - c.allocMB, cycles: n.cycles - c.cycles, gcCPU: n.gcCPU - c.gcCPU,
-		timeouts: n.timeouts - c.timeouts, cores: (n.cpu - c.cpu).Seconds() / n.wall.Sub(c.wall).Seconds()}
+		timeouts: n.timeouts - c.timeouts,
+		cores:    (n.use.user + n.use.sys - c.use.user - c.use.sys).Seconds() / wall,
+		sysCores: (n.use.sys - c.use.sys).Seconds() / wall, faults: n.use.faults - c.use.faults}
 }
 
 func (c roundCost) report(b *testing.B, round string) {
@@ -258,6 +266,8 @@ func (c roundCost) report(b *testing.B, round string) {
 	b.ReportMetric(c.cycles, round+"-gc-cycles")
 	b.ReportMetric(c.gcCPU, round+"-gc-cpu-s")
 	b.ReportMetric(c.cores, round+"-cores")
+	b.ReportMetric(c.sysCores, round+"-sys-cores")
+	b.ReportMetric(float64(c.faults), round+"-faults")
 	b.ReportMetric(float64(c.timeouts), round+"-fetch-timeouts")
 }
 
