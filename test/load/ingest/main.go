@@ -11,7 +11,9 @@
 // The base is the bundled gazetteer and Seattle data, `permitd gen
 // -permits N -seed 1` and `permitd signals` of the three; the live set is
 // `gen -permits N -seed 3` and its signals (with the gazetteer). The files
-// are generated once into -work and reused.
+// are generated once into -work and reused. With -restart the server
+// keeps a snapshot file; after the live set it is stopped (its shutdown
+// snapshot) and started again from the snapshot, timed to ready.
 //
 // The harness polls the server's readiness (admin /v1/health/ready) with
 // one kept-alive HTTP connection every 100ms, and reads the process's CPU
@@ -32,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +58,7 @@ type config struct {
 	together      bool
 	now           string
 	profile       int
+	restart       bool
 	env, envB     string
 }
 
@@ -71,6 +75,7 @@ func main() {
 	flag.StringVar(&c.now, "now", "2026-11-22", "the generator's and the signals' clock")
 	flag.StringVar(&c.env, "env", "", "comma-separated K=V added to serve's environment, e.g. GOGC=200")
 	flag.StringVar(&c.envB, "env-b", "", "comma-separated K=V added to serve's environment in -B's runs only (with -A and -B the same binary: an A/B of the variables)")
+	flag.BoolVar(&c.restart, "restart", false, "serve writes a snapshot (-snapshot-file in -work); after the live set it is stopped (its shutdown snapshot) and started again from the snapshot, timed to ready")
 	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -283,28 +288,21 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	if c.profile > 0 {
 		args = append(args, "-pprof")
 	}
-	scmd := exec.Command(bin, args...)
-	scmd.Env = append(os.Environ(), env...)
-	out, err := scmd.StdoutPipe()
-	if err != nil {
-		return err
+	snap := filepath.Join(c.work, "serve.snapshot")
+	if c.restart {
+		if err := os.Remove(snap); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		args = append(args, "-snapshot-file", snap)
 	}
-	sl, err := os.Create(filepath.Join(c.work, "serve.log"))
-	if err != nil {
-		return err
-	}
-	defer sl.Close()
-	scmd.Stderr = sl
 	start = time.Now()
-	if err := scmd.Start(); err != nil {
+	srv, err := startServe(c, bin, args, env, "serve.log")
+	if err != nil {
 		return err
 	}
-	defer child.Stop(scmd, 30*time.Second)
-	lines := servelines.Read(out, func(l servelines.Lines) bool { return l.Base != "" && l.Admin != "" })
-	if lines.Admin == "" {
-		return errors.New("serve printed no admin address (see serve.log)")
-	}
-	pid := scmd.Process.Pid
+	defer srv.stop()
+	lines := srv.lines
+	pid := srv.cmd.Process.Pid
 	cl := &http.Client{Timeout: 5 * time.Second}
 	cpu0, bcpu0, mcpu0, sys0 := cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
 	st, err := waitFor(cl, lines.Admin, 120*time.Second, func(s state) bool { return s.CaughtUp })
@@ -365,6 +363,83 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 		name, f.nLive, how, whole, float64(f.nLive)/whole, pubEnd.Sub(start).Seconds())
 	fmt.Printf("%s: cores over the whole: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
 		name, (cpuEnd-cpu0)/whole, (sysEnd-sys0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
+	if c.restart {
+		return restart(c, name, bin, srv, args, env, snap)
+	}
+	return nil
+}
+
+// server is a started permitd serve.
+type server struct {
+	cmd     *exec.Cmd
+	lines   servelines.Lines
+	log     *os.File
+	stopped bool
+}
+
+// startServe starts bin with args and env, its standard error into
+// logName in the work directory, and waits for its addresses.
+func startServe(c config, bin string, args, env []string, logName string) (*server, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(c.work, logName))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	s := &server{cmd: cmd, log: log}
+	s.lines = servelines.Read(out, func(l servelines.Lines) bool { return l.Base != "" && l.Admin != "" })
+	if s.lines.Admin == "" {
+		s.stop()
+		return nil, fmt.Errorf("serve printed no admin address (see %s)", log.Name())
+	}
+	return s, nil
+}
+
+// stop ends the server with SIGTERM (its shutdown, and its shutdown
+// snapshot when it has a snapshot file), once.
+func (s *server) stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	_, _ = child.Stop(s.cmd, 60*time.Second)
+	s.log.Close()
+}
+
+// restart stops the server (its shutdown snapshot) and starts it again
+// from that snapshot, timing both, as a rolling restart does.
+func restart(c config, name, bin string, srv *server, args, env []string, snap string) error {
+	start := time.Now()
+	srv.stop()
+	stopped := time.Since(start)
+	info, err := os.Stat(snap)
+	if err != nil {
+		return fmt.Errorf("no snapshot after the shutdown: %w", err)
+	}
+	start = time.Now()
+	again, err := startServe(c, bin, args, env, "serve-restart.log")
+	if err != nil {
+		return err
+	}
+	defer again.stop()
+	pid := again.cmd.Process.Pid
+	cl := &http.Client{Timeout: 5 * time.Second}
+	if _, err := waitFor(cl, again.lines.Admin, 120*time.Second, func(s state) bool { return s.CaughtUp }); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	fmt.Printf("%s: stopped in %.2f s (its shutdown snapshot %.0f MB); started again from it, ready %.2f s after serve started; cores: server %.3f (%.3f of it in the kernel)\n",
+		name, stopped.Seconds(), float64(info.Size())/(1<<20), took.Seconds(), cpuSeconds(pid)/took.Seconds(), sysSeconds(pid)/took.Seconds())
+	fmt.Printf("%s: the restarted server idle %.2f s after ready (the second side built)\n", name, waitIdle(pid, 60*time.Second).Seconds())
 	return nil
 }
 
