@@ -68,7 +68,8 @@ import (
 // a CPU profile of the round into the big store,
 // PERMITD_BENCH_EMPTY_CPUPROFILE one of the round into the empty store
 // (the two compared show where the big store's round spends what the
-// empty one does not), PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
+// empty one does not; PERMITD_BENCH_FULL_TRACE and
+// PERMITD_BENCH_EMPTY_TRACE write execution traces of the same rounds), PERMITD_BENCH_FULL_HEAPPROFILE a heap profile of
 // the filled store. PERMITD_BENCH_FULL_FILL=snapshot (the default) fills
 // it as an Import, writes that to a snapshot and loads it into a new
 // store, as a restart does (the permits then hold their slots in index

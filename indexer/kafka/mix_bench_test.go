@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -347,7 +349,9 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // PERMITD_BENCH_PROFILE_ROUND=n profiles round n instead (the first
 // round grows the heap, whose page faults a later round does not take),
 // and PERMITD_BENCH_TIMELINE=1 writes that round's timeline of cores
-// and handled messages to standard error (timeline_test.go).
+// and handled messages to standard error (timeline_test.go); each
+// PERMITD_BENCH_*_CPUPROFILE has a PERMITD_BENCH_*_TRACE beside it, for
+// an execution trace of the same part (profileRound).
 //
 //	go test -run '^$' -bench 'IngestMix$' -benchtime 3x ./indexer/kafka/
 func BenchmarkIngestMix(b *testing.B) {
@@ -580,7 +584,31 @@ func profiledRound() int {
 
 // profileRound starts a CPU profile into the file env names, when it
 // names one and on is true, and returns its stop.
+//
+// With env's name ending in _CPUPROFILE, the same name ending in _TRACE
+// instead names a file for an execution trace of the round
+// (runtime/trace; `go tool trace -pprof=sync FILE` shows where the
+// round's goroutines waited on one another).
 func profileRound(tb testing.TB, env string, on bool) func() {
+	tb.Helper()
+	stopTrace := traceRound(tb, strings.TrimSuffix(env, "_CPUPROFILE")+"_TRACE", on && strings.HasSuffix(env, "_CPUPROFILE"))
+	path := os.Getenv(env)
+	if !on || path == "" {
+		return stopTrace
+	}
+	f, err := os.Create(path)
+	require.NoError(tb, err)
+	require.NoError(tb, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(tb, f.Close())
+		stopTrace()
+	}
+}
+
+// traceRound starts an execution trace into the file env names, when on
+// and env is set, and returns what stops it.
+func traceRound(tb testing.TB, env string, on bool) func() {
 	tb.Helper()
 	path := os.Getenv(env)
 	if !on || path == "" {
@@ -588,9 +616,9 @@ func profileRound(tb testing.TB, env string, on bool) func() {
 	}
 	f, err := os.Create(path)
 	require.NoError(tb, err)
-	require.NoError(tb, pprof.StartCPUProfile(f))
+	require.NoError(tb, trace.Start(f))
 	return func() {
-		pprof.StopCPUProfile()
+		trace.Stop()
 		require.NoError(tb, f.Close())
 	}
 }

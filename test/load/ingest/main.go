@@ -14,6 +14,9 @@
 // are generated once into -work and reused. With -restart the server
 // keeps a snapshot file; after the live set it is stopped (its shutdown
 // snapshot) and started again from the snapshot, timed to ready.
+// -cpuprofile N and -replay-cpuprofile N write CPU profiles of the live
+// phase and of the replay (from serve's admin address's first answer)
+// into -work.
 //
 // The harness polls the server's readiness (admin /v1/health/ready) with
 // one kept-alive HTTP connection every 100ms, and reads the process's CPU
@@ -58,6 +61,7 @@ type config struct {
 	together      bool
 	now           string
 	profile       int
+	replayProfile int
 	restart       bool
 	env, envB     string
 }
@@ -77,6 +81,7 @@ func main() {
 	flag.StringVar(&c.envB, "env-b", "", "comma-separated K=V added to serve's environment in -B's runs only (with -A and -B the same binary: an A/B of the variables)")
 	flag.BoolVar(&c.restart, "restart", false, "serve writes a snapshot (-snapshot-file in -work); after the live set it is stopped (its shutdown snapshot) and started again from the snapshot, timed to ready")
 	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
+	flag.IntVar(&c.replayProfile, "replay-cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from its admin address's first answer (the replay) is written to -work")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "ingest:", err)
@@ -285,7 +290,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	fmt.Printf("%s: base of %d events published in %.2f s; serve's added environment: %q\n", name, f.nBase, time.Since(start).Seconds(), env)
 
 	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}
-	if c.profile > 0 {
+	if c.profile > 0 || c.replayProfile > 0 {
 		args = append(args, "-pprof")
 	}
 	snap := filepath.Join(c.work, "serve.snapshot")
@@ -304,6 +309,9 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	lines := srv.lines
 	pid := srv.cmd.Process.Pid
 	cl := &http.Client{Timeout: 5 * time.Second}
+	if c.replayProfile > 0 {
+		go saveProfile(lines.Admin, c.replayProfile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".replay.cpu.prof"), "the replay")
+	}
 	cpu0, bcpu0, mcpu0, sys0 := cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
 	st, err := waitFor(cl, lines.Admin, 120*time.Second, func(s state) bool { return s.CaughtUp })
 	if err != nil {
@@ -319,7 +327,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	base := st.events()
 	want := base + f.nLive
 	if c.profile > 0 {
-		go saveProfile(lines.Admin, c.profile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".cpu.prof"))
+		go saveProfile(lines.Admin, c.profile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".cpu.prof"), "the live phase")
 	}
 	start = time.Now()
 	cpu0, bcpu0, mcpu0, sys0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
@@ -591,7 +599,7 @@ func machineSeconds() float64 {
 	return busy / 100
 }
 
-func saveProfile(admin string, seconds int, path string) {
+func saveProfile(admin string, seconds int, path, what string) {
 	cl := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
 	resp, err := cl.Get(admin + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds))
 	if err != nil {
@@ -606,5 +614,5 @@ func saveProfile(admin string, seconds int, path string) {
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
-	fmt.Fprintln(os.Stderr, "ingest: CPU profile of the live phase in", path)
+	fmt.Fprintln(os.Stderr, "ingest: CPU profile of", what, "in", path)
 }
