@@ -14,10 +14,12 @@ run:
 build:
 	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/permitd ./cmd/permitd
 
-## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the concurrency tests and the indexer under -race
+## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the concurrency tests and the indexer under -race; tools/traceidle (a module of its own) too
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(GO) -C tools/traceidle vet ./...
+	$(GO) -C tools/traceidle test -count=1 ./...
 	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|BuildsTheResolver|Lanes|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 ./indexer/...
 	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent' ./api/quota/ ./cmd/permitd/ ./api/
