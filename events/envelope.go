@@ -140,19 +140,55 @@ func DecodeEvent(raw []byte) (Envelope, error) {
 // payload's fields, which stay valid; only the struct is reused). A
 // decoding error is returned without calling fn; otherwise fn's error.
 func WithEvent(raw []byte, fn func(Envelope) error) error {
+	p := Parse(raw)
+	_, err := p.Use(fn)
+	return err
+}
+
+// Parsed is an event decoded ahead of its use (Parse), as WithEvent
+// decodes it: its Data aliases the raw message, and its payload is lent
+// from WithEvent's pools until Use. It is used once.
+type Parsed struct {
+	env  Envelope // zero once used
+	err  error    // the decoding error; nil once used
+	lent bool     // env's payload is lent (recycled after Use)
+}
+
+// Parse decodes raw for a later Use. The caller keeps raw unchanged
+// until then.
+func Parse(raw []byte) Parsed {
 	env, ok := fastEvent(raw, true)
 	if !ok {
 		e, err := Decode(raw)
 		if err != nil {
-			return err
+			return Parsed{err: err}
 		}
-		return fn(e)
+		return Parsed{env: e}
 	}
-	defer recycle(env)
 	if err := env.check(); err != nil {
-		return err
+		recycle(env)
+		return Parsed{err: err}
 	}
-	return fn(env)
+	return Parsed{env: env, lent: true}
+}
+
+// Use calls fn with the envelope, lent for the call as WithEvent lends
+// it, or returns the decoding error without calling fn. used is false,
+// and nothing is called, when p was used before (or is the zero
+// Parsed): the caller decodes the message itself then.
+func (p *Parsed) Use(fn func(Envelope) error) (used bool, err error) {
+	env, err, lent := p.env, p.err, p.lent
+	*p = Parsed{}
+	switch {
+	case err != nil:
+		return true, err
+	case env.Type == "":
+		return false, nil
+	}
+	if lent {
+		defer recycle(env)
+	}
+	return true, fn(env)
 }
 
 // check validates a decoded envelope.

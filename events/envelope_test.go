@@ -97,3 +97,46 @@ func TestDecodeEscapedUnknownKey(t *testing.T) {
 		}
 	}
 }
+
+// A Parsed event is used once: Use hands out the envelope (its payload
+// decoded) or the decoding error, and then reports it used, calling
+// nothing, so the caller decodes the message again.
+func TestParsedUsedOnce(t *testing.T) {
+	env, err := New(LocationUpserted, GeoID("city", "C1"), 3, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "test",
+		Location{GeoType: "city", Name: "One", DisplayName: "One, WA", State: "WA", StateName: "Washington"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Parse(raw)
+	calls := 0
+	used, err := p.Use(func(e Envelope) error {
+		calls++
+		l, err := Payload[Location](e)
+		if err != nil || l.Name != "One" || e.EntityVersion != 3 {
+			t.Errorf("envelope %+v, payload %+v, %v", e, l, err)
+		}
+		return errors.New("from fn")
+	})
+	if !used || calls != 1 || err == nil || err.Error() != "from fn" {
+		t.Fatalf("first Use: used %v, calls %d, err %v", used, calls, err)
+	}
+	if used, err := p.Use(func(Envelope) error { calls++; return nil }); used || err != nil || calls != 1 {
+		t.Fatalf("second Use: used %v, err %v, calls %d", used, err, calls)
+	}
+
+	bad := Parse([]byte(`{"schema_version":1`))
+	if used, err := bad.Use(func(Envelope) error { calls++; return nil }); !used || !errors.Is(err, ErrInvalid) || calls != 1 {
+		t.Fatalf("invalid: used %v, err %v, calls %d", used, err, calls)
+	}
+	if used, _ := bad.Use(func(Envelope) error { calls++; return nil }); used || calls != 1 {
+		t.Fatalf("invalid, second Use: used %v, calls %d", used, calls)
+	}
+	var zero Parsed
+	if used, _ := zero.Use(func(Envelope) error { calls++; return nil }); used || calls != 1 {
+		t.Fatal("the zero Parsed was used")
+	}
+}

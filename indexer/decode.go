@@ -70,7 +70,8 @@ const parallelMin = 64
 // (strict JSON), and messages are independent until the write, so large
 // batches are split into contiguous chunks across GOMAXPROCS workers,
 // each projecting into its own part.
-func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error, parts []readmodel.Batch) {
+// Messages parsed ahead (p, see Parse) use their parsed events.
+func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message, p *Parsed) (errs []error, parts []readmodel.Batch) {
 	errs = make([]error, len(msgs))
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
 	chunk := (len(msgs) + workers - 1) / workers
@@ -84,7 +85,7 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 			room = len(msgs) // merge appends the other parts to part 0
 		}
 		for i := lo; i < hi; i++ {
-			errs[i] = ix.decode(ctx, msgs[i], &parts[k], missAwait)
+			errs[i] = ix.decodeParsed(ctx, msgs[i], p.at(i), &parts[k], missAwait)
 			if room > 0 && parts[k].Len() > 0 {
 				// A batch is one partition of one topic, and a topic holds
 				// one entity family: the first document's kind is the kind
@@ -113,11 +114,17 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message) (errs []error,
 // events.ErrInvalid) or a transient one (anything else) and appends
 // nothing. mode says what a miss does.
 func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mode missMode) error {
+	return ix.decodeParsed(ctx, m, nil, b, mode)
+}
+
+// decodeParsed is decode with m's event parsed ahead (p, used once; nil
+// or used: m is decoded here).
+func (ix *Indexer) decodeParsed(ctx context.Context, m Message, p *events.Parsed, b *readmodel.Batch, mode missMode) error {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
 	// The envelope is lent for the call: the documents copy what they keep.
-	return events.WithEvent(m.Value, func(env events.Envelope) error {
+	project := func(env events.Envelope) error {
 		if len(m.Key) > 0 && string(m.Key) != env.EntityID {
 			return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 		}
@@ -143,7 +150,13 @@ func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mo
 			return errLate
 		}
 		return ix.projectFinal(ctx, env, m, b)
-	})
+	}
+	if p != nil {
+		if used, err := p.Use(project); used {
+			return err
+		}
+	}
+	return events.WithEvent(m.Value, project)
 }
 
 // entityKey names an entity across families for parking.

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/internal/params"
 	"github.com/permitd/permitd/readmodel"
 )
@@ -193,8 +194,45 @@ func (ix *Indexer) Progress() Progress {
 // commit the messages' positions. On error nothing may be committed, and
 // handing the same messages again is safe (projection is idempotent).
 func (ix *Indexer) HandleBatch(ctx context.Context, msgs []Message) error {
+	return ix.HandleParsed(ctx, msgs, nil)
+}
+
+// Parsed holds a batch's events decoded ahead of its HandleParsed
+// (Parse), one per message.
+type Parsed struct{ evs []events.Parsed }
+
+// at is message i's parsed event, nil for none.
+func (p *Parsed) at(i int) *events.Parsed {
+	if p == nil || i >= len(p.evs) {
+		return nil
+	}
+	return &p.evs[i]
+}
+
+// Parse decodes the events of msgs ahead of their HandleParsed: the
+// Kafka consumer parses a partition's next batch while its last one is
+// written, so that the JSON is off the path from one write of a
+// partition to its next (docs/kafka.md, "Forty-sixth session"). Only the
+// parse moves: the projection, which reads the location table and parks
+// and unparks messages, stays in HandleParsed, in the partition's
+// order. A message over MaxMessageBytes is not parsed (HandleParsed
+// refuses it).
+func (ix *Indexer) Parse(msgs []Message) *Parsed {
+	p := &Parsed{evs: make([]events.Parsed, len(msgs))}
+	for i, m := range msgs {
+		if len(m.Value) <= ix.p.MaxMessageBytes {
+			p.evs[i] = events.Parse(m.Value)
+		}
+	}
+	return p
+}
+
+// HandleParsed is HandleBatch for msgs parsed ahead by Parse (p nil:
+// none). Each parsed event is used once: a retry of the batch (after an
+// error) decodes its messages again.
+func (ix *Indexer) HandleParsed(ctx context.Context, msgs []Message, p *Parsed) error {
 	start := time.Now()
-	errs, parts := ix.decodeAll(ctx, msgs)
+	errs, parts := ix.decodeAll(ctx, msgs, p)
 	// The whole batch is built in parts[0], so release clears and pools
 	// every document written into its slices.
 	batch := &parts[0]

@@ -1,0 +1,84 @@
+package indexer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
+)
+
+// A batch parsed ahead (Parse) ends as the same state as the batch
+// handled without: a retry after a failed attempt (its dead-letter sink
+// down) decodes its messages again (each parsed event is used once, its payload recycled), a message
+// over the size limit and an invalid one are dead-lettered, and a later
+// version in the batch wins.
+func TestHandleParsedMatchesHandleBatch(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // decoding fans out over parts
+	var msgs []indexer.Message
+	for i := range 300 {
+		id := events.GeoID("city", fmt.Sprintf("C%03d", i))
+		msgs = append(msgs, msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, id, 1, events.Location{
+			GeoType: "city", Name: fmt.Sprintf("City %d", i), DisplayName: "City, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		})))
+	}
+	msgs = append(msgs, msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", "C007"), 2, events.Location{
+		GeoType: "city", Name: "Renamed", DisplayName: "Renamed, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+	})))
+	big := msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", "BIG"), 1, events.Location{
+		GeoType: "city", Name: string(make([]byte, 9000)), DisplayName: "Big", State: "WA", StateName: "Washington",
+	}))
+	msgs = append(msgs, big, indexer.Message{Topic: "permitd.locations.v1", Value: []byte(`{"schema_version":1`)})
+
+	run := func(parsed bool) (*memory.Store, int) {
+		store := memory.New(memory.Params{})
+		dead, down := 0, true
+		ix, err := indexer.New(indexer.Params{Writer: store, MaxMessageBytes: 8192,
+			DeadLetter: func(context.Context, indexer.Message, error) error {
+				if down {
+					down = false
+					return errors.New("dead-letter topic down")
+				}
+				dead++
+				return nil
+			}})
+		require.NoError(t, err)
+		batch := append([]indexer.Message(nil), msgs...)
+		var p *indexer.Parsed
+		if parsed {
+			p = ix.Parse(batch)
+		}
+		require.Error(t, ix.HandleParsed(context.Background(), batch, p), "the first attempt fails")
+		require.NoError(t, ix.HandleParsed(context.Background(), batch, p), "the retry")
+		return store, dead
+	}
+	want, wantDead := run(false)
+	got, gotDead := run(true)
+	require.Equal(t, 2, wantDead, "the retry dead-letters the big and the invalid message")
+	require.Equal(t, wantDead, gotDead)
+	ctx := context.Background()
+	wc, err := want.Counts(ctx)
+	require.NoError(t, err)
+	gc, err := got.Counts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, wc, gc)
+	require.Equal(t, int64(300), gc[readmodel.KindLocation])
+	for i := range 300 {
+		ref := readmodel.ParseGeoRef(events.GeoID("city", fmt.Sprintf("C%03d", i)))
+		w, err := want.Location(ctx, ref)
+		require.NoError(t, err)
+		g, err := got.Location(ctx, ref)
+		require.NoError(t, err)
+		require.Equal(t, w, g)
+	}
+	l, err := got.Location(ctx, readmodel.ParseGeoRef(events.GeoID("city", "C007")))
+	require.NoError(t, err)
+	require.Equal(t, "Renamed", l.Name)
+}
