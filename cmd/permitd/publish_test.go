@@ -208,7 +208,7 @@ func TestDeadLettersOnADefaultBroker(t *testing.T) {
 	store := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: dlq.DeadLetter, MaxMessageBytes: 512 << 10})
 	require.NoError(t, err)
-	c, err := kafkasrc.New(kafkasrc.Params{Brokers: splitCSV(brokers), Handler: ix.HandleBatch, Settle: ix.Settle, MaxFetchBytes: 4 << 20})
+	c, err := kafkasrc.New(kafkasrc.Params{Brokers: splitCSV(brokers), Parser: ix, Settle: ix.Settle, MaxFetchBytes: 4 << 20})
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -260,7 +260,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		rp = r
 	}
 	c, err := kafkasrc.New(kafkasrc.Params{
-		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Handler: ix.HandleBatch, Settle: ix.Settle,
+		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Parser: ix, Settle: ix.Settle,
 		// The replay's state becomes readable before readiness turns
 		// true (a no-op when none is open).
 		OnCaughtUp: func() {

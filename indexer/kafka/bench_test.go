@@ -74,7 +74,7 @@ func BenchmarkIngest(b *testing.B) {
 
 		store := memstore.New()
 		ix := newIndexer(b, store, nil)
-		c, err := kafka.New(kafka.Params{Brokers: br.addrs, Topics: []string{locTopic}, Handler: ix.HandleBatch, Logger: testLogger()})
+		c, err := kafka.New(kafka.Params{Brokers: br.addrs, Topics: []string{locTopic}, Parser: ix, Logger: testLogger()})
 		require.NoError(b, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

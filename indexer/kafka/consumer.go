@@ -45,6 +45,15 @@ import (
 // batch with backoff. indexer.(*Indexer).HandleBatch is a Handler.
 type Handler func(ctx context.Context, msgs []indexer.Message) error
 
+// Parser is a Handler split in two (*indexer.Indexer is one): Parse
+// decodes a batch ahead, HandleParsed handles it as the Handler would.
+// With one, a partition's next batch is fetched and parsed while its
+// last one is handled (Params.Parser).
+type Parser interface {
+	Parse(msgs []indexer.Message) *indexer.Parsed
+	HandleParsed(ctx context.Context, msgs []indexer.Message, p *indexer.Parsed) error
+}
+
 // Params configure a Consumer. Zero durations and sizes take the defaults
 // given beside each field.
 type Params struct {
@@ -53,7 +62,14 @@ type Params struct {
 	// Group is the consumer group shared by the indexers of a durable
 	// backend. Empty selects replay mode (see the package comment).
 	Group   string
-	Handler Handler // required
+	Handler Handler // required unless Parser is set
+	// Parser, optional, takes the Handler's place: each partition then
+	// fetches and parses its next batch while its last one is handled,
+	// so that a batch's parse is off the path from one write of the
+	// partition to its next (docs/kafka.md, "Forty-sixth session"). The
+	// next batch is fetched when the last one is in hand, as without it,
+	// and a fetch that failed is retried after the same backoff.
+	Parser Parser
 
 	// BatchSize caps the messages of one batch (default 2000); BatchWait
 	// is how long a batch may wait to fill after its first message
@@ -202,8 +218,12 @@ func New(p Params) (*Consumer, error) {
 	if len(p.Brokers) == 0 {
 		return nil, errors.New("kafka: Brokers is required")
 	}
+	if p.Handler == nil && p.Parser != nil {
+		parser := p.Parser
+		p.Handler = func(ctx context.Context, msgs []indexer.Message) error { return parser.HandleParsed(ctx, msgs, nil) }
+	}
 	if p.Handler == nil {
-		return nil, errors.New("kafka: Handler is required")
+		return nil, errors.New("kafka: Handler (or Parser) is required")
 	}
 	if len(p.Topics) == 0 {
 		p.Topics = events.Topics()

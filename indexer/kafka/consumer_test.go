@@ -35,7 +35,7 @@ func TestReplayReadsEveryPartition(t *testing.T) {
 	store := memory.New(memory.Params{})
 	reg := prometheus.NewRegistry()
 	ix := newIndexer(t, store, nil)
-	p := fastParams(b, "", ix.HandleBatch)
+	p := parserParams(b, "", ix)
 	p.Metrics = indexer.NewMetrics(reg)
 	require.True(t, store.BeginReplay())
 	var calls, replayed, backlogs atomic.Int64
@@ -95,7 +95,7 @@ func TestDuplicatesAndReorderedVersionsEndAtNewest(t *testing.T) {
 	b.publish(envs...)
 	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
-	c := start(t, fastParams(b, "", ix.HandleBatch))
+	c := start(t, parserParams(b, "", ix))
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
 
 	ctx := context.Background()

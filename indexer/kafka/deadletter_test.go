@@ -77,7 +77,7 @@ func TestPoisonMessagesGoToDeadLetterTopic(t *testing.T) {
 	m := indexer.NewMetrics(prometheus.NewRegistry())
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store, DeadLetter: dlq.DeadLetter, MaxMessageBytes: 4096, Metrics: m, Logger: testLogger()})
 	require.NoError(t, err)
-	p := fastParams(b, "", ix.HandleBatch)
+	p := parserParams(b, "", ix)
 	p.BatchSize = 7 // poison spread over many batches
 	c := start(t, p)
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)

@@ -30,11 +30,11 @@ func TestGroupRebalanceLosesNothing(t *testing.T) {
 
 	first := locations(t, "a", 200, 2)
 	b.publish(first...)
-	ca := start(t, fastParams(b, group, newIndexer(t, store, nil).HandleBatch))
+	ca := start(t, parserParams(b, group, newIndexer(t, store, nil)))
 	eventually(t, 20*time.Second, "first member owns every partition", func() bool { return owned(ca) == total })
 	eventually(t, 20*time.Second, "first batch applied", func() bool { return stateOf(t, store).equal(expected(t, first...)) })
 
-	cb := start(t, fastParams(b, group, newIndexer(t, store, nil).HandleBatch))
+	cb := start(t, parserParams(b, group, newIndexer(t, store, nil)))
 	eventually(t, 20*time.Second, "partitions split between both members", func() bool {
 		na, nb := owned(ca), owned(cb)
 		return na > 0 && nb > 0 && na+nb == total
@@ -126,7 +126,7 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 	require.Greater(t, behind, int64(0))
 
 	ix2 := newIndexer(t, store, nil)
-	c2 := start(t, fastParams(b, group, ix2.HandleBatch))
+	c2 := start(t, parserParams(b, group, ix2))
 	eventually(t, 20*time.Second, "restart caught up", c2.CaughtUp)
 	require.Equal(t, want, stateOf(t, store), "exact state after crash and restart")
 	require.Greater(t, ix2.Progress().Stale, int64(0), "the batch applied before the crash was delivered again and found stale")
@@ -177,7 +177,7 @@ func TestMemoryRestartReplaysFromEarliest(t *testing.T) {
 	want := expected(t, envs...)
 
 	s1 := memory.New(memory.Params{})
-	c1 := start(t, fastParams(b, "", newIndexer(t, s1, nil).HandleBatch))
+	c1 := start(t, parserParams(b, "", newIndexer(t, s1, nil)))
 	eventually(t, 20*time.Second, "first process caught up", c1.CaughtUp)
 	require.Equal(t, want, stateOf(t, s1))
 	c1.stop(t)

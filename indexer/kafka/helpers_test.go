@@ -297,6 +297,14 @@ func fastParams(b *broker, group string, h kafka.Handler) kafka.Params {
 	}
 }
 
+// parserParams are fastParams with ix as the Parser (as serve wires it):
+// each partition parses its next batch while its last one is handled.
+func parserParams(b *broker, group string, ix *indexer.Indexer) kafka.Params {
+	p := fastParams(b, group, nil)
+	p.Parser = ix
+	return p
+}
+
 // running is a consumer started in the background.
 type running struct {
 	*kafka.Consumer

@@ -249,7 +249,7 @@ func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide 
 		}
 		return err
 	}
-	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: t.handler(ix.HandleBatch), Settle: settle, Logger: testLogger(),
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Parser: t.parser(ix), Settle: settle, Logger: testLogger(),
 		OnCaughtUp: func() { store.EndReplay() },
 		// As serve wires it: a replay's side sized for the backlog.
 		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
@@ -712,7 +712,7 @@ func BenchmarkRestart(b *testing.B) {
 	// serve asks for a replay before its consumer starts (kafkaIndexer.Run);
 	// after a snapshot the answer is no, without waiting for the second side.
 	require.False(b, store.BeginReplay())
-	c, err := kafka.New(kafka.Params{Brokers: addrs, Handler: ix.HandleBatch, Settle: ix.Settle, Logger: testLogger()})
+	c, err := kafka.New(kafka.Params{Brokers: addrs, Parser: ix, Settle: ix.Settle, Logger: testLogger()})
 	require.NoError(b, err)
 	c.SetStartOffsets(offsets)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -51,7 +51,7 @@ func TestLocationsBeforeDependentTopics(t *testing.T) {
 
 	store := memory.New(memory.Params{})
 	ix := newIndexer(t, store, nil)
-	p := fastParams(b, "", ix.HandleBatch)
+	p := parserParams(b, "", ix)
 	p.Settle = ix.Settle
 	c := start(t, p)
 	eventually(t, 20*time.Second, "caught up", c.CaughtUp)

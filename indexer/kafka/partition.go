@@ -68,12 +68,15 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 	}
 	log.Debug("partition reader started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
 
-	batch := make([]indexer.Message, 0, c.p.BatchSize)
+	take := c.fetchNext(fetch, r)
+	if c.p.Parser != nil {
+		ahead := c.fetchAhead(fetch, r)
+		defer ahead.stop()
+		take = ahead.next
+	}
 	delay := c.p.BackoffMin
 	for {
-		var hwm int64
-		var err error
-		batch, hwm, err = c.fetchBatch(fetch, r, batch[:0])
+		batch, parsed, hwm, err := take()
 		if len(batch) == 0 {
 			if fetch.Err() != nil {
 				return
@@ -95,7 +98,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		if !first && !c.waitFirst(fetch) {
 			return
 		}
-		if !c.handle(fetch, drain, log, batch) {
+		if !c.handle(fetch, drain, log, batch, parsed) {
 			return
 		}
 		next := batch[len(batch)-1].Offset + 1
@@ -120,6 +123,116 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 			return
 		}
 	}
+}
+
+// fetched is a batch as the consumer's loop takes it: the messages, their
+// events parsed ahead (with a Parser), the high watermark the fetch saw,
+// and its error when it fetched nothing.
+type fetched struct {
+	batch  []indexer.Message
+	parsed *indexer.Parsed
+	hwm    int64
+	err    error
+}
+
+// fetchNext returns what takes a partition's next batch: fetchBatch into
+// one buffer, reused batch after batch.
+func (c *Consumer) fetchNext(fetch context.Context, r *kafkago.Reader) func() ([]indexer.Message, *indexer.Parsed, int64, error) {
+	batch := make([]indexer.Message, 0, c.p.BatchSize)
+	return func() ([]indexer.Message, *indexer.Parsed, int64, error) {
+		var hwm int64
+		var err error
+		batch, hwm, err = c.fetchBatch(fetch, r, batch[:0])
+		return batch, nil, hwm, err
+	}
+}
+
+// ahead fetches and parses a partition's next batch (Params.Parser) on a
+// goroutine of its own while the consumer's loop handles the last one.
+// next hands out a batch and, unless it is empty (a failed fetch, which
+// the loop retries after its backoff), asks for the one after it at
+// once, into the other of two buffers: the loop is done with a batch
+// (handled, committed, cleared) before it calls next again, so the
+// buffer it held is free then. So at most one batch is fetched ahead,
+// and a failed fetch is fetched again only when the loop asks, after the
+// same backoff as without a Parser.
+type ahead struct {
+	req     chan []indexer.Message // a free buffer: fetch the next batch into it
+	out     chan fetched
+	done    chan struct{} // closed when the goroutine has returned
+	cancel  context.CancelFunc
+	bufs    [2][]indexer.Message
+	turn    int  // the buffer of the next fetch
+	pending bool // a fetch was asked for and not taken yet
+}
+
+// fetchAhead starts a partition's fetching goroutine; stop ends it.
+func (c *Consumer) fetchAhead(fetch context.Context, r *kafkago.Reader) *ahead {
+	ctx, cancel := context.WithCancel(fetch)
+	a := &ahead{req: make(chan []indexer.Message), out: make(chan fetched), done: make(chan struct{}), cancel: cancel}
+	for i := range a.bufs {
+		a.bufs[i] = make([]indexer.Message, 0, c.p.BatchSize)
+	}
+	go func() {
+		defer close(a.done)
+		for {
+			var buf []indexer.Message
+			select {
+			case buf = <-a.req:
+			case <-ctx.Done():
+				return
+			}
+			batch, hwm, err := c.fetchBatch(ctx, r, buf[:0])
+			f := fetched{batch: batch, hwm: hwm, err: err}
+			if len(batch) > 0 {
+				f.parsed = c.p.Parser.Parse(batch)
+			}
+			select {
+			case a.out <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return a
+}
+
+// next returns the partition's next batch (as fetchBatch does), parsed.
+func (a *ahead) next() ([]indexer.Message, *indexer.Parsed, int64, error) {
+	if !a.pending && !a.ask() {
+		return nil, nil, 0, context.Canceled
+	}
+	var f fetched
+	select {
+	case f = <-a.out:
+	case <-a.done:
+		return nil, nil, 0, context.Canceled
+	}
+	a.pending = false
+	a.bufs[a.turn] = f.batch[:0]
+	if len(f.batch) > 0 {
+		a.turn ^= 1
+		a.ask()
+	}
+	return f.batch, f.parsed, f.hwm, f.err
+}
+
+// ask hands the goroutine the free buffer for the next fetch; false once
+// the goroutine has returned.
+func (a *ahead) ask() bool {
+	select {
+	case a.req <- a.bufs[a.turn]:
+		a.pending = true
+		return true
+	case <-a.done:
+		return false
+	}
+}
+
+// stop ends the goroutine and waits for it: the reader is closed after.
+func (a *ahead) stop() {
+	a.cancel()
+	<-a.done
 }
 
 // fetchBatch blocks for the first message, then takes what arrives within
@@ -162,10 +275,15 @@ func message(m kafkago.Message) indexer.Message {
 // has ended a failing batch is abandoned (false), left uncommitted for the
 // next owner or the next start, rather than retried through the drain
 // period.
-func (c *Consumer) handle(fetch, drain context.Context, log *slog.Logger, batch []indexer.Message) bool {
+func (c *Consumer) handle(fetch, drain context.Context, log *slog.Logger, batch []indexer.Message, parsed *indexer.Parsed) bool {
 	delay := c.p.BackoffMin
 	for {
-		err := c.p.Handler(drain, batch)
+		var err error
+		if parsed != nil {
+			err = c.p.Parser.HandleParsed(drain, batch, parsed)
+		} else {
+			err = c.p.Handler(drain, batch)
+		}
 		if err == nil {
 			return true
 		}

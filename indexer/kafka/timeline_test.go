@@ -40,6 +40,25 @@ func newTimeline(round int) *timeline {
 }
 
 // handler counts what h handles.
+// parser is p counting what its handling handled, as handler does.
+func (t *timeline) parser(p kafka.Parser) kafka.Parser {
+	if t == nil {
+		return p
+	}
+	return countingParser{p, t}
+}
+
+type countingParser struct {
+	kafka.Parser
+	t *timeline
+}
+
+func (c countingParser) HandleParsed(ctx context.Context, msgs []indexer.Message, p *indexer.Parsed) error {
+	return c.t.handler(func(ctx context.Context, msgs []indexer.Message) error {
+		return c.Parser.HandleParsed(ctx, msgs, p)
+	})(ctx, msgs)
+}
+
 func (t *timeline) handler(h kafka.Handler) kafka.Handler {
 	if t == nil {
 		return h
