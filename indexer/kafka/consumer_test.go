@@ -146,6 +146,47 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	require.Empty(t, dlq.msgs)
 }
 
+// failingParser fails its first fails batches after their parsed
+// events were used, by another indexer (spent, which writes elsewhere),
+// so that a retry meets events its first attempt used up; then it
+// handles as its own indexer.
+type failingParser struct {
+	*indexer.Indexer
+	spent    *indexer.Indexer
+	fails    int64
+	failures *atomic.Int64
+}
+
+func (f failingParser) HandleParsed(ctx context.Context, msgs []indexer.Message, p *indexer.Parsed) error {
+	if f.failures.Add(1) <= f.fails {
+		if err := f.spent.HandleParsed(ctx, msgs, p); err != nil {
+			return err
+		}
+		return errInjected
+	}
+	return f.Indexer.HandleParsed(ctx, msgs, p)
+}
+
+// With a Parser, a batch that fails after its parsed events were used is
+// retried (decoded again) until it succeeds, as with a Handler.
+func TestTransientFailuresAreRetriedParsedAhead(t *testing.T) {
+	b := newBroker(t, 3)
+	envs := locations(t, "t", 50, 2)
+	b.publish(envs...)
+	store := memory.New(memory.Params{})
+	dlq := &recordingDLQ{}
+	var failures atomic.Int64
+	p := fastParams(b, "", nil)
+	p.Parser = failingParser{Indexer: newIndexer(t, store, dlq.store), spent: newIndexer(t, memory.New(memory.Params{}), dlq.store),
+		fails: 5, failures: &failures}
+	p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
+	c := start(t, p)
+	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+	require.Equal(t, expected(t, envs...), stateOf(t, store))
+	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
+	require.Empty(t, dlq.msgs)
+}
+
 // TestLagCountsAStuckBatch: while the handler keeps failing, readiness
 // and the lag gauge count the messages waiting, and the consumer is not
 // caught up until they are applied.
