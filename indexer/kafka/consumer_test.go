@@ -13,6 +13,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/indexer/kafka"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -123,27 +124,39 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 }
 
 // A handler that fails transiently is retried with backoff until it
-// succeeds; nothing is skipped or dead-lettered.
+// succeeds; nothing is skipped or dead-lettered. With a Parser, the batch
+// fails after its parsed events were used (failingParser), and the retry
+// decodes them again.
 func TestTransientFailuresAreRetried(t *testing.T) {
-	b := newBroker(t, 3)
-	envs := locations(t, "t", 50, 2)
-	b.publish(envs...)
-	store := memory.New(memory.Params{})
-	dlq := &recordingDLQ{}
-	ix := newIndexer(t, store, dlq.store)
-	var failures atomic.Int64
-	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
-		if failures.Add(1) <= 5 {
-			return errInjected
-		}
-		return ix.HandleBatch(ctx, msgs)
-	})
-	p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
-	c := start(t, p)
-	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
-	require.Equal(t, expected(t, envs...), stateOf(t, store))
-	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
-	require.Empty(t, dlq.msgs)
+	for _, parsed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handler", true: "parsed ahead"}[parsed], func(t *testing.T) {
+			b := newBroker(t, 3)
+			envs := locations(t, "t", 50, 2)
+			b.publish(envs...)
+			store := memory.New(memory.Params{})
+			dlq := &recordingDLQ{}
+			ix := newIndexer(t, store, dlq.store)
+			var failures atomic.Int64
+			var p kafka.Params
+			if parsed {
+				p = fastParams(b, "", nil)
+				p.Parser = failingParser{Indexer: ix, spent: newIndexer(t, memory.New(memory.Params{}), dlq.store), fails: 5, failures: &failures}
+			} else {
+				p = fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+					if failures.Add(1) <= 5 {
+						return errInjected
+					}
+					return ix.HandleBatch(ctx, msgs)
+				})
+			}
+			p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
+			c := start(t, p)
+			eventually(t, 20*time.Second, "caught up", c.CaughtUp)
+			require.Equal(t, expected(t, envs...), stateOf(t, store))
+			require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
+			require.Empty(t, dlq.msgs)
+		})
+	}
 }
 
 // failingParser fails its first fails batches after their parsed
@@ -165,26 +178,6 @@ func (f failingParser) HandleParsed(ctx context.Context, msgs []indexer.Message,
 		return errInjected
 	}
 	return f.Indexer.HandleParsed(ctx, msgs, p)
-}
-
-// With a Parser, a batch that fails after its parsed events were used is
-// retried (decoded again) until it succeeds, as with a Handler.
-func TestTransientFailuresAreRetriedParsedAhead(t *testing.T) {
-	b := newBroker(t, 3)
-	envs := locations(t, "t", 50, 2)
-	b.publish(envs...)
-	store := memory.New(memory.Params{})
-	dlq := &recordingDLQ{}
-	var failures atomic.Int64
-	p := fastParams(b, "", nil)
-	p.Parser = failingParser{Indexer: newIndexer(t, store, dlq.store), spent: newIndexer(t, memory.New(memory.Params{}), dlq.store),
-		fails: 5, failures: &failures}
-	p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
-	c := start(t, p)
-	eventually(t, 20*time.Second, "caught up", c.CaughtUp)
-	require.Equal(t, expected(t, envs...), stateOf(t, store))
-	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
-	require.Empty(t, dlq.msgs)
 }
 
 // TestLagCountsAStuckBatch: while the handler keeps failing, readiness
