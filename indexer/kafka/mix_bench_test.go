@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -582,33 +583,24 @@ func profiledRound() int {
 	return n
 }
 
-// profileRound starts a CPU profile into the file env names, when it
-// names one and on is true, and returns its stop.
-//
-// With env's name ending in _CPUPROFILE, the same name ending in _TRACE
-// instead names a file for an execution trace of the round
-// (runtime/trace; `go tool trace -pprof=sync FILE` shows where the
-// round's goroutines waited on one another).
+// profileRound starts a CPU profile into the file env names (a
+// PERMITD_BENCH_*_CPUPROFILE variable), when it names one and on is
+// true, and an execution trace into the file the same name ending in
+// _TRACE names (runtime/trace; tools/traceidle reads it), and returns
+// what stops both.
 func profileRound(tb testing.TB, env string, on bool) func() {
 	tb.Helper()
-	stopTrace := traceRound(tb, strings.TrimSuffix(env, "_CPUPROFILE")+"_TRACE", on && strings.HasSuffix(env, "_CPUPROFILE"))
-	path := os.Getenv(env)
-	if !on || path == "" {
-		return stopTrace
-	}
-	f, err := os.Create(path)
-	require.NoError(tb, err)
-	require.NoError(tb, pprof.StartCPUProfile(f))
+	stopCPU := recordRound(tb, env, on, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	stopTrace := recordRound(tb, strings.TrimSuffix(env, "_CPUPROFILE")+"_TRACE", on, trace.Start, trace.Stop)
 	return func() {
-		pprof.StopCPUProfile()
-		require.NoError(tb, f.Close())
+		stopCPU()
 		stopTrace()
 	}
 }
 
-// traceRound starts an execution trace into the file env names, when on
-// and env is set, and returns what stops it.
-func traceRound(tb testing.TB, env string, on bool) func() {
+// recordRound runs start into the file env names, when on and env is
+// set, and returns what runs stop and closes the file.
+func recordRound(tb testing.TB, env string, on bool, start func(io.Writer) error, stop func()) func() {
 	tb.Helper()
 	path := os.Getenv(env)
 	if !on || path == "" {
@@ -616,9 +608,9 @@ func traceRound(tb testing.TB, env string, on bool) func() {
 	}
 	f, err := os.Create(path)
 	require.NoError(tb, err)
-	require.NoError(tb, trace.Start(f))
+	require.NoError(tb, start(f))
 	return func() {
-		trace.Stop()
+		stop()
 		require.NoError(tb, f.Close())
 	}
 }
