@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -23,7 +22,9 @@ import (
 // encoding/json decodes the same way (\" \\ \/ \b \f \n \r \t and \uXXXX
 // outside the surrogate range; see unescape). Whenever it is unsure
 // (case-folded, escaped or repeated keys, a surrogate escape, an escaped
-// event type, a control character, large integers, unusual kinds) it gives
+// event type, a control character, large integers, unusual kinds, input
+// that is not valid UTF-8: each string is checked as it is passed over,
+// the only place such bytes can be in input it accepts) it gives
 // up and the input goes through the stream decoder as before, which also
 // produces every error message: the fast path never rejects anything
 // itself, so it cannot change what is accepted. TestFastDecodeAgrees,
@@ -34,7 +35,7 @@ import (
 // whether it did; false leaves *v zero.
 func fastDecode(raw []byte, v any) bool {
 	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || !utf8.Valid(raw) {
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return false
 	}
 	target := rv.Elem()

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -395,4 +396,68 @@ func TestUnescapeAgrees(t *testing.T) {
 		t.Fatalf("%d escaped strings took the fast path, want 11", fast)
 	}
 	t.Logf("%d took the fast path", fast)
+}
+
+// TestInvalidUTF8GivesUp: the fast paths check UTF-8 in the strings as
+// they pass over them (no pass of their own over the input), so input
+// that is not valid UTF-8 anywhere, in a plain, long, escaped or skipped
+// string or between tokens, gives up to Decode, which rejects it; valid
+// multi-byte text takes the fast path and decodes as Decode decodes it.
+func TestInvalidUTF8GivesUp(t *testing.T) {
+	loc := string(locationRaw(t, "NAME", nil))
+	sig, err := New(GeoSignalUpserted, "sig-1", 1, time.Unix(0, 0), "SOURCE", &GeoSignal{
+		GeoID: "zip-98101", SignalKey: "permit_velocity", Value: json.RawMessage(`{"note":"VALUE"}`), Decision: "neutral", Reasons: []string{"A"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigRaw, err := json.Marshal(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signal := string(sigRaw)
+	for _, c := range []struct{ name, raw string }{
+		{"short string", strings.Replace(loc, "NAME", "Se\xfft", 1)},
+		{"long string", strings.Replace(loc, "NAME", "Seattle, Washington \xff and more", 1)},
+		{"truncated sequence at the end", strings.Replace(loc, "NAME", "Z\xc3", 1)},
+		{"truncated sequence in the eight-byte loop", strings.Replace(loc, "NAME", "Z\xe6\x9dabcdefghijk", 1)},
+		{"surrogate as UTF-8", strings.Replace(loc, "NAME", "x\xed\xa0\x80", 1)},
+		{"escaped string", strings.Replace(loc, "NAME", `Se\n`+"\xfftle", 1)},
+		{"envelope string", strings.Replace(signal, "SOURCE", "so\xc0\xafrce", 1)},
+		{"skipped value", strings.Replace(signal, "VALUE", "v\xffalue", 1)},
+		{"between tokens", strings.Replace(loc, `,"state"`, ",\xff\"state\"", 1)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := []byte(c.raw)
+			if raw2 := []byte(c.raw); bytes.Equal(raw2, []byte(loc)) || bytes.Equal(raw2, sigRaw) {
+				t.Fatal("the case changed nothing")
+			}
+			if _, ok := fastEvent(raw, false); ok {
+				t.Fatalf("the single pass took input that is not valid UTF-8: %q", raw)
+			}
+			var env Envelope
+			if fastDecode(raw, &env) {
+				t.Fatalf("fastDecode took input that is not valid UTF-8: %q", raw)
+			}
+			if _, err := DecodeEvent(raw); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+				t.Fatalf("DecodeEvent: %v, want not valid UTF-8", err)
+			}
+		})
+	}
+	for _, name := range []string{"Zürich", "東京", "Kraków 😀 Łódź, long enough for the eight-byte loop", `caf\u00e9 é`} {
+		raw := []byte(strings.Replace(loc, "NAME", name, 1))
+		env, ok := fastEvent(raw, false)
+		if !ok {
+			t.Fatalf("valid UTF-8 missed the single pass: %q", raw)
+		}
+		want, err := DecodeEvent(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := env.payload.(*Location)
+		if w, _ := want.payload.(*Location); got == nil || w == nil || got.Name != w.Name {
+			t.Fatalf("decoded %q differently: %+v against %+v", raw, got, w)
+		}
+		agreeEvent(t, raw)
+	}
 }

@@ -3,7 +3,6 @@ package events
 import (
 	"reflect"
 	"sync"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -11,12 +10,11 @@ import (
 // fastDecode decodes it, and an upsert's data straight into its payload
 // type (a pooled one when pooled; once the type is known: data before
 // type is decoded after the object), with Data aliasing raw. It gives up, returning false, wherever fastDecode of
-// the envelope or of Data would, and on data that is missing, null or on
-// a type without a payload, so Decode and DecodeData produce the errors.
+// the envelope or of Data would (input that is not valid UTF-8 included:
+// the decoder checks each string it passes over, decoder.str), and on
+// data that is missing, null or on a type without a payload, so Decode
+// and DecodeData produce the errors.
 func fastEvent(raw []byte, pooled bool) (Envelope, bool) {
-	if !utf8.Valid(raw) {
-		return Envelope{}, false
-	}
 	strs := strCaches.Get().(*strCache)
 	env, ok := strs.event(raw, pooled)
 	strs.env = Envelope{}

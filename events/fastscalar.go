@@ -57,13 +57,18 @@ func (c *strCache) str(b []byte) string {
 }
 
 // str passes over a string without escapes or control characters and
-// returns its contents (an escaped string gives up: ok is false).
+// returns its contents (an escaped string gives up: ok is false). Its
+// contents must be valid UTF-8 (else ok is false): the strings are the
+// only place a byte above 0x7f can be in input the decoder accepts, so
+// checking them as they are passed over is the whole input's check
+// (fastEvent, fastDecode), without a pass of its own.
 func (d *decoder) str() (s []byte, ok bool) {
 	if d.peek() != '"' {
 		return nil, false
 	}
 	d.i++
 	start := d.i
+	var high uint64 // the bytes passed over, or'ed: a non-ASCII byte sets a top bit
 	// Eight bytes at a time while none is a quote, a backslash or a
 	// control character.
 	for d.i+8 <= len(d.b) {
@@ -71,17 +76,23 @@ func (d *decoder) str() (s []byte, ok bool) {
 		if hasZeroByte(x^(lsb*'"'))|hasZeroByte(x^(lsb*'\\'))|((x-lsb*0x20)&^x&msb) != 0 {
 			break
 		}
+		high |= x
 		d.i += 8
 	}
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		if c == '"' {
 			d.i++
-			return d.b[start : d.i-1], true
+			s = d.b[start : d.i-1]
+			if high&msb != 0 && !utf8.Valid(s) {
+				return nil, false
+			}
+			return s, true
 		}
 		if c < 0x20 || c == '\\' {
 			return nil, false
 		}
+		high |= uint64(c)
 		d.i++
 	}
 	return nil, false
@@ -236,18 +247,22 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // the escapes it can reproduce exactly: \" \\ \/ \b \f \n \r \t and
 // \uXXXX outside the surrogate range (a surrogate, paired or not, gives
 // up: encoding/json pairs or replaces them). A control character gives up
-// too. The input is valid UTF-8 (fastEvent and fastDecode check).
+// too, and so do contents that are not valid UTF-8, as in str.
 func (d *decoder) unescape() (string, bool) {
 	if d.peek() != '"' {
 		return "", false
 	}
 	d.i++
+	start := d.i
 	var out []byte
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
 			d.i++
+			if !utf8.Valid(d.b[start : d.i-1]) { // escapes are ASCII: the contents as written
+				return "", false
+			}
 			return string(out), true
 		case c < 0x20:
 			return "", false
