@@ -125,24 +125,19 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 	}
 	switch s.kind {
 	case shapeString:
-		start := d.i
-		str, ok := d.str()
-		if !ok {
-			// An escape (or a control character: unescape gives up too).
-			d.i = start
-			v, ok := d.unescape()
-			if !ok || s.sub == subType {
-				return false
+		if s.sub == subType {
+			str, ok := d.str()
+			if !ok {
+				return false // an escaped type: the stream decoder says what it is
 			}
-			*(*string)(p) = v
+			*(*Type)(p) = internType(str)
 			return true
 		}
-		if s.sub == subType {
-			*(*Type)(p) = internType(str)
-		} else {
-			*(*string)(p) = d.strs.str(str)
+		v, ok := d.string()
+		if ok {
+			*(*string)(p) = v
 		}
-		return true
+		return ok
 	case shapeInt:
 		start := d.i
 		digits, integer, ok := d.number()
@@ -212,19 +207,28 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 	return false
 }
 
+// string decodes a string value (plain, cached, or with escapes).
+func (d *decoder) string() (string, bool) {
+	start := d.i
+	str, ok := d.str()
+	if !ok {
+		// An escape (or a control character: unescape gives up too).
+		d.i = start
+		return d.unescape()
+	}
+	return d.strs.str(str), true
+}
+
 func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 	if d.peek() != '[' || s.elem.kind == shapeUnsupported {
 		return false
 	}
 	d.i++
-	var sv reflect.Value
-	strs := (*[]string)(p)
 	if s.sub == subStrings {
-		*strs = make([]string, 0, 2) // encoding/json makes [] an empty, non-nil slice
-	} else {
-		sv = reflect.NewAt(s.typ, p).Elem()
-		sv.Set(reflect.MakeSlice(s.typ, 0, 0))
+		return d.strings((*[]string)(p), depth+1)
 	}
+	sv := reflect.NewAt(s.typ, p).Elem()
+	sv.Set(reflect.MakeSlice(s.typ, 0, 0))
 	d.ws()
 	if d.peek() == ']' {
 		d.i++
@@ -232,25 +236,65 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 	}
 	for {
 		d.ws()
-		if s.sub == subStrings {
-			var e string
-			if !d.value(s.elem, unsafe.Pointer(&e), depth+1) {
-				return false
-			}
-			*strs = append(*strs, e)
-		} else {
-			e := reflect.New(s.elem.typ)
-			if !d.value(s.elem, e.UnsafePointer(), depth+1) {
-				return false
-			}
-			sv.Set(reflect.Append(sv, e.Elem()))
+		e := reflect.New(s.elem.typ)
+		if !d.value(s.elem, e.UnsafePointer(), depth+1) {
+			return false
 		}
+		sv.Set(reflect.Append(sv, e.Elem()))
 		d.ws()
 		switch d.peek() {
 		case ',':
 			d.i++
 		case ']':
 			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// strings decodes the elements of a []string, after its '[', into *out:
+// gathered on the stack and then copied into one slice of their number
+// (decoding each through value moved it to the heap, and appending grew
+// the slice a step at a time). Elements are at depth: beyond maxDepth
+// an element gives up, as value does; null is "" (encoding/json leaves
+// the element zero). [] is an empty, non-nil slice, as encoding/json
+// makes it.
+func (d *decoder) strings(out *[]string, depth int) bool {
+	var buf [8]string
+	elems := buf[:0]
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		*out = []string{}
+		return true
+	}
+	if depth > maxDepth {
+		return false
+	}
+	for {
+		d.ws()
+		var e string
+		if d.peek() == 'n' {
+			if !d.lit("null") {
+				return false
+			}
+		} else {
+			v, ok := d.string()
+			if !ok {
+				return false
+			}
+			e = v
+		}
+		elems = append(elems, e)
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			*out = append(make([]string, 0, len(elems)), elems...)
 			return true
 		default:
 			return false

@@ -461,3 +461,51 @@ func TestInvalidUTF8GivesUp(t *testing.T) {
 		agreeEvent(t, raw)
 	}
 }
+
+// TestStringListsAgree: string lists decode on the fast path as
+// encoding/json decodes them (null elements, escapes, more elements than
+// the stack holds), and a list of n strings costs n+1 allocations: its
+// strings and one slice of n (one more past eight elements).
+func TestStringListsAgree(t *testing.T) {
+	long := make([]string, 20)
+	for i := range long {
+		long[i] = strconv.Quote(fmt.Sprint("alias number ", i))
+	}
+	fast := 0
+	for _, list := range []string{
+		`[]`, `[ ]`, `null`, `[null]`, `["a"]`, `["a","b"]`, `[ "a" , null , "b" ]`,
+		`["1","2","3","4","5","6","7","8"]`, `["1","2","3","4","5","6","7","8","9"]`, "[" + strings.Join(long, ",") + "]",
+		`["a\n","caf\u00e9"]`, `["a",]`, `[1]`, `["a" "b"]`, `[,"a"]`, `["a"`, `[[]]`, `[{}]`, `["\ud800"]`,
+	} {
+		raw := []byte(`{"geo_type":"city","name":"x","aliases":` + list + `,"state":"WA"}`)
+		if agreeOnce(t, reflect.TypeFor[Location](), raw) {
+			fast++
+		}
+	}
+	if fast != 11 {
+		t.Fatalf("%d lists took the fast path, want 11", fast)
+	}
+	allocs := func(n int) float64 {
+		aliases := make([]string, n)
+		for i := range aliases {
+			aliases[i] = fmt.Sprintf("%q", fmt.Sprint("alias ", i))
+		}
+		raw := []byte(`{"geo_type":"city","name":"x","aliases":[` + strings.Join(aliases, ",") + `],"state":"WA"}`)
+		return testing.AllocsPerRun(100, func() {
+			var l Location
+			if !fastDecode(raw, &l) {
+				t.Fatalf("the fast path gave up on %s", raw)
+			}
+		})
+	}
+	base := allocs(0)
+	for _, n := range []int{1, 3, 8, 12} {
+		want := n + 1
+		if n > 8 {
+			want++ // the elements outgrew the stack
+		}
+		if got := allocs(n) - base; got != float64(want) {
+			t.Fatalf("a list of %d strings took %v allocations, want %d", n, got, want)
+		}
+	}
+}
