@@ -312,15 +312,27 @@ func sameNameSlow(a, b string) bool {
 func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 func fullAddress(a events.PermitAddress) string {
+	line, state := strings.TrimSpace(a.Line), strings.ToUpper(a.State)
+	n := len(line) // the length, so that the builder allocates once
+	if a.City != "" {
+		n += len(", ") + len(a.City)
+	}
+	if state != "" {
+		n += len(", ") + len(state)
+	}
+	if a.Zipcode != "" {
+		n += len(" ") + len(a.Zipcode)
+	}
 	var b strings.Builder
-	b.WriteString(strings.TrimSpace(a.Line))
+	b.Grow(n)
+	b.WriteString(line)
 	if a.City != "" {
 		b.WriteString(", ")
 		b.WriteString(a.City)
 	}
-	if a.State != "" {
+	if state != "" {
 		b.WriteString(", ")
-		b.WriteString(strings.ToUpper(a.State))
+		b.WriteString(state)
 	}
 	if a.Zipcode != "" {
 		b.WriteString(" ")
