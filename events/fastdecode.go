@@ -241,15 +241,8 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 			return false
 		}
 		sv.Set(reflect.Append(sv, e.Elem()))
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
+		if last, ok := d.next(']'); last || !ok {
+			return ok
 		}
 	}
 }
@@ -288,18 +281,30 @@ func (d *decoder) strings(out *[]string, depth int) bool {
 			e = v
 		}
 		elems = append(elems, e)
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			*out = append(make([]string, 0, len(elems)), elems...)
-			return true
-		default:
-			return false
+		if last, ok := d.next(']'); last || !ok {
+			if ok {
+				*out = append(make([]string, 0, len(elems)), elems...)
+			}
+			return ok
 		}
 	}
+}
+
+// next passes over the whitespace after a member or element of the
+// object or array that end closes and then its ',' (last false) or end
+// (last true); ok is false, passing over nothing more, when neither
+// comes.
+func (d *decoder) next(end byte) (last, ok bool) {
+	d.ws()
+	switch d.peek() {
+	case ',':
+		d.i++
+		return false, true
+	case end:
+		d.i++
+		return true, true
+	}
+	return false, false
 }
 
 // member reads an object member's key and colon (and the whitespace
@@ -356,15 +361,8 @@ func (d *decoder) object(s *shape, p unsafe.Pointer, depth int) bool {
 			d.i++
 			continue
 		}
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
+		if last, ok := d.next('}'); last || !ok {
+			return ok
 		}
 	}
 }
@@ -414,15 +412,8 @@ func (d *decoder) skip(depth int) bool {
 			if !d.skip(depth + 1) {
 				return false
 			}
-			d.ws()
-			switch d.peek() {
-			case ',':
-				d.i++
-			case end:
-				d.i++
-				return true
-			default:
-				return false
+			if last, ok := d.next(end); last || !ok {
+				return ok
 			}
 		}
 	}

@@ -349,9 +349,15 @@ func TestDecodeEventIsTheCallers(t *testing.T) {
 
 func locationRaw(t *testing.T, name string, aliases []string) []byte {
 	t.Helper()
-	env, err := New(LocationUpserted, "city-"+name, 1, time.Unix(0, 0), "test", &Location{
+	return rawEvent(t, LocationUpserted, "city-"+name, 1, time.Unix(0, 0), "test", &Location{
 		GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Aliases: aliases,
 	})
+}
+
+// rawEvent is the message of an event New makes.
+func rawEvent(t *testing.T, typ Type, entityID string, version int64, at time.Time, source string, data any) []byte {
+	t.Helper()
+	env, err := New(typ, entityID, version, at, source, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,16 +411,9 @@ func TestUnescapeAgrees(t *testing.T) {
 // multi-byte text takes the fast path and decodes as Decode decodes it.
 func TestInvalidUTF8GivesUp(t *testing.T) {
 	loc := string(locationRaw(t, "NAME", nil))
-	sig, err := New(GeoSignalUpserted, "sig-1", 1, time.Unix(0, 0), "SOURCE", &GeoSignal{
+	sigRaw := rawEvent(t, GeoSignalUpserted, "sig-1", 1, time.Unix(0, 0), "SOURCE", &GeoSignal{
 		GeoID: "zip-98101", SignalKey: "permit_velocity", Value: json.RawMessage(`{"note":"VALUE"}`), Decision: "neutral", Reasons: []string{"A"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigRaw, err := json.Marshal(sig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	signal := string(sigRaw)
 	for _, c := range []struct{ name, raw string }{
 		{"short string", strings.Replace(loc, "NAME", "Se\xfft", 1)},
