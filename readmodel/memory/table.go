@@ -15,6 +15,28 @@ type table[T any] struct {
 	live    int
 	made    int // rows ever created: len(rows) less means one overwrote another (duplicated)
 	touched int // rows the staged lookups found (touch: counted, so that they are made)
+	// spare rows, allocated together and taken one at a time: a row is
+	// never freed (a delete leaves a tombstone), so a block of them holds
+	// nothing that would have gone, and a document's insert costs no
+	// allocation of its own (one of an ingested event's 18).
+	spare []row[T]
+}
+
+// A table's blocks of rows grow with it, from rowBlockMin to rowBlockMax
+// rows: a small table (most tests make several) wastes little.
+const (
+	rowBlockMin = 8
+	rowBlockMax = 256
+)
+
+// newRow takes a zero row from the spare block.
+func (t *table[T]) newRow() *row[T] {
+	if len(t.spare) == 0 {
+		t.spare = make([]row[T], min(rowBlockMax, max(rowBlockMin, t.made)))
+	}
+	r := &t.spare[0]
+	t.spare = t.spare[1:]
+	return r
 }
 
 type row[T any] struct {
@@ -50,7 +72,9 @@ func (t *table[T]) put(id string, version int64, doc T) (prev T, hadPrev, ok boo
 // insert stores doc at version under id, which the table does not hold
 // (the caller has looked: put would look again).
 func (t *table[T]) insert(id string, version int64, doc T) {
-	t.rows[id] = &row[T]{version: version, doc: doc}
+	r := t.newRow()
+	r.version, r.doc = version, doc
+	t.rows[id] = r
 	t.live++
 	t.made++
 }
@@ -91,7 +115,9 @@ func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	}
 	var zero T
 	if !exists {
-		t.rows[id] = &row[T]{version: version, deleted: true}
+		r := t.newRow()
+		r.version, r.deleted = version, true
+		t.rows[id] = r
 		t.made++
 		return prev, false, true
 	}
