@@ -73,6 +73,9 @@ type decoder struct {
 	b    []byte
 	i    int
 	strs *strCache // nil: every string is allocated
+	// lent: the value is lent for a call (WithEvent, Parse), and its
+	// pointers to numbers are taken from strs's blocks (strCache.float).
+	lent bool
 }
 
 const maxDepth = 32
@@ -193,7 +196,12 @@ func (d *decoder) value(s *shape, p unsafe.Pointer, depth int) bool {
 		if s.elem.kind == shapeUnsupported {
 			return false
 		}
-		e := reflect.New(s.elem.typ).UnsafePointer()
+		var e unsafe.Pointer
+		if s.elem.kind == shapeFloat && d.lent {
+			e = d.strs.float()
+		} else {
+			e = reflect.New(s.elem.typ).UnsafePointer()
+		}
 		if !d.value(s.elem, e, depth+1) {
 			return false
 		}

@@ -235,6 +235,19 @@ func agreeEvent(t *testing.T, raw []byte) bool {
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotP, wantP) {
 		t.Fatalf("DecodeEvent decoded %q differently:\n got %#v %#v\nwant %#v %#v", raw, got, gotP, want, wantP)
 	}
+	if single && wantPErr == nil {
+		// The lent pass (WithEvent: a pooled payload, its numbers from
+		// blocks) decodes the same payload.
+		err := WithEvent(raw, func(env Envelope) error {
+			if env.payload != nil && !reflect.DeepEqual(env.payload, wantP) {
+				t.Fatalf("WithEvent decoded %q differently:\n got %#v\nwant %#v", raw, env.payload, wantP)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("WithEvent failed on %q: %v", raw, err)
+		}
+	}
 	return single
 }
 
@@ -506,5 +519,71 @@ func TestStringListsAgree(t *testing.T) {
 		if got := allocs(n) - base; got != float64(want) {
 			t.Fatalf("a list of %d strings took %v allocations, want %d", n, got, want)
 		}
+	}
+}
+
+// TestLentNumbersFromBlocks: a lent permit's pointers to numbers come
+// from a block (strCache.float) and keep their values while many more
+// events are decoded after it (a block is never handed out twice), each
+// its own, and cost one allocation a block instead of one each; an owned
+// one (DecodeEvent) allocates each as before.
+func TestLentNumbersFromBlocks(t *testing.T) {
+	at := time.Date(2025, 11, 6, 0, 0, 0, 0, time.UTC)
+	permit := func(i int) []byte {
+		v, lat, lon := float64(1000+i), 40+float64(i)/1000, -100-float64(i)/1000
+		return rawEvent(t, PermitUpserted, PermitDocID("src", fmt.Sprint("P", i)), 1, at, "src", &Permit{
+			PermitNumber: fmt.Sprint("P", i), Valuation: &v, Lat: &lat, Lon: &lon, Source: "src",
+			Address: PermitAddress{Line: "1 MAIN ST", City: "SEATTLE", State: "WA", Zipcode: "98117"},
+		})
+	}
+	const n = 3 * floatBlock
+	raws := make([][]byte, n)
+	for i := range raws {
+		raws[i] = permit(i)
+	}
+	type held struct{ v, lat, lon *float64 }
+	kept := make([]held, n)
+	seen := map[*float64]bool{}
+	for i, raw := range raws {
+		err := WithEvent(raw, func(env Envelope) error {
+			p, err := Payload[Permit](env)
+			if err != nil {
+				return err
+			}
+			kept[i] = held{p.Valuation, p.Lat, p.Lon} // the pointers, as a projection may hold them
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []*float64{kept[i].v, kept[i].lat, kept[i].lon} {
+			if f == nil || seen[f] {
+				t.Fatalf("event %d: a number's pointer %p nil or handed out before", i, f)
+			}
+			seen[f] = true
+		}
+	}
+	for i, h := range kept {
+		if *h.v != float64(1000+i) || *h.lat != 40+float64(i)/1000 || *h.lon != -100-float64(i)/1000 {
+			t.Fatalf("event %d's numbers changed after later events: %v %v %v", i, *h.v, *h.lat, *h.lon)
+		}
+	}
+	allocs := func(decode func([]byte)) float64 {
+		return testing.AllocsPerRun(floatBlock*4, func() { decode(raws[0]) })
+	}
+	lent := allocs(func(raw []byte) {
+		if err := WithEvent(raw, func(Envelope) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	owned := allocs(func(raw []byte) {
+		if _, err := DecodeEvent(raw); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Three numbers each: lent, about 3/floatBlock of a block per event;
+	// owned, three more than its own payload's other allocations.
+	if owned-lent < 2.9 {
+		t.Fatalf("lent %v allocations an event, owned %v: want about three fewer lent", lent, owned)
 	}
 }

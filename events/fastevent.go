@@ -25,7 +25,7 @@ func fastEvent(raw []byte, pooled bool) (Envelope, bool) {
 func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 	env := &strs.env
 	s, dataField := envelopeShape(), envelopeData()
-	d := decoder{b: raw, strs: strs}
+	d := decoder{b: raw, strs: strs, lent: pooled}
 	d.ws()
 	if d.peek() != '{' {
 		return Envelope{}, false
@@ -86,7 +86,7 @@ func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 		if payload = newPayload(env.Type, pooled); payload == nil {
 			return Envelope{}, false
 		}
-		pd := decoder{b: raw[:dataEnd], i: dataStart, strs: strs}
+		pd := decoder{b: raw[:dataEnd], i: dataStart, strs: strs, lent: pooled}
 		if !decodePayload(&pd, payload) || pd.i != dataEnd {
 			return Envelope{}, false
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The fast decoder's scalars (see fastdecode.go): strings (plain, cached
@@ -21,6 +22,27 @@ type strCache struct {
 	// env is fastEvent's envelope while it decodes: decoding through
 	// unsafe pointers would move a local one to the heap.
 	env Envelope
+	// floats is what is left of the block a lent payload's pointers to
+	// numbers (a permit's valuation and coordinates, a lead's confidence)
+	// are taken from: one allocation for floatBlock of them, where each
+	// was one. A block is never handed out twice, so a pointer stays
+	// valid for as long as it is held; the documents copy the numbers
+	// they keep (memory's cloneBatch), so a block goes soon after its
+	// batch is written.
+	floats []float64
+}
+
+// floatBlock is the number of float64s a block holds (512 bytes).
+const floatBlock = 64
+
+// float returns a pointer to a new zero float64 from the block.
+func (c *strCache) float() unsafe.Pointer {
+	if len(c.floats) == 0 {
+		c.floats = make([]float64, floatBlock)
+	}
+	p := &c.floats[0]
+	c.floats = c.floats[1:]
+	return unsafe.Pointer(p)
 }
 
 // maxCached is the longest string strCache keeps; longer ones are mostly
