@@ -134,7 +134,7 @@ func DecodeEvent(raw []byte) (Envelope, error) {
 }
 
 // WithEvent decodes raw as DecodeEvent does and calls fn with the
-// envelope, lent for the call only: its Data aliases raw and its payload
+// envelope, lent for the call only: its Data and EventID alias raw and its payload
 // (Payload's pointer) is reused by a later WithEvent once fn returns, so
 // fn must copy what it keeps (the projection does: documents copy the
 // payload's fields, which stay valid; only the struct is reused). A
@@ -146,7 +146,7 @@ func WithEvent(raw []byte, fn func(Envelope) error) error {
 }
 
 // Parsed is an event decoded ahead of its use (Parse), as WithEvent
-// decodes it: its Data aliases the raw message, and its payload is lent
+// decodes it: its Data and EventID alias the raw message, and its payload is lent
 // from WithEvent's pools until Use. It is used once.
 type Parsed struct {
 	env  Envelope // zero once used

@@ -217,6 +217,19 @@ func agreeEvent(t *testing.T, raw []byte) bool {
 	if !bytes.Equal(got.Data, want.Data) {
 		t.Fatalf("Data differs on %q: got %q want %q", raw, got.Data, want.Data)
 	}
+	// Lent (WithEvent), the envelope's fields are the same (its event id
+	// aliases raw there).
+	if err := WithEvent(raw, func(env Envelope) error {
+		env.Data, env.payload = nil, nil
+		w := want
+		w.Data = nil
+		if !reflect.DeepEqual(env, w) {
+			t.Fatalf("WithEvent decoded %q's envelope differently:\n got %#v\nwant %#v", raw, env, w)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("WithEvent failed on %q: %v", raw, err)
+	}
 	single := got.payload != nil
 	p := newPayload(want.Type, false)
 	if p == nil {
@@ -237,7 +250,7 @@ func agreeEvent(t *testing.T, raw []byte) bool {
 	}
 	if single && wantPErr == nil {
 		// The lent pass (WithEvent: a pooled payload, its numbers from
-		// blocks) decodes the same payload.
+		// blocks, its event id aliasing raw) decodes the same event.
 		err := WithEvent(raw, func(env Envelope) error {
 			if env.payload != nil && !reflect.DeepEqual(env.payload, wantP) {
 				t.Fatalf("WithEvent decoded %q differently:\n got %#v\nwant %#v", raw, env.payload, wantP)

@@ -55,6 +55,11 @@ func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 				return Envelope{}, false
 			}
 			dataEnd = d.i
+		} else if f == envelopeEventID() && pooled && d.aliased(&env.EventID) {
+			// Lent: the event id aliases raw, as Data does. Nothing reads
+			// it but the check that it is there: a string of its own was
+			// one allocation of every event (ids are longer than the
+			// cache keeps).
 		} else {
 			fs := &s.fields[f]
 			if !d.value(fs.shape, unsafe.Add(unsafe.Pointer(env), fs.offset), 1) {
@@ -99,7 +104,23 @@ func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 var (
 	envelopeShape = sync.OnceValue(func() *shape { return shapeOf(reflect.TypeFor[Envelope]()) })
 	envelopeData  = sync.OnceValue(func() int { return envelopeShape().field([]byte("data"), 0) }) // the field index of Data
+	// envelopeEventID is the field index of EventID.
+	envelopeEventID = sync.OnceValue(func() int { return envelopeShape().field([]byte("event_id"), 0) })
 )
+
+// aliased decodes a string without escapes into *s as a string aliasing
+// d's input, and reports whether it did (an escaped string or any other
+// value is left for value, d unmoved).
+func (d *decoder) aliased(s *string) bool {
+	start := d.i
+	b, ok := d.str()
+	if !ok {
+		d.i = start
+		return false
+	}
+	*s = unsafe.String(unsafe.SliceData(b), len(b))
+	return true
+}
 
 // decodePayload decodes the object at d into payload, a pointer to a zero
 // payload struct, as fastDecode would.
