@@ -1,6 +1,8 @@
 package indexer
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,5 +38,46 @@ func TestNormNamesOf(t *testing.T) {
 	c.of("SEATTLE")
 	if n := testing.AllocsPerRun(100, func() { c.of("SEATTLE") }); n != 0 {
 		t.Errorf("a held name took %v allocations, want 0", n)
+	}
+}
+
+// TestAnchorListsOf holds the memo to anchorsOf for locations whose
+// hierarchy changes under the same geo_id, from several goroutines, and
+// checks that a list is shared while it holds and cannot be appended
+// into.
+func TestAnchorListsOf(t *testing.T) {
+	c := &anchorLists{seed: leadAnchors.seed}
+	var locs []readmodel.Location
+	for i := range 40000 { // more geo_ids than slots
+		id := "g" + strconv.Itoa(i%30000)
+		locs = append(locs, readmodel.Location{GeoID: id, JurisdictionGeoID: "jur" + strconv.Itoa(i%7),
+			CityGeoID: []string{"", id, "city" + strconv.Itoa(i%11)}[i%3], CountyGeoID: "county" + strconv.Itoa(i%5), StateGeoID: "WA"})
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range locs {
+					l := locs[(i+g*len(locs)/4)%len(locs)]
+					if got, want := c.of(l), anchorsOf(l); !slices.Equal(got, want) {
+						t.Errorf("round %d: of(%+v) = %v, want %v", round, l, got, want)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	l := readmodel.Location{GeoID: "gzip", CityGeoID: "gcity", CountyGeoID: "gcounty", StateGeoID: "gstate"}
+	first := c.of(l)
+	if second := c.of(l); &second[0] != &first[0] {
+		t.Error("the same location's list was made again")
+	}
+	if cap(first) != len(first) {
+		t.Errorf("a shared list has room to append into: len %d, cap %d", len(first), cap(first))
+	}
+	l.CityGeoID = "gother"
+	if got := c.of(l); !slices.Equal(got, []string{"gzip", "gother", "gcounty", "gstate"}) {
+		t.Errorf("after the location's city changed: %v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,7 +225,7 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 			CountyNorm:  leadNames.of(anchor.County),
 		},
 		MapsURL: mapsURL(d),
-		GeoIDs:  anchorsOf(anchor),
+		GeoIDs:  leadAnchors.of(anchor),
 		Version: env.EntityVersion,
 	}, nil
 }
@@ -243,7 +244,8 @@ func isPermitSignalKey(k string) bool {
 // that order, without duplicates or blanks.
 func anchorsOf(l readmodel.Location) []string {
 	ids := [...]string{l.GeoID, l.JurisdictionGeoID, l.CityGeoID, l.CountyGeoID, l.StateGeoID}
-	out := make([]string, 0, len(ids)) // one allocation, not one per growth
+	var buf [len(ids)]string
+	out := buf[:0]
 	for _, id := range ids {
 		if id == "" {
 			continue
@@ -256,7 +258,7 @@ func anchorsOf(l readmodel.Location) []string {
 			out = append(out, id)
 		}
 	}
-	return out
+	return slices.Clone(out) // one allocation, its capacity its length
 }
 
 // mapsURL links a lead to a map: its coordinates when known, else its
