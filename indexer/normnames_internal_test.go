@@ -20,21 +20,13 @@ func TestNormNamesOf(t *testing.T) {
 		names = append(names, "City "+strings.Repeat("X", i%7)+string(rune('A'+i%26))+string(rune('A'+i/26%26))+string(rune('A'+i/676%26)))
 	}
 	c := &normNames{seed: leadNames.seed}
-	for round := range 2 {
-		var wg sync.WaitGroup
-		for g := range 4 {
-			wg.Go(func() {
-				for i := range names {
-					name := names[(i+g*len(names)/4)%len(names)]
-					if got, want := c.of(name), readmodel.NormName(name); got != want {
-						t.Errorf("round %d: of(%q) = %q, want %q", round, name, got, want)
-						return
-					}
-				}
-			})
+	fromGoroutines(names, func(name string) bool {
+		if got, want := c.of(name), readmodel.NormName(name); got != want {
+			t.Errorf("of(%q) = %q, want %q", name, got, want)
+			return false
 		}
-		wg.Wait()
-	}
+		return true
+	})
 	c.of("SEATTLE")
 	if n := testing.AllocsPerRun(100, func() { c.of("SEATTLE") }); n != 0 {
 		t.Errorf("a held name took %v allocations, want 0", n)
@@ -53,21 +45,13 @@ func TestAnchorListsOf(t *testing.T) {
 		locs = append(locs, readmodel.Location{GeoID: id, JurisdictionGeoID: "jur" + strconv.Itoa(i%7),
 			CityGeoID: []string{"", id, "city" + strconv.Itoa(i%11)}[i%3], CountyGeoID: "county" + strconv.Itoa(i%5), StateGeoID: "WA"})
 	}
-	for round := range 2 {
-		var wg sync.WaitGroup
-		for g := range 4 {
-			wg.Go(func() {
-				for i := range locs {
-					l := locs[(i+g*len(locs)/4)%len(locs)]
-					if got, want := c.of(l), anchorsOf(l); !slices.Equal(got, want) {
-						t.Errorf("round %d: of(%+v) = %v, want %v", round, l, got, want)
-						return
-					}
-				}
-			})
+	fromGoroutines(locs, func(l readmodel.Location) bool {
+		if got, want := c.of(l), anchorsOf(l); !slices.Equal(got, want) {
+			t.Errorf("of(%+v) = %v, want %v", l, got, want)
+			return false
 		}
-		wg.Wait()
-	}
+		return true
+	})
 	l := readmodel.Location{GeoID: "gzip", CityGeoID: "gcity", CountyGeoID: "gcounty", StateGeoID: "gstate"}
 	first := c.of(l)
 	if second := c.of(l); &second[0] != &first[0] {
@@ -79,5 +63,24 @@ func TestAnchorListsOf(t *testing.T) {
 	l.CityGeoID = "gother"
 	if got := c.of(l); !slices.Equal(got, []string{"gzip", "gother", "gcounty", "gstate"}) {
 		t.Errorf("after the location's city changed: %v", got)
+	}
+}
+
+// fromGoroutines calls check with every item from four goroutines at
+// once, each starting a quarter further on, twice (the second time with
+// the memo full); a goroutine stops at the first false.
+func fromGoroutines[T any](items []T, check func(T) bool) {
+	for range 2 {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range items {
+					if !check(items[(i+g*len(items)/4)%len(items)]) {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

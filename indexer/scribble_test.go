@@ -88,34 +88,26 @@ func TestDocumentsKeepNoMessageBytes(t *testing.T) {
 // export is every document of s by kind, each as JSON, sorted.
 func export(t *testing.T, s *memory.Store) map[readmodel.Kind][]string {
 	out := map[readmodel.Kind][]string{}
-	add := func(k readmodel.Kind, doc any) {
-		raw, err := json.Marshal(doc)
-		require.NoError(t, err)
-		out[k] = append(out[k], string(raw))
-	}
 	require.NoError(t, s.Export(t.Context(), 1000, func(b readmodel.Batch) error {
-		for _, d := range b.Locations {
-			add(readmodel.KindLocation, d)
-		}
-		for _, d := range b.Permits {
-			add(readmodel.KindPermit, d)
-		}
-		for _, d := range b.Properties {
-			add(readmodel.KindProperty, d)
-		}
-		for _, d := range b.GeoSignals {
-			add(readmodel.KindGeoSignal, d)
-		}
-		for _, d := range b.Leads {
-			add(readmodel.KindLead, d)
-		}
-		for _, d := range b.Catalog {
-			add(readmodel.KindCatalog, d)
-		}
+		addJSON(t, out, readmodel.KindLocation, b.Locations)
+		addJSON(t, out, readmodel.KindPermit, b.Permits)
+		addJSON(t, out, readmodel.KindProperty, b.Properties)
+		addJSON(t, out, readmodel.KindGeoSignal, b.GeoSignals)
+		addJSON(t, out, readmodel.KindLead, b.Leads)
+		addJSON(t, out, readmodel.KindCatalog, b.Catalog)
 		return nil
 	}))
 	for _, docs := range out {
 		slices.Sort(docs)
 	}
 	return out
+}
+
+// addJSON appends docs to out[k], each as JSON.
+func addJSON[T any](t *testing.T, out map[readmodel.Kind][]string, k readmodel.Kind, docs []T) {
+	for _, d := range docs {
+		raw, err := json.Marshal(d)
+		require.NoError(t, err)
+		out[k] = append(out[k], string(raw))
+	}
 }
