@@ -258,7 +258,7 @@ func anchorsOf(l readmodel.Location) []string {
 			out = append(out, id)
 		}
 	}
-	return slices.Clone(out) // one allocation, its capacity its length
+	return slices.Clip(slices.Clone(out)) // one allocation, its capacity its length
 }
 
 // mapsURL links a lead to a map: its coordinates when known, else its
