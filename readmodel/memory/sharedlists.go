@@ -55,13 +55,12 @@ func (m *sharedLists) of(s []string) []string {
 	return c
 }
 
-// cloneLead is l.Clone() with its lists from leadLists.
+// cloneLead is l.Clone() with its lists from leadLists (Clone copies the
+// rest, whatever a lead comes to hold).
 func cloneLead(l readmodel.Lead) readmodel.Lead {
-	if l.Confidence != nil {
-		v := *l.Confidence
-		l.Confidence = &v
-	}
-	l.ReasonCodes = leadLists.of(l.ReasonCodes)
-	l.GeoIDs = leadLists.of(l.GeoIDs)
+	codes, anchors := l.ReasonCodes, l.GeoIDs
+	l.ReasonCodes, l.GeoIDs = nil, nil
+	l = l.Clone()
+	l.ReasonCodes, l.GeoIDs = leadLists.of(codes), leadLists.of(anchors)
 	return l
 }
