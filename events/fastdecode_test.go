@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // fastTargets are the types decodeStrict decodes: the envelope and every
@@ -598,5 +599,50 @@ func TestLentNumbersFromBlocks(t *testing.T) {
 	// owned, three more than its own payload's other allocations.
 	if owned-lent < 2.9 {
 		t.Fatalf("lent %v allocations an event, owned %v: want about three fewer lent", lent, owned)
+	}
+}
+
+// TestLentSharesLongerValues: a lent permit's repeated values up to
+// maxCached bytes (a 30-byte work type, a 43-byte contractor) are the
+// same string in every event that carries them, as short ones are, so
+// the read model's interning finds them by address; a longer value (a
+// description) is each event's own.
+func TestLentSharesLongerValues(t *testing.T) {
+	at := time.Date(2025, 11, 6, 0, 0, 0, 0, time.UTC)
+	const work, contractor = "Mechanical/Electrical/Plumbing", "Granite State Construction and Remodel Inc."
+	desc := strings.Repeat("replace the water heater and the furnace ", 2)
+	var works, contractors, descs []*byte
+	for i := range 3 {
+		raw := rawEvent(t, PermitUpserted, PermitDocID("src", fmt.Sprint("P", i)), 1, at, "src", &Permit{
+			PermitNumber: fmt.Sprint("P", i), WorkType: work, Contractor: contractor, Description: desc, Source: "src",
+			Address: PermitAddress{Line: "1 MAIN ST", City: "SEATTLE", State: "WA", Zipcode: "98117"},
+		})
+		err := WithEvent(raw, func(env Envelope) error {
+			p, err := Payload[Permit](env)
+			if err != nil {
+				return err
+			}
+			if p.WorkType != work || p.Contractor != contractor || p.Description != desc {
+				t.Fatalf("event %d decoded as %q, %q, %q", i, p.WorkType, p.Contractor, p.Description)
+			}
+			works = append(works, unsafe.StringData(p.WorkType))
+			contractors = append(contractors, unsafe.StringData(p.Contractor))
+			descs = append(descs, unsafe.StringData(p.Description))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(desc) <= maxCached || len(contractor) > maxCached {
+		t.Fatalf("the values' lengths (%d, %d) no longer straddle maxCached %d", len(contractor), len(desc), maxCached)
+	}
+	for i := 1; i < 3; i++ {
+		if works[i] != works[0] || contractors[i] != contractors[0] {
+			t.Fatalf("event %d: its work type or contractor is a new string, not the cached one", i)
+		}
+		if descs[i] == descs[0] {
+			t.Fatalf("event %d: its %d-byte description is shared", i, len(desc))
+		}
 	}
 }
