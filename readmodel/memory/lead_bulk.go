@@ -131,6 +131,7 @@ func (k *keyLeads) loadPending() {
 	}
 	k.days.load(recs)
 	k.pend = nil
+	k.makeTrees()
 	loadSorted(k.byDate, items, k.x.itemDateCmp)
 	loadSorted(k.byConf, items, k.x.itemConfCmp)
 	k.built.Store(true)

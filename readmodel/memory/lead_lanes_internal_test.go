@@ -176,8 +176,10 @@ func leadIndexDump(s *side) map[string][]string {
 		out["anchor "+g] = []string{fmt.Sprint("version ", a.version, " ids ", a.ids)}
 		for _, k := range a.keys {
 			name := g + " " + k.key
-			items("date "+name, k.byDate)
-			items("conf "+name, k.byConf)
+			if k.byDate != nil { // nil: not built, empty
+				items("date "+name, k.byDate)
+				items("conf "+name, k.byConf)
+			}
 			if len(k.pend) > 0 {
 				out["pend "+name] = []string{fmt.Sprint(len(k.pend))}
 			}
