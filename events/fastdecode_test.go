@@ -646,3 +646,33 @@ func TestLentSharesLongerValues(t *testing.T) {
 		}
 	}
 }
+
+// TestStrCacheTwoWays: values that hash alike (same length, same first
+// and last eight bytes) keep a slot each when two of them recur, so
+// neither is allocated again; a third one replaces the one of the two
+// handed out least recently; and a hit allocates nothing.
+func TestStrCacheTwoWays(t *testing.T) {
+	const a, b, c = "VELOCITY_ABOVE_BASELINE", "VELOCITY_BELOW_BASELINE", "VELOCITY_LEVEL_BASELINE"
+	if shortHash([]byte(a)) != shortHash([]byte(b)) || shortHash([]byte(a)) != shortHash([]byte(c)) {
+		t.Fatal("the three values no longer hash alike")
+	}
+	sc := new(strCache)
+	at := func(s string) *byte { return unsafe.StringData(sc.str([]byte(s))) }
+	pa, pb := at(a), at(b)
+	for range 3 {
+		if at(a) != pa || at(b) != pb {
+			t.Fatal("two values that hash alike took turns in one slot")
+		}
+	}
+	at(a) // a is the more recent
+	at(c) // replaces b
+	if at(a) != pa {
+		t.Fatal("the most recently used value was replaced")
+	}
+	if at(b) == pb {
+		t.Fatal("the least recently used value was kept")
+	}
+	if n := testing.AllocsPerRun(100, func() { sc.str([]byte(a)) }); n != 0 {
+		t.Fatalf("a hit took %v allocations", n)
+	}
+}
