@@ -36,8 +36,10 @@ func TestLeadItemsOrderAsRecords(t *testing.T) {
 		}
 	}
 	x := newLeadIndex()
-	for _, r := range recs {
-		x.place(r)
+	for i, r := range recs {
+		p := x.placed()
+		*p = leadRec{lead: r.lead, date: r.date, hasConf: r.hasConf, conf: r.conf, slot: p.slot}
+		recs[i] = p
 	}
 	for _, a := range recs {
 		for _, b := range recs {

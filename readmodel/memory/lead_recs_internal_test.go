@@ -1,0 +1,55 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/permitd/permitd/readmodel"
+)
+
+// TestLeadRecordsFromBlocks: the records of new leads come from blocks
+// (consecutive in memory), a deleted lead's record is emptied at once
+// (it holds no document) and the next new lead takes it with its slot,
+// and every live record is found in its slot.
+func TestLeadRecordsFromBlocks(t *testing.T) {
+	s := newSide(nil)
+	x := s.signals.leads
+	lead := func(i int, version int64) readmodel.Lead {
+		return readmodel.Lead{LeadID: fmt.Sprintf("lead_%03d", i), SignalKey: "roof", Version: version,
+			EventDateUsed: "2024-03-01", GeoIDs: []string{"us-wa"}}
+	}
+	for i := range 40 {
+		require.True(t, s.putLead(lead(i, 1)))
+	}
+	rec := func(i int) *leadRec { return s.leads.rows[fmt.Sprintf("lead_%03d", i)].doc }
+	size := unsafe.Sizeof(leadRec{})
+	adjacent := 0
+	for i := 1; i < 40; i++ {
+		if uintptr(unsafe.Pointer(rec(i))) == uintptr(unsafe.Pointer(rec(i-1)))+size {
+			adjacent++
+		}
+	}
+	require.GreaterOrEqual(t, adjacent, 30, "records of consecutive new leads side by side in a block")
+
+	gone := rec(7)
+	slot := gone.slot
+	require.True(t, s.delLead("lead_007", 2))
+	require.Equal(t, leadRec{slot: slot}, *gone, "a dropped record keeps no document")
+	require.Nil(t, x.recs[slot])
+
+	require.True(t, s.putLead(lead(100, 1)))
+	require.Same(t, gone, rec(100), "the next new lead takes the dropped record")
+	require.Equal(t, slot, rec(100).slot)
+	require.Equal(t, "lead_100", rec(100).lead.LeadID)
+	for i := range 40 {
+		if i != 7 {
+			require.Same(t, rec(i), x.recs[rec(i).slot], "lead %d", i)
+		}
+	}
+	page, err := x.page(readmodel.LeadQuery{Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef("us-wa")}, Sort: readmodel.SortEventDateDesc, Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page, 40)
+}
