@@ -48,11 +48,7 @@ func formsOf(loc *readmodel.Location) []form {
 				f.core--
 			}
 		}
-		var b strings.Builder
-		for _, t := range toks {
-			b.WriteString(t.Text)
-		}
-		f.compact = b.String()
+		f.compact = compactOf(toks)
 		for _, o := range out {
 			if o.compact == f.compact && o.cityOf == f.cityOf && len(o.toks) == len(f.toks) {
 				return
@@ -65,6 +61,26 @@ func formsOf(loc *readmodel.Location) []form {
 		add(a, true)
 	}
 	return out
+}
+
+// compactOf is the tokens' texts run together: the one token's own text,
+// or one allocation of the whole length (a builder growing word by word
+// took 0.57 more allocations a location event in BenchmarkHandleMix:
+// 11.39 allocations an event of the mix against 11.28).
+func compactOf(toks []Token) string {
+	if len(toks) == 1 {
+		return toks[0].Text
+	}
+	n := 0
+	for _, t := range toks {
+		n += len(t.Text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, t := range toks {
+		b.WriteString(t.Text)
+	}
+	return b.String()
 }
 
 // distancer answers whether a query word is within its typo budget of an
