@@ -48,6 +48,12 @@ type geoLists struct {
 	sorted bool
 }
 
+// geoListFirst is the capacity of a geo's first list: most geos (ZIPs,
+// cities) hold a few permits, and a list grown from one took four
+// allocations for eight (BenchmarkHandleMix: 11.28 allocations an event
+// with lists from one, 11.18 with 8, 11.15 with 32 at more bytes).
+const geoListFirst = 8
+
 func (g *geoLists) add(geo uint32, c *cpermit) {
 	if int(geo) >= len(g.lists) {
 		n := max(int(geo)+1, 2*len(g.lists), 1024)
@@ -56,6 +62,7 @@ func (g *geoLists) add(geo uint32, c *cpermit) {
 	l := g.lists[geo]
 	if l == nil {
 		g.geos++
+		l = make([]*cpermit, 0, geoListFirst)
 	}
 	g.lists[geo] = append(l, c)
 }
