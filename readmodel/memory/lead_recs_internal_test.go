@@ -53,3 +53,27 @@ func TestLeadRecordsFromBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page, 40)
 }
+
+// TestLeadKeysFromBlocks: the keys an anchor makes come from blocks
+// (consecutive in memory), each its own, found by its key.
+func TestLeadKeysFromBlocks(t *testing.T) {
+	s := newSide(nil)
+	x := s.signals.leads
+	for i := range 30 {
+		require.True(t, s.putLead(readmodel.Lead{LeadID: fmt.Sprintf("lead_%03d", i), SignalKey: fmt.Sprintf("key_%02d", i),
+			Version: 1, EventDateUsed: "2024-03-01", GeoIDs: []string{"us-wa"}}))
+	}
+	a := x.anchors["us-wa"]
+	require.Len(t, a.keys, 30)
+	size := unsafe.Sizeof(keyLeads{})
+	adjacent := 0
+	for i := 1; i < 30; i++ {
+		k, prev := a.get(fmt.Sprintf("key_%02d", i)), a.get(fmt.Sprintf("key_%02d", i-1))
+		require.Equal(t, fmt.Sprintf("key_%02d", i), k.key)
+		require.Len(t, k.pend, 1)
+		if uintptr(unsafe.Pointer(k)) == uintptr(unsafe.Pointer(prev))+size {
+			adjacent++
+		}
+	}
+	require.GreaterOrEqual(t, adjacent, 20, "keys made one after another side by side in a block")
+}
