@@ -2,6 +2,8 @@ package memory
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -76,4 +78,27 @@ func TestLeadKeysFromBlocks(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, adjacent, 20, "keys made one after another side by side in a block")
+}
+
+// TestAnchorKeyListsFirstRoom: an anchor's key lists are made with room
+// for anchorKeysFirst keys, so its first keys are inserted in place, in
+// order.
+func TestAnchorKeyListsFirstRoom(t *testing.T) {
+	s := newSide(nil)
+	var keys0 **keyLeads
+	var ids0 *uint32
+	for i := range anchorKeysFirst {
+		require.True(t, s.putLead(readmodel.Lead{LeadID: fmt.Sprintf("lead_%03d", i), SignalKey: fmt.Sprintf("key_%02d", anchorKeysFirst-i),
+			Version: 1, EventDateUsed: "2024-03-01", GeoIDs: []string{"us-wa"}}))
+		a := s.signals.leads.anchors["us-wa"]
+		if i == 0 {
+			keys0, ids0 = unsafe.SliceData(a.keys), unsafe.SliceData(a.ids)
+		}
+		require.Same(t, keys0, unsafe.SliceData(a.keys), "key %d: the keys list moved", i)
+		require.Same(t, ids0, unsafe.SliceData(a.ids), "key %d: the ids list moved", i)
+		require.True(t, slices.IsSortedFunc(a.keys, func(p, q *keyLeads) int { return strings.Compare(p.key, q.key) }))
+		for j, k := range a.keys {
+			require.Equal(t, s.signals.leads.names.id(k.key), a.ids[j])
+		}
+	}
 }

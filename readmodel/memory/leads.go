@@ -300,6 +300,12 @@ func (k *keyLeads) makeTrees() {
 	k.byConf = btree.NewBTreeGOptions(k.x.confLess, opts)
 }
 
+// anchorKeysFirst is the room an anchor's first key lists have: most
+// anchors hold a few keys, and lists grown from one took four
+// allocations each for eight (BenchmarkHandleMix: 10.97 allocations an
+// event from one, 10.86 from 4, 10.79 from 8, at the same bytes).
+const anchorKeysFirst = 8
+
 // anchorLeads is every lead of one anchor geography, by signal key.
 type anchorLeads struct {
 	keys []*keyLeads // sorted by key
@@ -351,6 +357,9 @@ func (a *anchorLeads) put(x *leadIndex, key string, id uint32) *keyLeads {
 	k := x.newKeyLeads(key)
 	if a.eager && !k.built.Load() {
 		k.makeBuilt()
+	}
+	if a.keys == nil {
+		a.keys, a.ids = make([]*keyLeads, 0, anchorKeysFirst), make([]uint32, 0, anchorKeysFirst)
 	}
 	a.keys = slices.Insert(a.keys, i, k)
 	a.ids = slices.Insert(a.ids, i, id)
