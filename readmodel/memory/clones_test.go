@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,8 +94,24 @@ func TestCloneBatchMatchesClone(t *testing.T) {
 			{GeoID: "b", CountyGeoIDs: []string{}},
 			{GeoID: "c", Aliases: []string{"y", "z"}},
 		},
+		Leads: []readmodel.Lead{
+			{LeadID: "l1", Confidence: &v, ReasonCodes: []string{"r1"}, GeoIDs: []string{"g1", "g2"}},
+			{LeadID: "l2", ReasonCodes: []string{}},
+			{LeadID: "l3", Confidence: &la, GeoIDs: []string{"g3"}},
+		},
 	}
 	got := cloneBatch(&b)
+	for i := range b.Leads {
+		require.Equal(t, b.Leads[i].Clone(), got.Leads[i])
+	}
+	// The leads' confidences in the batch's arena, after the properties'
+	// numbers: no allocation of their own.
+	next := func(f *float64) *float64 { return (*float64)(unsafe.Add(unsafe.Pointer(f), 8)) }
+	require.Same(t, next(got.Properties[1].Lon), got.Leads[0].Confidence)
+	require.Same(t, next(got.Leads[0].Confidence), got.Leads[2].Confidence)
+	*got.Leads[0].Confidence = -2
+	require.Equal(t, 1000.0, v)
+	require.Equal(t, la, *got.Leads[2].Confidence)
 	for i := range b.Permits {
 		require.Equal(t, b.Permits[i].Clone(), got.Permits[i])
 	}

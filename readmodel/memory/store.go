@@ -234,7 +234,7 @@ func cloneBatch(b *readmodel.Batch) *readmodel.Batch {
 		out.GeoSignals[i] = g.Clone()
 	}
 	for i, l := range b.Leads {
-		out.Leads[i] = cloneLead(l)
+		out.Leads[i] = a.lead(l)
 	}
 	for i, c := range b.Catalog {
 		out.Catalog[i] = c.Clone()
