@@ -74,7 +74,8 @@ type decoder struct {
 	i    int
 	strs *strCache // nil: every string is allocated
 	// lent: the value is lent for a call (WithEvent, Parse), and its
-	// pointers to numbers are taken from strs's blocks (strCache.float).
+	// pointers to numbers and its lists of strings are taken from strs's
+	// blocks (strCache.float, strCache.list).
 	lent bool
 }
 
@@ -257,6 +258,7 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 
 // strings decodes the elements of a []string, after its '[', into *out:
 // gathered on the stack and then copied into one slice of their number
+// (lent: from the goroutine's block, strCache.list)
 // (decoding each through value moved it to the heap, and appending grew
 // the slice a step at a time). Elements are at depth: beyond maxDepth
 // an element gives up, as value does; null is "" (encoding/json leaves
@@ -290,7 +292,9 @@ func (d *decoder) strings(out *[]string, depth int) bool {
 		}
 		elems = append(elems, e)
 		if last, ok := d.next(']'); last || !ok {
-			if ok {
+			if ok && d.lent {
+				*out = append(d.strs.list(len(elems)), elems...)
+			} else if ok {
 				*out = append(make([]string, 0, len(elems)), elems...)
 			}
 			return ok

@@ -676,3 +676,67 @@ func TestStrCacheTwoWays(t *testing.T) {
 		t.Fatalf("a hit took %v allocations", n)
 	}
 }
+
+// TestLentListsFromBlocks: a lent payload's lists of strings come from a
+// block (strCache.list) and keep their contents while many more events
+// are decoded after them, each its own (no two share an element), full
+// (an append copies); a list too long for the block takes its own
+// array; an owned one (DecodeEvent) allocates each as before.
+func TestLentListsFromBlocks(t *testing.T) {
+	const n = 3 * listBlock / 2 // lists of two, past several blocks
+	raws := make([][]byte, n)
+	for i := range raws {
+		raws[i] = locationRaw(t, fmt.Sprint("town", i), []string{fmt.Sprint("a", i), fmt.Sprint("b", i)})
+	}
+	kept := make([][]string, n)
+	seen := map[*string]bool{}
+	for i, raw := range raws {
+		lend(t, raw, func(p *Location) { kept[i] = p.Aliases })
+		if len(kept[i]) != 2 || cap(kept[i]) != 2 {
+			t.Fatalf("event %d: aliases %q with room for %d", i, kept[i], cap(kept[i]))
+		}
+		for j := range kept[i] {
+			if e := &kept[i][j]; seen[e] {
+				t.Fatalf("event %d: an alias's element %p handed out before", i, e)
+			} else {
+				seen[e] = true
+			}
+		}
+	}
+	for i, l := range kept {
+		if !reflect.DeepEqual(l, []string{fmt.Sprint("a", i), fmt.Sprint("b", i)}) {
+			t.Fatalf("event %d's aliases changed after later events: %q", i, l)
+		}
+	}
+	grown := append(kept[0], "c")
+	if kept[1][0] != "a1" || &grown[0] == &kept[0][0] {
+		t.Fatal("an append to a lent list wrote into the block")
+	}
+	long := make([]string, listBlock/8+1)
+	for i := range long {
+		long[i] = fmt.Sprint("alias", i)
+	}
+	lend(t, locationRaw(t, "big", long), func(p *Location) {
+		if !reflect.DeepEqual(p.Aliases, long) || cap(p.Aliases) != len(long) {
+			t.Fatalf("a long list decoded as %d aliases with room for %d", len(p.Aliases), cap(p.Aliases))
+		}
+	})
+	// The list costs a lent event about 2/listBlock of an allocation, an
+	// owned one an allocation (the aliases' strings are cached).
+	allocs := func(raw []byte, lent bool) float64 {
+		return testing.AllocsPerRun(listBlock, func() {
+			if lent {
+				lend(t, raw, func(*Location) {})
+			} else if _, err := DecodeEvent(raw); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	without := locationRaw(t, "town0", nil)
+	if l := allocs(raws[0], true) - allocs(without, true); l > 0.1 {
+		t.Fatalf("a lent list of two took %v allocations", l)
+	}
+	if o := allocs(raws[0], false) - allocs(without, false); o < 0.9 {
+		t.Fatalf("an owned list of two took %v allocations, want one", o)
+	}
+}

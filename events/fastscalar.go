@@ -38,6 +38,32 @@ type strCache struct {
 	// they keep (memory's cloneBatch), so a block goes soon after its
 	// batch is written.
 	floats []float64
+	// lists is what is left of the block a lent payload's lists of
+	// strings (a lead's reason codes, a location's aliases and counties)
+	// are taken from (list), on the same terms as floats.
+	lists []string
+}
+
+// listBlock is the number of strings a block of lists holds (4 KiB);
+// a list of more than listBlock/8 takes an array of its own. A list was
+// an allocation of its own, 0.52 of an event's in BenchmarkHandleMix
+// (10.42 allocations an event before, 9.90 after). A kept list keeps
+// its block: the indexer's location table keeps a location's counties,
+// a few megabytes of blocks for the whole gazetteer.
+const listBlock = 256
+
+// list returns an empty list with room for n strings (its capacity, so
+// an append copies) from the block.
+func (c *strCache) list(n int) []string {
+	if n > listBlock/8 {
+		return make([]string, 0, n)
+	}
+	if len(c.lists) < n {
+		c.lists = make([]string, listBlock)
+	}
+	l := c.lists[:0:n]
+	c.lists = c.lists[n:]
+	return l
 }
 
 // floatBlock is the number of float64s a block holds (512 bytes).
