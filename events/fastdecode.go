@@ -257,10 +257,10 @@ func (d *decoder) slice(s *shape, p unsafe.Pointer, depth int) bool {
 }
 
 // strings decodes the elements of a []string, after its '[', into *out:
-// gathered on the stack and then copied into one slice of their number
-// (lent: from the goroutine's block, strCache.list)
-// (decoding each through value moved it to the heap, and appending grew
-// the slice a step at a time). Elements are at depth: beyond maxDepth
+// gathered on the stack and then copied into one slice of their number,
+// lent from the goroutine's block (strCache.list); decoding each through
+// value moved it to the heap, and appending grew the slice a step at a
+// time. Elements are at depth: beyond maxDepth
 // an element gives up, as value does; null is "" (encoding/json leaves
 // the element zero). [] is an empty, non-nil slice, as encoding/json
 // makes it.
