@@ -261,11 +261,7 @@ type keyLeads struct {
 }
 
 func (x *leadIndex) newKeyLeads(key string) *keyLeads {
-	if len(x.spareKeys) == 0 {
-		x.spareKeys = make([]keyLeads, min(keyBlockMax, max(keyBlockMin, len(x.anchors))))
-	}
-	k := &x.spareKeys[0]
-	x.spareKeys = x.spareKeys[1:]
+	k := fromBlock(&x.spareKeys, keyBlockMin, keyBlockMax, len(x.anchors))
 	k.key, k.x = key, x
 	if x.eager && !x.deferTrees {
 		k.makeBuilt()
@@ -455,12 +451,7 @@ const (
 
 // newRec takes a zero record from the spare block.
 func (x *leadIndex) newRec() *leadRec {
-	if len(x.spare) == 0 {
-		x.spare = make([]leadRec, min(recBlockMax, max(recBlockMin, len(x.recs))))
-	}
-	r := &x.spare[0]
-	x.spare = x.spare[1:]
-	return r
+	return fromBlock(&x.spare, recBlockMin, recBlockMax, len(x.recs))
 }
 
 // record fills reuse (or a new record, placed) with l's indexed fields.

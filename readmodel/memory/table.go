@@ -31,12 +31,20 @@ const (
 
 // newRow takes a zero row from the spare block.
 func (t *table[T]) newRow() *row[T] {
-	if len(t.spare) == 0 {
-		t.spare = make([]row[T], min(rowBlockMax, max(rowBlockMin, t.made)))
+	return fromBlock(&t.spare, rowBlockMin, rowBlockMax, t.made)
+}
+
+// fromBlock takes a zero value from *spare, which it first refills with
+// a new block when empty: grown with made (the values made so far),
+// from lo to hi values. The table's rows and the lead index's records
+// and keys come from blocks.
+func fromBlock[V any](spare *[]V, lo, hi, made int) *V {
+	if len(*spare) == 0 {
+		*spare = make([]V, min(hi, max(lo, made)))
 	}
-	r := &t.spare[0]
-	t.spare = t.spare[1:]
-	return r
+	v := &(*spare)[0]
+	*spare = (*spare)[1:]
+	return v
 }
 
 type row[T any] struct {
