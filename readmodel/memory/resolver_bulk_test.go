@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,46 @@ func buildsTheResolver(t *testing.T, replay bool) {
 	apply(t, applied, b)
 	apply(t, imported, b) // the second side becomes the readers'
 	same("the second side, after a write")
+}
+
+// TestSettleWarmsTheResolvers: a replay and an Import leave the
+// resolver's two-typo lookups (resolve.Index.Warm) to the second side's
+// build, after the readers' side is ready, and both sides' resolvers
+// have them once settled: no search pays for them.
+func TestSettleWarmsTheResolvers(t *testing.T) {
+	for _, replay := range []bool{false, true} {
+		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) {
+			var mu sync.Mutex
+			var made []*resolve.Index
+			s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
+				x := resolve.New()
+				mu.Lock()
+				made = append(made, x)
+				mu.Unlock()
+				return x
+			}})
+			b := readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
+				DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}}
+			if replay {
+				require.True(t, s.BeginReplay())
+				apply(t, s, b)
+				require.Equal(t, 1, s.EndReplay())
+			} else {
+				im := s.NewImport()
+				require.NoError(t, im.Add(b))
+				require.NoError(t, im.Commit())
+			}
+			s.Settle()
+			mu.Lock()
+			defer mu.Unlock()
+			holding := 0
+			for _, x := range made {
+				if x.Len() > 0 {
+					holding++
+					require.True(t, x.Warmed(), "a side's resolver holding the location, once settled")
+				}
+			}
+			require.Equal(t, 2, holding, "the sides' resolvers holding the location")
+		})
+	}
 }

@@ -57,6 +57,14 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 	if !ok || st.quit.Load() { // also when the stop came as the build ended
 		st.abandoned = true
 		st.side = nil
+	} else {
+		// What the resolvers leave to their first two-typo search
+		// (resolve.Index.Warm), built here rather than as the
+		// locations arrived, when it held back the replay or the load
+		// before the readers' side was ready. No write runs before
+		// settle, which waits for done.
+		warmResolver(st.side)
+		warmResolver(s.sides[s.active.Load()])
 	}
 	close(st.done)
 	s.wmu.Lock()
@@ -64,6 +72,14 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 		s.settle()
 	}
 	s.wmu.Unlock()
+}
+
+// warmResolver warms d's resolver, when it defers work to its first
+// search (resolve.Index).
+func warmResolver(d *side) {
+	if w, ok := d.resolver.(interface{ Warm() }); ok {
+		w.Warm()
+	}
 }
 
 // StopBuilding abandons the second side being built in the background,

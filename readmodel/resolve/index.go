@@ -3,6 +3,7 @@ package resolve
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
 )
@@ -23,7 +24,17 @@ type Index struct {
 	compacts map[string][]int32
 	zips     map[string][]int32 // 5-digit ZIP -> slots of ZIP locations
 	trie     *trie              // every term: prefixes and one-typo walks
-	dels     *deletes           // terms of 6+ letters: two-typo lookups
+	// dels holds the terms of 6+ letters for two-typo lookups. It is
+	// built by the first lookup that needs it (deletes) or by Warm, not
+	// term by term as locations arrive: posting a term's deletion
+	// variants (up to 56 map entries for ten letters, about 3M for the
+	// national gazetteer) was a third of Upsert's time, paid in a
+	// replay or a snapshot load before the store was ready. Once built,
+	// Upsert and Delete keep it (they hold mu; a build holds mu's read
+	// side, so the two never overlap).
+	dels      *deletes
+	delsMu    sync.Mutex  // serialises the build among readers
+	delsBuilt atomic.Bool // dels is built and kept
 }
 
 type doc struct {
@@ -42,7 +53,6 @@ func New() *Index {
 		compacts: map[string][]int32{},
 		zips:     map[string][]int32{},
 		trie:     newTrie(),
-		dels:     newDeletes(),
 	}
 }
 
@@ -81,7 +91,9 @@ func (x *Index) Upsert(loc readmodel.Location) {
 		p := x.terms[t]
 		if len(p) == 0 {
 			x.trie.set(t, true)
-			x.dels.add(t)
+			if x.delsBuilt.Load() {
+				x.dels.add(t)
+			}
 		}
 		x.terms[t] = append(p, slot)
 	}
@@ -93,6 +105,37 @@ func (x *Index) Upsert(loc readmodel.Location) {
 	}
 	*x.docs.at(slot) = d
 	x.ids[loc.GeoID] = slot
+}
+
+// Warm builds what the index leaves to its first two-typo lookup (the
+// deletion neighbourhood), so that no search pays for it. It takes the
+// read lock: writers wait for it, readers do not.
+func (x *Index) Warm() {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	x.deletes()
+}
+
+// Warmed reports whether what Warm builds is built.
+func (x *Index) Warmed() bool { return x.delsBuilt.Load() }
+
+// deletes returns the deletion neighbourhood, built from the posted
+// terms the first time (the caller holds mu, either side).
+func (x *Index) deletes() *deletes {
+	if x.delsBuilt.Load() {
+		return x.dels
+	}
+	x.delsMu.Lock()
+	defer x.delsMu.Unlock()
+	if !x.delsBuilt.Load() {
+		d := newDeletes()
+		for t := range x.terms {
+			d.add(t)
+		}
+		x.dels = d
+		x.delsBuilt.Store(true)
+	}
+	return x.dels
 }
 
 // Delete removes the location with geoID; an unknown geo_id is a no-op.
@@ -111,7 +154,9 @@ func (x *Index) remove(slot int32) {
 		if len(p) == 0 {
 			delete(x.terms, t)
 			x.trie.set(t, false)
-			x.dels.remove(t)
+			if x.delsBuilt.Load() {
+				x.dels.remove(t)
+			}
 		} else {
 			x.terms[t] = p
 		}
@@ -312,7 +357,7 @@ func (x *Index) Search(rq readmodel.ResolveQuery) []readmodel.Candidate {
 							}
 						}
 						if k == 2 {
-							x.dels.within2(t.Text, collect)
+							x.deletes().within2(t.Text, collect)
 						} else {
 							x.trie.fuzzy(t.Text, k, collect)
 						}

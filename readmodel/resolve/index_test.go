@@ -10,6 +10,7 @@ import (
 
 func TestIncrementalUpdates(t *testing.T) {
 	x := fixtureIndex()
+	x.Warm() // the deletion neighbourhood built: Upsert and Delete keep it
 	n := x.Len()
 	// Rename: the old name stops matching, the new one matches, typos too.
 	sea := fixture()[9]
@@ -41,7 +42,7 @@ func TestIncrementalUpdates(t *testing.T) {
 	if _, ok := x.terms["emerald"]; ok {
 		t.Fatal("term of a deleted location kept postings")
 	}
-	if _, ok := x.dels.ids["emerald"]; ok {
+	if _, ok := x.deletes().ids["emerald"]; ok {
 		t.Fatal("term of a deleted location kept in the deletion neighbourhood")
 	}
 	if cs := x.Search(readmodel.ResolveQuery{Text: "Emeralds", Limit: 10}); len(cs) != 0 {
@@ -126,5 +127,73 @@ func TestConcurrentSearchAndUpsert(t *testing.T) {
 	wg.Wait()
 	if len(bad) > 0 {
 		t.Fatalf("%d of 800 searches beside writes went wrong (want %s first, at most %d), the first:\n%s", len(bad), want, q.Limit, bad[0])
+	}
+}
+
+// TestDeletesBuiltWhenFirstNeeded: the deletion neighbourhood (two-typo
+// lookups) is not built as locations arrive; the first search that
+// needs it builds it from the posted terms, with the answers of an index
+// that kept it all along, and from then on Upsert and Delete keep it.
+func TestDeletesBuiltWhenFirstNeeded(t *testing.T) {
+	lazy, warm := fixtureIndex(), fixtureIndex()
+	warm.Warm()
+	if lazy.delsBuilt.Load() || lazy.dels != nil {
+		t.Fatal("the deletion neighbourhood was built by Upsert")
+	}
+	// Eight letters or more take two typos: "Washington" as "Wahsingotn".
+	typo := readmodel.ResolveQuery{Text: "Wahsingotn", Limit: 5}
+	if got, want := describe(lazy.Search(readmodel.ResolveQuery{Text: "Seattle", Limit: 5})), describe(warm.Search(readmodel.ResolveQuery{Text: "Seattle", Limit: 5})); got != want {
+		t.Fatalf("exact search: lazy\n%s\nwarm\n%s", got, want)
+	}
+	if lazy.delsBuilt.Load() {
+		t.Fatal("a search without a two-typo lookup built the deletion neighbourhood")
+	}
+	got, want := lazy.Search(typo), warm.Search(typo)
+	if len(want) == 0 || want[0].Location.Name != "Washington" {
+		t.Fatalf("the fixture's two-typo search found:\n%s", describe(want))
+	}
+	if describe(got) != describe(want) {
+		t.Fatalf("two-typo search: lazy\n%s\nwarm\n%s", describe(got), describe(want))
+	}
+	if !lazy.delsBuilt.Load() {
+		t.Fatal("a two-typo lookup did not build the deletion neighbourhood")
+	}
+	for _, x := range []*Index{lazy, warm} {
+		if len(x.dels.ids) != len(warm.dels.ids) {
+			t.Fatalf("terms in the neighbourhood: %d, want %d", len(x.dels.ids), len(warm.dels.ids))
+		}
+	}
+	// Kept once built: a new place is found by two typos, a deleted one
+	// is not.
+	loc := readmodel.Location{GeoID: "c-new", GeoType: readmodel.GeoCity, Name: "Snoqualmie", DisplayName: "Snoqualmie, WA", State: "WA"}
+	lazy.Upsert(loc)
+	if cs := lazy.Search(readmodel.ResolveQuery{Text: "Snoqulamei", Limit: 1}); len(cs) == 0 || cs[0].Location.GeoID != "c-new" {
+		t.Fatalf("a place upserted after the build, by two typos:\n%s", describe(cs))
+	}
+	lazy.Delete("c-new")
+	if _, ok := lazy.dels.ids["snoqualmie"]; ok {
+		t.Fatal("a deleted place's term kept in the neighbourhood")
+	}
+}
+
+// TestDeletesBuiltOnceUnderConcurrentSearches: searches that need the
+// neighbourhood at once build it once, beside Warm (go test -race).
+func TestDeletesBuiltOnceUnderConcurrentSearches(t *testing.T) {
+	x := fixtureIndex()
+	var wg sync.WaitGroup
+	results := make([]string, 8)
+	for i := range results {
+		wg.Go(func() {
+			if i == 0 {
+				x.Warm()
+			}
+			results[i] = describe(x.Search(readmodel.ResolveQuery{Text: "Wahsingotn", Limit: 5}))
+		})
+	}
+	wg.Wait()
+	for i := range results {
+		if results[i] != results[0] || results[i] == "" {
+			t.Fatalf("search %d:\n%s\nsearch 0:\n%s", i, results[i], results[0])
+		}
 	}
 }

@@ -146,7 +146,7 @@ func TestTypoLookupsAreExhaustive(t *testing.T) {
 			}
 		}
 		if k == 2 {
-			x.dels.within2(w, collect)
+			x.deletes().within2(w, collect)
 		} else {
 			x.trie.fuzzy(w, k, collect)
 		}
