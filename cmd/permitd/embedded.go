@@ -22,6 +22,7 @@ import (
 // "none" it feeds nothing and reports no check.
 type embeddedIndexer struct {
 	ix        *indexer.Indexer
+	rm        readModel
 	feed      *indexer.Feed
 	producers []indexer.Producer
 	data      string             // serve's -data
@@ -35,7 +36,7 @@ func newEmbeddedIndexer(rm readModel, data string, asOf time.Time, besideKafka b
 	if err != nil {
 		return nil, err
 	}
-	e := &embeddedIndexer{ix: ix, feed: indexer.NewFeed(ix, 4096), data: data, checkName: "indexer", log: log}
+	e := &embeddedIndexer{ix: ix, rm: rm, feed: indexer.NewFeed(ix, 4096), data: data, checkName: "indexer", log: log}
 	if besideKafka {
 		e.checkName = "bundled_feed"
 	}
@@ -78,6 +79,12 @@ func (e *embeddedIndexer) Run(ctx context.Context) error {
 	}
 	p := e.ix.Progress()
 	e.log.Info("embedded indexer caught up", "events_applied", p.Applied, "dead_letters", p.DeadLetters, "took", time.Since(start).Round(time.Millisecond))
+	if w, ok := e.rm.(interface{ WarmResolvers() }); ok && e.hasData() {
+		// What the place resolver leaves to its first two-typo search
+		// (memory.(*Store).WarmResolvers), built now rather than by a
+		// user's.
+		w.WarmResolvers()
+	}
 	return nil
 }
 

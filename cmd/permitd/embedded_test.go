@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -68,4 +70,30 @@ func TestWithSignalsDemo(t *testing.T) {
 	cat, err := store.Catalog(context.Background(), readmodel.CatalogQuery{State: "WA"})
 	require.NoError(t, err)
 	require.Len(t, cat, 9)
+}
+
+// warmCounting is a memory backend that counts WarmResolvers calls.
+type warmCounting struct {
+	*memory.Store
+	warmed int
+}
+
+func (w *warmCounting) WarmResolvers() {
+	w.warmed++
+	w.Store.WarmResolvers()
+}
+
+// TestEmbeddedFeedWarmsTheResolvers: once the bundled data is applied,
+// the feed builds what the place resolver leaves to its first two-typo
+// search; without data it has nothing to warm.
+func TestEmbeddedFeedWarmsTheResolvers(t *testing.T) {
+	for _, data := range []string{"bundled", "none"} {
+		rm := &warmCounting{Store: memstore.New()}
+		e, err := newEmbeddedIndexer(rm, "none", time.Now(), false, slog.New(slog.DiscardHandler), nil)
+		require.NoError(t, err)
+		e.data = data
+		e.producers = []indexer.Producer{func(context.Context, indexer.Emit) error { return nil }}
+		require.NoError(t, e.Run(context.Background()))
+		require.Equal(t, map[string]int{"bundled": 1, "none": 0}[data], rm.warmed, data)
+	}
 }

@@ -126,3 +126,24 @@ func TestSettleWarmsTheResolvers(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmResolvers: a Store filled with Apply (no second side's build)
+// warms both sides' resolvers when asked.
+func TestWarmResolvers(t *testing.T) {
+	var made []*resolve.Index
+	s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
+		x := resolve.New()
+		made = append(made, x)
+		return x
+	}})
+	apply(t, s, readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
+		DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}})
+	require.Len(t, made, 2)
+	for _, x := range made {
+		require.False(t, x.Warmed(), "warmed by Apply")
+	}
+	s.WarmResolvers()
+	for _, x := range made {
+		require.True(t, x.Warmed())
+	}
+}

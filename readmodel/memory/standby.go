@@ -76,9 +76,25 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 
 // warmResolver warms d's resolver, when it defers work to its first
 // search (resolve.Index).
-func warmResolver(d *side) {
-	if w, ok := d.resolver.(interface{ Warm() }); ok {
+func warmResolver(d *side) { warm(d.resolver) }
+
+func warm(r Resolver) {
+	if w, ok := r.(interface{ Warm() }); ok {
 		w.Warm()
+	}
+}
+
+// WarmResolvers builds what the sides' resolvers leave to their first
+// two-typo search (resolve.Index.Warm), for a Store filled with Apply
+// (serve's embedded feed): a replay's or an Import's second side's build
+// does it for theirs. Writes do not wait for it; a resolver's own
+// writes (a location's) wait for its part.
+func (s *Store) WarmResolvers() {
+	s.wmu.Lock()
+	rs := []Resolver{s.sides[0].resolver, s.sides[1].resolver}
+	s.wmu.Unlock()
+	for _, r := range rs {
+		warm(r)
 	}
 }
 
