@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
@@ -62,9 +63,12 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 		// (resolve.Index.Warm), built here rather than as the
 		// locations arrived, when it held back the replay or the load
 		// before the readers' side was ready. No write runs before
-		// settle, which waits for done.
-		warmResolver(st.side)
+		// settle, which waits for done: the two are built at once
+		// (about 0.1 s each for the national gazetteer).
+		var wg sync.WaitGroup
+		wg.Go(func() { warmResolver(st.side) })
 		warmResolver(s.sides[s.active.Load()])
+		wg.Wait()
 	}
 	close(st.done)
 	s.wmu.Lock()
