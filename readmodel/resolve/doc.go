@@ -187,7 +187,12 @@
 // locations but only ~15k distinct words. A one-edit trie walk costs
 // ~10 us; a two-edit walk over the trie cost 100-250 us for long words,
 // which is why two-edit words use the deletion neighbourhood (~25 MB,
-// a few microseconds per lookup). Whole queries cost tens of microseconds
+// a few microseconds per lookup). The neighbourhood is built from the
+// posted terms by the first search that needs it, or ahead of it by
+// Warm (about 0.1 s for the national gazetteer; memory's second-side
+// build and serve's embedded feed call it), not term by term as
+// locations arrive: that was a third of indexing a location, paid before
+// a replay or a load was ready. Whole queries cost tens of microseconds
 // of CPU (see BenchmarkResolve). bleve (not in go.mod) brings an analysis
 // pipeline, segment merging and per-query allocation that do not fit
 // p99 <= 1 ms with single-document updates under a read lock, and would
