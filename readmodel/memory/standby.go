@@ -66,8 +66,8 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 		// settle, which waits for done: the two are built at once
 		// (about 0.1 s each for the national gazetteer).
 		var wg sync.WaitGroup
-		wg.Go(func() { warmResolver(st.side) })
-		warmResolver(s.sides[s.active.Load()])
+		wg.Go(func() { warm(st.side.resolver) })
+		warm(s.sides[s.active.Load()].resolver)
 		wg.Wait()
 	}
 	close(st.done)
@@ -78,10 +78,8 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 	s.wmu.Unlock()
 }
 
-// warmResolver warms d's resolver, when it defers work to its first
-// search (resolve.Index).
-func warmResolver(d *side) { warm(d.resolver) }
-
+// warm warms r, when it defers work to its first search
+// (resolve.Index.Warm).
 func warm(r Resolver) {
 	if w, ok := r.(interface{ Warm() }); ok {
 		w.Warm()
