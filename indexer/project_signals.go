@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,25 +261,55 @@ func anchorsOf(l readmodel.Location) []string {
 }
 
 // mapsURL links a lead to a map: its coordinates when known, else its
-// address; "" when there is neither.
+// address; "" when there is neither. It is built in one buffer (one
+// allocation, the string): a lead's projection ran it for every lead,
+// and strconv.FormatFloat's results, concatenated, were two allocations
+// more whenever the compiler did not inline it into here (a build with
+// a profile, -pgo, did not).
 func mapsURL(d *events.Lead) string {
 	const base = "https://www.google.com/maps/search/?api=1&query="
+	var buf [192]byte
+	b := append(buf[:0], base...)
 	if d.Lat != nil && d.Lon != nil {
-		return base + strconv.FormatFloat(*d.Lat, 'f', 6, 64) + "%2C" + strconv.FormatFloat(*d.Lon, 'f', 6, 64)
+		b = strconv.AppendFloat(b, *d.Lat, 'f', 6, 64)
+		b = append(b, "%2C"...)
+		b = strconv.AppendFloat(b, *d.Lon, 'f', 6, 64)
+		return string(b)
 	}
 	addr := d.Address.FullAddress
 	if addr == "" {
 		return ""
 	}
-	q := addr
+	b = appendQueryEscape(b, addr)
 	if d.Address.City != "" {
-		q += ", " + d.Address.City
+		b = append(b, "%2C+"...) // ", "
+		b = appendQueryEscape(b, d.Address.City)
 	}
 	if d.Address.State != "" {
-		q += ", " + d.Address.State
+		b = append(b, "%2C+"...)
+		b = appendQueryEscape(b, d.Address.State)
 	}
 	if d.Address.Zipcode != "" {
-		q += " " + d.Address.Zipcode
+		b = append(b, '+') // " "
+		b = appendQueryEscape(b, d.Address.Zipcode)
 	}
-	return base + url.QueryEscape(q)
+	return string(b)
+}
+
+// appendQueryEscape appends s escaped as url.QueryEscape escapes it: the
+// unreserved bytes (letters, digits, '-', '_', '.', '~') as they are, a
+// space as '+', every other byte as %XX.
+func appendQueryEscape(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			b = append(b, c)
+		case c == ' ':
+			b = append(b, '+')
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return b
 }
