@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
+	"sync"
 	"time"
 )
 
@@ -114,16 +116,31 @@ func IsLeadID(id, permitID, signalKey string) bool {
 		id[len("lead_"):] == string(leadHash(&digits, permitID, signalKey))
 }
 
+// leadHasher is a SHA-256 state and its scratch for leadHash, kept in
+// leadHashers between calls. sha256.Sum256 allocates nothing only where
+// the compiler keeps its state on the stack: a build with a profile
+// (-pgo) moved it to the heap, an allocation for every lead event.
+type leadHasher struct {
+	h   hash.Hash
+	in  [128]byte
+	sum [sha256.Size]byte
+}
+
+var leadHashers = sync.Pool{New: func() any { return &leadHasher{h: sha256.New()} }}
+
 // leadHash writes the 24 hex digits of a lead id into dst and returns
-// them.
+// them, without allocating.
 func leadHash(dst *[24]byte, permitID, signalKey string) []byte {
-	var buf [128]byte
-	in := append(buf[:0], "lead\x00"...)
+	lh := leadHashers.Get().(*leadHasher)
+	in := append(lh.in[:0], "lead\x00"...)
 	in = append(in, permitID...)
 	in = append(in, 0)
 	in = append(in, signalKey...)
-	sum := sha256.Sum256(in)
+	lh.h.Reset()
+	lh.h.Write(in)
+	sum := lh.h.Sum(lh.sum[:0])
 	hex.Encode(dst[:], sum[:12])
+	leadHashers.Put(lh)
 	return dst[:]
 }
 
