@@ -3,8 +3,12 @@ GO        ?= go
 PKGS      ?= ./...
 BENCHTIME ?= 1x
 SHARED    ?= ../shared
+# PGO: the profile the permitd binary is optimised with (go build's
+# -pgo=auto finds it beside cmd/permitd's main); the benchmarks and the
+# load harness's floor are compiled with it too. PGO=off: without.
+PGO       ?= $(CURDIR)/cmd/permitd/default.pgo
 
-.PHONY: run test test-short bench lint build fmt load load-chaos load-ingest web
+.PHONY: run test test-short bench lint build fmt load load-chaos load-ingest web pgo
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -12,9 +16,14 @@ run:
 
 ## build: the permitd binary in bin/, stamped with the version and revision permitd_build_info reports
 build:
-	$(GO) build -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/permitd ./cmd/permitd
+	$(GO) build -pgo=$(PGO) -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/permitd ./cmd/permitd
 
-## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the concurrency tests and the indexer under -race; tools/traceidle (a module of its own) too
+# ALLOC_TESTS: the tests that count allocations; make test runs them
+# again built with $(PGO), as the permitd binary is, since what the
+# compiler inlines decides what escapes to the heap.
+ALLOC_TESTS = TestEncodersDoNotAllocatePerItem|TestLentListsFromBlocks|TestLentNumbersFromBlocks|TestStrCacheTwoWays|TestStringListsAgree|TestIsLeadIDAllocatesNothing|TestFullAddress|TestNormNamesOf|TestMapsURL|TestGeoListsFirstBlock|TestSharedLists|TestTableRowsFromBlocks|TestCompactOf
+
+## test: every test (Redis tests start redis-server themselves; Kafka runs in process), then the allocation-counting tests built with the binary's profile (PGO), the concurrency tests and the indexer under -race; tools/traceidle (a module of its own) too
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
@@ -22,28 +31,33 @@ test:
 	$(GO) -C tools/traceidle test -count=1 ./...
 	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|BuildsTheResolver|WarmsTheResolvers|WarmResolvers|Lanes|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 ./indexer/...
+	$(GO) test -pgo=$(PGO) -count=1 -run '$(ALLOC_TESTS)' ./api/ ./events/ ./indexer/ ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent' ./api/quota/ ./cmd/permitd/ ./api/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-## bench: the performance targets, reported as benchmark metrics
+## bench: the performance targets, reported as benchmark metrics; compiled with cmd/permitd/default.pgo, as the permitd binary is (PGO=off: without)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+
+## pgo: regenerate cmd/permitd/default.pgo (profile-guided optimisation of the permitd binary) from CPU profiles of the mix's ingest and of every endpoint under load; commit the result
+pgo:
+	GO=$(GO) sh tools/pgo.sh
 
 ## load: saturate every v1 endpoint against permitd (bundled data) and a bare Gin floor serving the same bytes; prints req/s, p50, p99, ratio (not part of test). CHAOS=redis adds the chaos run (load-chaos) after it.
 LOAD_FLAGS ?=
 CHAOS ?=
 load:
-	$(GO) build -o bin/permitd ./cmd/permitd
-	$(GO) build -o bin/floor ./test/load/floor
+	$(GO) build -pgo=$(PGO) -o bin/permitd ./cmd/permitd
+	$(GO) build -pgo=$(PGO) -o bin/floor ./test/load/floor
 	$(GO) run ./test/load/driver -permitd bin/permitd -floor bin/floor $(LOAD_FLAGS)
 	@if [ "$(CHAOS)" = redis ]; then $(MAKE) --no-print-directory load-chaos; elif [ -n "$(CHAOS)" ]; then echo "load: CHAOS=$(CHAOS): only redis can be killed and restarted"; exit 2; fi
 
 ## load-ingest: the Kafka ingest as separate processes (a kfake-broker from $(SHARED)/tools, permitd serve -data none, permitd publish): the replay of a base and a live set published into the running server; prints times, events/s and the cores of the server, the broker and the machine; INGEST_FLAGS=-restart adds a restart from the shutdown snapshot (not part of test)
 INGEST_FLAGS ?= -runs 2
 load-ingest:
-	$(GO) build -o bin/permitd ./cmd/permitd
+	$(GO) build -pgo=$(PGO) -o bin/permitd ./cmd/permitd
 	$(GO) run ./test/load/ingest -permitd bin/permitd -broker-dir $(SHARED)/tools/kfake-broker $(INGEST_FLAGS)
 
 ## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
