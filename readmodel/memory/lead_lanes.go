@@ -85,12 +85,12 @@ func (s *side) putLeads(ls []readmodel.Lead, count func(bool)) {
 			} else {
 				c.k.removeTrees(c.it)
 			}
-			yieldEvery(i)
+			s.yieldEvery(i)
 		}
 	})
 	for i, c := range changes {
 		c.k.days.add(c.r, c.delta)
-		yieldEvery(i)
+		s.yieldEvery(i)
 	}
 	wg.Wait()
 	// The slots of the records replaced are free once no tree names

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"runtime"
 	"slices"
 	"sync"
 
@@ -95,7 +94,7 @@ func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
 					fn(ch.prev, false)
 				}
 				fn(ch.c, true)
-				yieldEvery(i)
+				s.yieldEvery(i)
 			}
 		})
 	}
@@ -103,7 +102,7 @@ func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
 	lane(s.laneValues)
 	for i, ch := range changes {
 		s.reindexPermit(ch.prev, ch.c)
-		yieldEvery(i)
+		s.yieldEvery(i)
 	}
 	wg.Wait()
 	s.lanes = false
@@ -114,14 +113,6 @@ func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
 	}
 	s.settlePosted()
 	s.checkPostings()
-}
-
-// yieldEvery lets waiting readers have this P every applyStep changes
-// (store_side.go).
-func yieldEvery(i int) {
-	if (i+1)%applyStep == 0 {
-		runtime.Gosched()
-	}
 }
 
 // postedAt reports whether geo has postings now (the main lane's view

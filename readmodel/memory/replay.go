@@ -70,6 +70,7 @@ func (s *Store) BeginReplay() bool {
 	d := s.sides[1-s.active.Load()]
 	d.deferIndexes()
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
+	d.quiet = true  // no reader sees it before EndReplay: its writes do not yield
 	d.bulkResolve() // the place index beside the replay's writes; joined by EndReplay
 	return true
 }
@@ -104,6 +105,7 @@ func (s *Store) EndReplay() int {
 	s.replay = nil
 	j := 1 - s.active.Load()
 	a := s.sides[j]
+	a.quiet = false
 	a.joinResolver()
 	a.buildDeferred()
 	if r.batches == 0 {

@@ -117,3 +117,39 @@ func TestExportLeadsInDateOrder(t *testing.T) {
 		require.True(t, dateLess(got[i-1], got[i]), "lead %d (%s) after %s", i, got[i].lead.LeadID, got[i-1].lead.LeadID)
 	}
 }
+
+// A replay's side does not yield while it is written (side.quiet: no
+// reader sees it); a live write, and a write after EndReplay, yields
+// every applyStep documents on each side.
+func TestReplayWritesDoNotYield(t *testing.T) {
+	ctx := context.Background()
+	locs := func(v int64) []readmodel.Location {
+		out := make([]readmodel.Location, 10*applyStep)
+		for i := range out {
+			out[i] = readmodel.Location{GeoID: fmt.Sprintf("city:c%04d", i), GeoType: readmodel.GeoCity, Name: "C", City: "C", State: "WA", Version: v}
+		}
+		return out
+	}
+	yields := func(s *Store) [2]int64 { return [2]int64{s.sides[0].yields.Load(), s.sides[1].yields.Load()} }
+	s := New(Params{})
+	require.True(t, s.BeginReplay())
+	_, err := s.Apply(ctx, readmodel.Batch{Locations: locs(1)})
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{0, 0}, yields(s), "a replay's writes")
+	require.Positive(t, s.EndReplay())
+	s.Settle()
+	before := yields(s)
+	_, err = s.Apply(ctx, readmodel.Batch{Locations: locs(2)})
+	require.NoError(t, err)
+	_, err = s.Apply(ctx, readmodel.Batch{}) // the other side catches up
+	require.NoError(t, err)
+	after := yields(s)
+	require.Equal(t, [2]int64{10, 10}, [2]int64{after[0] - before[0], after[1] - before[1]}, "a write after the replay, on each side")
+
+	live := New(Params{})
+	_, err = live.Apply(ctx, readmodel.Batch{Locations: locs(1)})
+	require.NoError(t, err)
+	_, err = live.Apply(ctx, readmodel.Batch{})
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{10, 10}, yields(live), "a live write, on each side")
+}

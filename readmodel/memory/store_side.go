@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
@@ -39,6 +38,13 @@ type side struct {
 	// derived from them, the text index or the map cells (an Import's
 	// first side until settle; permit_bulk.go).
 	lean bool
+	// quiet: no reader can be waiting for this side's writer, so its
+	// writes do not yield (applyStep): a replay's side until EndReplay
+	// (replay.go), which readers do not see and which is not ready.
+	quiet bool
+	// yields counts the steps' yields taken (yield.go; a test reads it;
+	// shared with the side's views, import_stages.go).
+	yields *atomic.Int64
 	// leanLists are a lean side's geo lists as its build left them (each
 	// geo's permits in index order: what its set holds) until a permit
 	// is written (dropped then): buildLean reads them.
@@ -89,6 +95,7 @@ func newSide(r Resolver) *side {
 		catalog:    newTable[readmodel.CatalogEntry](),
 		resolver:   r,
 		names:      newDisplayNames(),
+		yields:     new(atomic.Int64),
 	}
 }
 
@@ -99,8 +106,9 @@ func newSide(r Resolver) *side {
 // the scheduler preempted, or one just woken, would otherwise wait for the
 // writer's whole batch or for sysmon to preempt it. Readers never wait
 // for the writer's locks (store.go); this keeps them from waiting for its
-// CPU. A yield costs well under a microsecond; a step of 64 documents
-// tens to hundreds of microseconds.
+// CPU. A yield costs well under a microsecond while the other P is busy
+// (more while it is idle: a replay's side does not yield, yield.go); a
+// step of 64 documents tens to hundreds of microseconds.
 const applyStep = 64
 
 // apply writes a batch the Store owns (cloneBatch): documents are stored
@@ -122,9 +130,8 @@ func (s *side) applyShaped(b *readmodel.Batch, shapes *readmodel.LinkShapes) rea
 		} else {
 			res.Stale++
 		}
-		if n++; n%applyStep == 0 {
-			runtime.Gosched() // a bounded step: let waiting readers have this P
-		}
+		n++
+		s.yieldEvery(n - 1) // a bounded step: let waiting readers have this P
 	}
 	for i := range b.Locations {
 		l := &b.Locations[i] // shared with the other side (locTable)
