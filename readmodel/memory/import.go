@@ -182,6 +182,15 @@ func (d *side) reserve(counts map[readmodel.Kind]int64) {
 	if len(d.catalog.rows) == 0 {
 		d.catalog.rows = make(map[string]*row[readmodel.CatalogEntry], size(readmodel.KindCatalog))
 	}
+	// The resolver's index too (resolve.Index.Reserve; it has its own
+	// lock, so a bulk resolver's goroutine may be running).
+	r := d.resolver
+	if b, ok := r.(*bulkResolver); ok {
+		r = b.r
+	}
+	if rr, ok := r.(interface{ Reserve(n int) }); ok {
+		rr.Reserve(size(readmodel.KindLocation))
+	}
 }
 
 // bulkSide is a new, empty side for an Import.

@@ -3,12 +3,14 @@ package memory
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/resolve"
 )
 
 // After a replay the second side, built from the first's export, names
@@ -152,4 +154,56 @@ func TestReplayWritesDoNotYield(t *testing.T) {
 	_, err = live.Apply(ctx, readmodel.Batch{})
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{10, 10}, yields(live), "a live write, on each side")
+}
+
+// reservingResolver records the sizes Reserve was given.
+type reservingResolver struct {
+	Resolver
+	sizes *[]int
+	mu    *sync.Mutex
+}
+
+func (r reservingResolver) Reserve(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.sizes = append(*r.sizes, n)
+}
+
+// ReserveReplay, the second side's build after a replay and
+// Import.Reserve size the resolver's index too (a resolver with Reserve,
+// as resolve.Index has), through a bulk resolver's wrapping.
+func TestReserveSizesTheResolver(t *testing.T) {
+	var sizes []int
+	var mu sync.Mutex
+	s := New(Params{NewResolver: func() Resolver {
+		return reservingResolver{Resolver: resolve.New(), sizes: &sizes, mu: &mu}
+	}})
+	require.True(t, s.BeginReplay())
+	require.True(t, s.ReserveReplay(map[readmodel.Kind]int64{readmodel.KindLocation: 5000, readmodel.KindPermit: 10}))
+	mu.Lock()
+	require.Equal(t, []int{5000}, sizes, "the replay's side")
+	sizes = nil
+	mu.Unlock()
+	_, err := s.Apply(context.Background(), readmodel.Batch{Locations: []readmodel.Location{
+		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
+		{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
+	}})
+	require.NoError(t, err)
+	require.Positive(t, s.EndReplay())
+	s.Settle()
+	mu.Lock()
+	require.Equal(t, []int{2}, sizes, "the second side, built from the replayed one")
+	sizes = nil
+	mu.Unlock()
+
+	im := New(Params{NewResolver: func() Resolver {
+		return reservingResolver{Resolver: resolve.New(), sizes: &sizes, mu: &mu}
+	}}).NewImport()
+	im.Reserve(map[readmodel.Kind]int64{readmodel.KindLocation: 700})
+	require.NoError(t, im.Add(readmodel.Batch{Locations: []readmodel.Location{{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1}}}))
+	require.NoError(t, im.Commit()) // the builder waited for Reserve
+	mu.Lock()
+	require.NotEmpty(t, sizes, "an Import's first side")
+	require.Equal(t, 700, sizes[0], "an Import's first side")
+	mu.Unlock()
 }

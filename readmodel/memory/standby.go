@@ -166,6 +166,7 @@ var errQuit = errors.New("memory: second side abandoned")
 // write changes it meanwhile), with a's counters the stats cache keys
 // on. It returns nil when quit is set before the copy is whole.
 func (a *side) copySide(d *side, quit *atomic.Bool) *side {
+	d.reserve(a.liveCounts()) // its tables and its resolver's index made to size, not grown
 	stages := newImportStages(d)
 	err := a.export(context.Background(), 4096, func(b readmodel.Batch) error {
 		if quit != nil && quit.Load() {

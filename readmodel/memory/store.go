@@ -305,15 +305,20 @@ func (s *Store) PermitStats(ctx context.Context, q readmodel.StatsQuery) (readmo
 // Health implements readmodel.Reader: the active side's live counts.
 func (s *Store) Health(ctx context.Context) (readmodel.Health, error) {
 	return read(s, func(d *side) (readmodel.Health, error) {
-		return readmodel.Health{Backend: "memory", Counts: map[readmodel.Kind]int64{
-			readmodel.KindLocation:  int64(d.locations.live),
-			readmodel.KindPermit:    int64(d.permits.live),
-			readmodel.KindProperty:  int64(d.props.live),
-			readmodel.KindGeoSignal: int64(d.geoSignals.live),
-			readmodel.KindLead:      int64(d.leads.live),
-			readmodel.KindCatalog:   int64(d.catalog.live),
-		}}, nil
+		return readmodel.Health{Backend: "memory", Counts: d.liveCounts()}, nil
 	})
+}
+
+// liveCounts is the side's number of live documents of each kind.
+func (d *side) liveCounts() map[readmodel.Kind]int64 {
+	return map[readmodel.Kind]int64{
+		readmodel.KindLocation:  int64(d.locations.live),
+		readmodel.KindPermit:    int64(d.permits.live),
+		readmodel.KindProperty:  int64(d.props.live),
+		readmodel.KindGeoSignal: int64(d.geoSignals.live),
+		readmodel.KindLead:      int64(d.leads.live),
+		readmodel.KindCatalog:   int64(d.catalog.live),
+	}
 }
 
 // Counts is Health's Counts, a shorthand for tests and tools that hold a
