@@ -130,8 +130,8 @@ func (s *side) applyShaped(b *readmodel.Batch, shapes *readmodel.LinkShapes) rea
 		} else {
 			res.Stale++
 		}
+		s.yieldEvery(n) // a bounded step: let waiting readers have this P
 		n++
-		s.yieldEvery(n - 1) // a bounded step: let waiting readers have this P
 	}
 	for i := range b.Locations {
 		l := &b.Locations[i] // shared with the other side (locTable)
