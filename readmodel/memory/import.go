@@ -97,7 +97,7 @@ func (s *Store) NewImport() *Import {
 	s.wmu.Unlock()
 	d := im.first
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
-	d.bulkResolve() // joined by endBulk
+	d.resolveLate() // built from the loaded locations at endBulk (resolver_late.go)
 	im.wg.Go(func() {
 		st := newImportStages(d)
 		waited := false
@@ -182,13 +182,10 @@ func (d *side) reserve(counts map[readmodel.Kind]int64) {
 	if len(d.catalog.rows) == 0 {
 		d.catalog.rows = make(map[string]*row[readmodel.CatalogEntry], size(readmodel.KindCatalog))
 	}
-	// The resolver's index too (resolve.Index.Reserve; it has its own
-	// lock, so a bulk resolver's goroutine may be running).
-	r := d.resolver
-	if b, ok := r.(*bulkResolver); ok {
-		r = b.r
-	}
-	if rr, ok := r.(interface{ Reserve(n int) }); ok {
+	// The resolver's index too (resolve.Index.Reserve). A late one
+	// (resolver_late.go) has no Reserve: it is made to size for the
+	// locations it is built from.
+	if rr, ok := d.resolver.(interface{ Reserve(n int) }); ok {
 		rr.Reserve(size(readmodel.KindLocation))
 	}
 }
@@ -223,7 +220,7 @@ func (d *side) buildDeferred() {
 // endBulk ends the bulk load of a side: the deferred indexes are built
 // and writes index as usual from now on.
 func (d *side) endBulk() {
-	d.joinResolver()
+	d.startResolver() // a late one's build, in the background (resolver_late.go)
 	d.buildDeferred()
 	d.bulk = false
 	d.pi.links.byShape = nil // the Import's shapes (AddShaped)

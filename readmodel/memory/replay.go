@@ -71,7 +71,7 @@ func (s *Store) BeginReplay() bool {
 	d.deferIndexes()
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
 	d.quiet = true  // no reader sees it before EndReplay: its writes do not yield
-	d.bulkResolve() // the place index beside the replay's writes; joined by EndReplay
+	d.resolveLate() // the place index built from the replayed locations at EndReplay (resolver_late.go)
 	return true
 }
 
@@ -106,7 +106,7 @@ func (s *Store) EndReplay() int {
 	j := 1 - s.active.Load()
 	a := s.sides[j]
 	a.quiet = false
-	a.joinResolver()
+	a.startResolver() // in the background: place searches wait for it, the replay does not
 	a.buildDeferred()
 	if r.batches == 0 {
 		return 0 // nothing changed: both sides are still empty

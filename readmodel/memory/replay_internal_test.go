@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,32 +170,37 @@ func (r reservingResolver) Reserve(n int) {
 	*r.sizes = append(*r.sizes, n)
 }
 
-// ReserveReplay, the second side's build after a replay and
-// Import.Reserve size the resolver's index too (a resolver with Reserve,
-// as resolve.Index has), through a bulk resolver's wrapping.
+// The resolver's index is made to size (a resolver with Reserve, as
+// resolve.Index has): a replay's side's and an Import's first side's
+// when their late build starts (resolver_late.go), for the live
+// locations they hold, not for ReserveReplay's or Import.Reserve's
+// counts; the second side after a replay for the replayed side's live
+// locations; an Import's second side for Import.Reserve's.
 func TestReserveSizesTheResolver(t *testing.T) {
 	var sizes []int
 	var mu sync.Mutex
+	taken := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := sizes
+		sizes = nil
+		return out
+	}
 	s := New(Params{NewResolver: func() Resolver {
 		return reservingResolver{Resolver: resolve.New(), sizes: &sizes, mu: &mu}
 	}})
 	require.True(t, s.BeginReplay())
 	require.True(t, s.ReserveReplay(map[readmodel.Kind]int64{readmodel.KindLocation: 5000, readmodel.KindPermit: 10}))
-	mu.Lock()
-	require.Equal(t, []int{5000}, sizes, "the replay's side")
-	sizes = nil
-	mu.Unlock()
+	require.Empty(t, taken(), "the replay's side: sized when built, not from the backlog")
 	_, err := s.Apply(context.Background(), readmodel.Batch{Locations: []readmodel.Location{
 		{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
 		{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
-	}})
+		{GeoID: "city:b", GeoType: readmodel.GeoCity, Name: "Beta", City: "Beta", State: "WA", Version: 1},
+	}, Deletes: []readmodel.Delete{{Kind: readmodel.KindLocation, ID: "city:b", Version: 2}}})
 	require.NoError(t, err)
 	require.Positive(t, s.EndReplay())
 	s.Settle()
-	mu.Lock()
-	require.Equal(t, []int{2}, sizes, "the second side, built from the replayed one")
-	sizes = nil
-	mu.Unlock()
+	require.Equal(t, []int{2, 2}, taken(), "the replayed side's late build and the second side, both for its two live locations")
 
 	im := New(Params{NewResolver: func() Resolver {
 		return reservingResolver{Resolver: resolve.New(), sizes: &sizes, mu: &mu}
@@ -202,8 +208,189 @@ func TestReserveSizesTheResolver(t *testing.T) {
 	im.Reserve(map[readmodel.Kind]int64{readmodel.KindLocation: 700})
 	require.NoError(t, im.Add(readmodel.Batch{Locations: []readmodel.Location{{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1}}}))
 	require.NoError(t, im.Commit()) // the builder waited for Reserve
-	mu.Lock()
-	require.NotEmpty(t, sizes, "an Import's first side")
-	require.Equal(t, 700, sizes[0], "an Import's first side")
-	mu.Unlock()
+	im.s.Settle()
+	require.ElementsMatch(t, []int{1, 700}, taken(), "an Import's first side when built (its one location), its second side from Reserve")
+}
+
+// countingResolver counts the Upserts and Deletes it is given, and holds
+// the first Upsert of hold (when set) until release is closed.
+type countingResolver struct {
+	Resolver
+	upserts, deletes *atomic.Int64
+	hold             string
+	held             *atomic.Bool
+	release          chan struct{}
+}
+
+func (r countingResolver) Upsert(l readmodel.Location) {
+	if r.hold != "" && l.GeoID == r.hold && r.held.CompareAndSwap(false, true) {
+		<-r.release
+	}
+	r.upserts.Add(1)
+	r.Resolver.Upsert(l)
+}
+
+func (r countingResolver) Delete(geoID string) {
+	r.deletes.Add(1)
+	r.Resolver.Delete(geoID)
+}
+
+// A replay's side's place index is built from its live locations once the
+// replay ends, not as they arrive: nothing reaches a resolver during the
+// replay, then each live location once (not its older versions, not a
+// deleted one), and the side answers place searches as one written
+// location by location would, before and after the second side is in
+// place.
+func TestLateResolverBuildsTheReplayedLocations(t *testing.T) {
+	ctx := context.Background()
+	s := New(Params{NewResolver: func() Resolver {
+		return countingResolver{Resolver: resolve.New(), upserts: new(atomic.Int64), deletes: new(atomic.Int64)}
+	}})
+	direct := New(Params{NewResolver: func() Resolver { return resolve.New() }})
+	replayed := s.sides[1-s.active.Load()]
+	counts := func(d *side) (upserts, deletes int64) {
+		r := d.resolver
+		if l, ok := r.(*lateResolver); ok {
+			r = l.r
+		}
+		c := r.(countingResolver)
+		return c.upserts.Load(), c.deletes.Load()
+	}
+	require.True(t, s.BeginReplay())
+	batches := []readmodel.Batch{
+		{Locations: []readmodel.Location{
+			{GeoID: "state:WA", GeoType: readmodel.GeoState, Name: "Washington", State: "WA", Version: 1},
+			{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alpha", City: "Alpha", State: "WA", Version: 1},
+			{GeoID: "city:b", GeoType: readmodel.GeoCity, Name: "Bravo", City: "Bravo", State: "WA", Version: 1},
+			{GeoID: "city:c", GeoType: readmodel.GeoCity, Name: "Charlie", City: "Charlie", State: "WA", Version: 1},
+		}},
+		{
+			Locations: []readmodel.Location{{GeoID: "city:a", GeoType: readmodel.GeoCity, Name: "Alphaville", City: "Alphaville", State: "WA", Version: 2}},
+			Deletes:   []readmodel.Delete{{Kind: readmodel.KindLocation, ID: "city:b", Version: 2}},
+		},
+	}
+	for _, b := range batches {
+		_, err := s.Apply(ctx, b)
+		require.NoError(t, err)
+		_, err = direct.Apply(ctx, b)
+		require.NoError(t, err)
+	}
+	u, d := counts(replayed)
+	require.Zero(t, u+d, "no resolver is written during the replay")
+	require.Positive(t, s.EndReplay())
+	search := func(st *Store, text string) []string {
+		cs, err := st.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: text, Limit: 20})
+		require.NoError(t, err)
+		var ids []string
+		for _, c := range cs {
+			ids = append(ids, c.Location.GeoID)
+		}
+		return ids
+	}
+	texts := []string{"Alphaville", "Alpha", "Bravo", "Charlie", "Washington", "Charlie WA"}
+	for _, text := range texts { // the replayed side, its index built late
+		require.Equal(t, search(direct, text), search(s, text), text)
+	}
+	require.Equal(t, []string{"city:a"}, search(s, "Alphaville"))
+	require.Empty(t, search(s, "Bravo"), "a deleted location")
+	u, d = counts(replayed)
+	require.Equal(t, int64(3), u, "each live location once")
+	require.Zero(t, d, "a deleted location is not indexed, so not deleted")
+	s.Settle()
+	for _, text := range texts { // the second side, the readers' now
+		require.Equal(t, search(direct, text), search(s, text), text)
+	}
+}
+
+// lateStore is a Store whose replay wrote 200 towns and "Holdfast" and
+// ended, its late resolver's build held at Holdfast until release is
+// closed (and its second side not built in the background: StopBuilding).
+func lateStore(t *testing.T) (s *Store, release chan struct{}) {
+	t.Helper()
+	var upserts, deletes atomic.Int64
+	var held atomic.Bool
+	release = make(chan struct{})
+	s = New(Params{NewResolver: func() Resolver {
+		return countingResolver{Resolver: resolve.New(), upserts: &upserts, deletes: &deletes,
+			hold: "city:hold", held: &held, release: release}
+	}})
+	require.True(t, s.BeginReplay())
+	var locs []readmodel.Location
+	for i := range 200 {
+		locs = append(locs, readmodel.Location{GeoID: fmt.Sprintf("city:%d", i), GeoType: readmodel.GeoCity,
+			Name: fmt.Sprintf("Town %d", i), City: fmt.Sprintf("Town %d", i), State: "WA", Version: 1})
+	}
+	locs = append(locs, readmodel.Location{GeoID: "city:hold", GeoType: readmodel.GeoCity, Name: "Holdfast", City: "Holdfast", State: "WA", Version: 1})
+	_, err := s.Apply(context.Background(), readmodel.Batch{Locations: locs})
+	require.NoError(t, err)
+	s.StopBuilding() // no second side in the background: the next write's settle builds it
+	require.Positive(t, s.EndReplay())
+	require.Eventually(t, held.Load, 10*time.Second, time.Millisecond, "the late build reached the held location")
+	return s, release
+}
+
+// firstPlace is the geo_id of the first place candidate for text.
+func firstPlace(t *testing.T, s *Store, text string) string {
+	t.Helper()
+	cs, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: text, Limit: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, cs, text)
+	return cs[0].Location.GeoID
+}
+
+// While a late resolver is being built, a place search waits for it, and
+// then finds what it holds.
+func TestLateResolverConcurrentSearchWaits(t *testing.T) {
+	s, release := lateStore(t)
+	searched := make(chan string, 1)
+	go func() {
+		cs, err := s.ResolveCandidates(context.Background(), readmodel.ResolveQuery{Text: "Holdfast", Limit: 5})
+		if err != nil || len(cs) == 0 {
+			searched <- ""
+			return
+		}
+		searched <- cs[0].Location.GeoID
+	}()
+	select {
+	case <-searched:
+		t.Fatal("a place search returned before the late index was built")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	require.Equal(t, "city:hold", <-searched)
+}
+
+// While a late resolver is being built, a write to its side waits for it
+// before it changes the locations the build reads: here a write after
+// StopBuilding, whose settle builds the second side at once and then
+// writes the replayed side. Without the wait the write's change of the
+// location table races with the build's pass over it (-race reports it;
+// make test runs this test under -race). Once the build is done the
+// write goes on, and both sides find the written location.
+func TestLateResolverConcurrentWriteWaits(t *testing.T) {
+	ctx := context.Background()
+	s, release := lateStore(t)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(ctx, readmodel.Batch{Locations: []readmodel.Location{
+			{GeoID: "city:new", GeoType: readmodel.GeoCity, Name: "Newcastle", City: "Newcastle", State: "WA", Version: 1},
+		}})
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write returned before the late index was built (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-wrote)
+	s.Settle()
+	for range 2 { // both sides: a write swaps the readers' side
+		require.Equal(t, "city:new", firstPlace(t, s, "Newcastle"))
+		require.Equal(t, "city:hold", firstPlace(t, s, "Holdfast"))
+		_, err := s.Apply(ctx, readmodel.Batch{Locations: []readmodel.Location{
+			{GeoID: "city:other", GeoType: readmodel.GeoCity, Name: "Otherton", City: "Otherton", State: "WA", Version: 1},
+		}})
+		require.NoError(t, err)
+	}
 }

@@ -122,6 +122,7 @@ func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 // AddShaped): its properties' are used, its permits' are not (an
 // Import's permits are converted by importStages.add).
 func (s *side) applyShaped(b *readmodel.Batch, shapes *readmodel.LinkShapes) readmodel.ApplyResult {
+	s.awaitResolver() // a late resolver's build reads the locations (resolver_late.go)
 	var res readmodel.ApplyResult
 	n := 0
 	count := func(ok bool) {
