@@ -88,16 +88,23 @@ func (c *strCache) float() unsafe.Pointer {
 // 12.35, and no fewer at 128 or 1,024.
 const maxCached = 64
 
-// strCacheBits sizes a strCache: 16,384 slots (256 KiB, within a core's
-// L2 cache here). The real mix's short strings (dates, ZIPs, geo_ids,
-// cities, codes) recur over thousands of values: in BenchmarkHandleMix,
-// 4.44 of an event's 13.45 short strings missed and were allocated with
-// 512 slots, 3.32 with 4,096 and 2.61 with 16,384; 22.50, 21.38 and
-// 20.67 allocations an event (direct-mapped). Two ways in the same
-// 16,384 slots took the misses from 1,905,830 to 1,823,247 and the
-// allocations from 11.93 an event to 11.77; 32,768 slots would take
-// them to 11.48, at twice the cache.
-const strCacheBits = 14
+// strCacheBits sizes a strCache: 4,096 slots (64 KiB). The real mix's
+// short strings (dates, ZIPs, geo_ids, cities, codes) recur over
+// thousands of values: in BenchmarkHandleMix, 4.44 of an event's 13.45
+// short strings missed and were allocated with 512 slots, 3.32 with
+// 4,096 and 2.61 with 16,384; 22.50, 21.38 and 20.67 allocations an
+// event (direct-mapped). Two ways in the same 16,384 slots took the
+// misses from 1,905,830 to 1,823,247 and the allocations from 11.93 an
+// event to 11.77. But a look-up's time is mostly the slot's cache line,
+// at a random place in the table: with 16,384 slots (256 KiB, a quarter
+// of a core's L2 cache here, shared with the rest of the ingest)
+// strCache.str was 11.7% of a HandleMix profile, with 4,096 8.75%, for
+// 0.7 more allocations an event (8.8 to 9.5). The mix through Kafka,
+// alternated (IngestMix, 2026-12-04 23:11 to 23:17 UTC): 158,153,
+// 173,249 and 160,289 events/s at 0.3718, 0.3507 and 0.3502 of raw
+// with 4,096 slots, against 158,715, 160,036 and 156,920 at 0.3458,
+// 0.3237 and 0.3274 with 16,384.
+const strCacheBits = 12
 
 var strCaches = sync.Pool{New: func() any { return new(strCache) }}
 
