@@ -57,9 +57,10 @@ func New() *Index {
 }
 
 // Reserve sizes an empty index for n locations, so that its maps are not
-// grown (each split of a table rehashing its keys) while a replay or a
-// snapshot load fills them: in the real mix's replay that growth was
-// about 1.7% of a round's CPU profile. The other maps are sized by the bundled US
+// grown (each split of a table rehashing its keys) while a side's index
+// is built in one go (the memory store's late index after a replay or a
+// snapshot load, and its second side's): in the real mix's replay that
+// growth was about 1.7% of a round's CPU profile. The other maps are sized by the bundled US
 // gazetteer's proportions (98,016 locations: 40,977 ZIPs, 15,535 terms,
 // 11,907 joined names). It does nothing to an index that holds any.
 func (x *Index) Reserve(n int) {

@@ -14,10 +14,10 @@ import (
 )
 
 // An Import, and a replay, index their locations for the resolver in
-// the background (resolver_bulk.go): after Commit or EndReplay the
-// candidates are the ones a store written with Apply gives, with the
-// upserts, deletes and newer versions applied in their order, on the
-// first side and on the second.
+// the background once the side is filled (resolver_late.go): after
+// Commit or EndReplay the candidates are the ones a store written with
+// Apply gives, with the upserts, deletes and newer versions applied in
+// their order, on the first side and on the second.
 func TestImportBuildsTheResolver(t *testing.T) {
 	for _, replay := range []bool{false, true} {
 		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) { buildsTheResolver(t, replay) })
