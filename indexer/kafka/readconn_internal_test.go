@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +92,113 @@ func TestReadConnEOF(t *testing.T) {
 		require.Equal(t, int64(size), n)
 		conn.Close()
 		ln.Close()
+	}
+}
+
+// deadlineConn counts the read deadlines that reach a connection.
+type deadlineConn struct {
+	net.Conn
+	mu  sync.Mutex
+	set int
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.set++
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlineConn) sets() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.set
+}
+
+// bufferedPipe is a readConn whose buffer has started, over one end of
+// a pipe, and the other end.
+func bufferedPipe(t *testing.T) (*readConn, *deadlineConn, net.Conn) {
+	near, far := net.Pipe()
+	t.Cleanup(func() { near.Close(); far.Close() })
+	dc := &deadlineConn{Conn: near}
+	rc := &readConn{Conn: dc}
+	rc.r = bufio.NewReaderSize(dc, readBuffer)
+	return rc, dc, far
+}
+
+// TestReadConnDeadlineWaitsForTheSocket: once buffered, the deadlines
+// set while the bytes read are in the buffer do not reach the socket,
+// and those bytes are answered even past them; the last one set reaches
+// the socket before the next read that waits for it, and ends that
+// read.
+func TestReadConnDeadlineWaitsForTheSocket(t *testing.T) {
+	rc, dc, far := bufferedPipe(t)
+	go far.Write([]byte("0123456789"))
+	buf := make([]byte, 4)
+	n, err := rc.Read(buf) // fills the buffer with the ten bytes
+	require.NoError(t, err)
+	require.Equal(t, "0123", string(buf[:n]))
+	before := dc.sets()
+	for range 100 { // as kafka-go sets one per message
+		require.NoError(t, rc.SetReadDeadline(time.Now().Add(time.Minute)))
+	}
+	require.NoError(t, rc.SetReadDeadline(time.Now().Add(-time.Second)))
+	require.Equal(t, before, dc.sets(), "a deadline reached the socket while the buffer answered")
+	got := ""
+	for len(got) < 6 {
+		n, err := rc.Read(buf)
+		require.NoError(t, err, "buffered bytes are answered past the deadline")
+		got += string(buf[:n])
+	}
+	require.Equal(t, "456789", got)
+	require.Equal(t, before, dc.sets())
+	require.True(t, errors.Is(readWithin(t, rc, buf), os.ErrDeadlineExceeded), "a read of the socket past the deadline")
+	require.Equal(t, before+1, dc.sets(), "the last deadline set, once, before the socket's read")
+}
+
+// readWithin is rc.Read's error, failing the test if the read has not
+// ended within 5 s (the peer of bufferedPipe never writes by itself).
+func readWithin(t *testing.T, rc *readConn, buf []byte) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rc.Read(buf)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read did not end: no deadline reached the socket")
+		return nil
+	}
+}
+
+// TestReadConnDeadlineEndsAWaitingRead: a deadline set while a read
+// waits for the socket reaches it at once and ends that read.
+func TestReadConnDeadlineEndsAWaitingRead(t *testing.T) {
+	rc, _, _ := bufferedPipe(t)
+	require.NoError(t, rc.SetReadDeadline(time.Now().Add(time.Hour)))
+	done := make(chan error, 1)
+	go func() {
+		_, err := rc.Read(make([]byte, 16))
+		done <- err
+	}()
+	for { // until the read is waiting for the socket
+		rc.mu.Lock()
+		reading := rc.reading
+		rc.mu.Unlock()
+		if reading {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // in the pipe's read, past startRead
+	require.NoError(t, rc.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
+	select {
+	case err := <-done:
+		require.True(t, errors.Is(err, os.ErrDeadlineExceeded), "the waiting read ended with %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a deadline set during a read of the socket did not end it")
 	}
 }
