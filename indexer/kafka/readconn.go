@@ -80,12 +80,14 @@ func (c *readConn) Read(p []byte) (int, error) {
 func (c *readConn) startRead() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reading = true
-	if c.deadline.Equal(c.set) {
-		return nil
+	if !c.deadline.Equal(c.set) {
+		if err := c.Conn.SetReadDeadline(c.deadline); err != nil {
+			return err // no read follows
+		}
+		c.set = c.deadline
 	}
-	c.set = c.deadline
-	return c.Conn.SetReadDeadline(c.deadline)
+	c.reading = true
+	return nil
 }
 
 // SetReadDeadline keeps t for the next read of the socket once the

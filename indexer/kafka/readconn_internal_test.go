@@ -202,3 +202,17 @@ func TestReadConnDeadlineEndsAWaitingRead(t *testing.T) {
 		t.Fatal("a deadline set during a read of the socket did not end it")
 	}
 }
+
+// TestReadConnDeadlineOnAClosedSocket: a deadline that cannot reach the
+// socket (closed) fails the read that needed it, which leaves no read
+// of the socket running.
+func TestReadConnDeadlineOnAClosedSocket(t *testing.T) {
+	rc, dc, _ := bufferedPipe(t)
+	require.NoError(t, rc.SetReadDeadline(time.Now().Add(time.Minute)))
+	require.NoError(t, dc.Conn.Close())
+	_, err := rc.Read(make([]byte, 16))
+	require.ErrorIs(t, err, io.ErrClosedPipe)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	require.False(t, rc.reading)
+}
