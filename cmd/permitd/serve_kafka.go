@@ -288,10 +288,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		},
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, DrainTimeout: cfg.DrainTimeout,
 		LagInterval: cfg.LagInterval,
-		// An oversized message must still be fetched to reach the
-		// dead-letter topic.
-		MaxFetchBytes: max(16<<20, 2*cfg.MaxMessageBytes),
-		Logger:        log, Metrics: m, Security: sec,
+		Logger:      log, Metrics: m, Security: sec,
 	})
 	if err != nil {
 		dlq.Close()

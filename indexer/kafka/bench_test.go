@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/indexer/kafka"
@@ -26,7 +24,7 @@ import (
 // ingest rate from kfake, in this process, into the memory backend
 // through the consumer (fetch, decode, validate, project, apply to both
 // sides: the live path; "events/s"), and the raw kafka-go consume rate
-// with the same per-partition readers and nothing done per message
+// with the same per-partition fetchers and nothing done per message
 // ("raw-events/s"). Both clocks run from start until every partition is
 // read to its high watermark, connection setup included. On a shared
 // machine the rates depend on what else runs, so the CPU time the process
@@ -103,42 +101,11 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// rawConsume reads every partition to its high watermark with the same
-// kafka-go reader settings as the consumer, doing nothing per message. The
-// clock stops when the last partition is read (closing the readers is not
-// counted).
+// rawConsume reads every partition to its high watermark with the
+// consumer's own fetchers (kafka.FetchToEnd), doing nothing per message.
+// The clock stops when the last partition is read.
 func rawConsume(b *testing.B, addrs []string, hwm map[int]int64) time.Duration {
 	start := time.Now()
-	var mu sync.Mutex
-	var last time.Time
-	var wg sync.WaitGroup
-	for p, end := range hwm {
-		if end == 0 {
-			continue
-		}
-		wg.Go(func() {
-			r := kafkago.NewReader(kafkago.ReaderConfig{
-				Brokers: addrs, Topic: locTopic, Partition: p,
-				MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: 2000,
-			})
-			defer r.Close()
-			for {
-				m, err := r.FetchMessage(context.Background())
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if m.Offset+1 >= end {
-					mu.Lock()
-					if now := time.Now(); now.After(last) {
-						last = now
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return last.Sub(start)
+	require.NoError(b, kafka.FetchToEnd(context.Background(), addrs, map[string]map[int]int64{locTopic: hwm}))
+	return time.Since(start)
 }

@@ -66,9 +66,8 @@ type Params struct {
 	// Parser, optional, takes the Handler's place: each partition then
 	// fetches and parses its next batch while its last one is handled,
 	// so that a batch's parse is off the path from one write of the
-	// partition to its next (docs/kafka.md, "Forty-sixth session"). The
-	// next batch is fetched when the last one is in hand, as without it,
-	// and a fetch that failed is retried after the same backoff.
+	// partition to its next (docs/kafka.md, "Forty-sixth session"). A
+	// partition's fetcher (fetch.go) fetches ahead either way.
 	Parser Parser
 
 	// BatchSize caps the messages of one batch (default 2000); BatchWait
@@ -77,13 +76,15 @@ type Params struct {
 	// does not wait.
 	BatchSize int
 	BatchWait time.Duration
-	// MaxFetchBytes bounds one fetch (default 16 MiB). Keep it above the
-	// broker's message.max.bytes: an oversized message must still be
-	// fetched to reach the dead-letter topic.
+	// MaxFetchBytes bounds one fetch's answer (default 1 MiB); a
+	// partition keeps up to about three answers in hand (answersAhead). A
+	// message larger still comes whole (a broker answers a fetch with at
+	// least its first record batch, whatever the limit: Kafka 0.10.1 and
+	// later), so an oversized message still reaches the dead-letter topic.
 	MaxFetchBytes int
 	// FetchWait is the broker's long-poll wait when a partition is idle
-	// (default 500ms); it also bounds how long shutdown waits for a fetch
-	// (a second more when the broker answers late: readerWait).
+	// (default 500ms). A fetch not answered within FetchWait, a second and
+	// the client's 10s timeout fails and is retried.
 	FetchWait time.Duration
 
 	// BackoffMin and BackoffMax bound the retries of a failed batch, a
@@ -235,7 +236,7 @@ func New(p Params) (*Consumer, error) {
 	}
 	params.Default(&p.BatchSize, 2000)
 	params.Default(&p.BatchWait, 20*time.Millisecond)
-	params.Default(&p.MaxFetchBytes, 16<<20)
+	params.Default(&p.MaxFetchBytes, 1<<20)
 	params.Default(&p.FetchWait, 500*time.Millisecond)
 	params.Default(&p.BackoffMin, 100*time.Millisecond)
 	params.Default(&p.BackoffMax, 10*time.Second)

@@ -188,9 +188,24 @@ type topicPartition struct {
 	id    int
 }
 
-// rawConsumeAll reads every partition to its end offset with the
-// consumer's kafka-go reader settings and dialer (kafka.ReaderDialer),
-// doing nothing per message.
+// fetchConsumeAll reads every partition to its end offset with the
+// consumer's own fetchers (kafka.FetchToEnd), doing nothing per message.
+func fetchConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) time.Duration {
+	ends := map[string]map[int]int64{}
+	for tp, end := range hwm {
+		if ends[tp.topic] == nil {
+			ends[tp.topic] = map[int]int64{}
+		}
+		ends[tp.topic][tp.id] = end
+	}
+	start := time.Now()
+	require.NoError(tb, kafka.FetchToEnd(context.Background(), addrs, ends))
+	return time.Since(start)
+}
+
+// rawConsumeAll reads every partition to its end offset with kafka-go's
+// Reader (the consumer's reader until the fifty-fifth session, with its
+// settings and dialer: kafka.ReaderDialer), doing nothing per message.
 func rawConsumeAll(tb testing.TB, addrs []string, hwm map[topicPartition]int64) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -315,7 +330,10 @@ func typeRates(tb testing.TB, d mixData) map[string]float64 {
 // (newMixBroker: by default a process of its own) into an empty memory
 // backend through the consumer in replay mode ("events/s"),
 // against the raw kafka-go consume rate of the same messages with the
-// same readers ("raw-events/s"), alternating rounds in one run; every
+// same fetchers ("raw-events/s": kafka-go's Client.Fetch, as the
+// consumer reads) and with kafka-go's Reader ("reader-raw-events/s", the
+// consumer's reader until the fifty-fifth session; "ingest/reader-raw"),
+// alternating rounds in one run; every
 // clock runs from start until every partition is read to its end offset.
 // The ingest is serve's: one side first (memory.(*Store).BeginReplay),
 // readable when caught up; "settled-events/s" runs its clock on until
@@ -363,8 +381,8 @@ func BenchmarkIngestMix(b *testing.B) {
 	hwm := watermarks(b, addrs)
 	n := len(d.recs)
 	rounds := max(b.N, 3)
-	var ingest, settled, live, raw, gate time.Duration
-	var ingestCPU, rawCPU cpuUse
+	var ingest, settled, live, raw, readerRaw, gate time.Duration
+	var ingestCPU, rawCPU, readerCPU cpuUse
 	var ingestHeap heapStats
 	var relinked int64
 	b.ResetTimer()
@@ -374,10 +392,16 @@ func BenchmarkIngestMix(b *testing.B) {
 		// that garbage timed in the next round was charged to it.
 		collect(b)
 		at := cpuAt(addrs)
-		took := rawConsumeAll(b, addrs, hwm)
+		took := fetchConsumeAll(b, addrs, hwm)
 		raw += took
 		use := rawCPU.add(at, cpuAt(addrs))
 		b.Logf("round %d: raw %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
+		collect(b)
+		at = cpuAt(addrs)
+		took = rawConsumeAll(b, addrs, hwm)
+		readerRaw += took
+		use = readerCPU.add(at, cpuAt(addrs))
+		b.Logf("round %d: raw with kafka-go's Reader %.0f events/s, %s", round, float64(n)/took.Seconds(), use.cores(took))
 		collect(b)
 		store := memstore.New()
 		stop := profileRound(b, "PERMITD_BENCH_MIX_CPUPROFILE", round == profiledRound())
@@ -419,6 +443,9 @@ func BenchmarkIngestMix(b *testing.B) {
 	b.ReportMetric(float64(n*rounds)/live.Seconds(), "live-events/s")
 	b.ReportMetric(rawRate, "raw-events/s")
 	b.ReportMetric(rate/rawRate, "ingest/raw")
+	readerRate := float64(n*rounds) / readerRaw.Seconds()
+	b.ReportMetric(readerRate, "reader-raw-events/s")
+	b.ReportMetric(rate/readerRate, "ingest/reader-raw")
 	b.ReportMetric(float64(relinked)/float64(rounds), "relinked/round")
 	b.ReportMetric(float64(gate.Microseconds())/1000/float64(rounds), "gate-ms")
 	b.ReportMetric(float64(leanReads.Microseconds())/1000, "lean-reads-ms")
@@ -431,6 +458,7 @@ func BenchmarkIngestMix(b *testing.B) {
 		b.ReportMetric(ingestCPU.ownSys.Seconds()/ingest.Seconds(), "ingest-sys-cores")
 		b.ReportMetric(float64(ingestCPU.faults)/float64(rounds), "ingest-faults/round")
 		b.ReportMetric(rawCPU.own.Seconds()/raw.Seconds(), "raw-cores")
+		b.ReportMetric(readerCPU.own.Seconds()/readerRaw.Seconds(), "reader-raw-cores")
 	}
 	if ingestCPU.brokerKnown {
 		b.ReportMetric(ingestCPU.broker.Seconds()/ingest.Seconds(), "ingest-broker-cores")

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/permitd/permitd/indexer"
 )
 
@@ -34,75 +32,38 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 	if !first && c.p.Group == "" && !c.waitFirst(fetch) {
 		return
 	}
-	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:        c.p.Brokers,
-		Dialer:         c.dialer,
-		Topic:          p.topic,
-		Partition:      p.id,
-		MinBytes:       1,
-		MaxBytes:       c.p.MaxFetchBytes,
-		MaxWait:        readerWait(c.p.FetchWait),
-		QueueCapacity:  c.p.BatchSize,
-		ReadBackoffMin: c.p.BackoffMin,
-		ReadBackoffMax: c.p.BackoffMax,
-		ErrorLogger:    kafkaLogger(log, slog.LevelWarn), // kafka-go retries these itself; lag shows the effect
-	})
-	defer func() {
-		if err := r.Close(); err != nil {
-			log.Warn("closing partition reader", "err", err)
-		}
-	}()
-	// SetOffset only fails on a reader that is already in use, which this
-	// one is not; retried all the same rather than letting the partition
-	// stop for good.
-	for delay := c.p.BackoffMin; ; delay = c.backoff(delay) {
-		err := r.SetOffset(p.pos.Load())
-		if err == nil {
-			break
-		}
-		log.Error("set offset failed; retrying", "offset", p.pos.Load(), "err", err, "backoff", delay)
-		c.retried()
-		if !sleep(fetch, delay) {
-			return
-		}
-	}
-	log.Debug("partition reader started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
+	f := c.newFetcher(fetch, log, p)
+	defer f.stop()
+	log.Debug("partition fetcher started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
 
-	take := c.fetchNext(fetch, r)
+	take := c.fetchNext(fetch, f)
 	if c.p.Parser != nil {
-		ahead := c.fetchAhead(fetch, r)
+		ahead := c.fetchAhead(fetch, f)
 		defer ahead.stop()
 		take = ahead.next
 	}
-	delay := c.p.BackoffMin
 	for {
-		batch, parsed, hwm, err := take()
-		if len(batch) == 0 {
-			if fetch.Err() != nil {
-				return
-			}
-			log.Warn("fetch failed; retrying", "err", err, "backoff", delay)
-			c.retried()
-			if !sleep(fetch, delay) {
-				return
-			}
-			delay = c.backoff(delay)
-			continue
+		got, ok := take()
+		if !ok {
+			return // fetch ended
 		}
-		delay = c.p.BackoffMin
 		// The watermark the fetch saw counts now, before this batch waits
 		// for the First topics or is retried; meanwhile pollWatermarks
 		// keeps raising it.
-		p.raiseHWM(hwm)
+		p.raiseHWM(got.hwm)
 		c.setLag(p)
-		if !first && !c.waitFirst(fetch) {
-			return
+		if len(got.batch) > 0 {
+			if !first && !c.waitFirst(fetch) {
+				return
+			}
+			if !c.handle(fetch, drain, log, got.batch, got.parsed) {
+				return
+			}
 		}
-		if !c.handle(fetch, drain, log, batch, parsed) {
-			return
-		}
-		next := batch[len(batch)-1].Offset + 1
-		if !c.commit(fetch, drain, log, commit, next) {
+		// got.next is past the batch and any transaction markers after
+		// it (a batch of no message: markers only), so that a partition
+		// that ends with a marker is caught up.
+		if !c.commit(fetch, drain, log, commit, got.next) {
 			return
 		}
 		// The batch is done with: its messages' bytes go to the collector
@@ -110,10 +71,12 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		// kept its last batch (up to BatchSize messages) for good: about
 		// 64 MB over the 46 default partitions after a replay of the real
 		// mix, and during the replay a batch per partition that waited.
-		clear(batch)
-		p.pos.Store(next)
-		p.raiseHWM(max(hwm, next))
-		c.batches.Add(1)
+		clear(got.batch)
+		p.pos.Store(got.next)
+		p.raiseHWM(max(got.hwm, got.next))
+		if len(got.batch) > 0 {
+			c.batches.Add(1)
+		}
 		c.setLag(p)
 		if first && c.p.Group == "" && !c.settled.Load() && c.firstCaughtUp() && !c.settle(fetch) {
 			return
@@ -127,47 +90,45 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 
 // fetched is a batch as the consumer's loop takes it: the messages, their
 // events parsed ahead (with a Parser), the high watermark the fetch saw,
-// and its error when it fetched nothing.
+// and the partition's position after the batch (fetcher.take).
 type fetched struct {
 	batch  []indexer.Message
 	parsed *indexer.Parsed
 	hwm    int64
-	err    error
+	next   int64
 }
 
-// fetchNext returns what takes a partition's next batch: fetchBatch into
-// one buffer, reused batch after batch.
-func (c *Consumer) fetchNext(fetch context.Context, r *kafkago.Reader) func() ([]indexer.Message, *indexer.Parsed, int64, error) {
+// fetchNext returns what takes a partition's next batch: fetcher.take into
+// one buffer, reused batch after batch; false once fetch has ended.
+func (c *Consumer) fetchNext(fetch context.Context, f *fetcher) func() (fetched, bool) {
 	batch := make([]indexer.Message, 0, c.p.BatchSize)
-	return func() ([]indexer.Message, *indexer.Parsed, int64, error) {
-		var hwm int64
-		var err error
-		batch, hwm, err = c.fetchBatch(fetch, r, batch[:0])
-		return batch, nil, hwm, err
+	return func() (fetched, bool) {
+		var got fetched
+		var ok bool
+		batch, got.hwm, got.next, ok = f.take(fetch, batch[:0])
+		got.batch = batch
+		return got, ok
 	}
 }
 
-// ahead fetches and parses a partition's next batch (Params.Parser) on a
+// ahead takes and parses a partition's next batch (Params.Parser) on a
 // goroutine of its own while the consumer's loop handles the last one.
-// next hands out a batch and, unless it is empty (a failed fetch, which
-// the loop retries after its backoff), asks for the one after it at
-// once, into the other of two buffers: the loop is done with a batch
-// (handled, committed, cleared) before it calls next again, so the
-// buffer it held is free then. So at most one batch is fetched ahead,
-// and a failed fetch is fetched again only when the loop asks, after the
-// same backoff as without a Parser.
+// next hands out a batch and asks for the one after it at once, into the
+// other of two buffers: the loop is done with a batch (handled,
+// committed, cleared) before it calls next again, so the buffer it held
+// is free then. So at most one batch is taken ahead.
 type ahead struct {
-	req     chan []indexer.Message // a free buffer: fetch the next batch into it
+	req     chan []indexer.Message // a free buffer: take the next batch into it
 	out     chan fetched
 	done    chan struct{} // closed when the goroutine has returned
 	cancel  context.CancelFunc
 	bufs    [2][]indexer.Message
-	turn    int  // the buffer of the next fetch
-	pending bool // a fetch was asked for and not taken yet
+	turn    int  // the buffer of the next batch
+	pending bool // a batch was asked for and not taken yet
 }
 
-// fetchAhead starts a partition's fetching goroutine; stop ends it.
-func (c *Consumer) fetchAhead(fetch context.Context, r *kafkago.Reader) *ahead {
+// fetchAhead starts a partition's parsing goroutine; stop ends it.
+func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 	ctx, cancel := context.WithCancel(fetch)
 	a := &ahead{req: make(chan []indexer.Message), out: make(chan fetched), done: make(chan struct{}), cancel: cancel}
 	for i := range a.bufs {
@@ -182,13 +143,17 @@ func (c *Consumer) fetchAhead(fetch context.Context, r *kafkago.Reader) *ahead {
 			case <-ctx.Done():
 				return
 			}
-			batch, hwm, err := c.fetchBatch(ctx, r, buf[:0])
-			f := fetched{batch: batch, hwm: hwm, err: err}
-			if len(batch) > 0 {
-				f.parsed = c.p.Parser.Parse(batch)
+			var got fetched
+			var ok bool
+			got.batch, got.hwm, got.next, ok = f.take(ctx, buf[:0])
+			if !ok {
+				return
+			}
+			if len(got.batch) > 0 {
+				got.parsed = c.p.Parser.Parse(got.batch)
 			}
 			select {
-			case a.out <- f:
+			case a.out <- got:
 			case <-ctx.Done():
 				return
 			}
@@ -197,24 +162,23 @@ func (c *Consumer) fetchAhead(fetch context.Context, r *kafkago.Reader) *ahead {
 	return a
 }
 
-// next returns the partition's next batch (as fetchBatch does), parsed.
-func (a *ahead) next() ([]indexer.Message, *indexer.Parsed, int64, error) {
+// next returns the partition's next batch (as fetcher.take does),
+// parsed; false once the goroutine has returned.
+func (a *ahead) next() (fetched, bool) {
 	if !a.pending && !a.ask() {
-		return nil, nil, 0, context.Canceled
+		return fetched{}, false
 	}
-	var f fetched
+	var got fetched
 	select {
-	case f = <-a.out:
+	case got = <-a.out:
 	case <-a.done:
-		return nil, nil, 0, context.Canceled
+		return fetched{}, false
 	}
 	a.pending = false
-	a.bufs[a.turn] = f.batch[:0]
-	if len(f.batch) > 0 {
-		a.turn ^= 1
-		a.ask()
-	}
-	return f.batch, f.parsed, f.hwm, f.err
+	a.bufs[a.turn] = got.batch[:0]
+	a.turn ^= 1
+	a.ask()
+	return got, true
 }
 
 // ask hands the goroutine the free buffer for the next fetch; false once
@@ -229,46 +193,10 @@ func (a *ahead) ask() bool {
 	}
 }
 
-// stop ends the goroutine and waits for it: the reader is closed after.
+// stop ends the goroutine and waits for it: the fetcher is stopped after.
 func (a *ahead) stop() {
 	a.cancel()
 	<-a.done
-}
-
-// fetchBatch blocks for the first message, then takes what arrives within
-// BatchWait, up to BatchSize. A batch that reaches the partition's high
-// watermark goes at once: nothing more is there to wait for, and waiting
-// would only delay the newest messages (and catching up). It returns the
-// messages fetched so far even when fetch ends, so the caller can finish
-// them.
-func (c *Consumer) fetchBatch(fetch context.Context, r *kafkago.Reader, batch []indexer.Message) ([]indexer.Message, int64, error) {
-	m, err := r.FetchMessage(fetch)
-	if err != nil {
-		return batch, 0, err
-	}
-	batch = append(batch, message(m))
-	hwm := m.HighWaterMark
-	if len(batch) >= c.p.BatchSize || atHighWatermark(m) {
-		return batch, hwm, nil
-	}
-	wait, cancel := context.WithTimeout(fetch, c.p.BatchWait)
-	defer cancel()
-	for len(batch) < c.p.BatchSize {
-		m, err := r.FetchMessage(wait)
-		if err != nil {
-			break // the wait ended (or the reader failed: the next fetch will say)
-		}
-		batch = append(batch, message(m))
-		hwm = m.HighWaterMark
-		if atHighWatermark(m) {
-			break
-		}
-	}
-	return batch, hwm, nil
-}
-
-func message(m kafkago.Message) indexer.Message {
-	return indexer.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value}
 }
 
 // handle runs the Handler until it succeeds. Retries back off; once fetch
@@ -330,23 +258,6 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 	}
 }
 
-// atHighWatermark reports whether m is the newest message its fetch saw
-// (a zero high watermark says nothing).
-func atHighWatermark(m kafkago.Message) bool {
-	return m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
-}
-
-// kafkaRTT is what kafka-go keeps of a fetch's read deadline for the
-// response (its defaultRTT): from a deadline of at least that, it asks
-// the broker to wait the deadline less kafkaRTT; from a shorter one, a
-// quarter of it less.
+// kafkaRTT is the time a fetch's answer is given to arrive after the
+// broker's wait (FetchWait) ends, on top of the client's timeout.
 const kafkaRTT = time.Second
-
-// readerWait is the reader's MaxWait for a broker long-poll of wait: the
-// broker still answers an idle fetch after wait, and the reader waits a
-// second longer for the answer. MaxWait itself (the default 500ms) left
-// 125ms for the answer to arrive: a broker or a process busy for longer
-// (a replay on two cores, 46 readers' first fetches of up to 16 MiB at
-// once) tripped the deadline, and kafka-go logged an i/o timeout and
-// dialled again (37 to 59 warnings per replay at 1M permits).
-func readerWait(wait time.Duration) time.Duration { return wait + kafkaRTT }
