@@ -166,8 +166,8 @@ type Consumer struct {
 	p   Params
 	log *slog.Logger
 
-	transport *kafkago.Transport
-	dialer    *kafkago.Dialer // readers and the consumer group
+	transport *kafkago.Transport // the partitions' fetches and the admin requests
+	dialer    *kafkago.Dialer    // the consumer group
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition // currently owned

@@ -17,8 +17,8 @@ func WithGroupBalancers(p Params, b ...kafkago.GroupBalancer) Params {
 	return p
 }
 
-// ReaderDialer is the dialer the consumer's readers use (plaintext), for
-// benchmarks that read as the consumer does.
+// ReaderDialer is the consumer's dialer (plaintext), for the benchmarks'
+// kafka-go Reader (the consumer's reader until the fifty-fifth session).
 func ReaderDialer() *kafkago.Dialer {
 	d, err := (*Security)(nil).dialer("permitd-bench")
 	if err != nil {

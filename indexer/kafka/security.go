@@ -132,11 +132,11 @@ func (s *Security) transport(clientID string) (*kafkago.Transport, error) {
 	return &kafkago.Transport{ClientID: clientID, TLS: cfg, SASL: mech}, nil
 }
 
-// dialer is a kafka-go dialer (readers, consumer groups) with s.
+// dialer is a kafka-go dialer (the consumer group) with s.
 func (s *Security) dialer(clientID string) (*kafkago.Dialer, error) {
 	cfg, mech, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
-	return &kafkago.Dialer{ClientID: clientID, Timeout: 10 * time.Second, DialFunc: dialBuffered, TLS: cfg, SASLMechanism: mech}, nil
+	return &kafkago.Dialer{ClientID: clientID, Timeout: 10 * time.Second, TLS: cfg, SASLMechanism: mech}, nil
 }

@@ -135,10 +135,10 @@ func TestSecurityValidate(t *testing.T) {
 	require.NoError(t, (&kafka.Security{SASLMechanism: "PLAIN", Username: "u", Password: "p"}).Validate())
 }
 
-// TestTLSConsumerReadsPastItsReadBuffer: over TLS, a partition's reader
-// goes on past the bytes after which its connection's reads are
-// buffered (readConn, bufferAfter: 1 MiB), and every message arrives.
-func TestTLSConsumerReadsPastItsReadBuffer(t *testing.T) {
+// TestTLSConsumerReadsManyAnswers: over TLS, a partition of about 2 MiB
+// is read in several fetch answers (MaxFetchBytes, 1 MiB), and every
+// message arrives.
+func TestTLSConsumerReadsManyAnswers(t *testing.T) {
 	serverTLS, caFile := selfSigned(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(serverTLS), kfake.SeedTopics(1, locTopic, events.DeadLetterTopic))
 	require.NoError(t, err)
