@@ -77,7 +77,7 @@ type Params struct {
 	BatchSize int
 	BatchWait time.Duration
 	// MaxFetchBytes bounds one fetch's answer (default 1 MiB); a
-	// partition keeps up to about three answers in hand (answersAhead). A
+	// partition keeps up to about five answers in hand (answersAhead). A
 	// message larger still comes whole (a broker answers a fetch with at
 	// least its first record batch, whatever the limit: Kafka 0.10.1 and
 	// later), so an oversized message still reaches the dead-letter topic.
