@@ -1,10 +1,8 @@
 package quota
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,8 @@ import (
 
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/quota/redistest"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
-
-// syncBuffer is a log sink safe for the prober goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestRedisMonthlyCounterExpiresAtMonthEnd(t *testing.T) {
 	srv := redistest.Start(t)
@@ -83,7 +64,7 @@ func TestRedisOutageFallsBackAndRecovers(t *testing.T) {
 	rdb := newTestClient(t, srv.Addr)
 	reg := prometheus.NewRegistry()
 	metrics := NewMetrics(reg)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	lim, err := NewRedis(RedisParams{
 		Client: rdb, Metrics: metrics, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,

@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,28 +18,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/syncbuf"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // kafkaFixture is a kfake broker and an NDJSON file of n locations, one
 // of them deleted.
@@ -142,7 +123,7 @@ func TestIndexCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	getenv := func(k string) string {
 		if k == "PERMITD_KAFKA_BROKERS" {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/internal/servelines"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
 
 // TestShutdownUnderLoadLosesNoAccessLogLine: serve's context is
@@ -23,7 +24,7 @@ func TestShutdownUnderLoadLosesNoAccessLogLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &syncBuffer{} // serve logs while the test reads
+	stderr := &syncbuf.Buffer{} // serve logs while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-drain-delay", "0s", "-log-level", "info", "-data", "none"},

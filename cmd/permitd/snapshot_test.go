@@ -16,6 +16,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer/snapshot"
+	"github.com/permitd/permitd/internal/syncbuf"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -85,7 +86,7 @@ func publishFile(t *testing.T, brokers, file string) {
 // it returns the store and the log.
 func indexOnce(t *testing.T, brokers, snap string, interval time.Duration, whileRunning func(*memory.Store)) (*memory.Store, string) {
 	t.Helper()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var cfg kafkaConfig
 	fs := newFlagSet("test", env{getenv: kafkaNoEnv, stderr: io.Discard})

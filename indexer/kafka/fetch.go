@@ -123,7 +123,7 @@ func (f *fetcher) run(ctx context.Context) {
 
 // fetch asks for the partition's messages from pos and copies those at or
 // after pos (an answer may begin with earlier ones of a record batch)
-// into one buffer, advancing pos. Messages copied before a record fails
+// into shared buffers, advancing pos. Messages copied before a record fails
 // to decode are kept; the error then says to fetch again from after them.
 func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 	res, err := f.client.Fetch(ctx, &kafkago.FetchRequest{

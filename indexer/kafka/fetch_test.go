@@ -19,6 +19,7 @@ import (
 
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
 
 // collected records what a Handler was given, per partition, with a copy
@@ -197,7 +198,7 @@ func TestFetchSkipsDeletedMessages(t *testing.T) {
 	})
 	p.Topics = []string{locTopic}
 	p.MaxFetchBytes, p.BatchSize = 1, 1
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := start(t, p)
 	<-first
@@ -231,25 +232,6 @@ func TestFetchSkipsDeletedMessages(t *testing.T) {
 	require.Contains(t, logs.String(), "skipped="+strconv.Itoa(15-k))
 }
 
-// syncBuffer is a bytes.Buffer for a logger written from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A fetch that fails (here the broker drops the connection instead of
 // answering, three times) is logged, counted as a retry and fetched
 // again after a backoff, from the same offset: every message still
@@ -276,7 +258,7 @@ func TestFetchRetriesAFailedFetch(t *testing.T) {
 	p.Topics = []string{locTopic}
 	reg := prometheus.NewRegistry()
 	p.Metrics = indexer.NewMetrics(reg)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := start(t, p)
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
