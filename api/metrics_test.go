@@ -21,6 +21,7 @@ import (
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/apitest"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
 
 // counter is the value of permitd_http_requests_total with exactly labels.
@@ -294,7 +295,7 @@ func (f authFunc) Authenticate(ctx context.Context, key string) (apikey.Principa
 func TestConcurrentTracedRequests(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spans))
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	h := apitest.New(t, apitest.Params{Server: api.Params{

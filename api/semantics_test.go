@@ -6,7 +6,6 @@ package api_test
 // throttle with its sampled logs.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,25 +22,8 @@ import (
 	"github.com/permitd/permitd/api/apikey"
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/api/quota"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
-
-// lockedBuffer is a log sink for a server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func newSemanticsServer(t *testing.T, d api.Params) *httptest.Server {
 	t.Helper()
@@ -134,7 +115,7 @@ func (storeDownAuth) Authenticate(context.Context, string) (apikey.Principal, er
 }
 
 func TestKeyStoreDownIs503WithRetryAfter(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	h := apitest.New(t, apitest.Params{Server: api.Params{
 		Auth:   apikey.Chain(apikey.NewDevKeys([]string{apitest.Key}, apikey.DefaultDevPlan), storeDownAuth{}),
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -155,7 +136,7 @@ func TestKeyStoreDownIs503WithRetryAfter(t *testing.T) {
 }
 
 func TestFailedAuthenticationsAreThrottledPerAddress(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	h := apitest.New(t, apitest.Params{Server: api.Params{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}})
 	from := func(ip, key string) apitest.Response {
 		return h.Do(businessRoutes[0], http.Header{"X-Api-Key": {key}, "X-Forwarded-For": {ip}})

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/permitd/permitd/internal/servelines"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
 
 // permitd is the binary under test, built once by TestMain.
@@ -40,31 +39,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a process's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // service is one `permitd serve` process.
 type service struct {
 	t      *testing.T
 	Base   string // http://127.0.0.1:port
 	Admin  string // the admin listener (metrics): http://127.0.0.1:port
 	DevKey string
-	Logs   *lockedBuffer
+	Logs   *syncbuf.Buffer
 	client *http.Client
 }
 
@@ -75,7 +56,7 @@ func startService(t *testing.T, args ...string) *service {
 	cmd := exec.Command(permitd, append([]string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-data", "none", "-drain-delay", "0s",
 		"-keys-file", filepath.Join(t.TempDir(), "keys.json")}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
