@@ -36,6 +36,10 @@ import (
 // session").
 const answersAhead = 3
 
+// kafkaRTT is the time a fetch's answer is given to arrive after the
+// broker's wait (FetchWait) ends, on top of the client's timeout.
+const kafkaRTT = time.Second
+
 // fetcher reads one partition from pos on a goroutine of its own (run),
 // copying each answer's messages into shared buffers, and hands them to
 // the consumer's loop in offset order (take). Failed fetches are logged

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/permitd/permitd/indexer"
 )
@@ -257,7 +256,3 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 		delay = c.backoff(delay)
 	}
 }
-
-// kafkaRTT is the time a fetch's answer is given to arrive after the
-// broker's wait (FetchWait) ends, on top of the client's timeout.
-const kafkaRTT = time.Second
