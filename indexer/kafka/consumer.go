@@ -195,9 +195,10 @@ type topicPartition struct {
 type partition struct {
 	topic    string
 	id       int
-	startHWM int64        // high watermark when this consumer took the partition
+	startHWM atomic.Int64 // high watermark when this consumer took the partition (or it restarted)
 	pos      atomic.Int64 // next offset to hand to the Handler
 	hwm      atomic.Int64 // newest high watermark seen
+	restarts atomic.Int64 // times the partition was found recreated (restart)
 }
 
 func (p *partition) lag() int64 { return max(0, p.hwm.Load()-p.pos.Load()) }
@@ -212,6 +213,17 @@ func (p *partition) raiseHWM(h int64) {
 			return
 		}
 	}
+}
+
+// restart moves a partition that was deleted and created again back to
+// pos, its first offset, with the new partition's high watermark: its
+// watermarks go down, which raiseHWM never does, and a replay not yet
+// caught up waits for the new partition's end, not the old one's.
+func (p *partition) restart(pos, hwm int64) {
+	p.restarts.Add(1)
+	p.pos.Store(pos)
+	p.hwm.Store(hwm)
+	p.startHWM.Store(min(p.startHWM.Load(), hwm))
 }
 
 // New validates p and returns a Consumer.

@@ -51,9 +51,10 @@ func FetchToEnd(ctx context.Context, brokers []string, ends map[string]map[int]i
 				defer f.stop()
 				batch := make([]indexer.Message, 0, c.p.BatchSize)
 				for {
-					var next int64
+					var at mark
 					var ok bool
-					batch, _, next, ok = f.take(ctx, batch[:0])
+					batch, at, ok = f.take(ctx, batch[:0])
+					next := at.next
 					if !ok {
 						select {
 						case errs <- ctx.Err():

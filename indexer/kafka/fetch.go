@@ -58,19 +58,34 @@ type fetcher struct {
 	done   chan struct{} // closed when run has returned
 
 	// cur is what is left of the answer being taken, hwm the high
-	// watermark it gave and next the position after it. The loop's
-	// alone.
+	// watermark it gave and next the position after it; restart is an
+	// answer that restarts the partition, received while a batch was
+	// being filled, for the next take. The loop's alone.
 	cur       []indexer.Message
 	hwm, next int64
+	restart   *fetchedAnswer
 }
 
 // fetchedAnswer is a fetch answer's messages, the partition's high
 // watermark it gave and the position after it: past its last message
 // and any transaction markers after that (an answer of markers only has
-// no message).
+// no message). An answer with restart set holds no message either: the
+// partition was deleted and created again (its log now ends before the
+// position), and is read again from next, its first offset, with hwm
+// its new high watermark.
 type fetchedAnswer struct {
 	msgs      []indexer.Message
 	hwm, next int64
+	restart   bool
+}
+
+// mark is where a partition stands after a batch (fetcher.take): the
+// high watermark its fetch saw and the position after it. restart says
+// the position went back (a recreated partition) with no message:
+// the watermark then replaces the partition's, rather than raising it.
+type mark struct {
+	hwm, next int64
+	restart   bool
 }
 
 // newFetcher starts reading p from its position until ctx ends or stop.
@@ -101,7 +116,7 @@ func (f *fetcher) run(ctx context.Context) {
 	sent := f.pos
 	for ctx.Err() == nil {
 		a, err := f.fetch(ctx)
-		if len(a.msgs) > 0 || a.next > sent {
+		if len(a.msgs) > 0 || a.next > sent || a.restart {
 			select {
 			case f.out <- a:
 				sent = a.next
@@ -138,10 +153,11 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 		err = res.Error
 	}
 	if err != nil {
+		a := fetchedAnswer{next: f.pos}
 		if errors.Is(err, kafkago.OffsetOutOfRange) {
-			err = f.outOfRange(ctx, err)
+			a, err = f.outOfRange(ctx, err)
 		}
-		return fetchedAnswer{next: f.pos}, err
+		return a, err
 	}
 	a := fetchedAnswer{hwm: res.HighWatermark}
 	var buf []byte
@@ -240,27 +256,28 @@ func (f *fetcher) skipControl(rr kafkago.RecordReader) {
 // outOfRange answers a fetch the broker refused as out of range: the
 // partition's log no longer starts at or before pos (retention deleted
 // messages not yet read: they are lost to this read model, so it is
-// logged as an error) or ends before it (the partition was recreated:
-// it is read again from its first offset, as newPartitions does at
-// start). err is returned for the retry when the offsets cannot be
-// listed.
-func (f *fetcher) outOfRange(ctx context.Context, err error) error {
+// logged as an error) or ends before it (the partition was deleted and
+// created again: it is read again from its first offset, as
+// newPartitions does at start, and the answer restarts the partition's
+// position and watermark). err is returned for the retry when the
+// offsets cannot be listed.
+func (f *fetcher) outOfRange(ctx context.Context, err error) (fetchedAnswer, error) {
 	offs, lerr := f.c.offsets(ctx, []topicPartition{{f.topic, f.id}})
 	if lerr != nil {
-		return errors.Join(err, lerr)
+		return fetchedAnswer{next: f.pos}, errors.Join(err, lerr)
 	}
 	o := offs[topicPartition{f.topic, f.id}]
 	switch {
 	case f.pos < o[0]:
 		f.log.Error("messages deleted before they were read; skipping them", "offset", f.pos, "first_offset", o[0], "skipped", o[0]-f.pos)
 		f.pos = o[0]
+		return fetchedAnswer{next: f.pos}, nil
 	case f.pos > o[1]:
 		f.log.Warn("offset past the high watermark; reading the partition from its first offset", "offset", f.pos, "high_watermark", o[1])
 		f.pos = o[0]
-	default:
-		return err // in range now: fetch again
+		return fetchedAnswer{hwm: o[1], next: f.pos, restart: true}, nil
 	}
-	return nil
+	return fetchedAnswer{next: f.pos}, err // in range now: fetch again
 }
 
 // take appends the partition's next messages to batch, blocking for the
@@ -269,22 +286,38 @@ func (f *fetcher) outOfRange(ctx context.Context, err error) error {
 // fetch saw goes at once. It returns the high watermark and the
 // position after the batch: past the answer's transaction markers too
 // when the batch took the answer's last message (a batch of no message
-// when an answer held markers only). Once ctx ends it returns the
-// messages taken so far, so the caller can finish them; false with none.
-func (f *fetcher) take(ctx context.Context, batch []indexer.Message) ([]indexer.Message, int64, int64, bool) {
+// when an answer held markers only). An answer that restarts the
+// partition ends the batch before it and is a batch of its own, of no
+// message. Once ctx ends it returns the messages taken so far, so the
+// caller can finish them; false with none.
+func (f *fetcher) take(ctx context.Context, batch []indexer.Message) ([]indexer.Message, mark, bool) {
 	if len(f.cur) == 0 {
-		if !f.receive(ctx, nil) {
-			return batch, 0, 0, false
+		a, ok := f.receive(ctx, nil)
+		if !ok {
+			return batch, mark{}, false
 		}
+		f.hold(a)
 		if len(f.cur) == 0 {
-			return batch, f.hwm, f.next, true // markers only
+			return batch, mark{hwm: a.hwm, next: a.next, restart: a.restart}, true // markers only, or a restart
 		}
 	}
 	batch, full := f.move(batch)
 	if !full {
 		wait := time.NewTimer(f.c.p.BatchWait)
 		defer wait.Stop()
-		for !full && f.receive(ctx, wait.C) && len(f.cur) > 0 {
+		for !full {
+			a, ok := f.receive(ctx, wait.C)
+			if !ok {
+				break
+			}
+			if a.restart {
+				f.restart = &a // the next take's
+				break
+			}
+			f.hold(a)
+			if len(f.cur) == 0 {
+				break // markers only: the batch ends past them
+			}
 			batch, full = f.move(batch)
 		}
 	}
@@ -292,21 +325,30 @@ func (f *fetcher) take(ctx context.Context, batch []indexer.Message) ([]indexer.
 	if len(f.cur) == 0 {
 		next = f.next
 	}
-	return batch, f.hwm, next, true
+	return batch, mark{hwm: f.hwm, next: next}, true
 }
 
-// receive waits for the next answer and holds it; false when ctx ended,
-// the fetcher stopped or wait fired first.
-func (f *fetcher) receive(ctx context.Context, wait <-chan time.Time) bool {
+// receive waits for the next answer (a restart held back by the last
+// take first); false when ctx ended, the fetcher stopped or wait fired
+// first.
+func (f *fetcher) receive(ctx context.Context, wait <-chan time.Time) (fetchedAnswer, bool) {
+	if a := f.restart; a != nil {
+		f.restart = nil
+		return *a, true
+	}
 	select {
 	case a := <-f.out:
-		f.cur, f.hwm, f.next = a.msgs, a.hwm, a.next
-		return true
+		return a, true
 	case <-wait:
 	case <-ctx.Done():
 	case <-f.done:
 	}
-	return false
+	return fetchedAnswer{}, false
+}
+
+// hold makes a the answer in hand.
+func (f *fetcher) hold(a fetchedAnswer) {
+	f.cur, f.hwm, f.next = a.msgs, a.hwm, a.next
 }
 
 // move appends what batch has room for of the answer in hand; full when

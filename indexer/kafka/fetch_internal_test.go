@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -38,10 +39,10 @@ func TestFetcherStartsInsideARecordBatch(t *testing.T) {
 	defer f.stop()
 	var got []indexer.Message
 	for {
-		batch, _, next, ok := f.take(context.Background(), nil)
+		batch, at, ok := f.take(context.Background(), nil)
 		require.True(t, ok)
 		got = append(got, batch...)
-		if next >= 20 {
+		if at.next >= 20 {
 			break
 		}
 	}
@@ -50,4 +51,40 @@ func TestFetcherStartsInsideARecordBatch(t *testing.T) {
 		require.EqualValues(t, 7+i, m.Offset)
 		require.Equal(t, strconv.Itoa(7+i), string(m.Value))
 	}
+}
+
+// An answer that restarts the partition (deleted and created again),
+// arriving while a batch is being filled, ends that batch before it
+// (whose position is still the old partition's) and is a batch of its
+// own, of no message, before the new partition's messages.
+func TestTakeEndsABatchBeforeARestart(t *testing.T) {
+	c, err := New(Params{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil },
+		Logger: slog.New(slog.DiscardHandler), BatchSize: 10, BatchWait: time.Minute})
+	require.NoError(t, err)
+	msgs := func(from, to int64) []indexer.Message {
+		var ms []indexer.Message
+		for o := from; o < to; o++ {
+			ms = append(ms, indexer.Message{Topic: "t", Offset: o})
+		}
+		return ms
+	}
+	f := &fetcher{c: c, out: make(chan fetchedAnswer, 3), done: make(chan struct{})}
+	f.out <- fetchedAnswer{msgs: msgs(5, 7), hwm: 100, next: 7}
+	f.out <- fetchedAnswer{hwm: 3, next: 0, restart: true}
+	f.out <- fetchedAnswer{msgs: msgs(0, 3), hwm: 3, next: 3}
+
+	batch, at, ok := f.take(context.Background(), nil)
+	require.True(t, ok)
+	require.Equal(t, msgs(5, 7), batch)
+	require.Equal(t, mark{hwm: 100, next: 7}, at)
+
+	batch, at, ok = f.take(context.Background(), nil)
+	require.True(t, ok)
+	require.Empty(t, batch)
+	require.Equal(t, mark{hwm: 3, next: 0, restart: true}, at)
+
+	batch, at, ok = f.take(context.Background(), nil)
+	require.True(t, ok)
+	require.Equal(t, msgs(0, 3), batch)
+	require.Equal(t, mark{hwm: 3, next: 3}, at)
 }

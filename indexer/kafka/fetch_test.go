@@ -271,3 +271,103 @@ func TestFetchRetriesAFailedFetch(t *testing.T) {
 	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 3.0)
 	require.Equal(t, 3, strings.Count(logs.String(), "fetch failed; retrying"))
 }
+
+// A partition deleted and created again while the consumer reads it
+// starts over at offset 0, below the consumer's position: the fetcher
+// reads it from its first offset again, and the partition's position
+// and high watermark follow it down, so the lag shows the new
+// partition's messages not yet read (none, once read), not the old
+// partition's end less the new position.
+func TestFetchReadsARecreatedPartition(t *testing.T) {
+	b := newBroker(t, 1)
+	for i := range 20 {
+		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("old" + strconv.Itoa(i))})
+	}
+	var got collected
+	p := fastParams(b, "", got.handler)
+	p.Topics = []string{locTopic}
+	p.LagInterval = 20 * time.Millisecond
+	var logs syncbuf.Buffer
+	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c := start(t, p)
+	eventually(t, 10*time.Second, "the old partition read", func() bool { return got.count() == 20 && c.CaughtUp() })
+
+	recreate(t, b, locTopic)
+	for i := range 5 {
+		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("new" + strconv.Itoa(i))})
+	}
+
+	eventually(t, 10*time.Second, "the new partition read", func() bool { return got.count() == 25 })
+	for i, m := range got.msgs[0][20:] {
+		require.EqualValues(t, i, m.Offset)
+		require.Equal(t, "new"+strconv.Itoa(i), string(m.Value))
+	}
+	eventually(t, 5*time.Second, "no lag once the new partition is read", func() bool { return c.Lag() == 0 })
+	require.Contains(t, logs.String(), "offset past the high watermark")
+}
+
+// recreate deletes topic and creates it again with one partition.
+func recreate(t *testing.T, b *broker, topic string) {
+	t.Helper()
+	cl := kgoClient(t, b)
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr(topic)
+	del.Topics, del.TopicNames = append(del.Topics, dt), []string{topic}
+	dres, err := del.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.Zero(t, dres.Topics[0].ErrorCode)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+	create.Topics = append(create.Topics, ct)
+	cres, err := create.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	require.Zero(t, cres.Topics[0].ErrorCode)
+}
+
+// A replay whose partition is deleted and created again before it caught
+// up waits for the new partition's end, not the old one's, which it
+// would never reach: it catches up once the new partition is read.
+func TestFetchReplayCatchesUpWithARecreatedPartition(t *testing.T) {
+	b := newBroker(t, 1)
+	for i := range 20 { // a record batch each: an answer each (MaxFetchBytes 1)
+		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("old" + strconv.Itoa(i))})
+	}
+	first, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var got collected
+	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
+		once.Do(func() {
+			close(first)
+			<-release
+		})
+		return got.handler(ctx, msgs)
+	})
+	p.Topics = []string{locTopic}
+	p.MaxFetchBytes, p.BatchSize = 1, 1
+	p.LagInterval = 20 * time.Millisecond
+	c := start(t, p)
+	<-first
+	time.Sleep(200 * time.Millisecond) // the fetcher fills what it holds ahead
+	recreate(t, b, locTopic)
+	for i := range 2 {
+		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("new" + strconv.Itoa(i))})
+	}
+	close(release)
+
+	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
+	msgs := got.msgs[0]
+	require.GreaterOrEqual(t, len(msgs), 3)
+	k := len(msgs) - 2
+	require.Less(t, k, 20, "the fetcher held fewer than 20 ahead")
+	for i, m := range msgs[:k] {
+		require.EqualValues(t, i, m.Offset)
+		require.Equal(t, "old"+strconv.Itoa(i), string(m.Value))
+	}
+	for i, m := range msgs[k:] {
+		require.EqualValues(t, i, m.Offset)
+		require.Equal(t, "new"+strconv.Itoa(i), string(m.Value))
+	}
+	eventually(t, 5*time.Second, "no lag", func() bool { return c.Lag() == 0 })
+}

@@ -91,7 +91,7 @@ func (c *Consumer) firstCaughtUp() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.parts {
-		if slices.Contains(c.p.First, p.topic) && p.pos.Load() < p.startHWM {
+		if slices.Contains(c.p.First, p.topic) && p.pos.Load() < p.startHWM.Load() {
 			return false
 		}
 	}

@@ -91,7 +91,7 @@ func (c *Consumer) checkCaughtUp() {
 	}
 	c.mu.Lock()
 	for _, p := range c.parts {
-		if p.pos.Load() < p.startHWM {
+		if p.pos.Load() < p.startHWM.Load() {
 			c.mu.Unlock()
 			return
 		}
@@ -158,6 +158,12 @@ func (c *Consumer) pollWatermarks(ctx context.Context) {
 	for sleep(ctx, c.p.LagInterval) {
 		c.mu.Lock()
 		tps := slices.Collect(maps.Keys(c.parts))
+		// A watermark listed before a partition restarted is the old
+		// partition's: it must not raise the new one's.
+		restarts := make(map[*partition]int64, len(c.parts))
+		for _, p := range c.parts {
+			restarts[p] = p.restarts.Load()
+		}
 		c.mu.Unlock()
 		offs, err := c.offsets(ctx, tps)
 		if err != nil {
@@ -168,7 +174,7 @@ func (c *Consumer) pollWatermarks(ctx context.Context) {
 		}
 		c.mu.Lock()
 		for tp, o := range offs {
-			if p := c.parts[tp]; p != nil { // still owned
+			if p := c.parts[tp]; p != nil && p.restarts.Load() == restarts[p] { // still owned, not restarted since
 				p.raiseHWM(o[1])
 				c.setLag(p)
 			}
@@ -188,7 +194,8 @@ func (c *Consumer) newPartitions(ctx context.Context, start map[topicPartition]i
 	ps := make([]*partition, 0, len(tps))
 	for _, tp := range tps {
 		o := offs[tp]
-		p := &partition{topic: tp.topic, id: tp.id, startHWM: o[1]}
+		p := &partition{topic: tp.topic, id: tp.id}
+		p.startHWM.Store(o[1])
 		pos := start[tp]
 		if pos > o[1] {
 			// Past the end: the partition was recreated since that

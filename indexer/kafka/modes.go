@@ -80,7 +80,7 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 func backlog(ps []*partition) map[string]int64 {
 	out := map[string]int64{}
 	for _, p := range ps {
-		out[p.topic] += max(0, p.startHWM-p.pos.Load())
+		out[p.topic] += max(0, p.startHWM.Load()-p.pos.Load())
 	}
 	return out
 }

@@ -33,7 +33,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 	}
 	f := c.newFetcher(fetch, log, p)
 	defer f.stop()
-	log.Debug("partition fetcher started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM)
+	log.Debug("partition fetcher started", "offset", p.pos.Load(), "start_high_watermark", p.startHWM.Load())
 
 	take := c.fetchNext(fetch, f)
 	if c.p.Parser != nil {
@@ -45,6 +45,13 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		got, ok := take()
 		if !ok {
 			return // fetch ended
+		}
+		if got.restart {
+			// The partition was deleted and created again: it is read
+			// from its first offset, and its watermarks are the new
+			// partition's (a replay waits for its end now).
+			log.Warn("partition restarted", "offset", got.next, "high_watermark", got.hwm)
+			p.restart(got.next, got.hwm)
 		}
 		// The watermark the fetch saw counts now, before this batch waits
 		// for the First topics or is retried; meanwhile pollWatermarks
@@ -93,8 +100,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 type fetched struct {
 	batch  []indexer.Message
 	parsed *indexer.Parsed
-	hwm    int64
-	next   int64
+	mark
 }
 
 // fetchNext returns what takes a partition's next batch: fetcher.take into
@@ -104,7 +110,7 @@ func (c *Consumer) fetchNext(fetch context.Context, f *fetcher) func() (fetched,
 	return func() (fetched, bool) {
 		var got fetched
 		var ok bool
-		batch, got.hwm, got.next, ok = f.take(fetch, batch[:0])
+		batch, got.mark, ok = f.take(fetch, batch[:0])
 		got.batch = batch
 		return got, ok
 	}
@@ -144,7 +150,7 @@ func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 			}
 			var got fetched
 			var ok bool
-			got.batch, got.hwm, got.next, ok = f.take(ctx, buf[:0])
+			got.batch, got.mark, ok = f.take(ctx, buf[:0])
 			if !ok {
 				return
 			}
