@@ -226,6 +226,16 @@ func (p *partition) restart(pos, hwm int64) {
 	p.startHWM.Store(min(p.startHWM.Load(), hwm))
 }
 
+// gateTarget is h, the watermark a First gate waits for p to reach, or
+// p's new end when p restarted (was deleted and created again) since,
+// which the gate would otherwise wait for in vain.
+func (p *partition) gateTarget(h int64) int64 {
+	if p.restarts.Load() > 0 {
+		return min(h, p.startHWM.Load())
+	}
+	return h
+}
+
 // New validates p and returns a Consumer.
 func New(p Params) (*Consumer, error) {
 	if len(p.Brokers) == 0 {

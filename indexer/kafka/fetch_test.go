@@ -306,8 +306,11 @@ func TestFetchReadsARecreatedPartition(t *testing.T) {
 	require.Contains(t, logs.String(), "offset past the high watermark")
 }
 
-// recreate deletes topic and creates it again with one partition.
-func recreate(t *testing.T, b *broker, topic string) {
+// recreate deletes topic and creates it again with one partition
+// (recreateWith: n).
+func recreate(t *testing.T, b *broker, topic string) { recreateWith(t, b, topic, 1) }
+
+func recreateWith(t *testing.T, b *broker, topic string, n int32) {
 	t.Helper()
 	cl := kgoClient(t, b)
 	del := kmsg.NewPtrDeleteTopicsRequest()
@@ -319,7 +322,7 @@ func recreate(t *testing.T, b *broker, topic string) {
 	require.Zero(t, dres.Topics[0].ErrorCode)
 	create := kmsg.NewPtrCreateTopicsRequest()
 	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, n, 1
 	create.Topics = append(create.Topics, ct)
 	cres, err := create.RequestWith(context.Background(), cl)
 	require.NoError(t, err)

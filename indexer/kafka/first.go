@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -185,7 +186,7 @@ func (c *Consumer) firstBehind(ctx context.Context, hwm map[topicPartition]int64
 	c.mu.Lock()
 	for tp, h := range hwm {
 		if p := c.parts[tp]; p != nil {
-			if p.pos.Load() < h {
+			if p.pos.Load() < p.gateTarget(h) {
 				behind++
 			}
 			continue
@@ -204,9 +205,11 @@ func (c *Consumer) firstBehind(ctx context.Context, hwm map[topicPartition]int64
 		return 0, fmt.Errorf("offset fetch: %w", res.Error)
 	}
 	seen := 0
+	late := map[topicPartition]int64{} // committed offsets short of their watermark
 	for topic, parts := range res.Topics {
 		for _, p := range parts {
-			h, ok := hwm[topicPartition{topic, p.Partition}]
+			tp := topicPartition{topic, p.Partition}
+			h, ok := hwm[tp]
 			if !ok {
 				continue
 			}
@@ -215,12 +218,36 @@ func (c *Consumer) firstBehind(ctx context.Context, hwm map[topicPartition]int64
 			}
 			seen++
 			if p.CommittedOffset < h { // -1 when nothing is committed
-				behind++
+				late[tp] = p.CommittedOffset
 			}
 		}
 	}
 	if want := countParts(others); seen != want {
 		return 0, fmt.Errorf("offset fetch: %d of %d partitions answered", seen, want)
+	}
+	if len(late) == 0 {
+		return 0, nil
+	}
+	// A partition whose log now ends before its watermark was deleted
+	// and created again (its owner reads it from its first offset): its
+	// watermark is its new end, or nothing to wait for once it is empty.
+	offs, err := c.offsets(ctx, slices.Collect(maps.Keys(late)))
+	if err != nil {
+		return 0, err
+	}
+	for tp, committed := range late {
+		o := offs[tp]
+		switch {
+		case o[1] >= hwm[tp]:
+		case o[1] <= o[0]:
+			delete(hwm, tp)
+			continue
+		default:
+			hwm[tp] = o[1]
+		}
+		if committed < hwm[tp] {
+			behind++
+		}
 	}
 	return behind, nil
 }
@@ -306,7 +333,7 @@ func (c *Consumer) firstPending(ctx context.Context, hwm map[topicPartition]int6
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for tp, h := range hwm {
-		if p := c.parts[tp]; p == nil || p.pos.Load() < h {
+		if p := c.parts[tp]; p == nil || p.pos.Load() < p.gateTarget(h) {
 			behind++
 		}
 	}

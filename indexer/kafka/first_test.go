@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,4 +173,52 @@ func TestGroupGateOpensForEmptyLocations(t *testing.T) {
 	eventually(t, 10*time.Second, "every permit handled", func() bool { return len(h.snapshot()) == len(permits) })
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	require.Equal(t, len(permits), count(h.snapshot(), permitTopic))
+}
+
+// The group's First gate waits for the locations partitions' watermarks
+// listed at the generation's start. When the locations topic is deleted
+// and created again with fewer messages, those watermarks are never
+// reached: the gate waits for the new partitions' ends instead, whether
+// this member owns them (its positions restart) or another does (the
+// group's committed offsets restart), and the permits flow.
+func TestGroupGateOpensForRecreatedLocations(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		another bool
+	}{{name: "owned"}, {name: "another member", another: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := "gate-recreated-" + strings.ReplaceAll(tc.name, " ", "-")
+			b := newBroker(t, 3)
+			var permits []events.Envelope
+			for i := range 30 {
+				permits = append(permits, permit(t, fmt.Sprintf("R%03d", i), 1))
+			}
+			b.publish(permits...)
+			b.publish(locations(t, "old", 300, 1)...)
+
+			h := &handled{}
+			x := newHolding(h, locTopic)
+			if tc.another {
+				cb := start(t, kafka.WithGroupBalancers(fastParams(b, group, func(_ context.Context, msgs []indexer.Message) error {
+					h.record(msgs)
+					return nil
+				}), byTopic(permitTopic)))
+				eventually(t, 10*time.Second, "B owns the permits partitions", func() bool { return owned(cb) == 3 })
+				ca := start(t, kafka.WithGroupBalancers(fastParams(b, group, x.handle), byTopic(locTopic)))
+				eventually(t, 10*time.Second, "A holds a locations batch", x.held.Load)
+				require.Equal(t, 3, owned(ca))
+			} else {
+				c := start(t, fastParams(b, group, x.handle))
+				eventually(t, 10*time.Second, "a locations batch held", x.held.Load)
+				require.Equal(t, 6, owned(c))
+			}
+			time.Sleep(300 * time.Millisecond) // several gate polls; the fetchers read ahead
+			require.Zero(t, count(h.snapshot(), permitTopic), "no permit handled while the locations are held")
+
+			recreateWith(t, b, locTopic, 3)
+			b.publish(locations(t, "new", 3, 1)...)
+			close(x.release)
+			eventually(t, 15*time.Second, "every permit handled", func() bool { return count(h.snapshot(), permitTopic) == len(permits) })
+		})
+	}
 }
