@@ -66,23 +66,23 @@ type fetcher struct {
 	restart   *fetchedAnswer
 }
 
-// fetchedAnswer is a fetch answer's messages, the partition's high
-// watermark it gave and the position after it: past its last message
-// and any transaction markers after that (an answer of markers only has
-// no message). An answer with restart set holds no message either: the
-// partition was deleted and created again (its log now ends before the
-// position), and is read again from next, its first offset, with hwm
-// its new high watermark.
+// fetchedAnswer is a fetch answer's messages and where it leaves the
+// partition: the high watermark it gave and the position after it, past
+// its last message and any transaction markers after that (an answer of
+// markers only has no message). An answer with restart set holds no
+// message either: the partition was deleted and created again (its log
+// now ends before the position), and is read again from next, its first
+// offset, with hwm its new high watermark.
 type fetchedAnswer struct {
-	msgs      []indexer.Message
-	hwm, next int64
-	restart   bool
+	msgs []indexer.Message
+	mark
 }
 
-// mark is where a partition stands after a batch (fetcher.take): the
-// high watermark its fetch saw and the position after it. restart says
-// the position went back (a recreated partition) with no message:
-// the watermark then replaces the partition's, rather than raising it.
+// mark is where a partition stands after an answer or a batch
+// (fetcher.take): the high watermark its fetch saw and the position
+// after it. restart says the position went back (a recreated partition)
+// with no message: the watermark then replaces the partition's, rather
+// than raising it.
 type mark struct {
 	hwm, next int64
 	restart   bool
@@ -153,13 +153,13 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 		err = res.Error
 	}
 	if err != nil {
-		a := fetchedAnswer{next: f.pos}
+		a := fetchedAnswer{mark: mark{next: f.pos}}
 		if errors.Is(err, kafkago.OffsetOutOfRange) {
 			a, err = f.outOfRange(ctx, err)
 		}
 		return a, err
 	}
-	a := fetchedAnswer{hwm: res.HighWatermark}
+	a := fetchedAnswer{mark: mark{hwm: res.HighWatermark}}
 	var buf []byte
 	for {
 		rec, err := res.Records.ReadRecord()
@@ -264,20 +264,20 @@ func (f *fetcher) skipControl(rr kafkago.RecordReader) {
 func (f *fetcher) outOfRange(ctx context.Context, err error) (fetchedAnswer, error) {
 	offs, lerr := f.c.offsets(ctx, []topicPartition{{f.topic, f.id}})
 	if lerr != nil {
-		return fetchedAnswer{next: f.pos}, errors.Join(err, lerr)
+		return fetchedAnswer{mark: mark{next: f.pos}}, errors.Join(err, lerr)
 	}
 	o := offs[topicPartition{f.topic, f.id}]
 	switch {
 	case f.pos < o[0]:
 		f.log.Error("messages deleted before they were read; skipping them", "offset", f.pos, "first_offset", o[0], "skipped", o[0]-f.pos)
 		f.pos = o[0]
-		return fetchedAnswer{next: f.pos}, nil
+		return fetchedAnswer{mark: mark{next: f.pos}}, nil
 	case f.pos > o[1]:
 		f.log.Warn("offset past the high watermark; reading the partition from its first offset", "offset", f.pos, "high_watermark", o[1])
 		f.pos = o[0]
-		return fetchedAnswer{hwm: o[1], next: f.pos, restart: true}, nil
+		return fetchedAnswer{mark: mark{hwm: o[1], next: f.pos, restart: true}}, nil
 	}
-	return fetchedAnswer{next: f.pos}, err // in range now: fetch again
+	return fetchedAnswer{mark: mark{next: f.pos}}, err // in range now: fetch again
 }
 
 // take appends the partition's next messages to batch, blocking for the
@@ -298,7 +298,7 @@ func (f *fetcher) take(ctx context.Context, batch []indexer.Message) ([]indexer.
 		}
 		f.hold(a)
 		if len(f.cur) == 0 {
-			return batch, mark{hwm: a.hwm, next: a.next, restart: a.restart}, true // markers only, or a restart
+			return batch, a.mark, true // markers only, or a restart
 		}
 	}
 	batch, full := f.move(batch)

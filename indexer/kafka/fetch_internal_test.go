@@ -69,9 +69,9 @@ func TestTakeEndsABatchBeforeARestart(t *testing.T) {
 		return ms
 	}
 	f := &fetcher{c: c, out: make(chan fetchedAnswer, 3), done: make(chan struct{})}
-	f.out <- fetchedAnswer{msgs: msgs(5, 7), hwm: 100, next: 7}
-	f.out <- fetchedAnswer{hwm: 3, next: 0, restart: true}
-	f.out <- fetchedAnswer{msgs: msgs(0, 3), hwm: 3, next: 3}
+	f.out <- fetchedAnswer{msgs: msgs(5, 7), mark: mark{hwm: 100, next: 7}}
+	f.out <- fetchedAnswer{mark: mark{hwm: 3, next: 0, restart: true}}
+	f.out <- fetchedAnswer{msgs: msgs(0, 3), mark: mark{hwm: 3, next: 3}}
 
 	batch, at, ok := f.take(context.Background(), nil)
 	require.True(t, ok)

@@ -58,6 +58,33 @@ func (c *collected) count() int {
 	return n
 }
 
+// firstHeld is a Handler that holds its first batch until release is
+// closed, then hands every batch to next.
+type firstHeld struct {
+	next           kafka.Handler
+	once           sync.Once
+	first, release chan struct{}
+}
+
+func holdFirst(next kafka.Handler) *firstHeld {
+	return &firstHeld{next: next, first: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *firstHeld) handle(ctx context.Context, msgs []indexer.Message) error {
+	h.once.Do(func() {
+		close(h.first)
+		<-h.release
+	})
+	return h.next(ctx, msgs)
+}
+
+// wait returns once the first batch is held and the partition's fetcher
+// has had time to fill what it holds ahead.
+func (h *firstHeld) wait() {
+	<-h.first
+	time.Sleep(200 * time.Millisecond)
+}
+
 // The consumer fetches a partition's messages an answer at a time, copied
 // into shared buffers: every message arrives once, in offset order, with
 // its own bytes (an append to one does not reach the next), in batches of
@@ -186,23 +213,15 @@ func TestFetchSkipsDeletedMessages(t *testing.T) {
 
 	// The first batch is held until records before 15 are deleted, while
 	// the partition's fetcher runs ahead only a few answers.
-	first, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	var got collected
-	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
-		once.Do(func() {
-			close(first)
-			<-release
-		})
-		return got.handler(ctx, msgs)
-	})
+	h := holdFirst(got.handler)
+	p := fastParams(b, "", h.handle)
 	p.Topics = []string{locTopic}
 	p.MaxFetchBytes, p.BatchSize = 1, 1
 	var logs syncbuf.Buffer
 	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := start(t, p)
-	<-first
-	time.Sleep(200 * time.Millisecond) // the fetcher fills what it holds ahead
+	h.wait()
 
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	topic := kmsg.NewDeleteRecordsRequestTopic()
@@ -214,7 +233,7 @@ func TestFetchSkipsDeletedMessages(t *testing.T) {
 	res, err := req.RequestWith(context.Background(), kgoClient(t, b))
 	require.NoError(t, err)
 	require.Zero(t, res.Topics[0].Partitions[0].ErrorCode)
-	close(release)
+	close(h.release)
 
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	msgs := got.msgs[0]
@@ -337,27 +356,19 @@ func TestFetchReplayCatchesUpWithARecreatedPartition(t *testing.T) {
 	for i := range 20 { // a record batch each: an answer each (MaxFetchBytes 1)
 		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("old" + strconv.Itoa(i))})
 	}
-	first, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	var got collected
-	p := fastParams(b, "", func(ctx context.Context, msgs []indexer.Message) error {
-		once.Do(func() {
-			close(first)
-			<-release
-		})
-		return got.handler(ctx, msgs)
-	})
+	h := holdFirst(got.handler)
+	p := fastParams(b, "", h.handle)
 	p.Topics = []string{locTopic}
 	p.MaxFetchBytes, p.BatchSize = 1, 1
 	p.LagInterval = 20 * time.Millisecond
 	c := start(t, p)
-	<-first
-	time.Sleep(200 * time.Millisecond) // the fetcher fills what it holds ahead
+	h.wait()
 	recreate(t, b, locTopic)
 	for i := range 2 {
 		b.publishRaw(kafka.Record{Topic: locTopic, Key: []byte("k"), Value: []byte("new" + strconv.Itoa(i))})
 	}
-	close(release)
+	close(h.release)
 
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	msgs := got.msgs[0]
