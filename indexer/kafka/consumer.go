@@ -199,6 +199,10 @@ type partition struct {
 	pos      atomic.Int64 // next offset to hand to the Handler
 	hwm      atomic.Int64 // newest high watermark seen
 	restarts atomic.Int64 // times the partition was found recreated (restart)
+	// restartMu orders restart against the watermark poller's raise
+	// (raiseListedHWM), so that a watermark listed before a restart never
+	// raises the new partition's.
+	restartMu sync.Mutex
 }
 
 func (p *partition) lag() int64 { return max(0, p.hwm.Load()-p.pos.Load()) }
@@ -220,10 +224,23 @@ func (p *partition) raiseHWM(h int64) {
 // watermarks go down, which raiseHWM never does, and a replay not yet
 // caught up waits for the new partition's end, not the old one's.
 func (p *partition) restart(pos, hwm int64) {
+	p.restartMu.Lock()
+	defer p.restartMu.Unlock()
 	p.restarts.Add(1)
 	p.pos.Store(pos)
 	p.hwm.Store(hwm)
 	p.startHWM.Store(min(p.startHWM.Load(), hwm))
+}
+
+// raiseListedHWM raises the watermark to h, listed when the partition
+// had restarted `restarts` times, unless it restarted since: h is then
+// the old partition's.
+func (p *partition) raiseListedHWM(h, restarts int64) {
+	p.restartMu.Lock()
+	defer p.restartMu.Unlock()
+	if p.restarts.Load() == restarts {
+		p.raiseHWM(h)
+	}
 }
 
 // gateTarget is h, the watermark a First gate waits for p to reach, or

@@ -88,3 +88,16 @@ func TestTakeEndsABatchBeforeARestart(t *testing.T) {
 	require.Equal(t, msgs(0, 3), batch)
 	require.Equal(t, mark{hwm: 3, next: 3}, at)
 }
+
+// A watermark the poller listed before a partition restarted is the old
+// partition's: it does not raise the new one's; one listed after does.
+func TestListedWatermarkBeforeARestartIsIgnored(t *testing.T) {
+	p := &partition{}
+	p.raiseHWM(100)
+	before := p.restarts.Load()
+	p.restart(0, 3)
+	p.raiseListedHWM(100, before)
+	require.EqualValues(t, 3, p.hwm.Load())
+	p.raiseListedHWM(5, p.restarts.Load())
+	require.EqualValues(t, 5, p.hwm.Load())
+}

@@ -174,8 +174,8 @@ func (c *Consumer) pollWatermarks(ctx context.Context) {
 		}
 		c.mu.Lock()
 		for tp, o := range offs {
-			if p := c.parts[tp]; p != nil && p.restarts.Load() == restarts[p] { // still owned, not restarted since
-				p.raiseHWM(o[1])
+			if p := c.parts[tp]; p != nil { // still owned
+				p.raiseListedHWM(o[1], restarts[p])
 				c.setLag(p)
 			}
 		}
