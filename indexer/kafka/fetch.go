@@ -171,6 +171,7 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 			return a, err
 		}
 		if rec.Offset < f.pos {
+			release(rec)
 			continue
 		}
 		kn, vn := bytesLen(rec.Key), bytesLen(rec.Value)
@@ -180,11 +181,12 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 			buf = make([]byte, 0, max(min(2*cap(buf), maxFetchBuffer), minFetchBuffer, kn+vn))
 		}
 		var key, value []byte
-		if buf, key, err = appendBytes(buf, rec.Key, kn); err != nil {
-			a.next = f.pos
-			return a, err
+		buf, key, err = appendBytes(buf, rec.Key, kn)
+		if err == nil {
+			buf, value, err = appendBytes(buf, rec.Value, vn)
 		}
-		if buf, value, err = appendBytes(buf, rec.Value, vn); err != nil {
+		release(rec)
+		if err != nil {
 			a.next = f.pos
 			return a, err
 		}
@@ -204,6 +206,22 @@ const (
 	minFetchBuffer = 4 << 10
 	maxFetchBuffer = 256 << 10
 )
+
+// release hands a record's key and value back to kafka-go once read
+// (protocol.Bytes is a reference to the pages its record batch was
+// decoded into, counted). kafka-go puts a page whose references are all
+// released back in its pool for the next batch; a page still referenced is
+// left to the collector, and every batch then decodes into 64 KiB pages
+// allocated anew: in the mix's replay about as many bytes as the messages
+// themselves, a sixth of what the ingest allocated (docs/kafka.md,
+// "Fifty-seventh session").
+func release(rec *kafkago.Record) {
+	for _, b := range [2]protocol.Bytes{rec.Key, rec.Value} {
+		if b != nil {
+			b.Close()
+		}
+	}
+}
 
 // bytesLen is the length of a record's key or value (0 when null).
 func bytesLen(b protocol.Bytes) int {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -100,4 +101,79 @@ func TestListedWatermarkBeforeARestartIsIgnored(t *testing.T) {
 	require.EqualValues(t, 3, p.hwm.Load())
 	p.raiseListedHWM(5, p.restarts.Load())
 	require.EqualValues(t, 5, p.hwm.Load())
+}
+
+// A fetch hands each record's key and value back to kafka-go once copied,
+// so the 64 KiB pages kafka-go decodes a record batch into go back to its
+// pool for the next fetch rather than being allocated anew: fetching the
+// same 256 KiB of messages forty times allocates pages for a few fetches
+// (a collection empties the pool), where without the release every fetch
+// allocates at least its messages' bytes in new pages.
+func TestFetchReleasesKafkaGoPages(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer cluster.Close()
+	pub, err := NewPublisher(cluster.ListenAddrs())
+	require.NoError(t, err)
+	const n, size = 256, 1 << 10
+	var recs []Record
+	for i := range n {
+		recs = append(recs, Record{Topic: "t", Key: []byte(strconv.Itoa(i)), Value: make([]byte, size)})
+	}
+	require.NoError(t, pub.PublishRaw(context.Background(), recs...))
+	require.NoError(t, pub.Close())
+
+	c, err := New(Params{Brokers: cluster.ListenAddrs(), Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer c.transport.CloseIdleConnections()
+	f := &fetcher{c: c, log: c.log, client: c.client(), topic: "t"}
+	fetchAll := func() {
+		f.pos = 0
+		for f.pos < n {
+			a, err := f.fetch(context.Background())
+			require.NoError(t, err)
+			require.NotEmpty(t, a.msgs)
+		}
+	}
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1 // every allocation, with its stack
+	before := pageBytes()
+	const rounds = 40
+	for range rounds {
+		fetchAll()
+	}
+	pages := pageBytes() - before
+	t.Logf("%d bytes of kafka-go pages allocated in %d fetches of %d bytes of messages", pages, rounds, n*size)
+	require.Less(t, pages, int64(rounds*n*size/4))
+}
+
+// pageBytes is what kafka-go has allocated for its pages so far, by the
+// memory profile (runtime.MemProfileRate 1 records every allocation).
+func pageBytes() int64 {
+	runtime.GC() // the profile is as of the last collection that completed
+	runtime.GC()
+	recs := make([]runtime.MemProfileRecord, 4096)
+	for {
+		n, ok := runtime.MemProfile(recs, true)
+		if ok {
+			recs = recs[:n]
+			break
+		}
+		recs = make([]runtime.MemProfileRecord, 2*n)
+	}
+	var total int64
+	for _, r := range recs {
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			fr, more := frames.Next()
+			if fr.Function == "github.com/segmentio/kafka-go/protocol.newPage" {
+				total += r.AllocBytes
+				break
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return total
 }
