@@ -52,6 +52,7 @@ type fetcher struct {
 	topic  string
 	id     int
 	pos    int64 // the next offset to fetch; run's alone
+	lastN  int   // the last answer's message count; run's alone
 
 	out    chan fetchedAnswer
 	cancel context.CancelFunc
@@ -64,6 +65,13 @@ type fetcher struct {
 	cur       []indexer.Message
 	hwm, next int64
 	restart   *fetchedAnswer
+
+	// held is the answer in hand's whole slice of messages. Once all are
+	// taken it goes back to run through free, emptied, for a later
+	// answer's messages: a replay's answers of a thousand messages each
+	// then allocate no new slice.
+	held []indexer.Message
+	free chan []indexer.Message
 }
 
 // fetchedAnswer is a fetch answer's messages and where it leaves the
@@ -96,7 +104,8 @@ func (c *Consumer) newFetcher(ctx context.Context, log *slog.Logger, p *partitio
 	// answer; the client's timeout is for a broker that does not answer.
 	cl.Timeout += c.p.FetchWait + kafkaRTT
 	f := &fetcher{c: c, log: log, client: cl, topic: p.topic, id: p.id, pos: p.pos.Load(),
-		out: make(chan fetchedAnswer, answersAhead), cancel: cancel, done: make(chan struct{})}
+		out: make(chan fetchedAnswer, answersAhead), free: make(chan []indexer.Message, answersAhead+2),
+		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f
 }
@@ -190,12 +199,27 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 			a.next = f.pos
 			return a, err
 		}
+		if a.msgs == nil {
+			a.msgs = f.spare()
+		}
 		a.msgs = append(a.msgs, indexer.Message{Topic: f.topic, Partition: f.id, Offset: rec.Offset, Key: key, Value: value})
 		f.pos = rec.Offset + 1
 	}
 	f.skipControl(res.Records)
 	a.next = f.pos
+	f.lastN = len(a.msgs)
 	return a, nil
+}
+
+// spare is an emptied slice of messages back from the loop, or a new one
+// the size of the last answer's.
+func (f *fetcher) spare() []indexer.Message {
+	select {
+	case m := <-f.free:
+		return m
+	default:
+		return make([]indexer.Message, 0, max(f.lastN, 16))
+	}
 }
 
 // A fetch answer's messages are copied into buffers of minFetchBuffer
@@ -367,6 +391,7 @@ func (f *fetcher) receive(ctx context.Context, wait <-chan time.Time) (fetchedAn
 // hold makes a the answer in hand.
 func (f *fetcher) hold(a fetchedAnswer) {
 	f.cur, f.hwm, f.next = a.msgs, a.hwm, a.next
+	f.held = a.msgs
 }
 
 // move appends what batch has room for of the answer in hand; full when
@@ -376,6 +401,13 @@ func (f *fetcher) move(batch []indexer.Message) ([]indexer.Message, bool) {
 	batch = append(batch, f.cur[:n]...)
 	clear(f.cur[:n]) // the answer's buffer goes with the last batch that holds it
 	f.cur = f.cur[n:]
+	if len(f.cur) == 0 && cap(f.held) > 0 {
+		select {
+		case f.free <- f.held[:0]:
+		default:
+		}
+		f.held = nil
+	}
 	last := batch[len(batch)-1]
 	return batch, len(batch) >= f.c.p.BatchSize || (f.hwm > 0 && last.Offset+1 >= f.hwm)
 }
