@@ -51,8 +51,8 @@ type fetcher struct {
 	client *kafkago.Client
 	topic  string
 	id     int
-	pos    int64 // the next offset to fetch; run's alone
-	lastN  int   // the last answer's message count; run's alone
+	pos    int64    // the next offset to fetch; run's alone
+	recs   []record // an answer's records as fetch reads them; run's alone
 
 	out    chan fetchedAnswer
 	cancel context.CancelFunc
@@ -151,8 +151,9 @@ func (f *fetcher) run(ctx context.Context) {
 
 // fetch asks for the partition's messages from pos and copies those at or
 // after pos (an answer may begin with earlier ones of a record batch)
-// into shared buffers, advancing pos. Messages copied before a record fails
-// to decode are kept; the error then says to fetch again from after them.
+// into one buffer the answer's messages share, advancing pos. Messages
+// read before a record fails to decode are kept; the error then says to
+// fetch again from after them.
 func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 	res, err := f.client.Fetch(ctx, &kafkago.FetchRequest{
 		Topic: f.topic, Partition: f.id, Offset: f.pos,
@@ -168,68 +169,90 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 		}
 		return a, err
 	}
+	// First the records and the size of their keys and values, then one
+	// buffer of that size for their copies: the buffers an answer was
+	// copied into before, from 4 KiB doubling up to 256 KiB, left about
+	// half of the last unused (docs/kafka.md, "Fifty-seventh session").
+	recs, size, err := f.records(res.Records)
+	defer func() {
+		clear(recs) // no reference to kafka-go's pages is kept
+		f.recs = recs[:0]
+	}()
 	a := fetchedAnswer{mark: mark{hwm: res.HighWatermark}}
-	var buf []byte
-	for {
-		rec, err := res.Records.ReadRecord()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
+	if len(recs) > 0 {
+		a.msgs = f.spare(len(recs))
+	}
+	buf := make([]byte, 0, size)
+	for i, r := range recs {
+		var key, value []byte
+		var rerr error
+		buf, key, rerr = appendBytes(buf, r.key)
+		if rerr == nil {
+			buf, value, rerr = appendBytes(buf, r.value)
+		}
+		if rerr != nil {
+			for _, r := range recs[i:] {
+				r.release()
 			}
 			a.next = f.pos
-			return a, err
+			return a, rerr
 		}
-		if rec.Offset < f.pos {
-			release(rec)
-			continue
-		}
-		kn, vn := bytesLen(rec.Key), bytesLen(rec.Value)
-		if cap(buf)-len(buf) < kn+vn {
-			// A new buffer, twice the last: the messages copied so far
-			// keep the old one.
-			buf = make([]byte, 0, max(min(2*cap(buf), maxFetchBuffer), minFetchBuffer, kn+vn))
-		}
-		var key, value []byte
-		buf, key, err = appendBytes(buf, rec.Key, kn)
-		if err == nil {
-			buf, value, err = appendBytes(buf, rec.Value, vn)
-		}
-		release(rec)
-		if err != nil {
-			a.next = f.pos
-			return a, err
-		}
-		if a.msgs == nil {
-			a.msgs = f.spare()
-		}
-		a.msgs = append(a.msgs, indexer.Message{Topic: f.topic, Partition: f.id, Offset: rec.Offset, Key: key, Value: value})
-		f.pos = rec.Offset + 1
+		r.release()
+		a.msgs = append(a.msgs, indexer.Message{Topic: f.topic, Partition: f.id, Offset: r.offset, Key: key, Value: value})
+		f.pos = r.offset + 1
+	}
+	if err != nil {
+		a.next = f.pos
+		return a, err
 	}
 	f.skipControl(res.Records)
 	a.next = f.pos
-	f.lastN = len(a.msgs)
 	return a, nil
 }
 
-// spare is an emptied slice of messages back from the loop, or a new one
-// the size of the last answer's.
-func (f *fetcher) spare() []indexer.Message {
+// spare is an emptied slice of messages back from the loop with room for
+// n, or a new one.
+func (f *fetcher) spare(n int) []indexer.Message {
 	select {
 	case m := <-f.free:
-		return m
+		if cap(m) >= n {
+			return m
+		}
 	default:
-		return make([]indexer.Message, 0, max(f.lastN, 16))
 	}
+	return make([]indexer.Message, 0, n)
 }
 
-// A fetch answer's messages are copied into buffers of minFetchBuffer
-// bytes, then twice the last, up to maxFetchBuffer (a message larger gets
-// a buffer of its size): a live partition's answer of one message costs
-// one small allocation, a replay's answer of a megabyte about eight.
-const (
-	minFetchBuffer = 4 << 10
-	maxFetchBuffer = 256 << 10
-)
+// record is a record of a fetch answer at or after the fetcher's
+// position, its key and value still in kafka-go's pages.
+type record struct {
+	offset     int64
+	key, value protocol.Bytes
+}
+
+// records reads an answer's records at or after pos into the fetcher's
+// reused slice (those before pos are released at once), with the bytes
+// their keys and values take. A record that fails to decode ends the
+// records, with its error.
+func (f *fetcher) records(rr kafkago.RecordReader) ([]record, int, error) {
+	recs, size := f.recs[:0], 0
+	for {
+		rec, err := rr.ReadRecord()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return recs, size, err
+		}
+		r := record{offset: rec.Offset, key: rec.Key, value: rec.Value}
+		if r.offset < f.pos {
+			r.release()
+			continue
+		}
+		recs = append(recs, r)
+		size += bytesLen(r.key) + bytesLen(r.value)
+	}
+}
 
 // release hands a record's key and value back to kafka-go once read
 // (protocol.Bytes is a reference to the pages its record batch was
@@ -239,8 +262,8 @@ const (
 // allocated anew: in the mix's replay about as many bytes as the messages
 // themselves, a sixth of what the ingest allocated (docs/kafka.md,
 // "Fifty-seventh session").
-func release(rec *kafkago.Record) {
-	for _, b := range [2]protocol.Bytes{rec.Key, rec.Value} {
+func (r record) release() {
+	for _, b := range [2]protocol.Bytes{r.key, r.value} {
 		if b != nil {
 			b.Close()
 		}
@@ -255,14 +278,14 @@ func bytesLen(b protocol.Bytes) int {
 	return b.Len()
 }
 
-// appendBytes reads n bytes of b (nil: a null key or value, kept nil) onto
-// buf, which has room for them, and returns them as a slice of their own
-// (capacity n, so an append to one never writes into the next).
-func appendBytes(buf []byte, b protocol.Bytes, n int) ([]byte, []byte, error) {
+// appendBytes reads b (nil: a null key or value, kept nil) onto buf, which
+// has room for it, and returns it as a slice of its own (capacity its
+// length, so an append to one never writes into the next).
+func appendBytes(buf []byte, b protocol.Bytes) ([]byte, []byte, error) {
 	if b == nil {
 		return buf, nil, nil
 	}
-	at := len(buf)
+	n, at := b.Len(), len(buf)
 	buf = buf[:at+n]
 	if _, err := io.ReadFull(b, buf[at:]); err != nil {
 		return buf[:at], nil, err
