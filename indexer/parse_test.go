@@ -82,3 +82,49 @@ func TestHandleParsedMatchesHandleBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Renamed", l.Name)
 }
+
+// ParseInto reuses a Parsed whose slice has room, and the earlier batch's
+// events are overwritten, used or not: a batch parsed and never handled
+// (a consumer stopping) leaves nothing behind for the next, whose message
+// over the size limit (where the earlier batch had an event) is
+// dead-lettered. One without room gets a new Parsed.
+func TestParseIntoOverwritesAnEarlierBatch(t *testing.T) {
+	loc := func(name string, v int64) indexer.Message {
+		return msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", name), v, events.Location{
+			GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		}))
+	}
+	var earlier, later []indexer.Message
+	for i := range 50 {
+		earlier = append(earlier, loc(fmt.Sprintf("E%02d", i), 1))
+	}
+	big := loc("BIG"+string(make([]byte, 9000)), 1)
+	later = append(later, big)
+	for i := range 20 {
+		later = append(later, loc(fmt.Sprintf("L%02d", i), 1))
+	}
+
+	store := memory.New(memory.Params{})
+	dead := 0
+	ix, err := indexer.New(indexer.Params{Writer: store, MaxMessageBytes: 8192,
+		DeadLetter: func(context.Context, indexer.Message, error) error { dead++; return nil }})
+	require.NoError(t, err)
+	p := ix.ParseInto(nil, earlier) // never handled
+	q := ix.ParseInto(p, later)
+	require.True(t, p == q, "room for the later batch: the same Parsed")
+	require.NoError(t, ix.HandleParsed(context.Background(), later, q))
+	require.Equal(t, 1, dead, "the message over the limit is dead-lettered")
+	counts, err := store.Counts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(20), counts[readmodel.KindLocation], "the later batch's locations only")
+	_, err = store.Location(context.Background(), readmodel.ParseGeoRef(events.GeoID("city", "E00")))
+	require.ErrorIs(t, err, readmodel.ErrNotFound)
+
+	more := append(earlier, loc("M00", 1))
+	r := ix.ParseInto(q, more)
+	require.True(t, q != r, "no room for 51: a new Parsed")
+	require.NoError(t, ix.HandleParsed(context.Background(), more, r))
+	counts, err = store.Counts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(71), counts[readmodel.KindLocation])
+}

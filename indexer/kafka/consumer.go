@@ -45,12 +45,13 @@ import (
 // batch with backoff. indexer.(*Indexer).HandleBatch is a Handler.
 type Handler func(ctx context.Context, msgs []indexer.Message) error
 
-// Parser is a Handler split in two (*indexer.Indexer is one): Parse
-// decodes a batch ahead, HandleParsed handles it as the Handler would.
-// With one, a partition's next batch is fetched and parsed while its
-// last one is handled (Params.Parser).
+// Parser is a Handler split in two (*indexer.Indexer is one): ParseInto
+// decodes a batch ahead (into a Parsed of a batch handled before, when not
+// nil), HandleParsed handles it as the Handler would. With one, a
+// partition's next batch is fetched and parsed while its last one is
+// handled (Params.Parser).
 type Parser interface {
-	Parse(msgs []indexer.Message) *indexer.Parsed
+	ParseInto(p *indexer.Parsed, msgs []indexer.Message) *indexer.Parsed
 	HandleParsed(ctx context.Context, msgs []indexer.Message, p *indexer.Parsed) error
 }
 

@@ -119,30 +119,38 @@ func (c *Consumer) fetchNext(fetch context.Context, f *fetcher) func() (fetched,
 // ahead takes and parses a partition's next batch (Params.Parser) on a
 // goroutine of its own while the consumer's loop handles the last one.
 // next hands out a batch and asks for the one after it at once, into the
-// other of two buffers: the loop is done with a batch (handled,
-// committed, cleared) before it calls next again, so the buffer it held
-// is free then. So at most one batch is taken ahead.
+// other of two buffers (the messages and their parsed events): the loop
+// is done with a batch (handled, committed, cleared) before it calls
+// next again, so the buffers it held are free then. So at most one batch
+// is taken ahead.
 type ahead struct {
-	req     chan []indexer.Message // a free buffer: take the next batch into it
+	req     chan aheadBufs // free buffers: take and parse the next batch into them
 	out     chan fetched
 	done    chan struct{} // closed when the goroutine has returned
 	cancel  context.CancelFunc
-	bufs    [2][]indexer.Message
-	turn    int  // the buffer of the next batch
+	bufs    [2]aheadBufs
+	turn    int  // the buffers of the next batch
 	pending bool // a batch was asked for and not taken yet
+}
+
+// aheadBufs are a batch's buffers: its messages and their parsed events
+// (nil until the first batch parsed into them).
+type aheadBufs struct {
+	batch  []indexer.Message
+	parsed *indexer.Parsed
 }
 
 // fetchAhead starts a partition's parsing goroutine; stop ends it.
 func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 	ctx, cancel := context.WithCancel(fetch)
-	a := &ahead{req: make(chan []indexer.Message), out: make(chan fetched), done: make(chan struct{}), cancel: cancel}
+	a := &ahead{req: make(chan aheadBufs), out: make(chan fetched), done: make(chan struct{}), cancel: cancel}
 	for i := range a.bufs {
-		a.bufs[i] = make([]indexer.Message, 0, c.p.BatchSize)
+		a.bufs[i].batch = make([]indexer.Message, 0, c.p.BatchSize)
 	}
 	go func() {
 		defer close(a.done)
 		for {
-			var buf []indexer.Message
+			var buf aheadBufs
 			select {
 			case buf = <-a.req:
 			case <-ctx.Done():
@@ -150,12 +158,12 @@ func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 			}
 			var got fetched
 			var ok bool
-			got.batch, got.mark, ok = f.take(ctx, buf[:0])
+			got.batch, got.mark, ok = f.take(ctx, buf.batch[:0])
 			if !ok {
 				return
 			}
 			if len(got.batch) > 0 {
-				got.parsed = c.p.Parser.Parse(got.batch)
+				got.parsed = c.p.Parser.ParseInto(buf.parsed, got.batch)
 			}
 			select {
 			case a.out <- got:
@@ -180,7 +188,10 @@ func (a *ahead) next() (fetched, bool) {
 		return fetched{}, false
 	}
 	a.pending = false
-	a.bufs[a.turn] = got.batch[:0]
+	a.bufs[a.turn].batch = got.batch[:0]
+	if got.parsed != nil {
+		a.bufs[a.turn].parsed = got.parsed
+	}
 	a.turn ^= 1
 	a.ask()
 	return got, true
