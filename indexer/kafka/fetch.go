@@ -18,7 +18,7 @@ import (
 // one at a time through a channel, each key and value in an allocation of
 // its own (about a kilobyte an event of the real mix, five allocations an
 // event in all); a fetcher copies a whole fetch answer's keys and values
-// into buffers shared by its messages and hands over the answer's
+// into one buffer shared by its messages and hands over the answer's
 // messages at once. In the mix's replay that is a third fewer
 // allocations an event and about a tenth less CPU; the rate is
 // unchanged (docs/kafka.md, "Fifty-fifth session"). And unlike a Reader,
@@ -41,7 +41,8 @@ const answersAhead = 3
 const kafkaRTT = time.Second
 
 // fetcher reads one partition from pos on a goroutine of its own (run),
-// copying each answer's messages into shared buffers, and hands them to
+// copying each answer's messages into a buffer they share, and hands
+// them to
 // the consumer's loop in offset order (take). Failed fetches are logged
 // and retried with backoff inside run; the loop sees only messages and
 // positions.
