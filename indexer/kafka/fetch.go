@@ -42,10 +42,9 @@ const kafkaRTT = time.Second
 
 // fetcher reads one partition from pos on a goroutine of its own (run),
 // copying each answer's messages into a buffer they share, and hands
-// them to
-// the consumer's loop in offset order (take). Failed fetches are logged
-// and retried with backoff inside run; the loop sees only messages and
-// positions.
+// them to the consumer's loop in offset order (take). Failed fetches are
+// logged and retried with backoff inside run; the loop sees only
+// messages and positions.
 type fetcher struct {
 	c      *Consumer
 	log    *slog.Logger
