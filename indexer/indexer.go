@@ -220,11 +220,11 @@ func (p *Parsed) at(i int) *events.Parsed {
 func (ix *Indexer) Parse(msgs []Message) *Parsed { return ix.ParseInto(nil, msgs) }
 
 // ParseInto is Parse into p's slice of events when it has room (p nil: a
-// new one), so that a caller parsing batch after batch reuses two: the
-// Kafka consumer's partitions do, and a replay of the real mix allocated
-// about 370 bytes an event for them otherwise (docs/kafka.md,
-// "Fifty-seventh session"). p's events from an earlier batch are
-// overwritten, used or not: HandleParsed must be done with p.
+// new one), so that a caller parsing batch after batch reuses two, as
+// the Kafka consumer's partitions do (in the real mix's replay about 80
+// bytes an event fewer: docs/kafka.md, "Fifty-seventh session"). p's
+// events from an earlier batch are overwritten, used or not:
+// HandleParsed must be done with p.
 func (ix *Indexer) ParseInto(p *Parsed, msgs []Message) *Parsed {
 	if p == nil || cap(p.evs) < len(msgs) {
 		p = &Parsed{evs: make([]events.Parsed, len(msgs))}

@@ -21,21 +21,11 @@ import (
 // batch from the broker and hands over only the records from its
 // position on.
 func TestFetcherStartsInsideARecordBatch(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer cluster.Close()
-	pub, err := NewPublisher(cluster.ListenAddrs())
-	require.NoError(t, err)
 	var recs []Record
 	for i := range 20 {
 		recs = append(recs, Record{Topic: "t", Key: []byte("k"), Value: []byte(strconv.Itoa(i))})
 	}
-	require.NoError(t, pub.PublishRaw(context.Background(), recs...)) // one record batch
-	require.NoError(t, pub.Close())
-
-	c, err := New(Params{Brokers: cluster.ListenAddrs(), Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer c.transport.CloseIdleConnections()
+	c := consumerOver(t, recs) // one record batch
 	p := &partition{topic: "t"}
 	p.pos.Store(7)
 	f := c.newFetcher(context.Background(), c.log, p)
@@ -54,6 +44,24 @@ func TestFetcherStartsInsideARecordBatch(t *testing.T) {
 		require.EqualValues(t, 7+i, m.Offset)
 		require.Equal(t, strconv.Itoa(7+i), string(m.Value))
 	}
+}
+
+// consumerOver publishes recs to topic "t" (one partition) of a kfake
+// cluster of its own and returns a consumer of it to build fetchers on;
+// both end with the test.
+func consumerOver(t *testing.T, recs []Record) *Consumer {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	pub, err := NewPublisher(cluster.ListenAddrs())
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishRaw(context.Background(), recs...))
+	require.NoError(t, pub.Close())
+	c, err := New(Params{Brokers: cluster.ListenAddrs(), Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(c.transport.CloseIdleConnections)
+	return c
 }
 
 // An answer that restarts the partition (deleted and created again),
@@ -113,24 +121,14 @@ func TestListedWatermarkBeforeARestartIsIgnored(t *testing.T) {
 // allocates at least its messages' bytes in new pages.
 func TestFetchReleasesKafkaGoPages(t *testing.T) {
 	if raceDetector {
-		t.Skip("under -race a sync.Pool drops a share of what it is put, by design")
+		t.Skip(raceSkip)
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer cluster.Close()
-	pub, err := NewPublisher(cluster.ListenAddrs())
-	require.NoError(t, err)
 	const n, size = 256, 1 << 10
 	var recs []Record
 	for i := range n {
 		recs = append(recs, Record{Topic: "t", Key: []byte(strconv.Itoa(i)), Value: make([]byte, size)})
 	}
-	require.NoError(t, pub.PublishRaw(context.Background(), recs...))
-	require.NoError(t, pub.Close())
-
-	c, err := New(Params{Brokers: cluster.ListenAddrs(), Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer c.transport.CloseIdleConnections()
+	c := consumerOver(t, recs)
 	f := &fetcher{c: c, log: c.log, client: c.client(), topic: "t"}
 	fetchAll := func() {
 		f.pos = 0
@@ -152,6 +150,11 @@ func TestFetchReleasesKafkaGoPages(t *testing.T) {
 	t.Logf("%d bytes of kafka-go pages allocated in %d fetches of %d bytes of messages", pages, rounds, n*size)
 	require.Less(t, pages, int64(rounds*n*size/4))
 }
+
+// raceSkip is why the allocation tests do not run under -race: a
+// sync.Pool drops a share of what it is given there, by design, and the
+// detector's own bookkeeping allocates.
+const raceSkip = "allocations are not the product's under -race"
 
 // allocatedIn is what fn has allocated so far (fn the function that asked
 // for the memory, inlined or not), by the memory profile
@@ -231,13 +234,8 @@ func TestTakenAnswersSlicesAreUsedAgain(t *testing.T) {
 // that doubled from 4 KiB allocated about twice that for 256 KiB).
 func TestFetchCopiesAnAnswerIntoOneBuffer(t *testing.T) {
 	if raceDetector {
-		t.Skip("the memory profile is not what is measured under -race")
+		t.Skip(raceSkip)
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer cluster.Close()
-	pub, err := NewPublisher(cluster.ListenAddrs())
-	require.NoError(t, err)
 	const n = 256
 	var recs []Record
 	payload := 0
@@ -249,12 +247,7 @@ func TestFetchCopiesAnAnswerIntoOneBuffer(t *testing.T) {
 		payload += len(r.Key) + len(r.Value)
 		recs = append(recs, r)
 	}
-	require.NoError(t, pub.PublishRaw(context.Background(), recs...))
-	require.NoError(t, pub.Close())
-
-	c, err := New(Params{Brokers: cluster.ListenAddrs(), Topics: []string{"t"}, Handler: func(context.Context, []indexer.Message) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer c.transport.CloseIdleConnections()
+	c := consumerOver(t, recs)
 	f := &fetcher{c: c, log: c.log, client: c.client(), topic: "t"}
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 1
