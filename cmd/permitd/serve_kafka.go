@@ -167,9 +167,23 @@ type kafkaIndexer struct {
 	exporter exporter    // nil: no snapshots
 	loaded   atomic.Bool // a snapshot was loaded
 	replayer replayer    // nil: the backend has no replay mode
+	replayGC *replayGC   // the replay's collector phase (gctarget.Replay)
 	// saved is what the snapshot file holds, once this process loaded or
 	// wrote it (loadSnapshot, writeSnapshot; never both at once).
 	saved *savedState
+}
+
+// replayGC holds the end of a replay's collector phase (gctarget.Replay)
+// from Run's start until the consumer catches up (OnCaughtUp) or stops.
+type replayGC struct{ end atomic.Pointer[func()] }
+
+func (r *replayGC) begin(end func()) { r.end.Store(&end) }
+
+// finish ends the phase, once; a no-op when none is open.
+func (r *replayGC) finish() {
+	if end := r.end.Swap(nil); end != nil {
+		(*end)()
+	}
 }
 
 // savedState is the store's version and the consumer's positions a
@@ -259,6 +273,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	if r, ok := w.(replayer); ok && mode == "replay" {
 		rp = r
 	}
+	gc := &replayGC{}
 	c, err := kafkasrc.New(kafkasrc.Params{
 		Brokers: brokers, Topics: splitCSV(cfg.Topics), Group: group, Parser: ix, Settle: ix.Settle,
 		// The replay's state becomes readable before readiness turns
@@ -272,6 +287,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 				log.Info("replay caught up; its state is readable, the second side builds in the background",
 					"batches", n, "took", time.Since(start).Round(time.Microsecond))
 			}
+			gc.finish()
 		},
 		// The replay's side is sized for what the topics hold, so its
 		// tables are not grown while it writes them.
@@ -296,7 +312,7 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 	}
 	ix.SetLocationSource(c.AwaitLocations) // a location published while running is waited for, not missed
 	k := &kafkaIndexer{Indexer: ix, Consumer: c, dlq: dlq, mode: mode, w: w, log: log,
-		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval, replayer: rp}
+		snapPath: cfg.SnapshotFile, snapEach: cfg.SnapshotInterval, replayer: rp, replayGC: gc}
 	if cfg.SnapshotFile != "" {
 		ex, ok := w.(exporter)
 		if !ok || mode != "replay" {
@@ -323,6 +339,13 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	// one side first (memory/replay.go), ended by OnCaughtUp.
 	if k.replayer != nil && k.replayer.BeginReplay() {
 		k.log.Info("replaying into one side of the memory backend first; readable once caught up")
+		// Nobody reads until the replay is done: the collector runs
+		// less often meanwhile, bounded (gctarget.Replay).
+		if end, bound := gctarget.Replay(); bound > 0 {
+			k.replayGC.begin(end)
+			k.log.Info("garbage collector: the replay raises the target while the heap stays under a quarter of the memory",
+				"bound_bytes", bound)
+		}
 	}
 	var snaps sync.WaitGroup
 	stop := make(chan struct{})
@@ -344,6 +367,7 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 	}
 	if k.replayer != nil {
 		k.replayer.EndReplay() // stopped before catching up: what was applied is readable
+		k.replayGC.finish()
 	}
 	if k.exporter != nil {
 		// The consumer has drained: the last snapshot saves the replay

@@ -247,8 +247,11 @@ func ingestMix(tb testing.TB, addrs []string, store *memory.Store, oneSide bool)
 // none).
 func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide bool, t *timeline) (time.Duration, ingestRun) {
 	tb.Helper()
+	endGC := func() {}
 	if oneSide {
 		require.True(tb, store.BeginReplay())
+		endGC, _ = gctarget.Replay() // as serve does: the collector's replay phase
+		defer endGC()
 	}
 	var dead atomic.Int64
 	ix, err := indexer.New(indexer.Params{Writer: store, DeadLetter: func(context.Context, indexer.Message, error) error {
@@ -266,7 +269,7 @@ func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide 
 		return err
 	}
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Parser: t.parser(ix), Settle: settle, Logger: testLogger(),
-		OnCaughtUp: func() { store.EndReplay() },
+		OnCaughtUp: func() { store.EndReplay(); endGC() },
 		// As serve wires it: a replay's side sized for the backlog.
 		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
 	require.NoError(tb, err)

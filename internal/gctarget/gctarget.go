@@ -49,6 +49,7 @@ func Apply(s string, getenv func(string) string) (string, error) {
 		return "", err
 	}
 	limited := debug.SetMemoryLimit(-1) != math.MaxInt64
+	autoDefault.Store(false)
 	switch {
 	case set && pct < 0 && !limited:
 		return "", fmt.Errorf("gc-percent off needs a memory limit (GOMEMLIMIT)")
@@ -61,7 +62,8 @@ func Apply(s string, getenv func(string) string) (string, error) {
 		debug.SetGCPercent(Auto)
 		return "auto: " + strconv.Itoa(Auto) + " under the memory limit (GOMEMLIMIT)", nil
 	}
-	return "auto: Go's default 100 (no memory limit)", nil
+	autoDefault.Store(true) // a replay raises it, bounded (Replay)
+	return "auto: Go's default 100 (no memory limit; a replay tunes it, bounded)", nil
 }
 
 // Current is the target now (debug.SetGCPercent, which has no getter).
