@@ -102,3 +102,47 @@ func TestAnchorKeyListsFirstRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestLeadAnchorsFoundByAddress: once the index holds cacheFrom anchors,
+// a lead's geo_ids find their anchors by address first (leadIndex.near).
+// A geo_id with the same bytes at another address and an anchor made
+// after a miss find their own anchor, and the leads written through the
+// cache are where the map says.
+func TestLeadAnchorsFoundByAddress(t *testing.T) {
+	s := newSide(nil)
+	x := s.signals.leads
+	n := cacheFrom + 500
+	geo := make([]string, n)
+	for i := range geo {
+		geo[i] = fmt.Sprintf("g%05d", i)
+	}
+	put := func(id string, geoIDs ...string) {
+		require.True(t, s.putLead(readmodel.Lead{LeadID: id, SignalKey: "roof", Version: 1, EventDateUsed: "2024-03-01", GeoIDs: geoIDs}))
+	}
+	for i := range cacheFrom {
+		put(fmt.Sprintf("lead_a%05d", i), geo[i])
+	}
+	require.Nil(t, x.near, "no cache under cacheFrom anchors")
+	for i := cacheFrom; i < n; i++ { // the cache is made by the first of these
+		put(fmt.Sprintf("lead_a%05d", i), geo[i], geo[i%7])
+	}
+	require.NotNil(t, x.near)
+	for i, g := range geo {
+		require.Same(t, x.anchors[g], x.anchor(g), "geo %d by its own string", i)
+		require.Same(t, x.anchors[g], x.anchor(strings.Clone(g)), "geo %d by a copy", i)
+	}
+	require.Nil(t, x.anchor("g99999"))
+	put("lead_new", "g99999") // made after its miss
+	require.Same(t, x.anchors["g99999"], x.anchor("g99999"))
+	require.Equal(t, 1, x.anchors["g99999"].recs)
+	for i := range 7 { // each leads of its own and those naming it second
+		want := 1
+		for j := cacheFrom; j < n; j++ {
+			if j%7 == i {
+				want++
+			}
+		}
+		require.Equal(t, want, x.anchors[geo[i]].recs, "anchor %d", i)
+	}
+	require.Equal(t, n+1, len(x.anchors))
+}

@@ -388,10 +388,50 @@ type leadIndex struct {
 	// dateLess and confLess are the trees' orders (itemDateCmp,
 	// itemConfCmp), made once.
 	dateLess, confLess func(a, b leadItem) bool
+	// near finds an anchor by the address of its geo_id's bytes before
+	// the map is asked (anchor), as symCache does for symbols: a lead's
+	// geo_ids are the indexer's location table's strings, one list per
+	// anchor geography (indexer/project_signals.go), so most are seen
+	// before at the same address. Made once the index holds cacheFrom
+	// anchors; the writer's only. An anchor is never taken out of
+	// anchors, so a slot never names one that is gone.
+	near *anchorCache
+}
+
+// anchorCache is leadIndex.near: a slot keeps its geo_id, so the address
+// is not reused for other bytes while the slot holds it.
+type anchorCache [anchorCacheSlots]struct {
+	g string
+	a *anchorLeads
+}
+
+const anchorCacheBits = 15
+const anchorCacheSlots = 1 << anchorCacheBits
+
+// anchor returns g's structures, nil when it has none (the writer's).
+func (x *leadIndex) anchor(g string) *anchorLeads {
+	if x.near == nil {
+		if len(x.anchors) < cacheFrom {
+			return x.anchors[g]
+		}
+		x.near = new(anchorCache)
+	}
+	slot := &x.near[(strAddr(g)*0x9e3779b97f4a7c15)>>(64-anchorCacheBits)]
+	if sameStr(slot.g, g) {
+		return slot.a
+	}
+	a := x.anchors[g]
+	if a != nil {
+		slot.g, slot.a = g, a
+	}
+	return a
 }
 
 func newLeadIndex() *leadIndex {
 	x := &leadIndex{anchors: map[string]*anchorLeads{}, names: newSymbols(), recs: []*leadRec{nil}}
+	// The names are the indexer's strings too (its normalised names and
+	// signal keys): found by address once many (symbols.id).
+	x.names.cached = true
 	x.dateLess = func(a, b leadItem) bool { return x.itemDateCmp(a, b) < 0 }
 	x.confLess = func(a, b leadItem) bool { return x.itemConfCmp(a, b) < 0 }
 	return x
@@ -484,7 +524,7 @@ func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(a *anchorLeads, k *
 		key = x.names.id(r.lead.SignalKey)
 	}
 	for _, g := range r.lead.GeoIDs {
-		a := x.anchors[g]
+		a := x.anchor(g)
 		if a == nil {
 			if !create {
 				continue
@@ -544,7 +584,7 @@ func (x *leadIndex) replace(r *leadRec, l readmodel.Lead) bool {
 	}
 	r.lead = l
 	for _, g := range l.GeoIDs {
-		if a := x.anchors[g]; a != nil {
+		if a := x.anchor(g); a != nil {
 			a.version++
 		}
 	}
