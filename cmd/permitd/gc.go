@@ -17,7 +17,7 @@ const autoGCPercent = gctarget.Auto
 
 func (c *gcConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.GCPercent, "gc-percent", "auto",
-		"garbage-collector target (GOGC), a percentage or off; auto: GOGC when set, else "+strconv.Itoa(autoGCPercent)+" when a memory limit (GOMEMLIMIT) is set, else Go's default 100, raised during a replay while the heap stays under a quarter of the memory")
+		"garbage-collector target (GOGC), a percentage or off; auto: GOGC when set, else "+strconv.Itoa(autoGCPercent)+" when a memory limit (GOMEMLIMIT) is set, else Go's default 100, raised during a replay while the heap stays under an eighth of the memory")
 }
 
 func (c *gcConfig) validate() error {

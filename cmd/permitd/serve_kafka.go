@@ -343,7 +343,7 @@ func (k *kafkaIndexer) Run(ctx context.Context) error {
 		// less often meanwhile, bounded (gctarget.Replay).
 		if end, bound := gctarget.Replay(); bound > 0 {
 			k.replayGC.begin(end)
-			k.log.Info("garbage collector: the replay raises the target while the heap stays under a quarter of the memory",
+			k.log.Info("garbage collector: the replay raises the target while the heap stays under an eighth of the memory",
 				"bound_bytes", bound)
 		}
 	}

@@ -69,7 +69,7 @@ func TestReplay(t *testing.T) {
 
 	_, err := Apply("auto", getenv)
 	require.NoError(t, err)
-	runtime.GC() // the live heap: a test binary's few MB, far under a quarter of any machine
+	runtime.GC() // the live heap: a test binary's few MB, far under an eighth of any machine
 	end, bound := Replay()
 	require.NotZero(t, bound)
 	require.Eventually(t, func() bool { return Current() == Auto }, 10*time.Second, time.Millisecond)
