@@ -172,6 +172,15 @@ func Parse(raw []byte) Parsed {
 	return Parsed{env: env, lent: true}
 }
 
+// EntityID is the parsed event's entity_id, and false when p holds no
+// event (a decoding error, or used).
+func (p *Parsed) EntityID() (string, bool) {
+	if p.err != nil || p.env.Type == "" {
+		return "", false
+	}
+	return p.env.EntityID, true
+}
+
 // Use calls fn with the envelope, lent for the call as WithEvent lends
 // it, or returns the decoding error without calling fn. used is false,
 // and nothing is called, when p was used before (or is the zero

@@ -85,7 +85,8 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message, p *Parsed) (er
 			room = len(msgs) // merge appends the other parts to part 0
 		}
 		for i := lo; i < hi; i++ {
-			errs[i] = ix.decodeParsed(ctx, msgs[i], p.at(i), &parts[k], missAwait)
+			ev, keyed := p.at(i)
+			errs[i] = ix.decodeParsed(ctx, msgs[i], ev, keyed, &parts[k], missAwait)
 			if room > 0 && parts[k].Len() > 0 {
 				// A batch is one partition of one topic, and a topic holds
 				// one entity family: the first document's kind is the kind
@@ -114,18 +115,19 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message, p *Parsed) (er
 // events.ErrInvalid) or a transient one (anything else) and appends
 // nothing. mode says what a miss does.
 func (ix *Indexer) decode(ctx context.Context, m Message, b *readmodel.Batch, mode missMode) error {
-	return ix.decodeParsed(ctx, m, nil, b, mode)
+	return ix.decodeParsed(ctx, m, nil, false, b, mode)
 }
 
 // decodeParsed is decode with m's event parsed ahead (p, used once; nil
-// or used: m is decoded here).
-func (ix *Indexer) decodeParsed(ctx context.Context, m Message, p *events.Parsed, b *readmodel.Batch, mode missMode) error {
+// or used: m is decoded here); keyed says m's key was found equal to p's
+// entity_id then (ParseInto), so it is not compared again.
+func (ix *Indexer) decodeParsed(ctx context.Context, m Message, p *events.Parsed, keyed bool, b *readmodel.Batch, mode missMode) error {
 	if len(m.Value) > ix.p.MaxMessageBytes {
 		return fmt.Errorf("%w: message of %d bytes exceeds the limit of %d", events.ErrInvalid, len(m.Value), ix.p.MaxMessageBytes)
 	}
 	// The envelope is lent for the call: the documents copy what they keep.
 	project := func(env events.Envelope) error {
-		if len(m.Key) > 0 && string(m.Key) != env.EntityID {
+		if !keyed && len(m.Key) > 0 && string(m.Key) != env.EntityID {
 			return fmt.Errorf("%w: message key %q differs from entity_id %q", events.ErrInvalid, m.Key, env.EntityID)
 		}
 		if env.Type.IsDelete() && env.Type != events.LocationDeleted {
@@ -156,6 +158,7 @@ func (ix *Indexer) decodeParsed(ctx context.Context, m Message, p *events.Parsed
 			return err
 		}
 	}
+	keyed = false // decoded again here: compared again
 	return events.WithEvent(m.Value, project)
 }
 

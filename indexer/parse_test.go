@@ -18,8 +18,8 @@ import (
 // A batch parsed ahead (Parse) ends as the same state as the batch
 // handled without: a retry after a failed attempt (its dead-letter sink
 // down) decodes its messages again (each parsed event is used once, its payload recycled), a message
-// over the size limit and an invalid one are dead-lettered, and a later
-// version in the batch wins.
+// over the size limit, an invalid one and one whose key is not its
+// entity_id are dead-lettered, and a later version in the batch wins.
 func TestHandleParsedMatchesHandleBatch(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // decoding fans out over parts
 	var msgs []indexer.Message
@@ -36,6 +36,17 @@ func TestHandleParsedMatchesHandleBatch(t *testing.T) {
 		GeoType: "city", Name: string(make([]byte, 9000)), DisplayName: "Big", State: "WA", StateName: "Washington",
 	}))
 	msgs = append(msgs, big, indexer.Message{Topic: "permitd.locations.v1", Value: []byte(`{"schema_version":1`)})
+	// A key that is not the entity_id (checked as it is parsed ahead) is
+	// dead-lettered; a message without a key is not checked.
+	wrongKey := msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", "WRONG"), 1, events.Location{
+		GeoType: "city", Name: "Wrong", DisplayName: "Wrong, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+	}))
+	wrongKey.Key = []byte(events.GeoID("city", "C001"))
+	keyless := msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", "KEYLESS"), 1, events.Location{
+		GeoType: "city", Name: "Keyless", DisplayName: "Keyless, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+	}))
+	keyless.Key = nil
+	msgs = append(msgs, wrongKey, keyless)
 
 	run := func(parsed bool) (*memory.Store, int) {
 		store := memory.New(memory.Params{})
@@ -61,7 +72,7 @@ func TestHandleParsedMatchesHandleBatch(t *testing.T) {
 	}
 	want, wantDead := run(false)
 	got, gotDead := run(true)
-	require.Equal(t, 2, wantDead, "the retry dead-letters the big and the invalid message")
+	require.Equal(t, 3, wantDead, "the retry dead-letters the big, the invalid and the wrongly keyed message")
 	require.Equal(t, wantDead, gotDead)
 	ctx := context.Background()
 	wc, err := want.Counts(ctx)
@@ -69,7 +80,9 @@ func TestHandleParsedMatchesHandleBatch(t *testing.T) {
 	gc, err := got.Counts(ctx)
 	require.NoError(t, err)
 	require.Equal(t, wc, gc)
-	require.Equal(t, int64(300), gc[readmodel.KindLocation])
+	require.Equal(t, int64(301), gc[readmodel.KindLocation], "the 300 cities and the keyless one")
+	_, err = got.Location(ctx, readmodel.ParseGeoRef(events.GeoID("city", "WRONG")))
+	require.ErrorIs(t, err, readmodel.ErrNotFound)
 	for i := range 300 {
 		ref := readmodel.ParseGeoRef(events.GeoID("city", fmt.Sprintf("C%03d", i)))
 		w, err := want.Location(ctx, ref)
@@ -127,4 +140,41 @@ func TestParseIntoOverwritesAnEarlierBatch(t *testing.T) {
 	counts, err = store.Counts(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(71), counts[readmodel.KindLocation])
+}
+
+// A message's key is compared with its entity_id as the message is
+// parsed ahead (ParseInto), and not again when it is handled: one whose
+// key differs is dead-lettered with the reason HandleBatch gives, one
+// without a key is written, and a key that matches is written.
+func TestParseIntoChecksKeys(t *testing.T) {
+	loc := func(name string) indexer.Message {
+		return msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, events.GeoID("city", name), 1, events.Location{
+			GeoType: "city", Name: name, DisplayName: name + ", WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		}))
+	}
+	wrong, keyless, right := loc("WRONG"), loc("KEYLESS"), loc("RIGHT")
+	wrong.Key = []byte(events.GeoID("city", "RIGHT"))
+	keyless.Key = nil
+	for _, parsed := range []bool{false, true} {
+		store := memory.New(memory.Params{})
+		var reasons []string
+		ix, err := indexer.New(indexer.Params{Writer: store,
+			DeadLetter: func(_ context.Context, _ indexer.Message, err error) error {
+				reasons = append(reasons, err.Error())
+				return nil
+			}})
+		require.NoError(t, err)
+		batch := []indexer.Message{wrong, keyless, right}
+		var p *indexer.Parsed
+		if parsed {
+			p = ix.ParseInto(nil, batch)
+		}
+		require.NoError(t, ix.HandleParsed(context.Background(), batch, p))
+		require.Len(t, reasons, 1, "parsed ahead: %v", parsed)
+		require.Contains(t, reasons[0], fmt.Sprintf("message key %q differs from entity_id %q", events.GeoID("city", "RIGHT"), events.GeoID("city", "WRONG")))
+		for name, want := range map[string]error{"WRONG": readmodel.ErrNotFound, "KEYLESS": nil, "RIGHT": nil} {
+			_, err := store.Location(context.Background(), readmodel.ParseGeoRef(events.GeoID("city", name)))
+			require.ErrorIs(t, err, want, "%s, parsed ahead: %v", name, parsed)
+		}
+	}
 }
