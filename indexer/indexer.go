@@ -381,6 +381,14 @@ func (ix *Indexer) Preload(b readmodel.Batch) {
 // Settled reports whether Settle was called.
 func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 
+// ReserveLocations sizes the location table for backlog more
+// geographies (a replay's location messages, BacklogKinds' count of
+// readmodel.KindLocation), up to maxReservedLocations, so that a replay
+// does not grow it as it fills: each growth hashed every key written so
+// far again, about 1 to 2% of the real mix's replay (docs/kafka.md,
+// "Sixtieth session"). A backlog above the bound leaves the rest to grow as before.
+func (ix *Indexer) ReserveLocations(backlog int64) { ix.loc.reserve(backlog) }
+
 // apply writes the batch, retrying transient failures with exponential
 // backoff until ctx ends. A *readmodel.ItemErrors is returned at once: the
 // batch is applied but for documents no retry can store.

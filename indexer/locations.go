@@ -101,6 +101,30 @@ func newLocations(maxUnlinkedBytes int64) *locations {
 		unlinked: map[string]parked{}, relinks: map[string][]string{}, maxUnlinkedBytes: maxUnlinkedBytes}
 }
 
+// maxReservedLocations bounds what reserve sizes the table for: about
+// two and a half times the US gazetteer's rows (98,016). The map keeps
+// rows of this size apart from its slots (a key and a pointer each), so
+// that is about 14 MB of slots; the rows are allocated as they are
+// written. A location topic holding more messages (many versions of
+// each geography) grows the table as it fills.
+const maxReservedLocations = 1 << 18
+
+// reserve makes room in the table for n more rows (at most
+// maxReservedLocations).
+func (t *locations) reserve(n int64) {
+	n = min(n, maxReservedLocations)
+	if n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rows := make(map[string]locRow, len(t.rows)+int(n))
+	for id, r := range t.rows {
+		rows[id] = r
+	}
+	t.rows = rows
+}
+
 // tableRow keeps what projections read of l (not aliases or names used
 // only by search).
 func tableRow(l readmodel.Location) readmodel.Location {

@@ -292,8 +292,10 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 		// The replay's side is sized for what the topics hold, so its
 		// tables are not grown while it writes them.
 		Backlog: func(messages map[string]int64) {
+			kinds := indexer.BacklogKinds(messages)
+			ix.ReserveLocations(kinds[readmodel.KindLocation]) // the indexer's own table
 			if rp != nil {
-				rp.ReserveReplay(indexer.BacklogKinds(messages))
+				rp.ReserveReplay(kinds)
 			}
 		},
 		// Documents of the assigned partitions still waiting for a

@@ -271,7 +271,11 @@ func ingestMixTimed(tb testing.TB, addrs []string, store *memory.Store, oneSide 
 	c, err := kafka.New(kafka.Params{Brokers: addrs, Parser: t.parser(ix), Settle: settle, Logger: testLogger(),
 		OnCaughtUp: func() { store.EndReplay(); endGC() },
 		// As serve wires it: a replay's side sized for the backlog.
-		Backlog: func(m map[string]int64) { store.ReserveReplay(indexer.BacklogKinds(m)) }})
+		Backlog: func(m map[string]int64) {
+			kinds := indexer.BacklogKinds(m)
+			ix.ReserveLocations(kinds[readmodel.KindLocation])
+			store.ReserveReplay(kinds)
+		}})
 	require.NoError(tb, err)
 	ix.SetLocationSource(c.AwaitLocations) // as serve wires it
 	ctx, cancel := context.WithCancel(context.Background())
