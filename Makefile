@@ -46,7 +46,7 @@ test-short:
 bench:
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
 
-## bench-ab: one benchmark metric of two revisions, their test binaries run in turn in new processes (AB_FLAGS: -a REV -b REV, "." the work tree; -bench, -metric, -pairs, -higher); prints each run, the medians and the pairs' mean ratio B/A with a 95% interval (not part of test)
+## bench-ab: one benchmark metric of two revisions, their test binaries run in turn in new processes (AB_FLAGS: -a REV -b REV, "." the work tree; -bench, -metric, -pairs, -higher; write a pattern's $ as $$); prints each run, the medians and the pairs' mean ratio B/A with a 95% interval (not part of test)
 AB_FLAGS ?=
 bench-ab:
 	$(GO) run ./test/benchab -pgo $(PGO) $(AB_FLAGS)

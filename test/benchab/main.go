@@ -168,7 +168,11 @@ func once(bin, dir string, c config) (float64, error) {
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%v: %s", err, tail(outb.String()))
 	}
-	return metricOf(outb.String(), c.metric)
+	v, err := metricOf(outb.String(), c.metric)
+	if err != nil {
+		return 0, fmt.Errorf("-bench %q: %w", c.bench, err)
+	}
+	return v, nil
 }
 
 func tail(s string) string {
