@@ -244,7 +244,15 @@ func summarize(a, b []float64, higher bool) string {
 	return s.String()
 }
 
-func fmtFig(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// fmtFig prints a figure to six significant digits (a median of two
+// runs is their mean, which binary floating point rarely prints short),
+// without an exponent below 10^9.
+func fmtFig(v float64) string {
+	if math.Abs(v) >= 1e6 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
 
 func meanSD(xs []float64) (mean, sd float64) {
 	for _, x := range xs {

@@ -62,6 +62,14 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestFmtFig(t *testing.T) {
+	for v, want := range map[float64]string{(0.4599 + 0.46) / 2: "0.45995", 9355.5: "9355.5", 901173720: "901173720", 7.25e-5: "7.25e-05"} {
+		if got := fmtFig(v); got != want {
+			t.Errorf("fmtFig(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestTQuantile(t *testing.T) {
 	for df, want := range map[int]float64{1: 12.706, 9: 2.262, 30: 2.042, 45: 2.021, 1000: 1.960} {
 		if got := tQuantile975(df); math.Abs(got-want) > 1e-9 {
