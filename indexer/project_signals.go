@@ -220,7 +220,7 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 			Zipcode:     zip,
 			County:      anchor.County,
 			CityNorm:    leadNames.of(city),
-			ZipcodeNorm: address.NormalizeZip(zip),
+			ZipcodeNorm: tableCopy(address.NormalizeZip(zip), anchor.Zipcode),
 			CountyNorm:  leadNames.of(anchor.County),
 		},
 		MapsURL: mapsURL(d),
