@@ -88,7 +88,7 @@ func (c *strCache) float() unsafe.Pointer {
 // 12.35, and no fewer at 128 or 1,024.
 const maxCached = 64
 
-// strCacheBits sizes a strCache: 4,096 slots (64 KiB). The real mix's
+// strCacheBits sizes a strCache: 8,192 slots (128 KiB). The real mix's
 // short strings (dates, ZIPs, geo_ids, cities, codes) recur over
 // thousands of values: in BenchmarkHandleMix, 4.44 of an event's 13.45
 // short strings missed and were allocated with 512 slots, 3.32 with
@@ -103,8 +103,14 @@ const maxCached = 64
 // alternated (IngestMix, 2026-12-04 23:11 to 23:17 UTC): 158,153,
 // 173,249 and 160,289 events/s at 0.3718, 0.3507 and 0.3502 of raw
 // with 4,096 slots, against 158,715, 160,036 and 156,920 at 0.3458,
-// 0.3237 and 0.3274 with 16,384.
-const strCacheBits = 12
+// 0.3237 and 0.3274 with 16,384. On a machine with 1 MiB of L2 a core
+// (docs/kafka.md, "Sixty-third session"), 8,192 slots took
+// BenchmarkHandleMix from 9.440 allocations an event to 9.115, and leaned
+// better in both whole-run comparisons, neither shown beyond the noise:
+// IngestMix's ingest/reader-raw B/A 1.0528 (0.9828 to 1.1277, better in
+// 5 of 6 pairs), HandleMix's CPU an event B/A 0.9608 (0.8442 to 1.0935,
+// 4 of 6).
+const strCacheBits = 13
 
 var strCaches = sync.Pool{New: func() any { return new(strCache) }}
 
