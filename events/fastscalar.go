@@ -97,7 +97,7 @@ const maxCached = 64
 // misses from 1,905,830 to 1,823,247 and the allocations from 11.93 an
 // event to 11.77. But a look-up's time is mostly the slot's cache line,
 // at a random place in the table: with 16,384 slots (256 KiB, a quarter
-// of a core's L2 cache here, shared with the rest of the ingest)
+// of a core's L2 cache on the machine of then, shared with the ingest)
 // strCache.str was 11.7% of a HandleMix profile, with 4,096 8.75%, for
 // 0.7 more allocations an event (8.8 to 9.5). The mix through Kafka,
 // alternated (IngestMix, 2026-12-04 23:11 to 23:17 UTC): 158,153,
