@@ -109,7 +109,9 @@ const maxCached = 64
 // better in both whole-run comparisons, neither shown beyond the noise:
 // IngestMix's ingest/reader-raw B/A 1.0528 (0.9828 to 1.1277, better in
 // 5 of 6 pairs), HandleMix's CPU an event B/A 0.9608 (0.8442 to 1.0935,
-// 4 of 6).
+// 4 of 6). 16,384 slots on that machine (docs/kafka.md, "Sixty-fourth
+// session"): HandleMix B/A 1.0545 (1.0157 to 1.0947, worse in 6 of 6
+// pairs), IngestMix's ratio B/A 1.0310 (0.9861 to 1.0779).
 const strCacheBits = 13
 
 var strCaches = sync.Pool{New: func() any { return new(strCache) }}
