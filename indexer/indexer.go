@@ -262,7 +262,7 @@ func (ix *Indexer) HandleParsed(ctx context.Context, msgs []Message, p *Parsed) 
 	// every document written into its slices.
 	batch := &parts[0]
 	defer ix.release(batch)
-	merge(parts)
+	ix.merge(parts)
 	if err := ix.awaitLate(ctx, msgs, errs, batch); err != nil {
 		return err
 	}
