@@ -32,15 +32,18 @@ import (
 
 // applyReq is one Apply call waiting for the writer.
 type applyReq struct {
-	b    *readmodel.Batch
+	b *readmodel.Batch
+	// lent is the caller's batch when b shares its permits and
+	// properties (lentBatch, store.go): valid until the call returns.
+	lent *readmodel.Batch
 	res  readmodel.ApplyResult
 	done bool // applied by another call's step (read under wmu)
 }
 
-// commit applies own (a batch the Store owns) with whatever else is
-// queued, and returns own's result once it is visible.
-func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
-	req := &applyReq{b: own}
+// commit applies own (a batch the Store owns, or lent's lentBatch) with
+// whatever else is queued, and returns own's result once it is visible.
+func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
+	req := &applyReq{b: own, lent: lent}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
 	s.qmu.Unlock()
@@ -56,6 +59,12 @@ func (s *Store) commit(own *readmodel.Batch) readmodel.ApplyResult {
 	s.qmu.Unlock()
 	batches := make([]*readmodel.Batch, len(group))
 	for i, r := range group {
+		if r.lent != nil && s.replay == nil {
+			// Lent during a replay that has ended since: this step's
+			// batches may be kept (pending, held, an Import's journal),
+			// so the Store owns all of it. Its caller waits in commit.
+			r.b, r.lent = cloneBatch(r.lent), nil
+		}
 		batches[i] = r.b
 	}
 	if len(s.held) > 0 && !s.holding() { // NewImport and BeginReplay release first; never lose held steps

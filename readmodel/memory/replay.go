@@ -17,6 +17,9 @@ package memory
 // group commit and the signal lane of apply.go included) and returns its
 // own result; only visibility is deferred, to EndReplay. What it saves is
 // the second side's work per batch, and the Store keeps no batch for it.
+// So a replay's Apply does not copy the batch's permits and properties
+// either (lentBatch, store.go): the side keeps their compact forms only,
+// built from the caller's documents while Apply runs.
 //
 // The replayed side also defers what an Import's side defers: its
 // per-geo permit indexes (permit_bulk.go: a permit is appended to its
@@ -67,6 +70,7 @@ func (s *Store) BeginReplay() bool {
 		return false
 	}
 	s.replay = &replayState{}
+	s.replaying.Store(true)
 	d := s.sides[1-s.active.Load()]
 	d.deferIndexes()
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
@@ -103,6 +107,7 @@ func (s *Store) EndReplay() int {
 		return 0
 	}
 	s.replay = nil
+	s.replaying.Store(false)
 	j := 1 - s.active.Load()
 	a := s.sides[j]
 	a.quiet = false

@@ -394,3 +394,49 @@ func TestLateResolverConcurrentWriteWaits(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// A batch lent to a replay (lentBatch) whose step comes after the
+// replay ended is copied whole by that step: the Store keeps a live
+// step's batches for the other side (pending). Here the caller's
+// permits and properties are overwritten after Apply, and the other
+// side, which applies them with the next write, must hold the
+// originals.
+func TestBatchLentAfterTheReplayEndedIsCopied(t *testing.T) {
+	ctx := context.Background()
+	val, lat := 250000.0, 47.6
+	permit := readmodel.Permit{PermitID: "src:P1", PermitNumber: "P1", Source: "src", PermitType: "Building", Status: "Issued",
+		IssueDate: "2026-01-02", Valuation: &val, Lat: &lat, Version: 1,
+		Address:  readmodel.Address{FullAddress: "1 Pine St, Seattle, WA 98101", City: "Seattle", State: "WA", Zipcode: "98101"},
+		GeoLinks: []readmodel.GeoLink{{GeoID: "state:WA", GeoType: readmodel.GeoState, Confidence: 1, Method: "state"}}}
+	prop := readmodel.Property{PropertyID: "prop:1", CanonicalAddress: "1 PINE ST SEATTLE WA 98101", City: "Seattle", State: "WA", Zipcode: "98101", Lat: &lat, Version: 1,
+		GeoLinks: []readmodel.GeoLink{{GeoID: "state:WA", GeoType: readmodel.GeoState, Confidence: 1, Method: "state"}}}
+	next := readmodel.Batch{Permits: []readmodel.Permit{{PermitID: "src:P2", PermitNumber: "P2", Source: "src", Version: 1}}}
+
+	reference := New(Params{})
+	for _, b := range []readmodel.Batch{{Permits: []readmodel.Permit{permit.Clone()}, Properties: []readmodel.Property{prop.Clone()}}, next} {
+		_, err := reference.Apply(ctx, b)
+		require.NoError(t, err)
+	}
+
+	s := New(Params{})
+	s.replaying.Store(true) // Apply saw the replay open; it ended before the step
+	lent := readmodel.Batch{Permits: []readmodel.Permit{permit.Clone()}, Properties: []readmodel.Property{prop.Clone()}}
+	_, err := s.Apply(ctx, lent)
+	require.NoError(t, err)
+	s.replaying.Store(false)
+	*lent.Permits[0].Valuation, *lent.Permits[0].Lat, *lent.Properties[0].Lat = -1, -1, -1
+	lent.Permits[0].GeoLinks[0].GeoID, lent.Properties[0].GeoLinks[0].GeoID = "state:XX", "state:XX"
+	lent.Permits[0], lent.Properties[0] = readmodel.Permit{PermitID: "src:X", Version: 9}, readmodel.Property{PropertyID: "prop:X", Version: 9}
+	_, err = s.Apply(ctx, next) // the other side applies the pending step, then next
+	require.NoError(t, err)
+
+	exported := func(s *Store) []readmodel.Batch {
+		var out []readmodel.Batch
+		require.NoError(t, s.Export(ctx, 10, func(b readmodel.Batch) error {
+			out = append(out, b)
+			return nil
+		}))
+		return out
+	}
+	require.Equal(t, exported(reference), exported(s))
+}

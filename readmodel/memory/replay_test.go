@@ -456,3 +456,28 @@ func walkLeads(t *testing.T, s *memory.Store, q readmodel.LeadQuery) []readmodel
 		q.After = p.Next
 	}
 }
+
+// A replay's Apply shares the caller's permits and properties while it
+// runs (the side keeps compact forms only), and nothing of them after:
+// here every permit, property and link of each batch is overwritten
+// right after its Apply returns (scribble, import_lent_test.go), and the
+// replayed store (the replayed side, then the second one built from it)
+// holds and answers what a store given untouched batches does.
+func TestReplayKeepsNothingOfTheCallersBatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	ps, props := permitsOnProperties(r, 300, 30, 2)
+	batches := []readmodel.Batch{
+		{Permits: ps[:120], Properties: props[:10]},
+		{Permits: ps[120:300], Properties: props[10:]},
+	}
+	replayed := memory.New(memory.Params{})
+	require.True(t, replayed.BeginReplay())
+	applyBase(t, replayed)
+	for _, b := range batches {
+		lent := deepCopy(b)
+		apply(t, replayed, lent)
+		scribble(&lent)
+	}
+	replayed.EndReplay()
+	matchesApplied(t, r, batches, props, replayed, "replayed side")
+}

@@ -113,7 +113,9 @@ const applyStep = 64
 
 // apply writes a batch the Store owns (cloneBatch): documents are stored
 // as they are, shared with the other side, and never changed in place by
-// either (reads clone what they hand out).
+// either (reads clone what they hand out). A replay's permits and
+// properties are the caller's, lent for the call (lentBatch, store.go):
+// their compact forms copy what they keep.
 func (s *side) apply(b *readmodel.Batch) readmodel.ApplyResult {
 	return s.applyShaped(b, nil)
 }
