@@ -173,18 +173,20 @@ type Consumer struct {
 	mu    sync.Mutex
 	parts map[topicPartition]*partition // currently owned
 
-	startAt      map[topicPartition]int64 // replay mode's start offsets (SetStartOffsets)
-	started      atomic.Bool              // the first assignment (or discovery) is known
-	firstUp      atomic.Bool              // latched once the First topics caught up (see Params.First)
-	firstWaiting atomic.Int64             // batches held by waitFirst now
-	settleMu     sync.Mutex               // serialises Params.Settle
-	settled      atomic.Bool              // Params.Settle returned nil
-	caughtUp     atomic.Bool              // latched once every owned partition reached its start watermark
-	caughtOnce   sync.Once                // runs Params.OnCaughtUp, then latches caughtUp
-	stopping     chan struct{}            // closed once Run's context ends (AwaitLocations gives up)
-	stopOnce     sync.Once
-	batches      atomic.Int64
-	commits      atomic.Int64
+	startAt       map[topicPartition]int64 // replay mode's start offsets (SetStartOffsets)
+	started       atomic.Bool              // the first assignment (or discovery) is known
+	firstUp       atomic.Bool              // latched once the First topics caught up (see Params.First)
+	firstWaiting  atomic.Int64             // batches held by waitFirst now
+	settleMu      sync.Mutex               // serialises Params.Settle
+	settled       atomic.Bool              // Params.Settle returned nil
+	caughtUp      atomic.Bool              // latched once every owned partition reached its start watermark
+	caughtOnce    sync.Once                // runs Params.OnCaughtUp, then latches caughtUp
+	stopping      chan struct{}            // closed once Run's context ends (AwaitLocations gives up)
+	stopOnce      sync.Once
+	batches       atomic.Int64
+	commits       atomic.Int64
+	answers       sync.Pool    // *[]byte: fetch answers' buffers (fetch.go: answerBuf)
+	answersReused atomic.Int64 // answers copied into a buffer from answers
 }
 
 type topicPartition struct {

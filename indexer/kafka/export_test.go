@@ -78,3 +78,14 @@ func FetchToEnd(ctx context.Context, brokers []string, ends map[string]map[int]i
 		return nil
 	}
 }
+
+// ScribbleReleased has the consumer overwrite each answer buffer it gives
+// back to its pool (releaseAnswers); it returns what turns that off.
+func ScribbleReleased() func() {
+	scribbleReleased = true
+	return func() { scribbleReleased = false }
+}
+
+// AnswersReused is the number of fetch answers c copied into a buffer
+// from its pool.
+func (c *Consumer) AnswersReused() int64 { return c.answersReused.Load() }

@@ -78,6 +78,7 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 		// 64 MB over the 46 default partitions after a replay of the real
 		// mix, and during the replay a batch per partition that waited.
 		clear(got.batch)
+		c.releaseAnswers(got.bufs) // no message of theirs is in use now
 		p.pos.Store(got.next)
 		p.raiseHWM(max(got.hwm, got.next))
 		if len(got.batch) > 0 {
@@ -100,6 +101,9 @@ func (c *Consumer) consume(fetch, drain context.Context, p *partition, commit co
 type fetched struct {
 	batch  []indexer.Message
 	parsed *indexer.Parsed
+	// bufs are the pooled answer buffers free once the batch is done
+	// (fetcher.takeFreed).
+	bufs []*[]byte
 	mark
 }
 
@@ -111,7 +115,7 @@ func (c *Consumer) fetchNext(fetch context.Context, f *fetcher) func() (fetched,
 		var got fetched
 		var ok bool
 		batch, got.mark, ok = f.take(fetch, batch[:0])
-		got.batch = batch
+		got.batch, got.bufs = batch, f.takeFreed()
 		return got, ok
 	}
 }
@@ -162,6 +166,7 @@ func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 			if !ok {
 				return
 			}
+			got.bufs = f.takeFreed()
 			if len(got.batch) > 0 {
 				got.parsed = c.p.Parser.ParseInto(buf.parsed, got.batch)
 			}
