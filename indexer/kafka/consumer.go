@@ -185,7 +185,7 @@ type Consumer struct {
 	stopOnce      sync.Once
 	batches       atomic.Int64
 	commits       atomic.Int64
-	answers       sync.Pool    // *[]byte: fetch answers' buffers (fetch.go: answerBuf)
+	answers       []sync.Pool  // *[]byte: fetch answers' buffers, by answerClass (fetch.go: answerBuf)
 	answersReused atomic.Int64 // answers copied into a buffer from answers
 }
 
@@ -307,6 +307,7 @@ func New(p Params) (*Consumer, error) {
 		dialer:    dialer,
 		parts:     map[topicPartition]*partition{},
 		stopping:  make(chan struct{}),
+		answers:   make([]sync.Pool, answerClass(max(p.MaxFetchBytes, 1))+1),
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/bits"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -222,32 +223,43 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 }
 
 // pooledAnswerMin is the smallest answer (its keys and values) copied
-// into a pooled buffer (answerBuf).
+// into a pooled buffer (answerBuf), and the smallest such buffer.
 const pooledAnswerMin = 64 << 10
 
+// answerClass is the pool of buffers of pooledAnswerMin<<class bytes that
+// holds n bytes (n >= 1): the smallest power of two times pooledAnswerMin
+// at or over n.
+func answerClass(n int) int {
+	return bits.Len(uint((n - 1) / pooledAnswerMin))
+}
+
 // answerBuf is an empty buffer for an answer's size bytes of keys and
-// values: one of MaxFetchBytes from the consumer's pool when size is
-// between pooledAnswerMin and MaxFetchBytes (p non-nil: the buffer to
-// give back once the last batch holding its messages is done,
-// releaseAnswers), else one of its own.
+// values: one from the consumer's pools when size is between
+// pooledAnswerMin and MaxFetchBytes (p non-nil: the buffer to give back
+// once the last batch holding its messages is done, releaseAnswers),
+// else one of its own. A pooled buffer is of the smallest power of two
+// times pooledAnswerMin that holds the answer (answerClass), so that a
+// live partition's answers of a few hundred KiB do not each hold a
+// buffer of MaxFetchBytes.
 //
 // A replay's answers are each about MaxFetchBytes, and a buffer of its
 // own each was a new page per 4 KiB while a replay runs without a
 // collection: about 330 MB in the real mix's replay, a third of the
 // garbage of a round and of its first round's page faults. From the
-// pool, the buffers of the batches done are used again; those in hand
+// pools, the buffers of the batches done are used again; those in hand
 // (fetched ahead, answersAhead) are not (docs/kafka.md, "Sixty-fifth
 // session").
 func (c *Consumer) answerBuf(size int) (buf []byte, p *[]byte) {
 	if size < pooledAnswerMin || size > c.p.MaxFetchBytes {
 		return make([]byte, 0, size), nil
 	}
-	if p, ok := c.answers.Get().(*[]byte); ok && cap(*p) >= size {
+	class := answerClass(size)
+	if p, ok := c.answers[class].Get().(*[]byte); ok {
 		c.answersReused.Add(1)
 		return (*p)[:0], p
 	}
 	p = new([]byte)
-	*p = make([]byte, 0, c.p.MaxFetchBytes)
+	*p = make([]byte, 0, pooledAnswerMin<<class)
 	return *p, p
 }
 
@@ -261,7 +273,7 @@ func (c *Consumer) releaseAnswers(bufs []*[]byte) {
 				b[i] = '#'
 			}
 		}
-		c.answers.Put(p)
+		c.answers[answerClass(cap(*p))].Put(p)
 	}
 }
 

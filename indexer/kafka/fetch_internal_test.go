@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -277,4 +278,36 @@ func TestFetchCopiesAnAnswerIntoOneBuffer(t *testing.T) {
 	// A large allocation is rounded up to 8 KiB pages; the slice of
 	// messages is allocated once, for all.
 	require.LessOrEqual(t, allocated, int64(payload)+8<<10+n*int64(unsafe.Sizeof(indexer.Message{})))
+}
+
+// An answer goes into the smallest pooled buffer that holds it, a power
+// of two times pooledAnswerMin up to MaxFetchBytes, and one of its own
+// outside that range; a buffer given back is handed out again for an
+// answer of its class.
+func TestAnswerBufferClasses(t *testing.T) {
+	c := &Consumer{p: Params{MaxFetchBytes: 1 << 20}, answers: make([]sync.Pool, answerClass(1<<20)+1)}
+	require.Len(t, c.answers, 5) // 64, 128, 256, 512 KiB and 1 MiB
+	for _, tc := range []struct {
+		size, cap int
+		pooled    bool
+	}{
+		{pooledAnswerMin - 1, pooledAnswerMin - 1, false},
+		{pooledAnswerMin, pooledAnswerMin, true},
+		{pooledAnswerMin + 1, 2 * pooledAnswerMin, true},
+		{300 << 10, 512 << 10, true},
+		{1 << 20, 1 << 20, true},
+		{1<<20 + 1, 1<<20 + 1, false},
+	} {
+		buf, p := c.answerBuf(tc.size)
+		require.Zero(t, len(buf))
+		require.Equal(t, tc.cap, cap(buf), "size %d", tc.size)
+		require.Equal(t, tc.pooled, p != nil, "size %d", tc.size)
+	}
+	if raceDetector {
+		return // its pools drop some of what they are given
+	}
+	_, p := c.answerBuf(300 << 10)
+	c.releaseAnswers([]*[]byte{p})
+	_, again := c.answerBuf(257 << 10)
+	require.Same(t, p, again, "the 512 KiB buffer given back")
 }
