@@ -82,8 +82,8 @@ func FetchToEnd(ctx context.Context, brokers []string, ends map[string]map[int]i
 // ScribbleReleased has the consumer overwrite each answer buffer it gives
 // back to its pool (releaseAnswers); it returns what turns that off.
 func ScribbleReleased() func() {
-	scribbleReleased = true
-	return func() { scribbleReleased = false }
+	scribbleReleased.Store(true)
+	return func() { scribbleReleased.Store(false) }
 }
 
 // AnswersReused is the number of fetch answers c copied into a buffer

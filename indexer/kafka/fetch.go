@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -267,7 +268,7 @@ func (c *Consumer) answerBuf(size int) (buf []byte, p *[]byte) {
 // message in them is done (handled, committed and cleared).
 func (c *Consumer) releaseAnswers(bufs []*[]byte) {
 	for _, p := range bufs {
-		if scribbleReleased {
+		if scribbleReleased.Load() {
 			b := (*p)[:cap(*p)]
 			for i := range b {
 				b[i] = '#'
@@ -279,8 +280,9 @@ func (c *Consumer) releaseAnswers(bufs []*[]byte) {
 
 // scribbleReleased, set by tests, has releaseAnswers overwrite each
 // buffer it gives back, so that a message still in use when its buffer
-// was given back shows.
-var scribbleReleased bool
+// was given back shows. Atomic: a test's consumer may still be stopping
+// when the test turns it off.
+var scribbleReleased atomic.Bool
 
 // takeFreed returns the pooled buffers the last take finished (freed),
 // for the caller to give back once that batch is done.
