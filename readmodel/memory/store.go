@@ -201,7 +201,9 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 // Should the replay end before the batch's step (commit), the step
 // copies the whole batch from b, which Apply's caller still holds.
 func lentBatch(b *readmodel.Batch) *readmodel.Batch {
-	out := cloneBatch(&readmodel.Batch{Locations: b.Locations, GeoSignals: b.GeoSignals, Leads: b.Leads, Catalog: b.Catalog, Deletes: b.Deletes})
+	rest := *b // every other field as cloneBatch copies it, one added later too
+	rest.Permits, rest.Properties = nil, nil
+	out := cloneBatch(&rest)
 	out.Permits, out.Properties = b.Permits, b.Properties
 	return out
 }
