@@ -78,7 +78,9 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	}
 	standby := s.sides[j]
 	res := make([]readmodel.ApplyResult, len(batches))
-	standby.applyAll(s.pending, batches, res)
+	seeks := s.stepSeeks(batches)
+	standby.applyAll(s.pending, batches, res, seeks)
+	s.keepSeeks(seeks, batches)
 	if s.replay != nil { // one side first: readers keep the other until EndReplay (replay.go)
 		s.replay.batches += len(batches)
 		for i, r := range group {
@@ -96,6 +98,7 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	}
 	if applied == 0 { // both sides now hold the same state
 		s.pending = nil
+		s.keepSeeks(s.seeks, nil)
 		return req.res
 	}
 	s.active.Store(j)
@@ -104,9 +107,62 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	return req.res
 }
 
+// stepSeeks is the seek logs of a step (permit_seeklog.go): those the
+// other side recorded for the pending batches, which this step writes
+// first, and one to record for each of batches that takes the permit
+// lanes (none while a replay writes one side only).
+func (s *Store) stepSeeks(batches []*readmodel.Batch) batchSeeks {
+	seeks := s.seeks
+	if s.replay != nil {
+		return seeks
+	}
+	for _, b := range batches {
+		if len(b.Permits) < seekLogMin {
+			continue
+		}
+		if seeks == nil {
+			seeks = batchSeeks{}
+		}
+		var l *seekLogs
+		if n := len(s.seekFree); n > 0 {
+			l, s.seekFree = s.seekFree[n-1], s.seekFree[:n-1]
+		} else {
+			l = new(seekLogs)
+		}
+		seeks[b] = l
+	}
+	return seeks
+}
+
+// keepSeeks keeps the logs of seeks recorded for kept (the batches the
+// other side has still to write: Store.pending) and takes the others
+// back for the next steps.
+func (s *Store) keepSeeks(seeks batchSeeks, kept []*readmodel.Batch) {
+	s.seeks = nil
+	for b, l := range seeks {
+		if slices.Contains(kept, b) {
+			if s.seeks == nil {
+				s.seeks = batchSeeks{}
+			}
+			s.seeks[b] = l
+			continue
+		}
+		s.seekPlaces += int64(l.usedPlaces())
+		if len(s.seekFree) < seekFreeMax {
+			s.seekFree = append(s.seekFree, l)
+		}
+	}
+}
+
+// seekFreeMax is the most seek logs kept for the steps to come: about
+// the batches of a step, each log as large as its batch's places.
+const seekFreeMax = 32
+
 // applyAll applies missed and then bs, in order, the signal families
-// beside the rest (see above); res[i] gets bs[i]'s result.
-func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResult) {
+// beside the rest (see above); res[i] gets bs[i]'s result. seeks holds
+// the seek logs of the batches that have them: read for missed, which
+// the other side wrote first, recorded for bs (permit_seeklog.go).
+func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResult, seeks batchSeeks) {
 	all := bs
 	if len(missed) > 0 {
 		all = append(slices.Clip(missed), bs...)
@@ -121,8 +177,16 @@ func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResu
 		sig += n
 		rest += b.Len() - n
 	}
+	logs := func(i int) *seekLogs {
+		l := seeks[all[i]]
+		if l != nil {
+			l.start(i < len(missed))
+		}
+		return l
+	}
 	if sig < applyStep || rest < applyStep {
 		for i, b := range all {
+			s.seeks = logs(i)
 			out[i] = s.apply(b)
 		}
 	} else {
@@ -138,6 +202,7 @@ func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResu
 			}
 		})
 		for i := range all {
+			s.seeks = logs(i) // the signal lane writes no permit
 			out[i] = s.apply(&lanes[2*i])
 		}
 		wg.Wait()
@@ -146,6 +211,7 @@ func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResu
 			out[i].Stale += sigRes[i].Stale
 		}
 	}
+	s.seeks = nil
 	if len(missed) > 0 {
 		copy(res, out[len(missed):])
 	}

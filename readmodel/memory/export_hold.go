@@ -66,8 +66,9 @@ func (s *Store) holding() bool {
 func (s *Store) hold(group []*applyReq, batches []*readmodel.Batch) {
 	standby := s.sides[1-s.active.Load()]
 	res := make([]readmodel.ApplyResult, len(batches))
-	standby.applyAll(s.pending, batches, res)
+	standby.applyAll(s.pending, batches, res, s.seeks)
 	s.pending = nil // the standby side has them now; the active side had them
+	s.keepSeeks(s.seeks, nil)
 	applied := 0
 	for i, r := range group {
 		r.res, r.done = res[i], true

@@ -30,16 +30,20 @@ func BenchmarkBlockSetInsert(b *testing.B) {
 //     block name neighbouring slots and the abbreviated ids that break
 //     their day's ties share cache lines and pages.
 //
-// Each case runs twice: one set after another (set, delete), and with
+// Each case runs three times: one set after another (set, delete); with
 // "-many" a permit's sets together, their seeks in lock step
-// (writeAll). A permit's sets are distinct; ns are per set and insert
+// (writeAll); and with "-logged" as "-many" on a store's second side,
+// which checks the places the first side's seeks found
+// (permit_seeklog.go: placeAll) instead of seeking (the places are
+// recorded on a pass before the timer starts, which leaves the sets as
+// they were). A permit's sets are distinct; ns are per set and insert
 // and delete.
 func BenchmarkBlockSetInsertCold(b *testing.B) {
 	for _, loaded := range []bool{false, true} {
-		for _, many := range []bool{false, true} {
-			b.Run(map[bool]string{false: "grown", true: "loaded"}[loaded]+map[bool]string{false: "", true: "-many"}[many], func(b *testing.B) {
+		for _, way := range []string{"", "-many", "-logged"} {
+			b.Run(map[bool]string{false: "grown", true: "loaded"}[loaded]+way, func(b *testing.B) {
 				benchBlockSets(b, blockSetBench{seed: 5, permits: 4_000_000, days: 1000, sets: 12, every: 3, into: 6,
-					id: "gen:SYN-%09d", newID: "gen:SYN-%09d", extra: 8192, loaded: loaded, many: many})
+					id: "gen:SYN-%09d", newID: "gen:SYN-%09d", extra: 8192, loaded: loaded, many: way != "", logged: way == "-logged"})
 			})
 		}
 	}
@@ -55,6 +59,7 @@ type blockSetBench struct {
 	id, newID           string // formats of a random number below 1e9
 	loaded              bool   // slots in index order, else in the order of creation
 	many                bool   // a permit's sets written together (writeAll)
+	logged              bool   // with the places recorded before (a second side's write)
 }
 
 // benchBlockSets times, per op, every extra permit inserted into its
@@ -103,13 +108,26 @@ func benchBlockSets(b *testing.B, p blockSetBench) {
 		}
 		n += len(into[i])
 	}
+	var log *seekLog
+	if p.logged { // a pass that records the places, and leaves the sets as they were
+		log = &seekLog{}
+		for _, add := range []bool{true, false} {
+			for i, c := range extra {
+				writeAll(into[i], c, add, log)
+			}
+		}
+		log.reading = true
+	}
 	b.ResetTimer()
 	for b.Loop() {
+		if log != nil {
+			log.call, log.at = 0, 0
+		}
 		for _, add := range []bool{true, false} { // every insert, then every delete
 			for i, c := range extra {
 				switch {
 				case p.many:
-					writeAll(into[i], c, add)
+					writeAll(into[i], c, add, log)
 				case add:
 					for _, t := range into[i] {
 						t.set(c)
@@ -123,4 +141,7 @@ func benchBlockSets(b *testing.B, p blockSetBench) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/insert+delete")
+	if log != nil && (log.lost || log.used != b.N*2*n) {
+		b.Fatalf("%d of %d places used (lost %v)", log.used, b.N*2*n, log.lost)
+	}
 }

@@ -13,7 +13,9 @@ package memory
 //
 // The permit write uses it for a permit's geo sets (indexPermit,
 // unindexPermit) and its filter postings (lanePostings) on the live
-// path (writeAll). BenchmarkBlockSetInsertCold's "-many" cases measure it against
+// path (writeAll). A store's second side, writing a batch the first
+// has written, checks the places the first side's seeks found instead
+// (permit_seeklog.go), in lock step too. BenchmarkBlockSetInsertCold's "-many" cases measure it against
 // one seek after another.
 
 // manyMax is the most sets findAll seeks in one pass.
@@ -118,11 +120,32 @@ func (q *seekKey) search(slab *permitSlab, n int, keys *[manyMax][]pkey, lo, hi 
 
 // writeAll adds c to (add) or removes it from every set of sets
 // (distinct sets of one slab and one order), their seeks in lock step.
-func writeAll(sets []*blockSet, c *cpermit, add bool) {
+// With a log (permit_seeklog.go) it records the places found, or reads
+// those the other side recorded for the same write.
+func writeAll(sets []*blockSet, c *cpermit, add bool, lane *seekLog) {
+	var rec [][2]int32
+	switch {
+	case lane == nil || len(sets) == 0:
+		lane = nil
+	case lane.reading:
+		rec = lane.next(len(sets), add)
+	default:
+		lane.record(len(sets), add)
+	}
 	var pos [manyMax][2]int
 	for len(sets) > 0 {
 		n := min(len(sets), manyMax)
-		findAll(sets[:n], c, &pos)
+		if rec != nil {
+			placeAll(sets[:n], c, rec[:n], &pos, lane)
+			rec = rec[n:]
+		} else {
+			findAll(sets[:n], c, &pos)
+		}
+		if lane != nil && !lane.reading {
+			for _, p := range pos[:n] {
+				lane.places = append(lane.places, [2]int32{int32(p[0]), int32(p[1])})
+			}
+		}
 		for j, s := range sets[:n] {
 			if add {
 				s.setFound(c, pos[j][0], pos[j][1])

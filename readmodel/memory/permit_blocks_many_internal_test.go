@@ -51,12 +51,12 @@ func TestWriteAllMatchesOneByOne(t *testing.T) {
 			for _, j := range js {
 				one[j].set(c)
 			}
-			writeAll(ms, c, true)
+			writeAll(ms, c, true, nil)
 		} else {
 			for _, j := range js {
 				one[j].delete(c)
 			}
-			writeAll(ms, c, false)
+			writeAll(ms, c, false, nil)
 		}
 		if op%997 == 0 || op == 39999 {
 			for j := range nsets {

@@ -86,26 +86,30 @@ func (s *side) putPermits(ps []readmodel.Permit, count func(bool)) {
 		count(ok)
 	}
 	s.lanes = true
+	var postings, values *seekLog // the lanes' seek logs (permit_seeklog.go)
+	if l := s.seeks; l != nil {
+		s.seekMain, postings, values = &l.main, &l.postings, &l.values
+	}
 	var wg sync.WaitGroup
-	lane := func(fn func(c *cpermit, add bool)) {
+	lane := func(fn func(c *cpermit, add bool, log *seekLog), log *seekLog) {
 		wg.Go(func() {
 			for i, ch := range changes {
 				if ch.prev != nil {
-					fn(ch.prev, false)
+					fn(ch.prev, false, log)
 				}
-				fn(ch.c, true)
+				fn(ch.c, true, log)
 				s.yieldEvery(i)
 			}
 		})
 	}
-	lane(s.lanePostings)
-	lane(s.laneValues)
+	lane(s.lanePostings, postings)
+	lane(s.laneValues, values)
 	for i, ch := range changes {
 		s.reindexPermit(ch.prev, ch.c)
 		s.yieldEvery(i)
 	}
 	wg.Wait()
-	s.lanes = false
+	s.lanes, s.seekMain = false, nil
 	for _, ch := range changes {
 		if ch.prev != nil {
 			s.releaseTexts(ch.prev)
@@ -152,7 +156,7 @@ func (s *side) markPosted(c *cpermit, add bool) {
 // step at a time, as the seeks are: every key, then every lookup (each
 // a cache miss into a large map, none waiting on another), then every
 // posting's header.
-func (s *side) lanePostings(c *cpermit, add bool) {
+func (s *side) lanePostings(c *cpermit, add bool, log *seekLog) {
 	var kvs [5]fieldValue
 	kv := kvs[:s.filterKeys(c, &kvs)]
 	var kbuf [32]fkey
@@ -188,7 +192,7 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 			sets = append(sets, t)
 		}
 	}
-	writeAll(sets, c, add)
+	writeAll(sets, c, add, log)
 	for i, t := range ts {
 		switch {
 		case t == nil:
@@ -215,7 +219,7 @@ func (s *side) lanePostings(c *cpermit, add bool) {
 // An exact valuation's orders (permit_sort.go) are written together
 // (writeAll: their blocks' seeks in lock step), each once though c may
 // link twice to one geo.
-func (s *side) laneValues(c *cpermit, add bool) {
+func (s *side) laneValues(c *cpermit, add bool, log *seekLog) {
 	var buf [32]*blockSet
 	sets := buf[:0]
 	exact := exactValue(c.valuation)
@@ -234,7 +238,7 @@ func (s *side) laneValues(c *cpermit, add bool) {
 			sets = append(sets, o.blocks)
 		}
 	}
-	writeAll(sets, c, add)
+	writeAll(sets, c, add, log)
 	if !add { // an order left empty goes
 		for _, l := range s.pi.links.get(c.links) {
 			if o, ok := s.pf.byValue[l.geo]; ok && o.len() == 0 {

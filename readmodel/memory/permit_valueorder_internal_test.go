@@ -81,7 +81,7 @@ func TestValueOrderMatchesSortedPermits(t *testing.T) {
 			for _, j := range in {
 				sets = append(sets, orders[j].blocks)
 			}
-			writeAll(sets, c, add)
+			writeAll(sets, c, add, nil)
 			return
 		}
 		for _, j := range in {

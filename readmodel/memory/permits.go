@@ -108,7 +108,7 @@ func (s *side) indexPermit(c *cpermit) {
 			sets, geos = append(sets, t.t), append(geos, l.geo)
 		}
 	}
-	writeAll(sets, c, true)
+	writeAll(sets, c, true, s.seekMain)
 	for i, t := range sets {
 		s.grewTo(geos[i], t.len()) // dense postings' shares fell (permit_dense.go)
 	}
@@ -132,7 +132,7 @@ func (s *side) unindexPermit(c *cpermit) {
 			sets = append(sets, t.t)
 		}
 	}
-	writeAll(sets, c, false) // in lock step
+	writeAll(sets, c, false, s.seekMain) // in lock step
 	for _, l := range s.pi.links.get(c.links) {
 		if t, ok := s.pi.geoIdx[l.geo]; ok && l.geo != selfProperty && t.size() == 0 {
 			delete(s.pi.geoIdx, l.geo)

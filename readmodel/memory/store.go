@@ -105,6 +105,12 @@ type Store struct {
 	// held keeps the batches written to the standby side only while
 	// Exports read the active side (export_hold.go).
 	held []*readmodel.Batch
+	// seeks is the seek logs the active side recorded for the pending
+	// batches, for the standby side's write of them; seekFree the logs
+	// kept for the steps to come (permit_seeklog.go).
+	seeks      batchSeeks
+	seekFree   []*seekLogs
+	seekPlaces int64 // the places read from the logs that held (tests)
 }
 
 // readerCount counts the readers of one side, alone on its cache line.

@@ -54,6 +54,12 @@ type side struct {
 	// given (true) or ended (false) meanwhile, until the lanes join.
 	lanes     bool
 	postedNow map[uint32]bool
+	// seeks is the seek logs of the batch being applied, if it has any
+	// (Store.commit): recorded on the side written first, read on the
+	// other (permit_seeklog.go); seekMain is its main lane's while the
+	// lanes run.
+	seeks    *seekLogs
+	seekMain *seekLog
 	// leadChanges is putLeads' list of changes, kept for the next batch
 	// (lead_lanes.go).
 	leadChanges []leadChange
