@@ -17,24 +17,7 @@ import (
 func TestWriteAllMatchesOneByOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	slab := newPermitSlab()
-	perm := make([]*cpermit, 3000)
-	seen := map[string]bool{}
-	for i := range perm {
-		var id string
-		for id == "" || seen[id] {
-			switch r.IntN(4) {
-			case 0: // no abbreviation (no ':')
-				id = fmt.Sprintf("x%05d", r.IntN(100000))
-			case 1: // abbreviations equal past 14 bytes: ids compared
-				id = fmt.Sprintf("g:ABCDEFGHIJKLMN%05d", r.IntN(100000))
-			default:
-				id = fmt.Sprintf("g:%05d", r.IntN(100000))
-			}
-		}
-		seen[id] = true
-		perm[i] = &cpermit{id: id, ik: -int32(r.IntN(12))}
-		slab.take(perm[i])
-	}
+	perm := tiedPermits(r, slab, 3000)
 	const nsets = manyMax + 9
 	one, many := make([]*blockSet, nsets), make([]*blockSet, nsets)
 	for j := range nsets {
@@ -78,4 +61,28 @@ func TestWriteAllMatchesOneByOne(t *testing.T) {
 	if big < 8 {
 		t.Fatalf("the largest set has %d blocks: the test should split blocks", big)
 	}
+}
+
+// tiedPermits is n permits of slab whose days tie often, so that seeks
+// compare abbreviated ids and, where those are equal or missing, ids.
+func tiedPermits(r *rand.Rand, slab *permitSlab, n int) []*cpermit {
+	perm := make([]*cpermit, n)
+	seen := map[string]bool{}
+	for i := range perm {
+		var id string
+		for id == "" || seen[id] {
+			switch r.IntN(4) {
+			case 0: // no abbreviation (no ':')
+				id = fmt.Sprintf("x%05d", r.IntN(100000))
+			case 1: // abbreviations equal past 14 bytes: ids compared
+				id = fmt.Sprintf("g:ABCDEFGHIJKLMN%05d", r.IntN(100000))
+			default:
+				id = fmt.Sprintf("g:%05d", r.IntN(100000))
+			}
+		}
+		seen[id] = true
+		perm[i] = &cpermit{id: id, ik: -int32(r.IntN(12))}
+		slab.take(perm[i])
+	}
+	return perm
 }

@@ -12,31 +12,6 @@ import (
 	"github.com/permitd/permitd/readmodel"
 )
 
-// seekLogPermits is n permits of a slab whose days tie often, so that
-// places compare abbreviated ids and, where those are equal or missing,
-// ids.
-func seekLogPermits(r *rand.Rand, slab *permitSlab, n int) []*cpermit {
-	perm := make([]*cpermit, n)
-	seen := map[string]bool{}
-	for i := range perm {
-		var id string
-		for id == "" || seen[id] {
-			switch r.IntN(4) {
-			case 0:
-				id = fmt.Sprintf("x%05d", r.IntN(100000))
-			case 1:
-				id = fmt.Sprintf("g:ABCDEFGHIJKLMN%05d", r.IntN(100000))
-			default:
-				id = fmt.Sprintf("g:%05d", r.IntN(100000))
-			}
-		}
-		seen[id] = true
-		perm[i] = &cpermit{id: id, ik: -int32(r.IntN(12))}
-		slab.take(perm[i])
-	}
-	return perm
-}
-
 // TestPlacesHoldWhenFinds checks placeAll's checks against find: for
 // permits held and not held, in sets of one block and of many, every
 // place near the found one and a few far from it are used exactly when
@@ -44,7 +19,7 @@ func seekLogPermits(r *rand.Rand, slab *permitSlab, n int) []*cpermit {
 func TestPlacesHoldWhenFinds(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	slab := newPermitSlab()
-	perm := seekLogPermits(r, slab, 4000)
+	perm := tiedPermits(r, slab, 4000)
 	for _, size := range []int{0, 1, 5, blockMax, 3000} {
 		s := newBlockSet(slab)
 		for _, c := range perm[:size] {
@@ -80,7 +55,7 @@ func TestPlacesHoldWhenFinds(t *testing.T) {
 func TestWriteAllSeekLogs(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 13))
 	slab := newPermitSlab()
-	perm := seekLogPermits(r, slab, 3000)
+	perm := tiedPermits(r, slab, 3000)
 	const nsets = manyMax + 5
 	var one, rec, read, spoiled [nsets]*blockSet
 	for j := range nsets {
