@@ -19,30 +19,29 @@ import "github.com/permitd/permitd/readmodel"
 // written first records the places its seeks found (one seekLog for
 // each of putPermits' three lanes: each lane writes its own sets, in
 // the batch's order), and the side written second checks each recorded
-// place in its own set (the key there and the one before it, a
-// few loads, in lock step: placeAll) before it uses it, and seeks where
-// it does not hold. A
-// place is used only when it is the place a seek would find, so a log
-// that does not fit the side (another batch's, a side built otherwise,
-// a write that took another path) costs a check and changes nothing.
+// place in its own set (the key there and the one before it, a few
+// loads, in lock step: placeAll) before it uses it, and seeks where it
+// does not hold. A place is used only when it is the place a seek would
+// find, so a log that does not fit the side (another batch's, a side
+// built otherwise, a write that took another path) costs a check and
+// changes nothing.
 
 // seekLog is the places one lane's writeAll calls found for one batch,
 // in call order.
 type seekLog struct {
 	calls  []int32    // per call: its number of sets, negative for a removal
 	places [][2]int32 // per set of each call: block and index
-	// Reading (the second side): the next call's and place's index, and
-	// whether the log fell out of step with the side's calls (its number
-	// of sets or its kind differed): no place is read after that.
+	// reading: the side reads the log (the batch's second write), from
+	// call and at, the next call's and place's index; lost: the log fell
+	// out of step with the side's calls (a call's number of sets or its
+	// kind differed), and no place is read after that.
 	reading  bool
 	call, at int
 	lost     bool
 	used     int // places that held (tests)
 }
 
-// seekLogs is the logs of one batch's permit lanes (putPermits), and
-// whether the side applying the batch reads them (the batch's second
-// write) or records them (its first: seekLog.reading).
+// seekLogs is the logs of one batch's three permit lanes (putPermits).
 type seekLogs struct {
 	main, postings, values seekLog
 }
@@ -58,14 +57,16 @@ func (l *seekLogs) start(reading bool) {
 	}
 }
 
-// used is the number of recorded places that held, over the three logs.
+// usedPlaces is the number of recorded places that held, over the three
+// logs.
 func (l *seekLogs) usedPlaces() int { return l.main.used + l.postings.used + l.values.used }
 
 // seekLogMin is the fewest permits a batch needs for its seeks to be
 // logged: the batches that take the lanes (putPermits).
 const seekLogMin = laneMin
 
-// record notes a call's places (the sets found in order, n of them).
+// record notes a call of n sets, adding or removing; writeAll appends
+// the places it finds after it.
 func (l *seekLog) record(n int, add bool) {
 	if add {
 		l.calls = append(l.calls, int32(n))
