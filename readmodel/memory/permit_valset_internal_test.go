@@ -108,3 +108,75 @@ func TestValSetMatchesASortedSlice(t *testing.T) {
 		check(&loaded, lref)
 	}
 }
+
+// TestSetAllIsSetOneByOne: adding a value to many large sets in lock
+// step (setAll, a permit's valuation into its geos' month stats) leaves
+// every set block for block as adding it to each in turn does: sets of
+// one block to many, values below, among, equal to and above those
+// held, blocks full (split) and not, more sets than a lock step takes.
+func TestSetAllIsSetOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	build := func(n int, spread float64) (*valSet, *valSet) {
+		var a, b valSet
+		for range n {
+			x := float64(rng.IntN(int(spread))) * 10
+			a.set(x)
+			b.set(x)
+		}
+		return &a, &b
+	}
+	for round := range 200 {
+		count := 1 + rng.IntN(2*valSetMany+3)
+		var got, want []*valSet
+		for range count {
+			a, b := build(valBlockMax+1+rng.IntN(20*valBlockMax), float64(10+rng.IntN(5000)))
+			got, want = append(got, a), append(want, b)
+		}
+		for range 1 + rng.IntN(valBlockMax) { // enough to fill and split blocks
+			var x float64
+			switch rng.IntN(4) {
+			case 0:
+				x = -1 // below every value
+			case 1:
+				x = 1e9 // above
+			case 2:
+				x = float64(rng.IntN(100)) * 10 // equal to some
+			default:
+				x = float64(rng.IntN(50000)) + 0.5
+			}
+			bigs := make([]*valBlocks, len(got))
+			for j, v := range got {
+				bigs[j] = v.big
+			}
+			setAll(bigs, x)
+			for _, v := range want {
+				v.set(x)
+			}
+		}
+		for j := range got {
+			require.Equal(t, want[j].big.blocks, got[j].big.blocks, "round %d, set %d", round, j)
+			require.Equal(t, want[j].big.last, got[j].big.last, "round %d, set %d", round, j)
+			require.Equal(t, want[j].big.n, got[j].big.n, "round %d, set %d", round, j)
+		}
+	}
+}
+
+// TestGeoMonthsIndex: a month's place is found by its offset from the
+// first month when the months run without a gap, and by a search
+// otherwise, as slices.BinarySearch finds it, for months held and not,
+// before, among and after the others.
+func TestGeoMonthsIndex(t *testing.T) {
+	dense := &geoMonths{}
+	for m := int32(24000); m < 24120; m++ {
+		dense.months = append(dense.months, m)
+	}
+	gapped := &geoMonths{months: []int32{23990, 24001, 24002, 24010, 24100, 24101, 24200}}
+	for _, g := range []*geoMonths{dense, gapped, {}, {months: []int32{24050}}} {
+		for m := int32(23980); m < 24220; m++ {
+			wi, wok := slices.BinarySearch(g.months, m)
+			gi, gok := g.index(m)
+			require.Equal(t, wok, gok, "month %d of %v", m, g.months)
+			require.Equal(t, wi, gi, "month %d of %v", m, g.months)
+		}
+	}
+}
