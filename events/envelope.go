@@ -227,7 +227,7 @@ func (env Envelope) check() error {
 // newPayload returns a zero payload of an upsert type (a recycled one
 // when pooled and there is one), nil for any other type.
 func newPayload(t Type, pooled bool) any {
-	pool := payloadPools[t]
+	pool := payloadPoolOf(t)
 	switch {
 	case pool == nil:
 		return nil
@@ -257,20 +257,42 @@ func poolOf[T any]() *payloadPool {
 	}
 }
 
-// payloadPools are the payload types of the upsert types.
-var payloadPools = map[Type]*payloadPool{
-	LocationUpserted:  poolOf[Location](),
-	PermitUpserted:    poolOf[Permit](),
-	PropertyUpserted:  poolOf[Property](),
-	GeoSignalUpserted: poolOf[GeoSignal](),
-	LeadUpserted:      poolOf[Lead](),
-	CatalogUpserted:   poolOf[CatalogEntry](),
+// The payload pools of the upsert types.
+var (
+	locationPool  = poolOf[Location]()
+	permitPool    = poolOf[Permit]()
+	propertyPool  = poolOf[Property]()
+	geoSignalPool = poolOf[GeoSignal]()
+	leadPool      = poolOf[Lead]()
+	catalogPool   = poolOf[CatalogEntry]()
+)
+
+// payloadPool is the pool of the payload type of t, an upsert type; nil
+// for any other type. A switch, not a map: every decoded event asks
+// twice (newPayload, recycle), and the map's look-ups took 0.05 of the
+// parse's 0.78 CPU-seconds in a profile of the mix (IngestMix, round 2).
+func payloadPoolOf(t Type) *payloadPool {
+	switch t {
+	case LocationUpserted:
+		return locationPool
+	case PermitUpserted:
+		return permitPool
+	case PropertyUpserted:
+		return propertyPool
+	case GeoSignalUpserted:
+		return geoSignalPool
+	case LeadUpserted:
+		return leadPool
+	case CatalogUpserted:
+		return catalogPool
+	}
+	return nil
 }
 
 // recycle hands the payload WithEvent lent back for a later WithEvent to
 // reuse.
 func recycle(env Envelope) {
-	if pool := payloadPools[env.Type]; pool != nil && env.payload != nil && pool.reset(env.payload) {
+	if pool := payloadPoolOf(env.Type); pool != nil && env.payload != nil && pool.reset(env.payload) {
 		pool.Put(env.payload)
 	}
 }

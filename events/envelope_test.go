@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,5 +139,37 @@ func TestParsedUsedOnce(t *testing.T) {
 	var zero Parsed
 	if used, _ := zero.Use(func(Envelope) error { calls++; return nil }); used || calls != 1 {
 		t.Fatal("the zero Parsed was used")
+	}
+}
+
+// TestEveryUpsertTypeHasItsPayloadPool: each upsert type of the schema
+// decodes into a pooled payload of its family's type (a type without a
+// pool would fall back to the slow decode, which no output shows), and
+// no delete type has one.
+func TestEveryUpsertTypeHasItsPayloadPool(t *testing.T) {
+	want := map[Type]string{
+		LocationUpserted: "*events.Location", PermitUpserted: "*events.Permit", PropertyUpserted: "*events.Property",
+		GeoSignalUpserted: "*events.GeoSignal", LeadUpserted: "*events.Lead", CatalogUpserted: "*events.CatalogEntry",
+	}
+	upserts := 0
+	for _, typ := range Types {
+		if typ.IsDelete() {
+			if payloadPoolOf(typ) != nil || newPayload(typ, true) != nil {
+				t.Errorf("%s: a delete has no payload", typ)
+			}
+			continue
+		}
+		upserts++
+		for _, pooled := range []bool{true, false} {
+			if got := fmt.Sprintf("%T", newPayload(typ, pooled)); got != want[typ] {
+				t.Errorf("%s (pooled %v): payload %s, want %s", typ, pooled, got, want[typ])
+			}
+		}
+	}
+	if upserts != len(want) {
+		t.Errorf("%d upsert types, %d payload types", upserts, len(want))
+	}
+	if payloadPoolOf("permit.renamed") != nil {
+		t.Error("an unknown type has a pool")
 	}
 }
