@@ -276,7 +276,8 @@ func (b *valBlocks) remove(bi int) {
 // valSetMany is the most sets setAll seeks in lock step at a time.
 const valSetMany = 16
 
-// setAll adds x (not NaN) to every set of bs, as set does one by one,
+// setAll adds x (not NaN) to every set of bs (distinct sets: each is
+// searched before any is written), as set does one by one,
 // with the sets' searches in lock step: the blocks' last values of every
 // set, then the blocks. A permit's valuation goes into the month stats of
 // each of its geos, and in a big store each set's search is a chain of
