@@ -111,6 +111,7 @@ func BenchmarkOpenSearchWriter(b *testing.B) {
 	defer srv.Close()
 	store, err := opensearch.New(opensearch.Params{Addresses: []string{srv.URL}})
 	require.NoError(b, err)
+	defer store.Close()
 
 	var took time.Duration
 	batches := 0

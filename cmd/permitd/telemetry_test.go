@@ -42,6 +42,7 @@ func TestTraceReachesOpenSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = store.Close() })
 	h, err := api.NewServer(api.Params{
 		Reader: store, Auth: apikey.NewDevKeys([]string{"trace-test-key"}, apikey.DefaultDevPlan),
 		CursorSecret: []byte("0123456789abcdef0123"), Tracing: tel.apiTracing(),

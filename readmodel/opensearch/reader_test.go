@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,6 +74,7 @@ func storeOn(t testing.TB, h http.Handler) *Store {
 	t.Cleanup(srv.Close)
 	s, err := New(Params{Addresses: []string{srv.URL}})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() }) // before srv.Close: no poll of its node stats reaches a later test's server
 	return s
 }
 
@@ -293,4 +296,29 @@ func TestStatsFailOnTermsOverflow(t *testing.T) {
 	s, _ = fakeAnswers(t, `{"responses":[`+hits(1, locSrc)+`,`+stats(7)+`]}`)
 	_, err = s.PermitStats(context.Background(), q)
 	require.EqualError(t, err, "opensearch: stats top_zips overflow maxTerms: 7 leads hold values beyond the first 10000")
+}
+
+// TestCloseStopsTheNodeStatsPolls: the client polls its nodes' stats in
+// the background (here every 20 ms, the interval set by opensearch-go's
+// variable); after Close no request reaches the address any more, so a
+// Store dropped by one test cannot answer into a later test's server.
+func TestCloseStopsTheNodeStatsPolls(t *testing.T) {
+	t.Setenv("OPENSEARCH_GO_NODE_STATS_INTERVAL", "20ms")
+	var polls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/_nodes/") {
+			polls.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	t.Cleanup(srv.Close)
+	s, err := New(Params{Addresses: []string{srv.URL}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return polls.Load() >= 2 }, 10*time.Second, 10*time.Millisecond, "the client polls")
+	require.NoError(t, s.Close())
+	time.Sleep(50 * time.Millisecond) // a poll under way ends
+	after := polls.Load()
+	time.Sleep(200 * time.Millisecond) // ten intervals
+	require.Equal(t, after, polls.Load(), "no poll after Close")
 }

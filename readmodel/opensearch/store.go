@@ -176,6 +176,14 @@ func New(cfg Params) (*Store, error) {
 	return &Store{client: c, prefix: prefix}, nil
 }
 
+// Close stops the client's background work (opensearch-go polls each
+// node's stats every 5 to 30 s for its load shedding, and checks its
+// health) and closes its idle connections. A process holds one Store
+// for its life and need not call it; a caller that makes Stores and
+// drops them (tests, tools) closes each, or its pollers keep asking the
+// addresses it named, where another server may listen by then.
+func (s *Store) Close() error { return s.client.Close() }
+
 // Prefix is the index name prefix of the store.
 func (s *Store) Prefix() string { return s.prefix }
 

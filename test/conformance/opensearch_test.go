@@ -44,6 +44,7 @@ func TestOpenSearch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = s.Close() })
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := s.Init(ctx, mappings.Settings{Shards: 1, Replicas: 0}); err != nil {

@@ -96,6 +96,7 @@ func TestOpenSearchFaults(t *testing.T) {
 			t.Cleanup(cluster.Close)
 			store, err := opensearch.New(opensearch.Params{Addresses: []string{cluster.URL}, RequestTimeout: 10 * time.Second})
 			require.NoError(t, err)
+			t.Cleanup(func() { _ = store.Close() })
 			h := apitest.New(t, apitest.Params{Server: api.Params{Reader: store, RequestTimeout: deadline}})
 
 			start := time.Now()
