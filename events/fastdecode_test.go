@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -739,4 +740,58 @@ func TestLentListsFromBlocks(t *testing.T) {
 	if o := allocs(raws[0], false) - allocs(without, false); o < 0.9 {
 		t.Fatalf("an owned list of two took %v allocations, want one", o)
 	}
+}
+
+// TestStrEveryPlace: decoder.str passes eight bytes at a time and, in
+// the word that holds a quote, a backslash or a control character, goes
+// on at that byte. For strings of every length up to three words, read
+// from every alignment, with one byte of each kind that matters at every
+// place (a quote that ends the string early, a backslash, control
+// characters, bytes that are not valid UTF-8 and a valid two-byte one), it
+// returns what a byte-at-a-time reading returns.
+func TestStrEveryPlace(t *testing.T) {
+	// want is str's contract read one byte at a time.
+	want := func(b []byte, at int) ([]byte, int, bool) {
+		if at >= len(b) || b[at] != '"' {
+			return nil, at, false
+		}
+		for i := at + 1; i < len(b); i++ {
+			switch c := b[i]; {
+			case c == '"':
+				s := b[at+1 : i]
+				return s, i + 1, utf8.Valid(s)
+			case c < 0x20 || c == '\\':
+				return nil, 0, false
+			}
+		}
+		return nil, 0, false
+	}
+	special := []string{`"`, `\`, "\x00", "\x1f", "\n", "\xff", "\xc3", "\x80", "é", "\x7f", " "}
+	cases := 0
+	for n := 0; n <= 24; n++ {
+		for j := -1; j < n; j++ {
+			for _, sp := range special {
+				body := []byte(strings.Repeat("a", n))
+				if j >= 0 {
+					body = append(body[:j:j], append([]byte(sp), body[j+1:]...)...)
+				}
+				for pad := range 8 {
+					for _, tail := range []string{``, `,"next":"x"}`} {
+						b := []byte(strings.Repeat(" ", pad) + `"` + string(body) + `"` + tail)
+						d := decoder{b: b, i: pad}
+						got, ok := d.str()
+						w, end, wok := want(b, pad)
+						if ok != wok || ok && (!bytes.Equal(got, w) || d.i != end) {
+							t.Fatalf("str of %q from %d: %q, %v, at %d; want %q, %v, at %d", b, pad, got, ok, d.i, w, wok, end)
+						}
+						cases++
+					}
+				}
+				if j < 0 {
+					break // no byte replaced: one case for every special
+				}
+			}
+		}
+	}
+	t.Logf("%d cases", cases)
 }
