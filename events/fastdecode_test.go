@@ -742,9 +742,9 @@ func TestLentListsFromBlocks(t *testing.T) {
 	}
 }
 
-// TestStrEveryPlace: decoder.str passes eight bytes at a time and, in
-// the word that holds a quote, a backslash or a control character, goes
-// on at that byte. For strings of every length up to three words, read
+// TestStrEveryPlace: decoder.str passes eight bytes at a time until a
+// word holds a quote, a backslash or a control character, and goes on a
+// byte at a time from there. For strings of every length up to three words, read
 // from every alignment, with one byte of each kind that matters at every
 // place (a quote that ends the string early, a backslash, control
 // characters, bytes that are not valid UTF-8 and a valid two-byte one), it

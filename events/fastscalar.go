@@ -171,15 +171,9 @@ func (d *decoder) str() (s []byte, ok bool) {
 	var high uint64 // the bytes passed over, or'ed: a non-ASCII byte sets a top bit
 	// Eight bytes at a time while none is a quote, a backslash or a
 	// control character.
-	// The first word that holds one goes on to the byte at a time at that
-	// byte: the lowest byte each test flags is exact (a borrow can flag
-	// only bytes above a true one).
 	for d.i+8 <= len(d.b) {
 		x := binary.LittleEndian.Uint64(d.b[d.i:])
-		if m := hasZeroByte(x^(lsb*'"')) | hasZeroByte(x^(lsb*'\\')) | ((x - lsb*0x20) &^ x & msb); m != 0 {
-			k := bits.TrailingZeros64(m) >> 3 // the bytes before it are plain
-			high |= x & (1<<(8*k) - 1)
-			d.i += k
+		if hasZeroByte(x^(lsb*'"'))|hasZeroByte(x^(lsb*'\\'))|((x-lsb*0x20)&^x&msb) != 0 {
 			break
 		}
 		high |= x
