@@ -188,7 +188,7 @@ func (s *Store) SidesLean() (active, standby, activeDerived, standbyDerived bool
 	defer s.wmu.Unlock()
 	a := s.active.Load()
 	derived := func(d *side) bool {
-		return len(d.pf.postings)+len(d.pf.byValue)+len(d.pf.posted)+len(d.pf.months) > 0
+		return d.pf.postings.len()+len(d.pf.byValue)+len(d.pf.posted)+len(d.pf.months) > 0
 	}
 	return s.sides[a].lean, s.sides[1-a].lean, derived(s.sides[a]), derived(s.sides[1-a])
 }

@@ -193,7 +193,9 @@ func (g *geoBuild) wait(s *side) {
 		if i == 0 {
 			continue // wrote the side's own maps
 		}
-		maps.Copy(v.pf.postings, b.postings)
+		for k, t := range b.postings.all() {
+			v.pf.postings.put(k, t)
+		}
 		maps.Copy(v.pf.dense, b.dense) // each geo is one builder's
 		maps.Copy(v.pf.byValue, b.byValue)
 		maps.Copy(v.pf.posted, b.posted)
@@ -239,7 +241,7 @@ var parallelGeos = 4096
 // space reused across them.
 type geoBuilder struct {
 	s        *side
-	postings map[fkey]treeSet // the side's (first builder), or merged after
+	postings *postingTable // the side's (first builder), or merged after
 	dense    map[uint32][]fkey
 	byValue  map[uint32]*valueOrder
 	posted   map[uint32]bool
@@ -266,7 +268,7 @@ type pendPosting struct{ keys []pkey }
 func newGeoBuilder(s *side, own bool) *geoBuilder {
 	b := &geoBuilder{s: s, postings: s.pf.postings, dense: s.pf.dense, byValue: s.pf.byValue, posted: s.pf.posted, months: s.pf.months}
 	if !own {
-		b.postings, b.dense, b.byValue, b.posted, b.months = map[fkey]treeSet{}, map[uint32][]fkey{}, map[uint32]*valueOrder{}, map[uint32]bool{}, monthIndex{}
+		b.postings, b.dense, b.byValue, b.posted, b.months = newPostingTable(), map[uint32][]fkey{}, map[uint32]*valueOrder{}, map[uint32]bool{}, monthIndex{}
 	}
 	for f := ffType; f < ffValue; f++ { // the symbol fields
 		b.trees[f] = make([]genTree, len(s.pi.syms.strs))
@@ -383,7 +385,7 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 	// A value of more than a quarter of the geo's permits gets a dense
 	// posting, its count alone (permit_dense.go).
 	for k, p := range b.pend {
-		switch t, ok := b.postings[k]; {
+		switch t, ok := b.postings.get(k); {
 		case ok && t.t.dense: // no keys to load into; each geo is built once, into maps without its postings, so not met
 			t.t.n = max(t.t.n, len(p.keys))
 		case ok && t.size() > 0:
@@ -391,12 +393,12 @@ func (b *geoBuilder) buildPostings(geo uint32, items []*cpermit) {
 				t.t.load(t.t.permit(x))
 			}
 		case isDense(len(p.keys), len(items)):
-			b.postings[k] = treeSet{denseSet(b.s.pi.slab, len(p.keys), len(items))}
+			b.postings.put(k, treeSet{denseSet(b.s.pi.slab, len(p.keys), len(items))})
 			b.dense[geo] = append(b.dense[geo], k)
 		default:
 			t := blockSetOf(b.s.pi.slab, p.keys)
 			t.setMark(len(items))
-			b.postings[k] = treeSet{t}
+			b.postings.put(k, treeSet{t})
 		}
 		clear(p.keys)
 		p.keys = p.keys[:0]
@@ -547,7 +549,7 @@ func (s *side) buildLean() {
 // permit sets: from the lists its build left (leanLists) while no permit
 // was written since, else from the sets themselves.
 func (s *side) buildLeanGeos() {
-	s.pf.postings = map[fkey]treeSet{}
+	s.pf.postings = newPostingTable()
 	s.pf.dense = map[uint32][]fkey{}
 	s.pf.byValue = map[uint32]*valueOrder{}
 	s.pf.posted = map[uint32]bool{}

@@ -129,7 +129,7 @@ func (s *side) checkPostings() {
 // checkDensity makes the posting k dense, or kept again, as its share
 // of its geo says, and sets its next mark.
 func (s *side) checkDensity(k fkey) {
-	p, ok := s.pf.postings[k]
+	p, ok := s.pf.postings.get(k)
 	if !ok || !s.pf.posted[k.geo] {
 		return
 	}
@@ -145,7 +145,7 @@ func (s *side) checkDensity(k fkey) {
 		s.pf.dense[k.geo] = append(s.pf.dense[k.geo], k)
 	case t.dense && t.n*sparseShare < n:
 		t = s.keptPosting(k, g)
-		s.pf.postings[k] = treeSet{t}
+		s.pf.postings.put(k, treeSet{t})
 		s.undense(k)
 	}
 	t.setMark(n)

@@ -44,7 +44,7 @@ func checkDensePostings(t *testing.T, s *side) int {
 		}
 	}
 	dense := 0
-	for k, p := range s.pf.postings {
+	for k, p := range s.pf.postings.all() {
 		keys, ok := want[k]
 		require.True(t, ok, "a posting of a value no permit of a posted geo holds: %+v", k)
 		require.Equal(t, len(keys), p.t.len(), "count of %+v", k)
@@ -59,7 +59,7 @@ func checkDensePostings(t *testing.T, s *side) int {
 		require.Equal(t, keys, got, "the keys of %+v", k)
 	}
 	for k := range want {
-		_, ok := s.pf.postings[k]
+		_, ok := s.pf.postings.get(k)
 		require.True(t, ok, "a value held in a posted geo has a posting: %+v", k)
 	}
 	return dense
@@ -130,7 +130,7 @@ func TestDensePostings(t *testing.T) {
 			require.ElementsMatch(t, want, got, status)
 		}
 		geo, _ := s.pi.syms.lookup("zip-a")
-		p, ok := s.pf.postings[fkey{geo, ffStatus, s.pf.vals["completed"]}]
+		p, ok := s.pf.postings.get(fkey{geo, ffStatus, s.pf.vals["completed"]})
 		return ok && p.t.dense
 	}
 	apply(readmodel.Batch{Locations: []readmodel.Location{{GeoID: "zip-a", GeoType: readmodel.GeoZip, Name: "zip-a", Version: 1}}})
@@ -175,7 +175,7 @@ func TestDensePostings(t *testing.T) {
 	require.False(t, completedDense(), "none left")
 	s := st.sides[st.active.Load()]
 	geo, _ := s.pi.syms.lookup("zip-a")
-	_, ok := s.pf.postings[fkey{geo, ffStatus, s.pf.vals["completed"]}]
+	_, ok := s.pf.postings.get(fkey{geo, ffStatus, s.pf.vals["completed"]})
 	require.False(t, ok, "its posting went with its last permit")
 }
 

@@ -79,7 +79,7 @@ type fkey struct {
 // form of every symbol a filterable field holds (readers look folds up
 // instead of folding per candidate).
 type permitFilterIndex struct {
-	postings map[fkey]treeSet       // kept and dense (permit_dense.go)
+	postings *postingTable          // kept and dense (permit_dense.go; permit_posting_table.go)
 	posted   map[uint32]bool        // geos with postings (postingMin)
 	dense    map[uint32][]fkey      // a posted geo's dense postings
 	fold     map[uint32]string      // symbol -> FoldValue (type, work type, status)
@@ -98,7 +98,7 @@ type permitFilterIndex struct {
 }
 
 func newPermitFilterIndex() permitFilterIndex {
-	return permitFilterIndex{postings: map[fkey]treeSet{}, posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]*valueOrder{}, cells: map[cellKey]slotKeys{}, months: monthIndex{}}
+	return permitFilterIndex{postings: newPostingTable(), posted: map[uint32]bool{}, dense: map[uint32][]fkey{}, fold: map[uint32]string{}, ckey: map[uint32]string{}, foldID: map[uint32]uint32{}, ckeyID: map[uint32]uint32{}, vals: map[string]uint32{}, text: newTextIndex(), byValue: map[uint32]*valueOrder{}, cells: map[cellKey]slotKeys{}, months: monthIndex{}}
 }
 
 // foldSymID is the valID of the symbol's FoldValue (0 for an empty
@@ -243,10 +243,11 @@ func (s *side) buildPostings(geo uint32, t treeSet) {
 	for x, m := range counts {
 		k := fkey{geo, x.f, x.v}
 		if isDense(m, n) {
-			s.pf.postings[k] = treeSet{denseSet(s.pi.slab, m, n)}
+			s.pf.postings.put(k, treeSet{denseSet(s.pi.slab, m, n)})
 			s.pf.dense[geo] = append(s.pf.dense[geo], k)
 		} else {
-			s.pf.postings[k].t.setMark(n)
+			t, _ := s.pf.postings.get(k)
+			t.t.setMark(n)
 		}
 	}
 	s.buildValueOrder(geo, t)
@@ -266,10 +267,10 @@ func (s *side) buildValueOrder(geo uint32, t treeSet) {
 
 // posting returns the posting of k, made empty when missing.
 func (s *side) posting(k fkey) treeSet {
-	t, ok := s.pf.postings[k]
+	t, ok := s.pf.postings.get(k)
 	if !ok {
 		t = newTreeSet(s.pi.slab)
-		s.pf.postings[k] = t
+		s.pf.postings.put(k, t)
 	}
 	return t
 }
@@ -279,7 +280,7 @@ func (s *side) posting(k fkey) treeSet {
 func (s *side) unpost(geo uint32, kv []fieldValue, c *cpermit) {
 	for _, x := range kv {
 		k := fkey{geo, x.f, x.v}
-		if t, ok := s.pf.postings[k]; ok {
+		if t, ok := s.pf.postings.get(k); ok {
 			if t.t.dense {
 				t.t.count(false)
 			} else {
@@ -295,8 +296,8 @@ func (s *side) unpost(geo uint32, kv []fieldValue, c *cpermit) {
 func (s *side) dropEmptyPostings(geo uint32, kv []fieldValue) {
 	for _, x := range kv {
 		k := fkey{geo, x.f, x.v}
-		if t, ok := s.pf.postings[k]; ok && t.size() == 0 {
-			delete(s.pf.postings, k)
+		if t, ok := s.pf.postings.get(k); ok && t.size() == 0 {
+			s.pf.postings.del(k)
 			if t.t.dense {
 				s.undense(k)
 			}
@@ -414,7 +415,7 @@ func (s *side) filteredSet(geo uint32, base permitSet, f *readmodel.PermitFilter
 			var sets []iterable
 			n := 0
 			for _, v := range ids {
-				if t, ok := s.pf.postings[fkey{geo, field, v}]; ok {
+				if t, ok := s.pf.postings.get(fkey{geo, field, v}); ok {
 					if t.t.dense {
 						return // not a candidate set (permit_dense.go)
 					}

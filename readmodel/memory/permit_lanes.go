@@ -173,9 +173,11 @@ func (s *side) lanePostings(c *cpermit, add bool, log *seekLog) {
 	}
 	var tbuf [32]*blockSet
 	ts := tbuf[:0]
-	for _, k := range keys {
-		ts = append(ts, s.pf.postings[k].t) // nil: none
+	if len(keys) > len(tbuf) {
+		ts = make([]*blockSet, 0, len(keys))
 	}
+	ts = ts[:len(keys)]
+	s.pf.postings.getAll(keys, ts) // nil: none
 	var dbuf [32]bool
 	dense := dbuf[:0]
 	for i, t := range ts {
@@ -270,7 +272,7 @@ func (s *side) settlePosted() {
 			var kvs [5]fieldValue
 			t.t.scan(func(k pkey) bool {
 				for _, x := range kvs[:s.filterKeys(t.t.permit(k), &kvs)] {
-					delete(s.pf.postings, fkey{geo, x.f, x.v})
+					s.pf.postings.del(fkey{geo, x.f, x.v})
 				}
 				return true
 			})

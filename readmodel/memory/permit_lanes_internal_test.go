@@ -140,7 +140,7 @@ func permitIndexDump(s *side) map[string][]string {
 	for v, id := range s.pf.vals {
 		valStr[id] = v
 	}
-	for k, t := range s.pf.postings {
+	for k, t := range s.pf.postings.all() {
 		val := fmt.Sprint("bucket ", k.val)
 		if k.field != ffValue {
 			val = valStr[k.val]

@@ -85,7 +85,7 @@ func testPostingsHoldExactlyTheirValue(t *testing.T, share int) {
 	require.Len(t, s.pf.posted, len(geos), "every geo is posted")
 	require.Equal(t, want, got)
 	dense := 0
-	for _, p := range s.pf.postings {
+	for _, p := range s.pf.postings.all() {
 		if p.t.dense {
 			dense++
 		}
@@ -94,6 +94,6 @@ func testPostingsHoldExactlyTheirValue(t *testing.T, share int) {
 		require.Zero(t, dense)
 	} else {
 		require.Positive(t, dense)
-		require.Less(t, dense, len(s.pf.postings), "kept ones too")
+		require.Less(t, dense, s.pf.postings.len(), "kept ones too")
 	}
 }

@@ -1,0 +1,74 @@
+package memory
+
+import (
+	"maps"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPostingTableIsAMap: the postings' table answers as a map of the
+// same keys does through every put, replace and delete, with keys drawn
+// from a small space so that probes collide, runs wrap past the table's
+// end and deletes move keys back into their holes: get and getAll (more
+// keys than one stage probes, some missing) give each key's posting,
+// len counts them, and all gives each exactly once.
+func TestPostingTableIsAMap(t *testing.T) {
+	for _, space := range []int{3, 12, 40, 400} {
+		rng := rand.New(rand.NewPCG(uint64(space), 7))
+		tab, want := newPostingTable(), map[fkey]treeSet{}
+		key := func() fkey {
+			return fkey{geo: uint32(rng.IntN(space)), field: filterField(1 + rng.IntN(3)), val: uint32(rng.IntN(space))}
+		}
+		sets := make([]*blockSet, 16)
+		for i := range sets {
+			sets[i] = &blockSet{n: i}
+		}
+		for step := range 20_000 {
+			k := key()
+			switch op := rng.IntN(10); {
+			case op < 5:
+				v := treeSet{sets[rng.IntN(len(sets))]}
+				tab.put(k, v)
+				want[k] = v
+			default:
+				tab.del(k)
+				delete(want, k)
+			}
+			require.Equal(t, len(want), tab.len(), "step %d", step)
+			got, ok := tab.get(k)
+			w, wok := want[k]
+			require.Equal(t, wok, ok, "step %d: %+v", step, k)
+			require.Same(t, w.t, got.t, "step %d: %+v", step, k)
+			if step%97 != 0 {
+				continue
+			}
+			all := map[fkey]treeSet{}
+			for k, v := range tab.all() {
+				_, twice := all[k]
+				require.False(t, twice, "step %d: %+v twice", step, k)
+				all[k] = v
+			}
+			require.True(t, maps.Equal(want, all), "step %d: all", step)
+			keys := make([]fkey, 0, 2*postingsAtOnce+5)
+			for range cap(keys) {
+				keys = append(keys, key())
+			}
+			out := make([]*blockSet, len(keys))
+			for j := range out {
+				out[j] = sets[0] // getAll sets every one, missing keys to nil
+			}
+			tab.getAll(keys, out)
+			for j, k := range keys {
+				require.Same(t, want[k].t, out[j], "step %d: getAll of %+v", step, k)
+			}
+		}
+	}
+}
+
+// TestPostingTableRefusesAKeyWithoutAField: field 0 marks an empty slot,
+// so a key without one would be lost; put refuses it.
+func TestPostingTableRefusesAKeyWithoutAField(t *testing.T) {
+	require.Panics(t, func() { newPostingTable().put(fkey{geo: 1, val: 2}, treeSet{}) })
+}
