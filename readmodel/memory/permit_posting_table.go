@@ -1,6 +1,9 @@
 package memory
 
-import "iter"
+import (
+	"iter"
+	"math/bits"
+)
 
 // postingTable holds a side's filter postings by key (permitFilterIndex's
 // postings): an open-addressing table with linear probing, its slots (a
@@ -100,7 +103,7 @@ func (p *postingTable) grow() {
 	old := p.slots
 	size := max(postingMinSlots, 2*len(old))
 	p.slots = make([]postingSlot, size)
-	p.shift = uint8(64 - log2(size))
+	p.shift = uint8(64 - bits.TrailingZeros(uint(size)))
 	mask := size - 1
 	for _, s := range old {
 		if s.k.field == 0 {
@@ -112,16 +115,6 @@ func (p *postingTable) grow() {
 		}
 		p.slots[i] = s
 	}
-}
-
-// log2 is the base-2 logarithm of n, a power of two.
-func log2(n int) int {
-	b := 0
-	for n > 1 {
-		n >>= 1
-		b++
-	}
-	return b
 }
 
 // del removes the posting of k, if held. The keys after it in its run
