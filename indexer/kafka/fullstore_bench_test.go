@@ -128,6 +128,10 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 	// minutes, so each full round is compared with the mean of the empty
 	// rounds on either side of it.
 	rounds := fullRounds(b, fill)
+	snap := os.Getenv("PERMITD_BENCH_FULL_SNAPSHOT")
+	if snap == "" { // one file for every round (each TempDir is a new directory)
+		snap = filepath.Join(b.TempDir(), "full.snapshot")
+	}
 	empties := []time.Duration{empty}
 	var fulls []time.Duration
 	var fullCost, afterCost roundCost
@@ -138,7 +142,7 @@ func BenchmarkIngestMixFullStore(b *testing.B) {
 		start := time.Now()
 		var filled *memory.Store
 		if fill == "snapshot" {
-			filled = filledFromSnapshot(b, full)
+			filled = filledFromSnapshot(b, full, snap)
 		} else {
 			filled = fillStore(b, full, byImport)
 		}
@@ -362,15 +366,11 @@ func fillStore(b *testing.B, full int, byImport bool) *memory.Store {
 	return filled
 }
 
-// filledFromSnapshot is fillStore's Import written to a snapshot and
-// loaded into a new store as serve loads one at a start, both sides
-// built. PERMITD_BENCH_FULL_SNAPSHOT names a file to keep the snapshot
-// in (loaded when it exists: it must hold full permits).
-func filledFromSnapshot(b *testing.B, full int) *memory.Store {
-	path := os.Getenv("PERMITD_BENCH_FULL_SNAPSHOT")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "full.snapshot")
-	}
+// filledFromSnapshot is fillStore's Import written to a snapshot at
+// path, when no file is there yet, and loaded into a new store as serve
+// loads one at a start, both sides built. A file at path must hold full
+// permits (PERMITD_BENCH_FULL_SNAPSHOT keeps one from run to run).
+func filledFromSnapshot(b *testing.B, full int, path string) *memory.Store {
 	if _, err := os.Stat(path); err != nil {
 		st := fillStore(b, full, true)
 		_, err := snapshot.Write(path, snapshot.Offsets{}, func(fn func(readmodel.Batch) error) error {
