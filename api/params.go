@@ -18,8 +18,6 @@ import (
 // the parameter.
 type query struct{ v url.Values }
 
-func newQuery(u *url.URL) query { return query{v: u.Query()} }
-
 // get returns the single value of name; ok is false when absent.
 func (q query) get(name string) (string, bool, error) {
 	vs, ok := q.v[name]

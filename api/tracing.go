@@ -302,17 +302,6 @@ func (n *spanNames) get(method, route string) string {
 	return r[i]
 }
 
-// TraceID is the hex id of the request's trace, "" when tracing is off.
-// The access log reads it after c.Next() (the tracing middleware runs
-// before the logger and puts its span in c.Request's context).
-func TraceID(c *gin.Context) string {
-	sc := trace.SpanContextFromContext(c.Request.Context())
-	if !sc.HasTraceID() {
-		return ""
-	}
-	return sc.TraceID().String()
-}
-
 // traceIDAttr is the access log's trace_id attribute. With inPlace (the
 // handler formats the record before Handle returns and keeps nothing of
 // it) the hex is written into the request's pooled state and the

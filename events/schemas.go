@@ -15,15 +15,6 @@ import (
 //go:embed schemas/*.json
 var schemaFS embed.FS
 
-// Schema returns the JSON Schema of event type t.
-func Schema(t Type) ([]byte, bool) {
-	name := string(t) + ".json"
-	if t.IsDelete() {
-		name = "deleted.json"
-	}
-	return SchemaFile(name)
-}
-
 // SchemaNames lists the embedded schema files.
 func SchemaNames() []string {
 	entries, _ := fs.ReadDir(schemaFS, "schemas")

@@ -240,18 +240,3 @@ func IndexBody(prefix string, k readmodel.Kind, aliases bool) ([]byte, error) {
 	}
 	return json.MarshalIndent(body, "", "  ")
 }
-
-// AliasActions is the body of POST _aliases that moves alias from the
-// index from to the index to in one atomic step (from "" only adds).
-func AliasActions(alias, from, to string, write bool) ([]byte, error) {
-	add := map[string]any{"index": to, "alias": alias}
-	if write {
-		add["is_write_index"] = true
-	}
-	actions := []any{}
-	if from != "" {
-		actions = append(actions, map[string]any{"remove": map[string]any{"index": from, "alias": alias}})
-	}
-	actions = append(actions, map[string]any{"add": add})
-	return json.MarshalIndent(map[string]any{"actions": actions}, "", "  ")
-}

@@ -19,11 +19,6 @@ import (
 //go:embed openapi.yaml
 var document []byte
 
-// YAML returns the document as written, in YAML. The slice is a copy.
-func YAML() []byte {
-	return bytes.Clone(document)
-}
-
 var load = sync.OnceValues(func() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(document)

@@ -57,23 +57,6 @@ func startServeAdminEnv(t *testing.T, env map[string]string, args ...string) (ba
 	return base, key, admin
 }
 
-// waitReady polls /v1/health/ready until 200.
-func waitReady(t *testing.T, base string, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(base + "/v1/health/ready")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("not ready within %s", within)
-}
-
 func get(t *testing.T, url, key string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)

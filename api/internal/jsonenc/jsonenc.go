@@ -182,14 +182,6 @@ func NullInt(dst []byte, n *int) []byte {
 	return strconv.AppendInt(dst, int64(*n), 10)
 }
 
-// Bool appends true or false.
-func Bool(dst []byte, b bool) []byte {
-	if b {
-		return append(dst, "true"...)
-	}
-	return append(dst, "false"...)
-}
-
 // rawSpecial marks the bytes Raw must look at: quotes and backslashes
 // (string state), whitespace (dropped outside strings), the HTML
 // characters and the first byte of U+2028/U+2029 (escaped).
