@@ -290,14 +290,37 @@ func TestAccessLogNeverHoldsTheKey(t *testing.T) {
 	}
 }
 
+// TestUnknownRouteIs404 includes paths a route would match without their
+// trailing slash or empty segment: 404 in the error body, not Gin's
+// redirect (a 301 with an HTML body, found by FuzzQuery).
 func TestUnknownRouteIs404(t *testing.T) {
 	h := apitest.New(t, apitest.Params{})
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/v1/locations/gabc/extra", nil)
-	req.Header.Set("X-API-Key", apitest.Key)
-	h.Handler.ServeHTTP(rec, req)
-	var e stdError
-	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != http.StatusNotFound || e.Error.Code != "NOT_FOUND" {
-		t.Fatalf("status %d body %s", rec.Code, rec.Body)
+	for _, path := range []string{
+		"/v1/locations/gabc/extra", "/v1/permits/search/", "/v1/permits/search/?geo_id=g1",
+		"/v1/signals/geo/location//", "/v1/locations//", "/v1//permits/search", "/v1/health/live/",
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(method, path, nil)
+			req.Header.Set("X-API-Key", apitest.Key)
+			h.Handler.ServeHTTP(rec, req)
+			if rec.Code != http.StatusNotFound || rec.Header().Get("Location") != "" {
+				t.Fatalf("%s %s: status %d, Location %q, body %s", method, path, rec.Code, rec.Header().Get("Location"), rec.Body)
+			}
+			if method == http.MethodHead {
+				continue
+			}
+			var e stdError
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code != "NOT_FOUND" {
+				t.Fatalf("%s %s: body %s", method, path, rec.Body)
+			}
+		}
+	}
+	for _, path := range []string{"/docs/", "/explore/"} {
+		rec := httptest.NewRecorder()
+		h.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+			t.Fatalf("%s: status %d %q", path, rec.Code, rec.Header().Get("Content-Type"))
+		}
 	}
 }

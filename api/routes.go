@@ -17,11 +17,15 @@ import (
 // headers; net/http sends no body); another method on a known path gets
 // 405 with `Allow`; paths are matched on their raw form, so an encoded
 // slash (%2F) stays inside its segment (and then fails the parameter's
-// validation) instead of being routed as a separator.
+// validation) instead of being routed as a separator; a path with a
+// trailing slash or an empty segment is an unknown path (404 in the
+// error body), never a redirect, whose body Gin would write as HTML (the
+// pages answer at /docs/ and /explore/ too: web.Routes).
 //
 // Metrics are on the admin listener (NewAdmin), never here.
 func (s *server) routes(r *gin.Engine) {
 	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false
 	r.UseRawPath = true
 	r.UnescapePathValues = true
 	r.NoMethod(func(c *gin.Context) {

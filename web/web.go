@@ -26,7 +26,9 @@ import (
 var dist embed.FS
 
 // Routes are the Gin route patterns Serve answers (GET and HEAD).
-var Routes = []string{"/docs", "/docs/assets/*file", "/explore", "/explore/assets/*file"}
+// A page answers with or without a trailing slash (its assets' paths are
+// absolute), since the API does not redirect.
+var Routes = []string{"/docs", "/docs/", "/docs/assets/*file", "/explore", "/explore/", "/explore/assets/*file"}
 
 // CSP is the Content-Security-Policy of the pages and their assets:
 // scripts, styles and data calls from this origin only, nothing inline, no

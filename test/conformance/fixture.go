@@ -38,7 +38,7 @@ const Today = "2026-06-30"
 
 var t0 = time.Date(2026, 6, 30, 0, 0, 0, 0, time.UTC)
 
-func mustEnv(t *testing.T, typ events.Type, id string, v int64, data any) events.Envelope {
+func mustEnv(t testing.TB, typ events.Type, id string, v int64, data any) events.Envelope {
 	t.Helper()
 	env, err := events.New(typ, id, v, t0, "conformance", data)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func mustEnv(t *testing.T, typ events.Type, id string, v int64, data any) events
 
 // placeEnv is the version 1 upsert of a place; a place below a state
 // without a StateGeoID gets its state's.
-func placeEnv(t *testing.T, id string, l events.Location) events.Envelope {
+func placeEnv(t testing.TB, id string, l events.Location) events.Envelope {
 	t.Helper()
 	if l.StateGeoID == "" && l.GeoType != "state" {
 		l.StateGeoID = events.GeoID("state", l.State)
@@ -56,7 +56,7 @@ func placeEnv(t *testing.T, id string, l events.Location) events.Envelope {
 }
 
 // LocationEvents are the fixture's gazetteer, parents first.
-func LocationEvents(t *testing.T) []events.Envelope {
+func LocationEvents(t testing.TB) []events.Envelope {
 	wa := events.Location{State: "WA", StateName: "Washington"}
 	loc := func(id string, l events.Location) events.Envelope {
 		if l.State == "" {
@@ -93,7 +93,7 @@ func zip(code, city, cityID, jurID, jur string) events.Location {
 }
 
 // PropertyEvents are three properties.
-func PropertyEvents(t *testing.T) []events.Envelope {
+func PropertyEvents(t testing.TB) []events.Envelope {
 	lat, lon := 47.6097, -122.3331
 	p := func(id, norm, city, zip string) events.Envelope {
 		return mustEnv(t, events.PropertyUpserted, id, 1, events.Property{
@@ -110,7 +110,7 @@ func PropertyEvents(t *testing.T) []events.Envelope {
 
 // PermitEvents are 40 permits over three ZIPs: issue dates from a dozen
 // days (ties within a day), five undated, some on the properties.
-func PermitEvents(t *testing.T) []events.Envelope {
+func PermitEvents(t testing.TB) []events.Envelope {
 	r := rand.New(rand.NewPCG(7, 7))
 	days := []string{"2024-01-05", "2024-01-05", "2024-02-10", "2024-03-15", "2024-03-15", "2024-03-15", "2024-06-01", "2024-12-31", "2025-01-01", "2025-05-05", "2025-07-07", "2026-01-02"}
 	zips := []string{"98101", "98104", "98004"}
@@ -146,7 +146,7 @@ func PermitEvents(t *testing.T) []events.Envelope {
 
 // LeadEvents are 60 leads over the three ZIPs: dates around Today (some
 // null, some equal), confidences with ties and nulls, three keys.
-func LeadEvents(t *testing.T) []events.Envelope {
+func LeadEvents(t testing.TB) []events.Envelope {
 	r := rand.New(rand.NewPCG(11, 3))
 	keys := []string{"site_prep_issued_nowcast", "framing_nowcast_early", "rough_in_window_late"}
 	anchors := []string{Zip98101, Zip98104, Zip98004}
@@ -176,7 +176,7 @@ func LeadEvents(t *testing.T) []events.Envelope {
 
 // GeoSignalEvents are two keys over every WA city, ZIP and county, with
 // score ties.
-func GeoSignalEvents(t *testing.T) []events.Envelope {
+func GeoSignalEvents(t testing.TB) []events.Envelope {
 	scores := []float64{0.9, 0.7, 0.7, 0.4, 0.2}
 	decisions := []string{events.DecisionPositive, events.DecisionNeutral, events.DecisionNeutral, events.DecisionNegative, events.DecisionNegative}
 	geos := []string{King, Skagit, Seattle, Bellevue, MtVernon, Zip98101, Zip98104, Zip98004, Portland}
@@ -194,7 +194,7 @@ func GeoSignalEvents(t *testing.T) []events.Envelope {
 }
 
 // CatalogEvents are three WA entries (one inactive) and one OR entry.
-func CatalogEvents(t *testing.T) []events.Envelope {
+func CatalogEvents(t testing.TB) []events.Envelope {
 	c := func(state, key, family, status string) events.Envelope {
 		return mustEnv(t, events.CatalogUpserted, events.CatalogID(state, key), 1, events.CatalogEntry{
 			State: state, SignalKey: key, Family: family, ActiveSignalVersion: "v1", ActiveWeightsProfileID: "w1",
@@ -210,7 +210,7 @@ func CatalogEvents(t *testing.T) []events.Envelope {
 }
 
 // AllEvents is the whole fixture in dependency order.
-func AllEvents(t *testing.T) []events.Envelope {
+func AllEvents(t testing.TB) []events.Envelope {
 	var out []events.Envelope
 	out = append(out, LocationEvents(t)...)
 	out = append(out, PropertyEvents(t)...)

@@ -107,6 +107,14 @@ func (v *Validator) Validate(req *http.Request, status int, header http.Header, 
 	return nil
 }
 
+// Documented reports whether req's method and path match an operation of
+// the document (any other path is one the API answers 404).
+func (v *Validator) Documented(req *http.Request) bool {
+	routed := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath}}
+	_, _, err := v.router.FindRoute(routed)
+	return err == nil
+}
+
 // Check fails t (without stopping it) when the response breaks the document;
 // see Validate.
 func (v *Validator) Check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
