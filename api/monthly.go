@@ -14,8 +14,8 @@ var monthlyParams = append([]string{"geo_id", "from_date", "to_date"}, append(pe
 
 // permitMonthly: GET /v1/permits/stats/monthly. The window is from_date
 // .. to_date (inclusive issue dates); to_date defaults to today, from_date
-// to the first day of the month 23 months before to_date's (24 months).
-// More than 120 months: 422.
+// to the first day of the month 23 months before to_date's (24 months),
+// not before 0000-01-01. More than 120 months: 422.
 func (s *server) permitMonthly(c *gin.Context) error {
 	q := queryOf(c)
 	geo, err := q.geo("geo_id")
@@ -39,7 +39,14 @@ func (s *server) permitMonthly(c *gin.Context) error {
 	}
 	if from == "" {
 		t, _ := time.Parse(time.DateOnly, to)
-		from = time.Date(t.Year(), t.Month()-readmodel.DefaultMonths+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		first := time.Date(t.Year(), t.Month()-readmodel.DefaultMonths+1, 1, 0, 0, 0, 0, time.UTC)
+		// Dates are YYYY-MM-DD from year 0000 (readmodel.IsDay): a
+		// to_date in year 0000 or 0001 starts the window there, not in a
+		// negative year no date parser takes (a 500, found by FuzzQuery).
+		if first.Year() < 0 {
+			first = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		from = first.Format(time.DateOnly)
 	}
 	if err := dateRange(from, to); err != nil {
 		return err

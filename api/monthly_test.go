@@ -120,3 +120,29 @@ func searchMonths(t *testing.T, h *apitest.Harness, q url.Values) map[string]int
 		q.Set("cursor", *p.NextCursor)
 	}
 }
+
+// TestPermitMonthlyWindowFromYearZero: a to_date in year 0000 or 0001
+// has its default window start at 0000-01-01, not in a negative year
+// (which answered 500: FuzzQuery).
+func TestPermitMonthlyWindowFromYearZero(t *testing.T) {
+	h := filterHarness(t)
+	for _, c := range []struct {
+		to, from string
+		months   int
+	}{
+		{"0000-01-01", "0000-01-01", 1},
+		{"0001-06-15", "0000-01-01", 18},
+		{"0001-12-31", "0000-01-01", 24},
+		{"0002-01-01", "0000-02-01", 24},
+	} {
+		r := h.Get("/v1/permits/stats/monthly?" + url.Values{"geo_id": {geo98101}, "to_date": {c.to}}.Encode())
+		if r.Status != http.StatusOK {
+			t.Fatalf("to_date %s: %d %s", c.to, r.Status, r.Body)
+		}
+		var m monthlyBody
+		r.JSON(t, &m)
+		if m.FromDate != c.from || m.ToDate != c.to || len(m.Months) != c.months || m.Months[0].Month != c.from[:7] {
+			t.Errorf("to_date %s: from %s to %s, %d months from %v; want from %s, %d months", c.to, m.FromDate, m.ToDate, len(m.Months), m.Months[0].Month, c.from, c.months)
+		}
+	}
+}
