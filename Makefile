@@ -8,7 +8,7 @@ SHARED    ?= ../shared
 # load harness's floor are compiled with it too. PGO=off: without.
 PGO       ?= $(CURDIR)/cmd/permitd/default.pgo
 
-.PHONY: run test test-short bench lint build fmt load load-chaos load-ingest web pgo
+.PHONY: run test test-short bench lint build fmt fuzz load load-chaos load-ingest web pgo
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -69,6 +69,17 @@ INGEST_FLAGS ?= -runs 2
 load-ingest:
 	$(GO) build -pgo=$(PGO) -o bin/permitd ./cmd/permitd
 	$(GO) run ./test/load/ingest -permitd bin/permitd -broker-dir $(SHARED)/tools/kfake-broker $(INGEST_FLAGS)
+
+## fuzz: every fuzz target in turn for FUZZTIME each (default 1m; make test runs their seeds and the inputs fuzzing found, testdata/fuzz); what fails is written to the package's testdata/fuzz, to commit with its fix
+FUZZTIME ?= 1m
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		dir=./$$(dirname $${f#./}); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$dir $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$dir; \
+		done; \
+	done
 
 ## lint: gofmt, vet, OpenSearch bodies against the official spec when ../shared exists, a Go client generated from the OpenAPI document compiles (oapi-codegen), deploy/k8s renders and validates offline (kustomize, kubeconform); tools pinned in tools/go.mod
 lint:

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/permitd/permitd/api/apitest"
+	"github.com/permitd/permitd/api/openapi/openapitest"
+	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/readmodel/memory"
 	"github.com/permitd/permitd/readmodel/resolve"
 	"github.com/permitd/permitd/test/conformance"
@@ -137,4 +141,262 @@ func FuzzQuery(f *testing.F) {
 			t.Errorf("%s: status %d: %.300s", target, rec.Code, rec.Body)
 		}
 	})
+}
+
+// FuzzEventThenReads projects one more message, any bytes, after the
+// conformance data (as a pipeline's bad or unusual event would arrive from
+// Kafka), then reads the endpoints over the geographies, properties and
+// keys it could touch (readsAfter). The indexer either takes the message
+// or sends it to the dead-letter topic, never fails the batch or panics.
+// The seeds are the fixture's events, so the fuzzer starts from valid ones
+// of every kind; FuzzPermitThenReads and FuzzLeadThenReads vary the
+// fields of valid events instead of their bytes.
+//
+//	go test -run '^$' -fuzz FuzzEventThenReads -fuzztime 5m ./api/
+func FuzzEventThenReads(f *testing.F) {
+	fz := newFuzzBase(f)
+	for _, e := range fz.base {
+		raw, err := json.Marshal(e)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		h, dead := fz.harness(t)
+		h.PublishRaw(raw)
+		if *dead > 0 {
+			return // the read model is the fixture's, read by the seeds
+		}
+		var env struct {
+			EntityID string `json:"entity_id"`
+			Data     struct {
+				GeoID       string `json:"geo_id"`
+				AnchorGeoID string `json:"anchor_geo_id"`
+				PropertyID  string `json:"property_id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(raw, &env)
+		fz.readsAfter(t, h, []string{env.EntityID, env.Data.GeoID, env.Data.AnchorGeoID}, []string{env.EntityID, env.Data.PropertyID})
+	})
+}
+
+// FuzzPermitThenReads publishes a permit made of the fuzzer's fields twice
+// after the conformance data (its version, then the next version with
+// another issue date and valuation: an update that moves it in every
+// index), then reads as FuzzEventThenReads does. A permit the indexer
+// refuses (a field out of its schema) must go to the dead-letter topic.
+//
+//	go test -run '^$' -fuzz FuzzPermitThenReads -fuzztime 5m ./api/
+func FuzzPermitThenReads(f *testing.F) {
+	fz := newFuzzBase(f)
+	f.Add("P900", "2025-02-03", "2024-12-31", "Issued", "Building", 12500.5, true, "98101", "Seattle", "WA", 47.61, -122.33, true, uint8(1), "New deck", "ACME", int64(1), "2025-03-04", 99.0)
+	f.Add("P001", "", "", "", "Electrical", 0.0, false, "98004", "BELLEVUE", "wa", 0.0, 0.0, false, uint8(3), "", "", int64(7), "", -1.0)
+	f.Add("P902", "2026-06-30", "2026-07-01", "final", "Building", 1e15, true, "00000", "Nowhere", "OR", -90.0, 180.0, true, uint8(0), "x", "y", int64(1<<62), "0000-01-01", 0.01)
+	props := []string{"", conformance.PropUniv, conformance.PropSecnd, conformance.PropBel}
+	f.Fuzz(func(t *testing.T, number, issue, applied, status, ptype string, valuation float64, valued bool, zip, city, state string,
+		lat, lon float64, located bool, prop uint8, desc, contractor string, version int64, issue2 string, valuation2 float64) {
+		d := events.Permit{
+			PermitNumber: number, PermitType: ptype, Status: status, IssueDate: issue, ApplicationDate: applied,
+			Description: desc, Contractor: contractor, Source: "fuzz",
+			Address: events.PermitAddress{Line: "1 Fuzz St", City: city, State: state, Zipcode: zip},
+		}
+		if int(prop) < len(props) {
+			d.PropertyID = props[prop]
+		}
+		if valued {
+			d.Valuation = &valuation
+		}
+		if located {
+			d.Lat, d.Lon = &lat, &lon
+		}
+		id := events.PermitDocID("fuzz", number)
+		first, ok := fuzzEnvelope(events.PermitUpserted, id, version, d)
+		if !ok {
+			t.Skip()
+		}
+		d.IssueDate, d.Valuation = issue2, &valuation2
+		second, ok := fuzzEnvelope(events.PermitUpserted, id, version+1, d)
+		if !ok || version+1 < version {
+			t.Skip()
+		}
+		h, dead := fz.harness(t)
+		h.PublishRaw(first)
+		h.PublishRaw(second)
+		if *dead == 2 {
+			return
+		}
+		fz.readsAfter(t, h, []string{events.GeoID("zip", zip)}, []string{d.PropertyID})
+	})
+}
+
+// FuzzLeadThenReads publishes a lead made of the fuzzer's fields (its
+// anchor one of the fixture's geographies or any string) after the
+// conformance data, and reads as FuzzEventThenReads does.
+//
+//	go test -run '^$' -fuzz FuzzLeadThenReads -fuzztime 5m ./api/
+func FuzzLeadThenReads(f *testing.F) {
+	fz := newFuzzBase(f)
+	f.Add("framing_nowcast_early", "conformance:P001", "2026-06-29", 0.8, true, uint8(0), "", "Seattle", "WA", "98101", "inferred_timing", "ISSUED_RECENTLY", int64(5))
+	f.Add("site_prep_issued_nowcast", "fuzz:x", "", 0.0, false, uint8(2), "", "", "WA", "", "observed_event", "", int64(1))
+	f.Add("rough_in_window_late", "conformance:L001", "2099-12-31", 1.0, true, uint8(9), "zip_98004", "BELLEVUE", "OR", "99999", "x", "A,B", int64(2000))
+	anchors := []string{conformance.Zip98101, conformance.Zip98104, conformance.Zip98004, conformance.Seattle, conformance.SeaJur, conformance.King, conformance.WA, conformance.Portland}
+	f.Fuzz(func(t *testing.T, key, permitID, date string, confidence float64, confident bool, anchor uint8, anchorID, city, state, zip, basis, reasons string, version int64) {
+		if int(anchor) < len(anchors) {
+			anchorID = anchors[anchor]
+		}
+		d := events.Lead{
+			SignalKey: key, PermitID: permitID, PermitNumber: "L-fuzz", EventDateUsed: date, SignalBasis: basis,
+			ReasonCodes: strings.Split(reasons, ","), AnchorGeoID: anchorID, SignalVersion: "v1",
+			Address: events.LeadAddress{FullAddress: "1 Fuzz St", City: city, State: state, Zipcode: zip},
+		}
+		if confident {
+			d.Confidence = &confidence
+		}
+		raw, ok := fuzzEnvelope(events.LeadUpserted, events.LeadID(permitID, key), version, d)
+		if !ok {
+			t.Skip()
+		}
+		h, dead := fz.harness(t)
+		h.PublishRaw(raw)
+		if *dead > 0 {
+			return
+		}
+		fz.readsAfter(t, h, []string{anchorID}, nil)
+	})
+}
+
+// fuzzEnvelope is the message of one event, false when the fuzzer's
+// fields make no JSON (a NaN) or no envelope.
+func fuzzEnvelope(typ events.Type, id string, version int64, data any) ([]byte, bool) {
+	env, err := events.New(typ, id, version, fixtureNow, "fuzz", data)
+	if err != nil {
+		return nil, false
+	}
+	raw, err := json.Marshal(env)
+	return raw, err == nil
+}
+
+// fuzzBase is what the event fuzzers share: the conformance data and one
+// OpenAPI validator.
+type fuzzBase struct {
+	v    *openapitest.Validator
+	base []events.Envelope
+}
+
+func newFuzzBase(f *testing.F) *fuzzBase {
+	return &fuzzBase{v: openapitest.New(f), base: conformance.AllEvents(f)}
+}
+
+// harness is a new API over the conformance data, and the count of the
+// messages sent to the dead-letter topic after it.
+func (fz *fuzzBase) harness(t *testing.T) (*apitest.Harness, *int) {
+	dead := 0
+	h := apitest.New(t, apitest.Params{
+		NewResolver: func() memory.Resolver { return resolve.New() },
+		Now:         fixtureNow,
+		Validator:   fz.v,
+		DeadLetter: func(context.Context, indexer.Message, error) error {
+			dead++
+			return nil
+		},
+	})
+	h.Publish(fz.base...)
+	if dead != 0 {
+		t.Fatalf("the fixture itself went to the dead-letter topic (%d)", dead)
+	}
+	return h, &dead
+}
+
+// readsAfter reads every endpoint over a state, a county, a city and a
+// ZIP of the fixture, and over the geographies (geos) and properties
+// (props) the published message names. Each read is 200 or 404 (422 only
+// for the message's own ids) and matches the OpenAPI document; a walk
+// over the pages of permit search and of permit leads sees each item once.
+func (fz *fuzzBase) readsAfter(t *testing.T, h *apitest.Harness, geos, props []string) {
+	t.Helper()
+	reads := []string{
+		"/v1/locations/resolve?query=Seattle", "/v1/locations/resolve?query=98101&scope=zip",
+		"/v1/search/property?address=600+University+St&city=Seattle",
+		"/v1/property/" + conformance.PropUniv + "/permits",
+		"/v1/signals/catalog", "/v1/signals/catalog?state=WA",
+		"/v1/signals/geo/search?state=WA", "/v1/signals/geo/search?state=WA&geo_type=zip",
+	}
+	// Every read is checked against the document, the main cost of a run:
+	// one geography of each kind.
+	for _, g := range []string{conformance.WA, conformance.King, conformance.Seattle, conformance.Zip98101} {
+		reads = append(reads,
+			"/v1/locations/"+g,
+			"/v1/permits/search?geo_id="+g+"&sort=valuation_desc",
+			"/v1/permits/search?geo_id="+g+"&q=permit",
+			"/v1/permits/stats/monthly?geo_id="+g,
+			"/v1/permits/export?geo_id="+g,
+			"/v1/signals/geo/location/"+g,
+			"/v1/signals/permit/leads?geo_id="+g+"&include_stale=true",
+			"/v1/signals/permit/leads?geo_id="+g+"&group_by=city",
+			"/v1/signals/permit/stats?geo_id="+g+"&include_stale=true",
+		)
+	}
+	var own []string
+	for _, id := range geos {
+		if id != "" {
+			seg, q := url.PathEscape(id), url.QueryEscape(id)
+			own = append(own, "/v1/locations/"+seg, "/v1/signals/geo/location/"+seg,
+				"/v1/permits/search?geo_id="+q, "/v1/permits/stats/monthly?geo_id="+q,
+				"/v1/signals/permit/leads?geo_id="+q, "/v1/signals/permit/stats?geo_id="+q)
+		}
+	}
+	for _, id := range props {
+		if id != "" {
+			own = append(own, "/v1/property/"+url.PathEscape(id)+"/permits")
+		}
+	}
+	for i, p := range append(reads, own...) {
+		r := h.Get(p)
+		switch {
+		case r.Status == http.StatusOK, r.Status == http.StatusNotFound:
+		case r.Status == http.StatusUnprocessableEntity && i >= len(reads):
+		default:
+			t.Errorf("%s: status %d: %.300s", p, r.Status, r.Body)
+		}
+	}
+	walkOnce(t, h, "/v1/permits/search?geo_id="+conformance.WA+"&limit=15", "permits", "permit_id")
+	walkOnce(t, h, "/v1/signals/permit/leads?geo_id="+conformance.WA+"&include_stale=true&limit=20", "leads", "lead_id")
+}
+
+// walkOnce follows path's next_cursor to the end and fails t when an
+// item (by its idField) comes twice or a page is not 200.
+func walkOnce(t *testing.T, h *apitest.Harness, path, list, idField string) {
+	t.Helper()
+	seen := map[string]bool{}
+	next := ""
+	for range 1000 {
+		p := path
+		if next != "" {
+			p += "&cursor=" + url.QueryEscape(next)
+		}
+		r := h.Get(p)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: status %d: %.300s", p, r.Status, r.Body)
+		}
+		var page map[string]json.RawMessage
+		r.JSON(t, &page)
+		var items []map[string]any
+		if err := json.Unmarshal(page[list], &items); err != nil {
+			t.Fatalf("%s: %q: %v", p, list, err)
+		}
+		for _, it := range items {
+			id, _ := it[idField].(string)
+			if seen[id] {
+				t.Fatalf("%s: %s %q on two pages", p, idField, id)
+			}
+			seen[id] = true
+		}
+		var cursor *string
+		if err := json.Unmarshal(page["next_cursor"], &cursor); err != nil || cursor == nil {
+			return
+		}
+		next = *cursor
+	}
+	t.Fatalf("%s: more than 1000 pages", path)
 }

@@ -36,19 +36,26 @@ type Params struct {
 	Server      api.Params             // fields left zero are filled in
 	NewResolver func() memory.Resolver // one per side of the store (memory.Params)
 	Now         time.Time              // service clock; zero: 2026-01-15T12:00:00Z
+	// DeadLetter receives the messages the indexer refuses; nil fails
+	// the test on the first one.
+	DeadLetter indexer.DeadLetterFunc
+	// Validator checks the responses; nil loads the document (a caller
+	// that builds many harnesses loads it once).
+	Validator *openapitest.Validator
 }
 
 // New builds a harness.
 func New(t testing.TB, o Params) *Harness {
 	t.Helper()
 	store := memory.New(memory.Params{NewResolver: o.NewResolver})
-	ix, err := indexer.New(indexer.Params{
-		Writer: store, Lookup: store,
-		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
+	dead := o.DeadLetter
+	if dead == nil {
+		dead = func(_ context.Context, m indexer.Message, reason error) error {
 			t.Errorf("dead letter at offset %d: %v", m.Offset, reason)
 			return nil
-		},
-	})
+		}
+	}
+	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store, DeadLetter: dead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +80,11 @@ func New(t testing.TB, o Params) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Harness{T: t, Store: store, Indexer: ix, Handler: h, V: openapitest.New(t)}
+	v := o.Validator
+	if v == nil {
+		v = openapitest.New(t)
+	}
+	return &Harness{T: t, Store: store, Indexer: ix, Handler: h, V: v}
 }
 
 // Publish projects envelopes into the read model as one batch.
@@ -87,6 +98,22 @@ func (h *Harness) Publish(envs ...events.Envelope) {
 		}
 		msgs = append(msgs, indexer.Message{Topic: "test", Offset: int64(i), Key: []byte(e.EntityID), Value: raw})
 	}
+	h.handle(msgs)
+}
+
+// PublishRaw projects message values as they would come from Kafka (one
+// batch, no keys): what the indexer refuses goes to Params.DeadLetter.
+func (h *Harness) PublishRaw(raws ...[]byte) {
+	h.T.Helper()
+	msgs := make([]indexer.Message, 0, len(raws))
+	for i, raw := range raws {
+		msgs = append(msgs, indexer.Message{Topic: "test", Offset: int64(i), Value: raw})
+	}
+	h.handle(msgs)
+}
+
+func (h *Harness) handle(msgs []indexer.Message) {
+	h.T.Helper()
 	if err := h.Indexer.HandleBatch(context.Background(), msgs); err != nil {
 		h.T.Fatal(err)
 	}
