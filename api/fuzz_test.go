@@ -266,6 +266,132 @@ func FuzzLeadThenReads(f *testing.F) {
 	})
 }
 
+// FuzzLocationThenReads publishes a place made of the fuzzer's fields
+// after the conformance data (a new one, or a new version of one of the
+// fixture's: names, parents and coordinates that move it in the
+// resolver and re-link the permits), then a permit at its ZIP and city,
+// and reads as FuzzEventThenReads does, with resolve queries of its name
+// and alias.
+//
+//	go test -run '^$' -fuzz FuzzLocationThenReads -fuzztime 5m ./api/
+func FuzzLocationThenReads(f *testing.F) {
+	fz := newFuzzBase(f)
+	f.Add(uint8(2), uint8(255), "1840099999", "Tukwila", "Tukwila, WA", "WA", "King County", "Tukwila", "", uint8(1), 47.47, -122.26, int64(21000), "Tukwilla", int64(1))
+	f.Add(uint8(4), uint8(255), "98188", "98188", "98188 (Tukwila, WA)", "WA", "King County", "Tukwila", "98188", uint8(0), 47.45, -122.27, int64(0), "", int64(1))
+	f.Add(uint8(2), uint8(2), "", "Seattle", "Seattle, Washington", "WA", "King County", "Seattle", "", uint8(3), 47.6, -122.3, int64(750000), "Emerald City", int64(2))
+	f.Add(uint8(4), uint8(6), "", "98101", "98101", "OR", "", "Bellevue", "98101", uint8(2), -91.0, 181.0, int64(-5), "", int64(9))
+	kinds := []string{"state", "county", "city", "jurisdiction", "zip"}
+	fixture := []string{conformance.WA, conformance.King, conformance.Seattle, conformance.SeaJur, conformance.Bellevue, conformance.MtVernon, conformance.Zip98101, conformance.Zip98004}
+	parents := []string{"", conformance.King, conformance.Seattle, conformance.Bellevue, conformance.Skagit, conformance.SeaJur}
+	f.Fuzz(func(t *testing.T, kind, existing uint8, code, name, display, state, county, city, zipcode string, parent uint8,
+		lat, lon float64, population int64, alias string, version int64) {
+		l := events.Location{
+			GeoType: kinds[int(kind)%len(kinds)], Name: name, DisplayName: display, State: state, StateName: state,
+			County: county, City: city, Zipcode: zipcode, Lat: lat, Lon: lon, Population: population,
+		}
+		if l.GeoType != "state" {
+			l.StateGeoID = events.GeoID("state", state)
+		}
+		if p := parents[int(parent)%len(parents)]; p != "" {
+			switch l.GeoType {
+			case "zip":
+				l.CountyGeoID, l.CountyGeoIDs, l.CityGeoID = conformance.King, []string{conformance.King}, p
+			case "city", "jurisdiction":
+				l.CountyGeoID = p
+			}
+		}
+		if alias != "" {
+			l.Aliases = []string{alias}
+		}
+		id := events.GeoID(l.GeoType, code)
+		if int(existing) < len(fixture) {
+			id = fixture[existing]
+		}
+		raw, ok := fuzzEnvelope(events.LocationUpserted, id, version, l)
+		if !ok {
+			t.Skip()
+		}
+		num := "PLOC"
+		permit, ok := fuzzEnvelope(events.PermitUpserted, events.PermitDocID("fuzz", num), 1, events.Permit{
+			PermitNumber: num, PermitType: "Building", IssueDate: "2026-06-01", Source: "fuzz",
+			Address: events.PermitAddress{Line: "1 Fuzz St", City: city, State: state, Zipcode: zipcode},
+		})
+		if !ok {
+			t.Skip()
+		}
+		h, dead := fz.harness(t)
+		h.PublishRaw(raw)
+		if *dead > 0 {
+			return
+		}
+		h.PublishRaw(permit)
+		for _, q := range []string{name, alias, display} {
+			if q == "" {
+				continue
+			}
+			p := "/v1/locations/resolve?" + url.Values{"query": {q}}.Encode()
+			if r := h.Get(p); r.Status != http.StatusOK && r.Status != http.StatusUnprocessableEntity {
+				t.Errorf("%s: status %d: %.300s", p, r.Status, r.Body)
+			}
+		}
+		fz.readsAfter(t, h, []string{id, events.GeoID("zip", zipcode)}, nil)
+	})
+}
+
+// FuzzPropertyThenReads publishes a property made of the fuzzer's fields
+// (a new one, or a new version of one of the fixture's) and a permit on
+// it after the conformance data, and reads as FuzzEventThenReads does,
+// with property searches by its address.
+//
+//	go test -run '^$' -fuzz FuzzPropertyThenReads -fuzztime 5m ./api/
+func FuzzPropertyThenReads(f *testing.F) {
+	fz := newFuzzBase(f)
+	f.Add(uint8(255), "addr:700 PINE ST|SEATTLE|WA", "700 PINE ST", "Seattle", "WA", "98101", "", 47.61, -122.33, true, int64(1))
+	f.Add(uint8(0), "", "600 UNIVERSITY STREET", "SEATTLE", "WA", "98104", "P-1", 0.0, 0.0, false, int64(5))
+	f.Add(uint8(2), "", "500 108th Ave NE #4", "bellevue", "or", "", "", 91.0, 0.0, true, int64(2))
+	fixture := []string{conformance.PropUniv, conformance.PropSecnd, conformance.PropBel}
+	f.Fuzz(func(t *testing.T, existing uint8, key, street, city, state, zip, parcel string, lat, lon float64, located bool, version int64) {
+		d := events.Property{NormalizedAddress: street, City: city, State: state, Zipcode: zip, ParcelID: parcel,
+			CanonicalAddress: street + ", " + city + ", " + state + " " + zip}
+		if located {
+			d.Lat, d.Lon = &lat, &lon
+		}
+		id := events.PropertyID(key)
+		if int(existing) < len(fixture) {
+			id = fixture[existing]
+		}
+		raw, ok := fuzzEnvelope(events.PropertyUpserted, id, version, d)
+		if !ok {
+			t.Skip()
+		}
+		num := "PPROP"
+		permit, ok := fuzzEnvelope(events.PermitUpserted, events.PermitDocID("fuzz", num), 1, events.Permit{
+			PermitNumber: num, PermitType: "Building", IssueDate: "2026-06-01", Source: "fuzz", PropertyID: id,
+			Address: events.PermitAddress{Line: street, City: city, State: state, Zipcode: zip},
+		})
+		if !ok {
+			t.Skip()
+		}
+		h, dead := fz.harness(t)
+		h.PublishRaw(raw)
+		if *dead > 0 {
+			return
+		}
+		h.PublishRaw(permit)
+		for _, q := range []url.Values{
+			{"address": {street}},
+			{"address": {street}, "city": {city}, "state": {state}},
+			{"address": {street}, "zipcode": {zip}},
+		} {
+			p := "/v1/search/property?" + q.Encode()
+			if r := h.Get(p); r.Status != http.StatusOK && r.Status != http.StatusNotFound && r.Status != http.StatusUnprocessableEntity {
+				t.Errorf("%s: status %d: %.300s", p, r.Status, r.Body)
+			}
+		}
+		fz.readsAfter(t, h, []string{events.GeoID("zip", zip)}, []string{id})
+	})
+}
+
 // fuzzEnvelope is the message of one event, false when the fuzzer's
 // fields make no JSON (a NaN) or no envelope.
 func fuzzEnvelope(typ events.Type, id string, version int64, data any) ([]byte, bool) {
