@@ -42,6 +42,10 @@ var encNow = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 // real Seattle permits, 5,000 generated permits and their signals.
 func bundledStore(t *testing.T) *memory.Store { return bundledStoreB(t) }
 
+// BundledStore is bundledStoreB for package api_test (FuzzQueryBundled),
+// with its service clock.
+var BundledStore, BundledNow = bundledStoreB, encNow
+
 func bundledStoreB(t testing.TB) *memory.Store {
 	store := memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
 	ix, err := indexer.New(indexer.Params{Writer: store, Lookup: store,

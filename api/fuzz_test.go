@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apitest"
 	"github.com/permitd/permitd/api/openapi/openapitest"
 	"github.com/permitd/permitd/events"
@@ -105,42 +109,178 @@ func FuzzQuery(f *testing.F) {
 		f.Add(uint8(c.route), conformance.PropUniv, c.query+cur)
 		f.Add(uint8(c.route), conformance.PropUniv, c.query+"&order=asc&sort=confidence_desc"+cur)
 	}
-	f.Fuzz(func(t *testing.T, route uint8, seg, query string) {
-		path := strings.Replace(fuzzRoutes[int(route)%len(fuzzRoutes)], "{}", seg, 1)
-		target := path + "?" + query
-		// What net/http's server would refuse before any handler runs
-		// (a request line it cannot parse) is not this test's business.
-		u, err := url.ParseRequestURI(target)
-		if err != nil || strings.ContainsAny(target, " \r\n") || !strings.HasPrefix(u.Path, "/v1/") {
-			t.Skip()
+	f.Fuzz(func(t *testing.T, route uint8, seg, query string) { checkQuery(t, h, route, seg, query) })
+}
+
+// FuzzQueryBundled is FuzzQuery over the bundled data (the gazetteer, the
+// real Seattle permits, 5,000 generated ones and their signals:
+// api.BundledStore), whose large geographies take the read paths the
+// conformance data's small ones do not (a city's filter postings and
+// valuation order, state-wide leads). Skipped with -short.
+//
+//	go test -run '^$' -fuzz FuzzQueryBundled -fuzztime 5m ./api/
+func FuzzQueryBundled(f *testing.F) {
+	if testing.Short() {
+		f.Skip("skipped with -short: loads the bundled gazetteer and permits")
+	}
+	h := apitest.New(f, apitest.Params{Server: api.Params{Reader: api.BundledStore(f)}, Now: api.BundledNow})
+	seattle, zip := events.GeoID("city", "1840021117"), events.GeoID("zip", "98101")
+	for _, s := range []struct {
+		route      int
+		seg, query string
+	}{
+		{0, "", "query=Seattle+WA&limit=5"},
+		{0, "", "query=600+University+St+Seattle&scope=property"},
+		{1, seattle, ""},
+		{2, "", "geo_id=" + seattle + "&limit=100&sort=valuation_desc&status=issued,completed"},
+		{2, "", "geo_id=" + seattle + "&q=deck+addition&from_date=2020-01-01&min_valuation=10000"},
+		{2, "", "geo_id=" + zip + "&near=47.61,-122.33&radius_m=800&sort=distance&limit=50"},
+		{2, "", "geo_id=" + events.GeoID("state", "WA") + "&bbox=-122.4,47.5,-122.2,47.7&permit_type=building"},
+		{3, "", "geo_id=" + seattle + "&from_date=2016-01-01&to_date=2025-12-31&work_type=new"},
+		{4, "", "geo_id=" + zip + "&format=csv&q=roof"},
+		{5, "", "address=600+University+St&city=Seattle&state=WA"},
+		{8, seattle, ""},
+		{9, "", "state=WA&geo_type=city&decision=positive&min_score=0.5&limit=100"},
+		{10, "", "geo_id=" + events.GeoID("state", "WA") + "&group_by=zip&sort=confidence_desc&limit=100"},
+		{11, "", "geo_id=" + seattle + "&include_stale=true&min_confidence=0.5"},
+	} {
+		f.Add(uint8(s.route), s.seg, s.query)
+	}
+	f.Fuzz(func(t *testing.T, route uint8, seg, query string) { checkQuery(t, h, route, seg, query) })
+}
+
+// FuzzHeaders sends GET and HEAD requests of the conformance data's
+// routes with any Accept-Encoding, If-None-Match, X-Request-ID and API
+// key: the answer is 200, 304, 401, 403, 404, 422 or 429 (a wrong key,
+// the failed-key throttle), never a 5xx; its
+// X-Request-ID is the caller's when that is safe (1..64 of
+// [A-Za-z0-9._:-]), else a new one; a 304 has no body; a GET's body, once
+// decompressed if it is, matches the OpenAPI document. (An ETag is the
+// process's: a fuzzing worker's seeds that carry the coordinator's do not
+// match it.)
+//
+//	go test -run '^$' -fuzz FuzzHeaders -fuzztime 5m ./api/
+func FuzzHeaders(f *testing.F) {
+	h := apitest.New(f, apitest.Params{NewResolver: func() memory.Resolver { return resolve.New() }, Now: fixtureNow})
+	h.Publish(conformance.AllEvents(f)...)
+	paths := []string{
+		"/v1/locations/resolve?query=Seattle",
+		"/v1/locations/" + conformance.Seattle,
+		"/v1/permits/search?geo_id=" + conformance.WA,
+		"/v1/permits/stats/monthly?geo_id=" + conformance.Zip98101,
+		"/v1/permits/export?geo_id=" + conformance.WA,
+		"/v1/signals/permit/leads?geo_id=" + conformance.WA,
+		"/v1/signals/geo/search?state=WA",
+		"/v1/health/ready",
+	}
+	etag := h.Get(paths[2]).Header.Get("ETag")
+	f.Add(false, uint8(2), "gzip, deflate, br", etag, "req-1", apitest.Key)
+	f.Add(true, uint8(2), "identity;q=1, *;q=0", "W/"+etag+", \"x\"", "x y", apitest.Key)
+	f.Add(false, uint8(4), "gzip;q=0.5, zstd", "*", strings.Repeat("a", 65), apitest.Key)
+	f.Add(false, uint8(0), "", "", "", "wrong-key")
+	f.Fuzz(func(t *testing.T, head bool, route uint8, acceptEncoding, ifNoneMatch, requestID, key string) {
+		method := http.MethodGet
+		if head {
+			method = http.MethodHead
 		}
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.URL, req.RequestURI = u, target
-		req.Header.Set("X-API-Key", apitest.Key)
-		if !h.V.Documented(req) {
-			// A path no operation has (an empty segment, a trailing
-			// slash, a segment past the route's): 404 in the error body.
-			rec := httptest.NewRecorder()
-			h.Handler.ServeHTTP(rec, req)
-			var e stdError
-			if rec.Code != http.StatusNotFound || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code != "NOT_FOUND" {
-				t.Errorf("%s: status %d: %.300s", target, rec.Code, rec.Body)
+		req := httptest.NewRequest(method, paths[int(route)%len(paths)], nil)
+		for k, v := range map[string]string{"Accept-Encoding": acceptEncoding, "If-None-Match": ifNoneMatch, "X-Request-ID": requestID, "X-API-Key": key} {
+			if v != "" {
+				if !validHeaderValue(v) {
+					t.Skip() // net/http's server refuses such a request
+				}
+				req.Header.Set(k, v)
+			}
+		}
+		rec := httptest.NewRecorder()
+		h.Handler.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK, http.StatusNotModified, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+			http.StatusUnprocessableEntity, http.StatusTooManyRequests: // 429: the failed-key throttle
+		default:
+			t.Fatalf("%s %s: status %d: %.300s", method, req.URL, rec.Code, rec.Body)
+		}
+		got := rec.Header().Get("X-Request-ID")
+		if requestID != "" && len(requestID) <= 64 && strings.Trim(requestID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == "" {
+			if got != requestID {
+				t.Errorf("X-Request-ID %q, sent %q", got, requestID)
+			}
+		} else if got == "" || got == requestID {
+			t.Errorf("X-Request-ID %q for an unsafe %q", got, requestID)
+		}
+		body := rec.Body.Bytes()
+		switch enc := rec.Header().Get("Content-Encoding"); {
+		case rec.Code == http.StatusNotModified:
+			if len(body) != 0 {
+				t.Errorf("%s %s: 304 with a body of %d bytes", method, req.URL, len(body))
 			}
 			return
-		}
-		rec := h.V.Serve(t, h.Handler, req)
-		switch rec.Code {
-		case http.StatusOK, http.StatusNotFound:
-		case http.StatusUnprocessableEntity:
-			var e stdError
-			apitest.Response{Body: rec.Body.Bytes()}.JSON(t, &e)
-			if e.Error.Code != "VALIDATION_ERROR" || e.Error.Message == "" {
-				t.Errorf("%s: 422 body %s", target, rec.Body)
+		case head:
+			return // the handlers write a HEAD's body; net/http's server drops it
+		case enc == "gzip":
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("gzip: %v", err)
 			}
-		default:
+			if body, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("gzip: %v", err)
+			}
+			rec.Header().Del("Content-Encoding")
+		case enc != "":
+			t.Fatalf("Content-Encoding %q for Accept-Encoding %q", enc, acceptEncoding)
+		}
+		h.V.Check(t, req, rec.Code, rec.Header(), body)
+	})
+}
+
+// validHeaderValue reports whether net/http's server takes v as a header
+// value: no control bytes but the tab.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// checkQuery is one run of FuzzQuery: route is fuzzRoutes' index (its
+// segment seg), query the raw query string.
+func checkQuery(t *testing.T, h *apitest.Harness, route uint8, seg, query string) {
+	path := strings.Replace(fuzzRoutes[int(route)%len(fuzzRoutes)], "{}", seg, 1)
+	target := path + "?" + query
+	// What net/http's server would refuse before any handler runs
+	// (a request line it cannot parse) is not this test's business.
+	u, err := url.ParseRequestURI(target)
+	if err != nil || strings.ContainsAny(target, " \r\n") || !strings.HasPrefix(u.Path, "/v1/") {
+		t.Skip()
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.URL, req.RequestURI = u, target
+	req.Header.Set("X-API-Key", apitest.Key)
+	if !h.V.Documented(req) {
+		// A path no operation has (an empty segment, a trailing
+		// slash, a segment past the route's): 404 in the error body.
+		rec := httptest.NewRecorder()
+		h.Handler.ServeHTTP(rec, req)
+		var e stdError
+		if rec.Code != http.StatusNotFound || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code != "NOT_FOUND" {
 			t.Errorf("%s: status %d: %.300s", target, rec.Code, rec.Body)
 		}
-	})
+		return
+	}
+	rec := h.V.Serve(t, h.Handler, req)
+	switch rec.Code {
+	case http.StatusOK, http.StatusNotFound:
+	case http.StatusUnprocessableEntity:
+		var e stdError
+		apitest.Response{Body: rec.Body.Bytes()}.JSON(t, &e)
+		if e.Error.Code != "VALIDATION_ERROR" || e.Error.Message == "" {
+			t.Errorf("%s: 422 body %s", target, rec.Body)
+		}
+	default:
+		t.Errorf("%s: status %d: %.300s", target, rec.Code, rec.Body)
+	}
 }
 
 // FuzzEventThenReads projects one more message, any bytes, after the
