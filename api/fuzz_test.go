@@ -451,14 +451,7 @@ func FuzzLocationThenReads(f *testing.F) {
 		if !ok {
 			t.Skip()
 		}
-		num := "PLOC"
-		permit, ok := fuzzEnvelope(events.PermitUpserted, events.PermitDocID("fuzz", num), 1, events.Permit{
-			PermitNumber: num, PermitType: "Building", IssueDate: "2026-06-01", Source: "fuzz",
-			Address: events.PermitAddress{Line: "1 Fuzz St", City: city, State: state, Zipcode: zipcode},
-		})
-		if !ok {
-			t.Skip()
-		}
+		permit := fuzzPermitAt(t, "PLOC", events.PermitAddress{Line: "1 Fuzz St", City: city, State: state, Zipcode: zipcode}, "")
 		h, dead := fz.harness(t)
 		h.PublishRaw(raw)
 		if *dead > 0 {
@@ -504,14 +497,7 @@ func FuzzPropertyThenReads(f *testing.F) {
 		if !ok {
 			t.Skip()
 		}
-		num := "PPROP"
-		permit, ok := fuzzEnvelope(events.PermitUpserted, events.PermitDocID("fuzz", num), 1, events.Permit{
-			PermitNumber: num, PermitType: "Building", IssueDate: "2026-06-01", Source: "fuzz", PropertyID: id,
-			Address: events.PermitAddress{Line: street, City: city, State: state, Zipcode: zip},
-		})
-		if !ok {
-			t.Skip()
-		}
+		permit := fuzzPermitAt(t, "PPROP", events.PermitAddress{Line: street, City: city, State: state, Zipcode: zip}, id)
 		h, dead := fz.harness(t)
 		h.PublishRaw(raw)
 		if *dead > 0 {
@@ -541,6 +527,19 @@ func fuzzEnvelope(typ events.Type, id string, version int64, data any) ([]byte, 
 	}
 	raw, err := json.Marshal(env)
 	return raw, err == nil
+}
+
+// fuzzPermitAt is the message of a permit issued 2026-06-01 at addr (on
+// the property propertyID, "" for none); it skips the run when the
+// fuzzer's fields make no envelope.
+func fuzzPermitAt(t *testing.T, number string, addr events.PermitAddress, propertyID string) []byte {
+	raw, ok := fuzzEnvelope(events.PermitUpserted, events.PermitDocID("fuzz", number), 1, events.Permit{
+		PermitNumber: number, PermitType: "Building", IssueDate: "2026-06-01", Source: "fuzz", PropertyID: propertyID, Address: addr,
+	})
+	if !ok {
+		t.Skip()
+	}
+	return raw
 }
 
 // fuzzBase is what the event fuzzers share: the conformance data and one
