@@ -33,7 +33,7 @@ func servingParams(tb testing.TB) api.Params {
 	return api.Params{
 		Auth:        apikey.NewDevKeys([]string{apitest.Key}, plan),
 		Limiter:     quota.NewMemory(nil, quota.NewMetrics(prometheus.NewRegistry())),
-		AccessLog:   slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		AccessLog:   api.AccessLogger(buf, false, &slog.HandlerOptions{Level: slog.LevelInfo}),
 		HTTPMetrics: api.NewHTTPMetrics(prometheus.NewRegistry()),
 	}
 }

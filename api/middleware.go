@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
@@ -107,6 +108,7 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 // key's non-secret id, never the key or any header value.
 func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 	inPlace := formatsInPlace(log.Handler())
+	lines, _ := log.Handler().(*lineHandler)
 	return func(c *gin.Context) {
 		if !log.Enabled(c.Request.Context(), slog.LevelInfo) {
 			c.Next()
@@ -117,6 +119,9 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		st := state(c)
 		if st.logSampledOut {
 			return // counted by a logSampler instead
+		}
+		if lines != nil && writeRequestLine(lines, c, st, start) {
+			return
 		}
 		// The record is built here rather than with LogAttrs, whose
 		// attribute slice escapes. It keeps five attributes in place and
@@ -142,6 +147,29 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 		r.AddAttrs(attrs...)
 		_ = log.Handler().Handle(c.Request.Context(), r)
 	}
+}
+
+// writeRequestLine writes the request's access-log line with h's
+// shortcut (AccessLogger): the fields of the record withAccessLog
+// builds otherwise, in their order.
+func writeRequestLine(h *lineHandler, c *gin.Context, st *reqState, start time.Time) bool {
+	r := requestLine{
+		requestID: st.requestID,
+		method:    c.Request.Method,
+		route:     c.FullPath(),
+		path:      c.Request.URL.Path,
+		status:    c.Writer.Status(),
+		bytes:     c.Writer.Size(),
+		duration:  time.Since(start),
+		hasKey:    st.authed,
+		keyID:     st.principal.KeyID,
+	}
+	if sc := trace.SpanContextFromContext(c.Request.Context()); sc.HasTraceID() {
+		id := sc.TraceID()
+		hex.Encode(st.traceHex[:], id[:])
+		r.traceID = unsafe.String(&st.traceHex[0], len(st.traceHex))
+	}
+	return h.writeRequest(st.logLine[:0], time.Now(), &r)
 }
 
 // appendLogTail appends the access log's attributes after the path.

@@ -46,6 +46,9 @@ type reqState struct {
 	// (status to trace_id, passed as a group with no key), when its
 	// handler formats the line before Handle returns.
 	logTail [5]slog.Attr
+	// logLine holds the access log's line when AccessLogger's handler
+	// lets withAccessLog write it (writeRequestLine).
+	logLine [320]byte
 }
 
 // stateWriter carries a request's reqState to the middleware, as the

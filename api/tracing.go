@@ -324,6 +324,8 @@ func formatsInPlace(h slog.Handler) bool {
 	switch h.(type) {
 	case *slog.TextHandler, *slog.JSONHandler:
 		return true
+	case *lineHandler: // one of them (AccessLogger)
+		return true
 	}
 	return false
 }

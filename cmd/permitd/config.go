@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/permitd/permitd/api"
 )
 
 // flagSet returns a FlagSet whose defaults come from PERMITD_* variables:
@@ -85,6 +87,15 @@ func (c *commonConfig) logger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// accessLogger is the access log's logger over w: logger's format and
+// level, with the request lines written by the API's shortcut
+// (api.AccessLogger), the same bytes as logger's handler would write.
+func (c *commonConfig) accessLogger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	return api.AccessLogger(w, c.LogFormat == "json", &slog.HandlerOptions{Level: lvl})
 }
 
 // parseNow reads the service clock override: RFC 3339 or a date

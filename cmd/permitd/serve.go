@@ -214,7 +214,7 @@ func (s *serveProcess) build(ctx context.Context) error {
 		Auth:               s.quota.Auth,
 		Limiter:            s.quota.Limiter,
 		Logger:             log,
-		AccessLog:          cfg.logger(s.accessLog),
+		AccessLog:          cfg.accessLogger(s.accessLog),
 		Now:                clock,
 		ClockSource:        clockSource,
 		CursorSecret:       secret,
