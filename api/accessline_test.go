@@ -1,37 +1,18 @@
 package api_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/permitd/permitd/api"
 	"github.com/permitd/permitd/api/apitest"
+	"github.com/permitd/permitd/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the handler's concurrent Writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestAccessLoggerWritesTheHandlersLines serves the same requests through
 // two servers, one whose access log is AccessLogger (request lines written
@@ -62,7 +43,7 @@ func TestAccessLoggerWritesTheHandlersLines(t *testing.T) {
 		for _, traced := range []bool{false, true} {
 			var lines [2]string
 			for i, shortcut := range []bool{true, false} {
-				out := &syncBuffer{}
+				out := &syncbuf.Buffer{}
 				var log *slog.Logger
 				switch {
 				case shortcut:
@@ -86,7 +67,7 @@ func TestAccessLoggerWritesTheHandlersLines(t *testing.T) {
 						t.Fatal(err)
 					}
 					req.Header = r.header.Clone()
-					h.Handler.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+					h.Handler.ServeHTTP(&reusableWriter{h: http.Header{}}, req)
 				}
 				lines[i] = out.String()
 			}
@@ -103,13 +84,3 @@ func TestAccessLoggerWritesTheHandlersLines(t *testing.T) {
 		}
 	}
 }
-
-// discardWriter is an http.ResponseWriter that keeps nothing.
-type discardWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) WriteHeader(code int)        { w.code = code }
