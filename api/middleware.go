@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
@@ -153,6 +152,7 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 // shortcut (AccessLogger): the fields of the record withAccessLog
 // builds otherwise, in their order.
 func writeRequestLine(h *lineHandler, c *gin.Context, st *reqState, start time.Time) bool {
+	now := time.Now() // the line's time, and the end of its duration
 	r := requestLine{
 		requestID: st.requestID,
 		method:    c.Request.Method,
@@ -160,16 +160,14 @@ func writeRequestLine(h *lineHandler, c *gin.Context, st *reqState, start time.T
 		path:      c.Request.URL.Path,
 		status:    c.Writer.Status(),
 		bytes:     c.Writer.Size(),
-		duration:  time.Since(start),
+		duration:  now.Sub(start),
 		hasKey:    st.authed,
 		keyID:     st.principal.KeyID,
 	}
 	if sc := trace.SpanContextFromContext(c.Request.Context()); sc.HasTraceID() {
-		id := sc.TraceID()
-		hex.Encode(st.traceHex[:], id[:])
-		r.traceID = unsafe.String(&st.traceHex[0], len(st.traceHex))
+		r.traceID = st.traceIDHex(sc.TraceID())
 	}
-	return h.writeRequest(st.logLine[:0], time.Now(), &r)
+	return h.writeRequest(st.logLine[:0], now, &r)
 }
 
 // appendLogTail appends the access log's attributes after the path.

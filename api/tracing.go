@@ -312,8 +312,14 @@ func traceIDAttr(st *reqState, id trace.TraceID, inPlace bool) slog.Attr {
 	if !inPlace {
 		return slog.String("trace_id", id.String())
 	}
+	return slog.String("trace_id", st.traceIDHex(id))
+}
+
+// traceIDHex writes id's hex into st and returns it, a string over st's
+// bytes: valid until the request has ended.
+func (st *reqState) traceIDHex(id trace.TraceID) string {
 	hex.Encode(st.traceHex[:], id[:])
-	return slog.String("trace_id", unsafe.String(&st.traceHex[0], len(st.traceHex)))
+	return unsafe.String(&st.traceHex[0], len(st.traceHex))
 }
 
 // formatsInPlace says whether h is one of the standard library's text or

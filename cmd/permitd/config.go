@@ -76,10 +76,15 @@ func (c *commonConfig) validate() error {
 	return nil
 }
 
-func (c *commonConfig) logger(w io.Writer) *slog.Logger {
+// handlerOptions are the log's options: its level.
+func (c *commonConfig) handlerOptions() *slog.HandlerOptions {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
+	return &slog.HandlerOptions{Level: lvl}
+}
+
+func (c *commonConfig) logger(w io.Writer) *slog.Logger {
+	opts := c.handlerOptions()
 	if w == nil {
 		w = os.Stderr
 	}
@@ -93,9 +98,7 @@ func (c *commonConfig) logger(w io.Writer) *slog.Logger {
 // level, with the request lines written by the API's shortcut
 // (api.AccessLogger), the same bytes as logger's handler would write.
 func (c *commonConfig) accessLogger(w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	return api.AccessLogger(w, c.LogFormat == "json", &slog.HandlerOptions{Level: lvl})
+	return api.AccessLogger(w, c.LogFormat == "json", c.handlerOptions())
 }
 
 // parseNow reads the service clock override: RFC 3339 or a date
