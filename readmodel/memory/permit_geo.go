@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -15,8 +14,12 @@ import (
 // 0.75 km in Washington): a geometry query reads only the cells its
 // rectangle overlaps, checks each permit exactly (distance, box, geo
 // link, filters, date window) and orders the few it keeps. The API bounds
-// a radius to 50 km and a box to 2 degrees a side, so a query reads at
-// most ~40,000 cells.
+// a radius to 50 km and a box to 2 degrees a side, so a query's rectangle
+// covers at most ~40,000 cells away from the poles. Near a pole a circle
+// spans every longitude (near=89.9,0 with 50 km: 36,000 by 90 cells): a
+// rectangle of more cells than hold permits visits the permits' cells
+// instead, so no valid query is refused for its size. A near circle and a
+// bbox that do not meet hold nothing.
 
 const cellDeg = 0.01
 
@@ -27,6 +30,9 @@ func cellOf(lat, lon float64) (int32, int32) {
 }
 
 func keyOfCell(la, lo int32) cellKey { return cellKey(uint64(uint32(la))<<32 | uint64(uint32(lo))) }
+
+// cell is keyOfCell's inverse.
+func (k cellKey) cell() (la, lo int32) { return int32(uint32(k >> 32)), int32(uint32(k)) }
 
 func (s *side) indexCell(c *cpermit) {
 	if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
@@ -49,7 +55,10 @@ func (s *side) unindexCell(c *cpermit) {
 }
 
 // geoRect is the rectangle a geometry can hold (near's circle bounding box
-// intersected with bbox).
+// intersected with bbox). A circle that holds a pole or crosses the
+// antimeridian (near=47,179.99 reaches -179.99) takes every longitude:
+// its rectangle in one piece would leave out the part past ±180, and
+// the hits are checked exactly (their distance) in any case.
 func geoRect(f *readmodel.PermitFilter) (minLat, minLon, maxLat, maxLon float64) {
 	minLat, minLon, maxLat, maxLon = -90, -180, 90, 180
 	if b := f.BBox; b != nil {
@@ -57,10 +66,15 @@ func geoRect(f *readmodel.PermitFilter) (minLat, minLon, maxLat, maxLon float64)
 	}
 	if n := f.Near; n != nil {
 		dLat := f.RadiusM / 111195.0 * 1.001 // metres per degree of latitude, with a margin
-		cos := math.Cos(math.Min(89.9, math.Abs(n.Lat)+dLat) * math.Pi / 180)
-		dLon := dLat / math.Max(cos, 1e-6)
 		minLat, maxLat = math.Max(minLat, n.Lat-dLat), math.Min(maxLat, n.Lat+dLat)
-		minLon, maxLon = math.Max(minLon, n.Lon-dLon), math.Min(maxLon, n.Lon+dLon)
+		if far := math.Abs(n.Lat) + dLat; far < 90 {
+			// The circle's widest longitude is at most dLat over the
+			// cosine of its latitude farthest from the equator.
+			dLon := dLat / math.Cos(far*math.Pi/180)
+			if lo, hi := n.Lon-dLon, n.Lon+dLon; lo >= -180 && hi <= 180 {
+				minLon, maxLon = math.Max(minLon, lo), math.Min(maxLon, hi)
+			}
+		}
 	}
 	return
 }
@@ -99,11 +113,11 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 		ikLo = -parseDay(q.ToDate)
 	}
 	minLat, minLon, maxLat, maxLon := geoRect(f)
+	if minLat > maxLat || minLon > maxLon {
+		return nil, geo, nil // near's circle and bbox do not meet
+	}
 	la0, lo0 := cellOf(minLat, minLon)
 	la1, lo1 := cellOf(maxLat, maxLon)
-	if int64(la1-la0+1)*int64(lo1-lo0+1) > 250_000 {
-		return nil, 0, fmt.Errorf("%w: geometry spans too many cells", readmodel.ErrInvalidQuery)
-	}
 	var hits []geoHit
 	visit := func(c *cpermit) {
 		if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
@@ -143,6 +157,16 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 			set.ascend(&cpermit{ik: minIK}, func(c *cpermit) bool { inCells(c); return true })
 		} else {
 			s.permits.each(func(_ string, _ int64, c *cpermit) { inCells(c) })
+		}
+	} else if int64(la1-la0+1)*int64(lo1-lo0+1) > int64(len(s.pf.cells)) {
+		// More cells in the rectangle than hold permits (near a pole):
+		// the permits' cells, in any order (the hits are sorted below).
+		for key, slots := range s.pf.cells {
+			if la, lo := key.cell(); la >= la0 && la <= la1 && lo >= lo0 && lo <= lo1 {
+				for _, k := range slots {
+					visit(s.pi.slab.at(k.slot))
+				}
+			}
 		}
 	} else {
 		for la := la0; la <= la1; la++ {

@@ -198,6 +198,8 @@ func permitGeometry(t *testing.T, e *Env) {
 		{"bbox by valuation", WA, readmodel.SortValuationDesc, false, readmodel.PermitFilter{BBox: &readmodel.BBox{MinLon: -122.341, MinLat: 47.599, MaxLon: -122.333, MaxLat: 47.607}}, false},
 		{"bbox and near", "", readmodel.SortDistance, false, readmodel.PermitFilter{Near: &center, RadiusM: 800, BBox: &readmodel.BBox{MinLon: -122.338, MinLat: 47.600, MaxLon: -122.330, MaxLat: 47.620}}, false},
 		{"far away", "", "", true, readmodel.PermitFilter{Near: &readmodel.GeoPoint{Lat: 40, Lon: -100}, RadiusM: 50000}, true},
+		{"near a pole", "", readmodel.SortDistance, false, readmodel.PermitFilter{Near: &readmodel.GeoPoint{Lat: 89.9, Lon: 0}, RadiusM: 50000}, true},
+		{"bbox apart from near", "", "", true, readmodel.PermitFilter{Near: &center, RadiusM: 800, BBox: &readmodel.BBox{MinLon: -122, MinLat: 7, MaxLon: -120, MaxLat: 7}}, true},
 		{"types any case", Seattle, "", true, readmodel.PermitFilter{PermitTypes: []string{"electrical", "demolition"}}, false},
 		{"contractor", WA, "", false, readmodel.PermitFilter{Contractor: "acmeroofinginc"}, false},
 		{"q stemmed", King, "", true, readmodel.PermitFilter{Text: "remodeled KITCHEN"}, false},
