@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -30,22 +29,7 @@ func TestPropertyPermitsByValuationAndNear(t *testing.T) {
 	apply(t, s, readmodel.Batch{Permits: ps})
 
 	geo := readmodel.ParseGeoRef(home.PropertyID)
-	ids := func(q readmodel.PermitQuery) []string {
-		var out []string
-		for {
-			res, err := s.SearchPermits(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range res.Permits {
-				out = append(out, h.Permit.PermitID)
-			}
-			if res.Next == nil {
-				return out
-			}
-			q.After = res.Next
-		}
-	}
+	ids := func(q readmodel.PermitQuery) []string { return walkIDs(t, s, q) }
 	// valuation descending, equal valuations by permit_id
 	if got, want := ids(readmodel.PermitQuery{Geo: geo, Limit: 2, Sort: readmodel.SortValuationDesc}), []string{"test:b", "test:d", "test:c", "test:a", "test:e"}; !slices.Equal(got, want) {
 		t.Errorf("by valuation: %v, want %v", got, want)
