@@ -118,6 +118,7 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 	}
 	la0, lo0 := cellOf(minLat, minLon)
 	la1, lo1 := cellOf(maxLat, maxLon)
+	inRect := func(la, lo int32) bool { return la >= la0 && la <= la1 && lo >= lo0 && lo <= lo1 }
 	var hits []geoHit
 	visit := func(c *cpermit) {
 		if dated && (c.ik == undated || c.ik < ikLo || c.ik > ikHi) {
@@ -149,7 +150,7 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 			if math.IsNaN(c.lat) || math.IsNaN(c.lon) {
 				return
 			}
-			if la, lo := cellOf(c.lat, c.lon); la >= la0 && la <= la1 && lo >= lo0 && lo <= lo1 {
+			if inRect(cellOf(c.lat, c.lon)) {
 				visit(c)
 			}
 		}
@@ -162,7 +163,7 @@ func (s *side) geometryHits(_ context.Context, q *readmodel.PermitQuery, n int) 
 		// More cells in the rectangle than hold permits (near a pole):
 		// the permits' cells, in any order (the hits are sorted below).
 		for key, slots := range s.pf.cells {
-			if la, lo := key.cell(); la >= la0 && la <= la1 && lo >= lo0 && lo <= lo1 {
+			if inRect(key.cell()) {
 				for _, k := range slots {
 					visit(s.pi.slab.at(k.slot))
 				}
