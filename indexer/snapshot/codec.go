@@ -235,6 +235,10 @@ func (d *decoder) string() string {
 var (
 	errShort   = errors.New("snapshot: document truncated")
 	errListRef = errors.New("snapshot: link list table reference out of range")
+	// errListLong: a new entry of the link list table longer than
+	// listMaxLinks, which no writer of this format makes (an entry's
+	// property links are counted in a byte each).
+	errListLong = errors.New("snapshot: link list table entry longer than the format allows")
 )
 
 func (d *decoder) uvarint() uint64 {

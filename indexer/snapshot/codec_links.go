@@ -169,6 +169,10 @@ func (d *decoder) geoLinks() []readmodel.GeoLink {
 		d.fail(errShort)
 		return nil
 	}
+	if tag == listNew && n > listMaxLinks {
+		d.fail(errListLong)
+		return nil
+	}
 	ls := d.linkSlots(n)
 	for j := range ls {
 		l := &ls[j]

@@ -255,6 +255,30 @@ func TestCodecLinkListTable(t *testing.T) {
 	require.Empty(t, dt.lists)
 }
 
+// A new entry of the list table longer than listMaxLinks is refused:
+// the writer makes none, and the entry's property links are counted in a
+// byte each, so one past the 255th would be put back in the wrong link.
+func TestCodecRefusesALongListEntry(t *testing.T) {
+	for _, n := range []int{listMaxLinks + 1, 300} {
+		var long []readmodel.GeoLink
+		for i := range n {
+			long = append(long, readmodel.GeoLink{GeoID: fmt.Sprint("zip:", i), GeoType: readmodel.GeoZip, Method: "m"})
+		}
+		long[n-1].GeoType = readmodel.GeoProperty
+		e := encoder{tab: newEncTable()}
+		e.linkList(listNew, long)
+		d := decoder{b: e.b, tab: newDecTable()}
+		d.geoLinks()
+		require.ErrorIs(t, d.err, errListLong, "%d links", n)
+
+		e = encoder{tab: newEncTable()}
+		e.linkList(listLiteral, long) // a literal of any length is the format's
+		d = decoder{b: e.b, tab: newDecTable()}
+		require.Equal(t, long, d.geoLinks())
+		require.NoError(t, d.err)
+	}
+}
+
 // A decoder given LinkShapes gives each permit and property the shape of
 // its links: the index + 1 of the list table's entry they were read
 // from (a new entry or a reference to one), 0 for a literal, nil or

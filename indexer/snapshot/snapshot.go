@@ -50,6 +50,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -527,6 +528,9 @@ func decodeFrames(f *os.File, head []byte, body int64, held Counts, reserve func
 			if b.lent != nil {
 				b.lent.keep(&b.b)
 			}
+			if err == nil {
+				err = checkKinds(&b.b)
+			}
 			if err != nil {
 				decErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 				return
@@ -590,6 +594,19 @@ func decodeFrames(f *os.File, head []byte, body int64, held Counts, reserve func
 		}
 	}
 	return info, nil
+}
+
+// checkKinds refuses a tombstone of a kind the file cannot hold (one of
+// countKinds): the writer makes none, and a store given one refuses the
+// whole import with an error of its own, where a snapshot that cannot be
+// trusted is ErrCorrupt, and a full replay.
+func checkKinds(b *readmodel.Batch) error {
+	for i := range b.Deletes {
+		if k := b.Deletes[i].Kind; !slices.Contains(countKinds[:], k) {
+			return fmt.Errorf("snapshot: a tombstone of unknown kind %q", k)
+		}
+	}
+	return nil
 }
 
 // crcWriter adds what is written to a CRC-32C.

@@ -28,6 +28,12 @@ var asOf = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // signals, catalog entries, a few locations and tombstones.
 func filled(t *testing.T) *memory.Store {
 	t.Helper()
+	return filledWith(t, 400)
+}
+
+// filledWith is filled with n generated permits.
+func filledWith(t testing.TB, n int) *memory.Store {
+	t.Helper()
 	store := memory.New(memory.Params{})
 	// Geo signals of ZIPs and cities no location here names are dead
 	// letters; the rest is what a snapshot must keep.
@@ -59,7 +65,7 @@ func filled(t *testing.T) *memory.Store {
 		}
 		sig, err := signals.New(signals.Params{AsOf: asOf}, e)
 		require.NoError(t, err)
-		_, err = gen.Generate(ctx, gen.Params{Permits: 400, Seed: 3, Now: asOf}, func(env events.Envelope) error {
+		_, err = gen.Generate(ctx, gen.Params{Permits: n, Seed: 3, Now: asOf}, func(env events.Envelope) error {
 			if err := e(env); err != nil {
 				return err
 			}
@@ -71,7 +77,7 @@ func filled(t *testing.T) *memory.Store {
 	}))
 	counts, err := store.Counts(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, int64(400), counts[readmodel.KindPermit])
+	require.Equal(t, int64(n), counts[readmodel.KindPermit])
 	require.NotZero(t, counts[readmodel.KindLead])
 	require.NotZero(t, counts[readmodel.KindGeoSignal])
 	return store
