@@ -258,3 +258,25 @@ func TestSnapshotNotWrittenAgainWhenUnchanged(t *testing.T) {
 	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
 	require.Equal(t, digest(t, clean), digest(t, restarted))
 }
+
+// A snapshot whose checksum holds but which has a tombstone of a kind no
+// store holds (no writer of ours makes one) is refused as corrupt, and a
+// full replay follows: the store's import refused it with an error of
+// its own, which stopped the indexer instead (FuzzLoadEdited found it).
+func TestSnapshotWithAnUnknownTombstoneRefused(t *testing.T) {
+	brokers := defaultBroker(t)
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+	publishFile(t, brokers, snapEvents(t, 1, 50, 1, true))
+	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
+	_, err := snapshot.Write(snap, snapshot.Offsets{}, func(fn func(readmodel.Batch) error) error {
+		if err := clean.Export(t.Context(), 20, fn); err != nil {
+			return err
+		}
+		return fn(readmodel.Batch{Deletes: []readmodel.Delete{{Kind: "parcel", ID: "p:1", Version: 3}}})
+	})
+	require.NoError(t, err)
+	refused, logs := indexOnce(t, brokers, snap, time.Hour, nil)
+	require.Contains(t, logs, "snapshot refused; replaying every partition from the earliest offset instead")
+	require.Contains(t, logs, `tombstone of unknown kind \"parcel\"`)
+	require.Equal(t, digest(t, clean), digest(t, refused))
+}
