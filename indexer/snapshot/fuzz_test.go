@@ -27,19 +27,24 @@ import (
 // and never panic, hang or take memory the file cannot account for. A
 // store it loads answers reads.
 func FuzzLoadChecksummed(f *testing.F) {
-	dir := f.TempDir()
-	good := filepath.Join(dir, "good")
+	raw := goodSnapshot(f)
+	f.Add(raw[:len(raw)-4]) // the file without its checksum
+	f.Add(raw[:len(raw)/2])
+	f.Add(raw[:20])
+
+	f.Fuzz(loadChecksummed)
+}
+
+// goodSnapshot is the bytes of a snapshot of a small filled store.
+func goodSnapshot(f *testing.F) []byte {
+	good := filepath.Join(f.TempDir(), "good")
 	_, err := snapshot.Write(good, snapshot.Offsets{"t": {0: 7, 3: 9}}, func(fn func(readmodel.Batch) error) error {
 		return filledWith(f, 12).Export(context.Background(), 16, fn)
 	})
 	require.NoError(f, err)
 	raw, err := os.ReadFile(good)
 	require.NoError(f, err)
-	f.Add(raw[:len(raw)-4]) // the file without its checksum
-	f.Add(raw[:len(raw)/2])
-	f.Add(raw[:20])
-
-	f.Fuzz(loadChecksummed)
+	return raw
 }
 
 // loadChecksummed writes body and its checksum to a file, loads it as
@@ -93,52 +98,39 @@ func loadChecksummed(t *testing.T, body []byte) {
 	reads()
 }
 
-// bumpVersions makes every document of b one version newer.
-func bumpVersions(b *readmodel.Batch) {
+// eachDoc calls fn with the kind, id and version of every document of b.
+func eachDoc(b *readmodel.Batch, fn func(k readmodel.Kind, id string, version *int64)) {
 	for i := range b.Locations {
-		b.Locations[i].Version++
+		fn(readmodel.KindLocation, b.Locations[i].GeoID, &b.Locations[i].Version)
 	}
 	for i := range b.Permits {
-		b.Permits[i].Version++
+		fn(readmodel.KindPermit, b.Permits[i].PermitID, &b.Permits[i].Version)
 	}
 	for i := range b.Properties {
-		b.Properties[i].Version++
+		fn(readmodel.KindProperty, b.Properties[i].PropertyID, &b.Properties[i].Version)
 	}
 	for i := range b.GeoSignals {
-		b.GeoSignals[i].Version++
+		fn(readmodel.KindGeoSignal, b.GeoSignals[i].ID(), &b.GeoSignals[i].Version)
 	}
 	for i := range b.Leads {
-		b.Leads[i].Version++
+		fn(readmodel.KindLead, b.Leads[i].LeadID, &b.Leads[i].Version)
 	}
 	for i := range b.Catalog {
-		b.Catalog[i].Version++
+		fn(readmodel.KindCatalog, b.Catalog[i].ID(), &b.Catalog[i].Version)
 	}
+}
+
+// bumpVersions makes every document of b one version newer.
+func bumpVersions(b *readmodel.Batch) {
+	eachDoc(b, func(_ readmodel.Kind, _ string, v *int64) { *v++ })
 }
 
 // deletesOf is a batch deleting every document of b, a version newer.
 func deletesOf(b *readmodel.Batch) readmodel.Batch {
 	var out readmodel.Batch
-	del := func(k readmodel.Kind, id string, v int64) {
-		out.Deletes = append(out.Deletes, readmodel.Delete{Kind: k, ID: id, Version: v + 1})
-	}
-	for _, d := range b.Locations {
-		del(readmodel.KindLocation, d.GeoID, d.Version)
-	}
-	for _, d := range b.Permits {
-		del(readmodel.KindPermit, d.PermitID, d.Version)
-	}
-	for _, d := range b.Properties {
-		del(readmodel.KindProperty, d.PropertyID, d.Version)
-	}
-	for _, d := range b.GeoSignals {
-		del(readmodel.KindGeoSignal, d.ID(), d.Version)
-	}
-	for _, d := range b.Leads {
-		del(readmodel.KindLead, d.LeadID, d.Version)
-	}
-	for _, d := range b.Catalog {
-		del(readmodel.KindCatalog, d.ID(), d.Version)
-	}
+	eachDoc(b, func(k readmodel.Kind, id string, v *int64) {
+		out.Deletes = append(out.Deletes, readmodel.Delete{Kind: k, ID: id, Version: *v + 1})
+	})
 	return out
 }
 
@@ -150,14 +142,7 @@ func deletesOf(b *readmodel.Batch) readmodel.Batch {
 // lent arrays, the counts, the second side read from the file again)
 // meet the bad bytes.
 func FuzzLoadEdited(f *testing.F) {
-	dir := f.TempDir()
-	good := filepath.Join(dir, "good")
-	_, err := snapshot.Write(good, snapshot.Offsets{"t": {0: 7, 3: 9}}, func(fn func(readmodel.Batch) error) error {
-		return filledWith(f, 12).Export(context.Background(), 16, fn)
-	})
-	require.NoError(f, err)
-	raw, err := os.ReadFile(good)
-	require.NoError(f, err)
+	raw := goodSnapshot(f)
 	body := raw[:len(raw)-4]
 	f.Add([]byte{})
 	f.Add([]byte{0, 0, 20, 0x7f})
