@@ -35,6 +35,13 @@ func (v *Validator) Validate(raw []byte) error {
 		Type Type `json:"type"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return fmt.Errorf("%w: not a JSON object: a JSON %s", ErrInvalid, te.Value)
+		case errors.As(err, &te):
+			return fmt.Errorf("%w: type is a JSON %s, not a string", ErrInvalid, te.Value)
+		}
 		return fmt.Errorf("%w: not a JSON object: %v", ErrInvalid, err)
 	}
 	if !head.Type.Known() {
