@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -59,24 +60,84 @@ func (n *NDJSONWriter) Flush() error { return n.w.Flush() }
 // reported rather than stopping the file.
 const maxNDJSONLine = 16 << 20
 
+// ErrLineTooLong is a line of more than 16 MiB (its newline and a
+// carriage return before it not counted): no event that long can be
+// published (the indexer takes at most 1 MiB), so its bytes are passed
+// over unread.
+var ErrLineTooLong = errors.New("line longer than 16 MiB")
+
 // EachNDJSONLine calls fn with every non-empty line of r and its number
-// (from 1); raw is valid only during the call. An error of fn stops the
-// read and is returned as it is; a read error (a line over 16 MiB, say)
-// is returned as "line N: ...".
+// (from 1), without its newline (and a carriage return before it); raw
+// is valid only during the call. An error of fn stops the read and is
+// returned as it is; a line over 16 MiB stops it with "line N:
+// ErrLineTooLong", a read error with "line N: ...".
 func EachNDJSONLine(r io.Reader, fn func(line int, raw []byte) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), maxNDJSONLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		if raw := sc.Bytes(); len(raw) > 0 {
-			if err := fn(line, raw); err != nil {
+	return EachNDJSONLineOver(r, fn, func(line int, _ int64) error {
+		return fmt.Errorf("line %d: %w", line, ErrLineTooLong)
+	})
+}
+
+// EachNDJSONLineOver is EachNDJSONLine that hands a line over 16 MiB
+// to long (its number and its length) instead of fn, and reads on when
+// long returns nil: a file's every line is accounted for (`permitd
+// publish` counts it among the lines not published, --dry-run reports
+// it), not the ones before it only.
+func EachNDJSONLineOver(r io.Reader, fn func(line int, raw []byte) error, long func(line int, n int64) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var joined []byte // a line longer than the reader's buffer, gathered up to one past the limit
+	for line := 1; ; line++ {
+		frag, err := br.ReadSlice('\n')
+		raw, n := frag, int64(len(frag))
+		var before byte // the byte before frag's, when frag is a line's last part
+		for err == bufio.ErrBufferFull {
+			if n == int64(len(frag)) {
+				joined = joined[:0]
+			}
+			if len(joined) <= maxNDJSONLine+1 {
+				joined = append(joined, frag...)
+			}
+			before = frag[len(frag)-1]
+			frag, err = br.ReadSlice('\n')
+			n += int64(len(frag))
+		}
+		if n > int64(len(frag)) { // gathered
+			if len(joined) <= maxNDJSONLine+1 {
+				joined = append(joined, frag...)
+			}
+			raw = joined
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if n == 0 {
+			return nil // the end, after the last newline
+		}
+		size := n // the line's length without its newline and a carriage return before it
+		if err == nil {
+			size--
+			if len(frag) >= 2 {
+				before = frag[len(frag)-2]
+			} else if n == 1 {
+				before = 0
+			}
+		} else if len(frag) > 0 { // the last line, without a newline: its last byte
+			before = frag[len(frag)-1]
+		}
+		if size > 0 && before == '\r' {
+			size--
+		}
+		switch {
+		case size > maxNDJSONLine:
+			if err := long(line, size); err != nil {
+				return err
+			}
+		case size > 0:
+			if err := fn(line, raw[:size]); err != nil {
 				return err
 			}
 		}
+		if err == io.EOF {
+			return nil
+		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", line+1, err)
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,77 @@ func TestEachNDJSONLine(t *testing.T) {
 
 	long := "x\n" + strings.Repeat("y", 16<<20+1) + "\n"
 	err = EachNDJSONLine(strings.NewReader(long), func(int, []byte) error { return nil })
-	require.ErrorIs(t, err, bufio.ErrTooLong)
+	require.ErrorIs(t, err, ErrLineTooLong)
 	require.ErrorContains(t, err, "line 2: ")
+}
+
+// EachNDJSONLineOver hands a line over 16 MiB to long and reads on; a
+// line of exactly 16 MiB, with a newline and a carriage return or
+// without, is a line like any other.
+func TestEachNDJSONLineOver(t *testing.T) {
+	max := strings.Repeat("m", 16<<20)
+	in := "x\n" + max + "y\r\n" + max + "\r\n" + "z\r\n" + max + "yy\n\n" + max + "y"
+	var got []string
+	var over []string
+	err := EachNDJSONLineOver(strings.NewReader(in), func(line int, raw []byte) error {
+		if len(raw) > 20 {
+			require.Equal(t, max, string(raw))
+			got = append(got, fmt.Sprintf("%d:max", line))
+			return nil
+		}
+		got = append(got, fmt.Sprintf("%d:%s", line, raw))
+		return nil
+	}, func(line int, n int64) error {
+		over = append(over, fmt.Sprintf("%d:%d", line, n-16<<20))
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"1:x", "3:max", "4:z"}, got)
+	require.Equal(t, []string{"2:1", "5:2", "7:1"}, over)
+
+	stop := errors.New("stop")
+	err = EachNDJSONLineOver(strings.NewReader(in), func(int, []byte) error { return nil }, func(int, int64) error { return stop })
+	require.Same(t, stop, err)
+}
+
+// EachNDJSONLine hands over what bufio.Scanner's lines are (the reader
+// it replaced), for lines of any mix of newlines, carriage returns and
+// lengths around the reader's buffer.
+func TestEachNDJSONLineAgreesWithScanner(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			switch rng.IntN(6) {
+			case 0:
+				b.WriteString("\n")
+			case 1:
+				b.WriteString("\r\n")
+			case 2:
+				b.WriteString("\r")
+			case 3:
+				b.WriteString(strings.Repeat("a", 1<<20-1+rng.IntN(3)))
+			default:
+				b.WriteString(strings.Repeat("b", rng.IntN(5)))
+			}
+		}
+		in := b.String()
+		var want []string
+		sc := bufio.NewScanner(strings.NewReader(in))
+		sc.Buffer(nil, 16<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			if len(sc.Bytes()) > 0 {
+				want = append(want, fmt.Sprintf("%d:%d:%q", line, len(sc.Bytes()), sc.Bytes()[max(0, len(sc.Bytes())-3):]))
+			}
+		}
+		require.NoError(t, sc.Err())
+		var got []string
+		require.NoError(t, EachNDJSONLine(strings.NewReader(in), func(line int, raw []byte) error {
+			got = append(got, fmt.Sprintf("%d:%d:%q", line, len(raw), raw[max(0, len(raw)-3):]))
+			return nil
+		}))
+		require.Equal(t, want, got, "%q", in[:min(len(in), 80)])
+	}
 }

@@ -194,7 +194,7 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		prog.tick(res.published)
 		return nil
 	}
-	err := events.EachNDJSONLine(prog.count(in), func(line int, raw []byte) error {
+	err := events.EachNDJSONLineOver(prog.count(in), func(line int, raw []byte) error {
 		env, err := events.Decode(raw)
 		var topic string
 		if err == nil {
@@ -209,6 +209,9 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		if len(batch) >= batchSize {
 			return flush()
 		}
+		return nil
+	}, func(line int, n int64) error {
+		res.errs.add("invalid event", line, fmt.Errorf("%w (%d bytes)", events.ErrLineTooLong, n))
 		return nil
 	})
 	if err != nil {
@@ -236,13 +239,18 @@ func brokerErrorKind(err error) string {
 func dryRun(in io.Reader, out io.Writer, prog *progress) error {
 	var v events.Validator
 	var valid, bad int
-	err := events.EachNDJSONLine(prog.count(in), func(line int, raw []byte) error {
+	err := events.EachNDJSONLineOver(prog.count(in), func(line int, raw []byte) error {
 		if err := v.Validate(raw); err != nil {
 			bad++
 			fmt.Fprintf(out, "line %d: %v\n", line, err)
 		} else {
 			valid++
 		}
+		prog.tick(valid + bad)
+		return nil
+	}, func(line int, n int64) error {
+		bad++
+		fmt.Fprintf(out, "line %d: invalid event: %v (%d bytes)\n", line, events.ErrLineTooLong, n)
 		prog.tick(valid + bad)
 		return nil
 	})

@@ -138,17 +138,23 @@ func TestPublishSummarisesErrors(t *testing.T) {
 	_, _ = f.WriteString(`{"schema_version":1}` + "\n") // line 6
 	_, _ = f.Write(append(rawBig, '\n'))                // line 7
 	_, _ = f.WriteString(`not json` + "\n")             // line 8
+	// Line 9 is over the 16 MiB a line may take: counted, and the file
+	// read on (line 10, the first line again, is published).
+	first, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, _ = f.WriteString(`{"x":"` + strings.Repeat("z", 16<<20) + `"}` + "\n")
+	_, _ = f.WriteString(strings.SplitN(string(first), "\n", 2)[0] + "\n")
 	require.NoError(t, f.Close())
 
 	var out bytes.Buffer
 	err = run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--log-level", "error"}, kafkaNoEnv, &out, io.Discard)
 	require.Error(t, err)
 	msg := err.Error()
-	require.Contains(t, msg, "3 of 7 events not published")
-	require.Contains(t, msg, "invalid event: 2 (first at line 6:")
+	require.Contains(t, msg, "4 of 9 events not published")
+	require.Contains(t, msg, "invalid event: 3 (first at line 6:")
 	require.Contains(t, msg, "record larger than --batch-bytes: 1 (first at line 7:")
-	require.Equal(t, "published 4 events\n", out.String())
-	require.Equal(t, int64(4), topicSize(t, brokers, "permitd.locations.v1"))
+	require.Equal(t, "published 5 events\n", out.String())
+	require.Equal(t, int64(5), topicSize(t, brokers, "permitd.locations.v1"))
 
 	// Over the broker's limit but within --batch-bytes: the broker's
 	// refusal is summarised the same way.
@@ -167,18 +173,22 @@ func TestPublishDryRun(t *testing.T) {
 	first := strings.SplitN(string(good), "\n", 2)[0]
 	_, _ = f.WriteString(strings.Replace(first, `"state":"WA"`, `"state":"Washington"`, 1) + "\n") // line 5
 	_, _ = f.WriteString(`{"type":"thing.upserted"}` + "\n")                                       // line 6
+	_, _ = f.WriteString(`"` + strings.Repeat("z", 16<<20) + `"` + "\n")                           // line 7: over 16 MiB
+	_, _ = f.WriteString("[1]\n")                                                                  // line 8: read on after it
 	require.NoError(t, f.Close())
 
 	var out bytes.Buffer
 	err = run(t.Context(), []string{"publish", "--dry-run", "--file", file}, kafkaNoEnv, &out, io.Discard)
-	require.ErrorContains(t, err, "2 of 5 events invalid")
+	require.ErrorContains(t, err, "4 of 7 events invalid")
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 3, out.String())
+	require.Len(t, lines, 5, out.String())
 	require.True(t, strings.HasPrefix(lines[0], "line 5: "), lines[0])
 	require.Contains(t, lines[0], "/data/state")
 	require.True(t, strings.HasPrefix(lines[1], "line 6: "), lines[1])
 	require.Contains(t, lines[1], `unknown event type "thing.upserted"`)
-	require.Equal(t, "dry run: 3 events valid, 2 invalid; nothing published", lines[2])
+	require.Equal(t, "line 7: invalid event: line longer than 16 MiB (16777218 bytes)", lines[2])
+	require.Equal(t, "line 8: invalid event: not a JSON object: a JSON array", lines[3])
+	require.Equal(t, "dry run: 3 events valid, 4 invalid; nothing published", lines[4])
 
 	_, clean := kafkaFixture(t, 2)
 	out.Reset()
