@@ -346,12 +346,46 @@ func decodeStream(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return typeWords(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// typeWords says a value of the wrong JSON kind in JSON's words: the
+// field's path and what was there against what goes there
+// (`field "type": a JSON number, where a string goes`), where
+// encoding/json names Go types (`cannot unmarshal number into Go struct
+// field Envelope.type of type events.Type`). Other errors are returned
+// as they are.
+func typeWords(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		return err
+	}
+	want := "a value of another kind"
+	switch te.Type.Kind() {
+	case reflect.String:
+		want = "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	got := "a JSON " + te.Value
+	if te.Field == "" {
+		return fmt.Errorf("%s, where %s goes", got, want)
+	}
+	return fmt.Errorf("field %q: %s, where %s goes", te.Field, got, want)
 }
 
 // New builds an upsert or delete envelope with a deterministic event id

@@ -173,3 +173,32 @@ func TestEveryUpsertTypeHasItsPayloadPool(t *testing.T) {
 		t.Error("an unknown type has a pool")
 	}
 }
+
+// A value of the wrong JSON kind is said in JSON's words, with its
+// field's path, in the envelope and in the payload: the reason goes to
+// the dead-letter topic and publish's summary, read by whoever wrote
+// the event, who never saw the Go types.
+func TestWrongKindsInJSONWords(t *testing.T) {
+	for raw, want := range map[string]string{
+		`[1]`:                     "envelope: a JSON array, where an object goes",
+		`"x"`:                     "envelope: a JSON string, where an object goes",
+		`{"type":5}`:              `envelope: field "type": a JSON number, where a string goes`,
+		`{"schema_version":"1"}`:  `envelope: field "schema_version": a JSON string, where an integer goes`,
+		`{"entity_version":1e40}`: `envelope: field "entity_version": a JSON number 1e40, where an integer goes`,
+	} {
+		_, err := Decode([]byte(raw))
+		if !errors.Is(err, ErrInvalid) || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%s: got %v, want ...%s", raw, err, want)
+		}
+	}
+	env, err := New(PermitUpserted, "p:1", 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Data = json.RawMessage(`{"address":{"zipcode":98101}}`)
+	err = DecodeData(env, new(Permit))
+	want := `field "address.zipcode": a JSON number, where a string goes`
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Go ") {
+		t.Errorf("payload: got %v, want ...%s", err, want)
+	}
+}

@@ -81,9 +81,9 @@ func TestPermitSchemaAndDecoderAgree(t *testing.T) {
 		{"property without coordinates", property(func(_, d map[string]any) { d["lat"], d["lon"] = nil, nil }), false, ""},
 		{"unknown permit field", permit(func(_, d map[string]any) { d["mup"] = "3011243" }), true, "unknown field \"mup\""},
 		{"unknown address field", permit(func(_, d map[string]any) { d["address"].(map[string]any)["county"] = "King" }), true, "unknown field \"county\""},
-		{"valuation as string", permit(func(_, d map[string]any) { d["valuation"] = "149000" }), true, "Permit.valuation"},
-		{"housing units fractional", permit(func(_, d map[string]any) { d["housing_units"] = 1.5 }), true, "Permit.housing_units"},
-		{"property lat as string", property(func(_, d map[string]any) { d["lat"] = "47.6" }), true, "Property.lat"},
+		{"valuation as string", permit(func(_, d map[string]any) { d["valuation"] = "149000" }), true, `field "valuation": a JSON string, where a number goes`},
+		{"housing units fractional", permit(func(_, d map[string]any) { d["housing_units"] = 1.5 }), true, `field "housing_units": a JSON number 1.5, where an integer goes`},
+		{"property lat as string", property(func(_, d map[string]any) { d["lat"] = "47.6" }), true, `field "lat": a JSON string, where a number goes`},
 		// Documented in the schema, left to the producer by the decoder.
 		{"missing valuation", permit(func(_, d map[string]any) { delete(d, "valuation") }), true, ""},
 		{"missing lat", permit(func(_, d map[string]any) { delete(d, "lat") }), true, ""},
