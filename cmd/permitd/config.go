@@ -102,20 +102,31 @@ func (c *commonConfig) accessLogger(w io.Writer) *slog.Logger {
 }
 
 // parseNow reads the service clock override: RFC 3339 or a date
-// (midnight UTC). Empty means the system clock.
+// (midnight UTC), in the years nowYears allows. Empty means the system
+// clock.
 func parseNow(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	t, err := time.Parse(time.DateOnly, s)
+	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("now: want RFC 3339 or YYYY-MM-DD, got %q", s)
+		if t, err = time.Parse(time.DateOnly, s); err != nil {
+			return time.Time{}, fmt.Errorf("now: want RFC 3339 or YYYY-MM-DD, got %q", s)
+		}
 	}
-	return t.UTC(), nil
+	t = t.UTC()
+	if y := t.Year(); y < nowYears[0] || y > nowYears[1] {
+		return time.Time{}, fmt.Errorf("now: want a year from %d to %d, got %q", nowYears[0], nowYears[1], s)
+	}
+	return t, nil
 }
+
+// nowYears bound the service clock: the dates events carry and the API
+// takes have four-digit years, and `permitd gen` writes dates up to about
+// four years before its clock and two after it (issue, application,
+// completion and expiration dates), which a clock of year 0000 or 9999
+// took out of that range (invalid events from the generator).
+var nowYears = [2]int{1900, 9000}
 
 func validateAddr(addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
