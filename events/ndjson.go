@@ -66,6 +66,13 @@ const maxNDJSONLine = 16 << 20
 // over unread.
 var ErrLineTooLong = errors.New("line longer than 16 MiB")
 
+// TooLong is the reason a line of n bytes over 16 MiB is not an event,
+// as the line's other reasons are worded (it wraps ErrInvalid and
+// ErrLineTooLong).
+func TooLong(n int64) error {
+	return fmt.Errorf("%w: %w (%d bytes)", ErrInvalid, ErrLineTooLong, n)
+}
+
 // EachNDJSONLine calls fn with every non-empty line of r and its number
 // (from 1), without its newline (and a carriage return before it); raw
 // is valid only during the call. An error of fn stops the read and is
@@ -88,23 +95,21 @@ func EachNDJSONLineOver(r io.Reader, fn func(line int, raw []byte) error, long f
 	for line := 1; ; line++ {
 		frag, err := br.ReadSlice('\n')
 		raw, n := frag, int64(len(frag))
-		var before byte // the byte before frag's, when frag is a line's last part
-		for err == bufio.ErrBufferFull {
-			if n == int64(len(frag)) {
-				joined = joined[:0]
+		var prev byte // the last byte of the part before frag, in a gathered line
+		if err == bufio.ErrBufferFull {
+			joined = joined[:0]
+			for err == bufio.ErrBufferFull {
+				if len(joined) <= maxNDJSONLine+1 {
+					joined = append(joined, frag...)
+				}
+				prev = frag[len(frag)-1]
+				frag, err = br.ReadSlice('\n')
+				n += int64(len(frag))
 			}
 			if len(joined) <= maxNDJSONLine+1 {
 				joined = append(joined, frag...)
 			}
-			before = frag[len(frag)-1]
-			frag, err = br.ReadSlice('\n')
-			n += int64(len(frag))
-		}
-		if n > int64(len(frag)) { // gathered
-			if len(joined) <= maxNDJSONLine+1 {
-				joined = append(joined, frag...)
-			}
-			raw = joined
+			raw = joined // the whole line whenever it is not over the limit
 		}
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("line %d: %w", line, err)
@@ -112,18 +117,17 @@ func EachNDJSONLineOver(r io.Reader, fn func(line int, raw []byte) error, long f
 		if n == 0 {
 			return nil // the end, after the last newline
 		}
-		size := n // the line's length without its newline and a carriage return before it
+		// The line's length without its newline and a carriage return
+		// before it (the last line may have neither).
+		size, end := n, frag
 		if err == nil {
-			size--
-			if len(frag) >= 2 {
-				before = frag[len(frag)-2]
-			} else if n == 1 {
-				before = 0
-			}
-		} else if len(frag) > 0 { // the last line, without a newline: its last byte
-			before = frag[len(frag)-1]
+			size, end = size-1, frag[:len(frag)-1]
 		}
-		if size > 0 && before == '\r' {
+		last := prev
+		if len(end) > 0 {
+			last = end[len(end)-1]
+		}
+		if size > 0 && last == '\r' {
 			size--
 		}
 		switch {

@@ -36,13 +36,10 @@ func (v *Validator) Validate(raw []byte) error {
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
 		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field == "":
-			return fmt.Errorf("%w: not a JSON object: a JSON %s", ErrInvalid, te.Value)
-		case errors.As(err, &te):
-			return fmt.Errorf("%w: type is a JSON %s, not a string", ErrInvalid, te.Value)
+		if errors.As(err, &te) && te.Field != "" { // an object, its type not a string
+			return fmt.Errorf("%w: %v", ErrInvalid, typeWords(err))
 		}
-		return fmt.Errorf("%w: not a JSON object: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: not a JSON object: %v", ErrInvalid, typeWords(err))
 	}
 	if !head.Type.Known() {
 		return fmt.Errorf("%w: unknown event type %q", ErrInvalid, head.Type)

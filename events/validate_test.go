@@ -22,9 +22,9 @@ func TestValidatorChecksTheSchemaAndTheDecoder(t *testing.T) {
 	for name, tc := range map[string]struct{ raw, want string }{
 		"not json": {`{"type":`, "not a JSON object"},
 		// No Go type in the words (encoding/json's own message names one).
-		"an array":      {`[1,2]`, "not a JSON object: a JSON array"},
-		"a string":      {`"x"`, "not a JSON object: a JSON string"},
-		"type a number": {`{"type":5}`, "type is a JSON number, not a string"},
+		"an array":      {`[1,2]`, "not a JSON object: a JSON array, where an object goes"},
+		"a string":      {`"x"`, "not a JSON object: a JSON string, where an object goes"},
+		"type a number": {`{"type":5}`, `field "type": a JSON number, where a string goes`},
 		"unknown type":  {string(bytes.Replace(good, []byte(`location.upserted`), []byte(`thing.upserted`), 1)), `unknown event type "thing.upserted"`},
 		"bad state":     {string(bytes.Replace(good, []byte(`"state":"WA"`), []byte(`"state":"Washington"`), 1)), "schema location.upserted.json: at /data/state"},
 		"extra field":   {string(bytes.Replace(good, []byte(`"source":"test"`), []byte(`"source":"test","x":1`), 1)), "schema location.upserted.json"},

@@ -211,7 +211,7 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		}
 		return nil
 	}, func(line int, n int64) error {
-		res.errs.add("invalid event", line, fmt.Errorf("%w (%d bytes)", events.ErrLineTooLong, n))
+		res.errs.add("invalid event", line, events.TooLong(n))
 		return nil
 	})
 	if err != nil {
@@ -250,7 +250,7 @@ func dryRun(in io.Reader, out io.Writer, prog *progress) error {
 		return nil
 	}, func(line int, n int64) error {
 		bad++
-		fmt.Fprintf(out, "line %d: invalid event: %v (%d bytes)\n", line, events.ErrLineTooLong, n)
+		fmt.Fprintf(out, "line %d: %v\n", line, events.TooLong(n))
 		prog.tick(valid + bad)
 		return nil
 	})

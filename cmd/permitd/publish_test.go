@@ -187,7 +187,7 @@ func TestPublishDryRun(t *testing.T) {
 	require.True(t, strings.HasPrefix(lines[1], "line 6: "), lines[1])
 	require.Contains(t, lines[1], `unknown event type "thing.upserted"`)
 	require.Equal(t, "line 7: invalid event: line longer than 16 MiB (16777218 bytes)", lines[2])
-	require.Equal(t, "line 8: invalid event: not a JSON object: a JSON array", lines[3])
+	require.Equal(t, "line 8: invalid event: not a JSON object: a JSON array, where an object goes", lines[3])
 	require.Equal(t, "dry run: 3 events valid, 4 invalid; nothing published", lines[4])
 
 	_, clean := kafkaFixture(t, 2)
