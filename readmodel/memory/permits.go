@@ -120,8 +120,10 @@ func (s *side) indexPermit(c *cpermit) {
 }
 
 func (s *side) unindexPermit(c *cpermit) {
-	s.leanLists = nil
 	s.buildGeoIndexes() // an Import's deferred indexes hold c (permit_bulk.go)
+	// After the build: on a lean side it leaves its lists for buildLean,
+	// and they hold c, which leaves the sets now.
+	s.leanLists = nil
 	var buf [16]*blockSet
 	sets := buf[:0]
 	for _, l := range s.pi.links.get(c.links) {

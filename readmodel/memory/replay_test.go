@@ -116,6 +116,42 @@ func TestReplayBuildsDeferredGeoIndexesAtTheEnd(t *testing.T) {
 	matchesApplied(t, r, batches, props, replayed, "replayed side, deferred to EndReplay")
 }
 
+// A permit deleted during a replay, while the replay still defers the
+// geo indexes, is not in them once the replayed side is completed: the
+// delete ends the deferral by building the permit sets alone (the side
+// is lean) and takes the permit out of them, so the lists that build
+// left, which still hold it, are not the sets' any more and must not be
+// what the side's derived indexes are built from at settle. (They were:
+// the deleted permit stayed in the month stats and the valuation order,
+// whose build then met its released slot, a nil pointer, on a tie.)
+func TestReplayDeleteLeavesTheLeanListsBehind(t *testing.T) {
+	defer memory.SetPostingMin(2)()
+	ctx := context.Background()
+	s := memory.New(memory.Params{})
+	require.True(t, s.BeginReplay())
+	applyBase(t, s)
+	a, b, c := permit("a", "2024-02-01", zipA, 1), permit("b", "2024-02-03", zipA, 1), permit("c", "2024-02-05", zipA, 1)
+	tie := 1000.5 // valuations off the blocks' whole numbers go to a tree that compares ids on ties
+	a.Valuation, b.Valuation = &tie, &tie
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{a, b}})
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{c}, Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: a.PermitID, Version: 2}}})
+	s.EndReplay()
+	s.Settle()
+	// Both sides settled, then written; each side is read once.
+	apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{permit("d", "2024-03-01", zipB, 1)}})
+	for range 2 {
+		months, err := s.PermitMonthly(ctx, readmodel.MonthlyQuery{Geo: readmodel.ParseGeoRef(zipA), FromDate: "2024-02-01", ToDate: "2024-02-29"})
+		require.NoError(t, err)
+		require.Len(t, months, 1)
+		require.Equal(t, int64(2), months[0].Count, "b and c; a is deleted")
+		got := walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Limit: 5, Sort: readmodel.SortValuationDesc}, nil)
+		require.Equal(t, []string{b.PermitID, c.PermitID}, got)
+		got = walk(t, s, readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(zipA), Desc: true, Limit: 5, Filter: readmodel.PermitFilter{Statuses: []string{"issued"}}}, nil)
+		require.Equal(t, []string{c.PermitID, b.PermitID}, got)
+		apply(t, s, readmodel.Batch{Permits: []readmodel.Permit{permit("e", "2023-01-01", zipB, 1)}})
+	}
+}
+
 // ReserveReplay sizes an open replay's empty tables and leaves what the
 // replay wrote: a replay sized after its first writes (the locations)
 // ends as one that was not sized, and as Apply.
