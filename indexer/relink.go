@@ -144,8 +144,14 @@ func (t *locations) relinksOf(geoID string, out []parked) []parked {
 }
 
 // relinkDoneLocked removes p once its re-link is durable (t.mu held),
-// unless a newer version was remembered meanwhile.
+// unless a newer version was remembered meanwhile, or p's location is
+// still unknown: then p was written without it again (a message parked
+// before Settle and written at Settle), and the entry is the one that
+// write made, waiting for the location as any other.
 func (t *locations) relinkDoneLocked(p parked) {
+	if r, ok := t.rows[p.geoID]; !ok || r.deleted {
+		return
+	}
 	if q, ok := t.unlinked[p.key]; ok && q.version == p.version && q.geoID == p.geoID {
 		t.unlinkedBytes -= q.size()
 		t.dropUnlinkedLocked(p.key, p.geoID)

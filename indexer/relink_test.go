@@ -44,7 +44,7 @@ func newRelinkFixture(t *testing.T) relinkFixture {
 
 // storeIndexer is an indexer over a fresh memory store; await, when
 // set, is its location source's wait.
-func storeIndexer(t *testing.T, await func(context.Context) error) (*indexer.Indexer, *memory.Store) {
+func storeIndexer(t testing.TB, await func(context.Context) error) (*indexer.Indexer, *memory.Store) {
 	t.Helper()
 	s := memory.New(memory.Params{})
 	ix, err := indexer.New(indexer.Params{Writer: s, DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
@@ -60,7 +60,7 @@ func storeIndexer(t *testing.T, await func(context.Context) error) (*indexer.Ind
 
 // contents is the store's whole state: the digest and every document,
 // in a stable order.
-func contents(t *testing.T, s *memory.Store) (string, readmodel.Batch) {
+func contents(t testing.TB, s *memory.Store) (string, readmodel.Batch) {
 	t.Helper()
 	ctx := context.Background()
 	d, err := s.Digest(ctx)
@@ -101,18 +101,26 @@ func TestRelinkEqualsACleanReplay(t *testing.T) {
 		await   func(context.Context) error
 		batches [][]indexer.Message
 		relinks bool // the permit and the property were written unlinked first
+		settle  int  // the batches handed before Settle (1 unless set)
 	}{
-		{"location before permit", nil, [][]indexer.Message{{f.state}, {f.zip}, {f.permit, f.noZip}, {f.property, f.lead}}, false},
-		{"permit before location, after settling", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true},
-		{"permit before location, after the source's wait", noWait, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true},
-		{"location in the permits' batch", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip, f.zip}, {f.property, f.lead}}, false},
+		{"location before permit", nil, [][]indexer.Message{{f.state}, {f.zip}, {f.permit, f.noZip}, {f.property, f.lead}}, false, 0},
+		{"permit before location, after settling", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true, 0},
+		{"permit before location, after the source's wait", noWait, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true, 0},
+		{"location in the permits' batch", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip, f.zip}, {f.property, f.lead}}, false, 0},
+		// Parked before Settle (their ZIP unknown), written unlinked at
+		// Settle, and re-linked when the ZIP arrives after it.
+		{"permit before location, before settling", nil, [][]indexer.Message{{f.state}, {f.permit, f.noZip}, {f.property, f.lead}, {f.zip}}, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix, s := storeIndexer(t, tc.await)
-			require.NoError(t, ix.HandleBatch(ctx, tc.batches[0]))
+			settle := max(tc.settle, 1)
+			for _, b := range tc.batches[:settle] {
+				require.NoError(t, ix.HandleBatch(ctx, b))
+			}
+			require.Equal(t, settle > 1, ix.Progress().Parked > 0, "handed before Settle without their ZIP: they wait")
 			require.NoError(t, ix.Settle(ctx))
-			for i, b := range tc.batches[1:] {
-				if tc.relinks && i == len(tc.batches)-2 {
+			for i, b := range tc.batches[settle:] {
+				if tc.relinks && i == len(tc.batches)-settle-1 {
 					_, before := contents(t, s)
 					require.Len(t, before.Permits, 2)
 					require.False(t, before.Permits[1].Linked(), "written before its ZIP: state level")
