@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/memory"
 )
 
 func TestUnlinkedFileRoundTripAndRefusals(t *testing.T) {
@@ -67,4 +69,51 @@ func TestCaptureKeepsRelinkedUntilSaved(t *testing.T) {
 	msgs, _ = ix.CaptureUnlinked()
 	require.Len(t, msgs, 1, "only the permit outside the gazetteer")
 	require.Equal(t, f.noZip.Value, msgs[0].Value)
+}
+
+// TestRestoredUnlinkedRelinkAfterSettle: a restart from a snapshot whose
+// ZIP is still unpublished when the restarted indexer settles. The
+// re-link file's messages wait for it until Settle, are written without
+// it then (stale against the snapshot's unlinked copies), and are
+// remembered, so the ZIP published after the restart re-links them as
+// it re-links any other: the read model ends as a clean replay's.
+func TestRestoredUnlinkedRelinkAfterSettle(t *testing.T) {
+	ctx := context.Background()
+	f := newRelinkFixture(t)
+	ix, s := storeIndexer(t, nil)
+	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.state}))
+	require.NoError(t, ix.Settle(ctx))
+	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.lead}))
+	msgs, _ := ix.CaptureUnlinked()
+	require.Len(t, msgs, 3)
+
+	// The restart: a store loaded from the first one's export, an
+	// indexer preloaded with its locations.
+	var all readmodel.Batch
+	require.NoError(t, s.Export(ctx, 0, func(b readmodel.Batch) error { all.Append(b); return nil }))
+	loaded := memory.New(memory.Params{})
+	im := loaded.NewImport()
+	require.NoError(t, im.Add(all))
+	require.NoError(t, im.Commit())
+	restarted, err := indexer.New(indexer.Params{Writer: loaded, DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
+		t.Errorf("dead letter %s: %v", m.Key, reason)
+		return nil
+	}})
+	require.NoError(t, err)
+	restarted.Preload(all)
+	require.NoError(t, restarted.RestoreUnlinked(ctx, msgs))
+	require.Equal(t, int64(3), restarted.Progress().Parked, "they wait for their ZIP until Settle")
+	require.NoError(t, restarted.Settle(ctx))
+	require.Equal(t, int64(3), restarted.Progress().Unlinked, "written without it at Settle, and remembered")
+
+	require.NoError(t, restarted.HandleBatch(ctx, []indexer.Message{f.zip}))
+	clean, cleanStore := storeIndexer(t, nil)
+	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.state, f.zip}))
+	require.NoError(t, clean.Settle(ctx))
+	require.NoError(t, clean.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.lead}))
+	wantDigest, want := contents(t, cleanStore)
+	gotDigest, got := contents(t, loaded)
+	require.Equal(t, want, got, "re-linked as a clean replay links them")
+	require.Equal(t, wantDigest, gotDigest)
+	require.Zero(t, restarted.Progress().Unlinked)
 }
