@@ -155,57 +155,6 @@ func leadPagesMatchBruteForce(t *testing.T, r *rand.Rand, leads []readmodel.Lead
 	}
 	_, err = s.Apply(ctx, rw)
 	require.NoError(t, err)
-	conf := func(l readmodel.Lead) (bool, float64) {
-		if l.Confidence == nil {
-			return false, 0
-		}
-		return true, *l.Confidence
-	}
-	dateDesc := func(a, b readmodel.Lead) int { // null last
-		switch {
-		case a.EventDateUsed == b.EventDateUsed:
-			return 0
-		case a.EventDateUsed == "":
-			return 1
-		case b.EventDateUsed == "":
-			return -1
-		}
-		return cmp.Compare(b.EventDateUsed, a.EventDateUsed)
-	}
-	byDate := func(a, b readmodel.Lead) int {
-		if c := dateDesc(a, b); c != 0 {
-			return c
-		}
-		ha, ca := conf(a)
-		hb, cb := conf(b)
-		if ha != hb {
-			if ha {
-				return -1
-			}
-			return 1
-		}
-		if ca != cb {
-			return cmp.Compare(cb, ca)
-		}
-		return cmp.Compare(a.LeadID, b.LeadID)
-	}
-	byConf := func(a, b readmodel.Lead) int {
-		ha, ca := conf(a)
-		hb, cb := conf(b)
-		if ha != hb {
-			if ha {
-				return -1
-			}
-			return 1
-		}
-		if ca != cb {
-			return cmp.Compare(cb, ca)
-		}
-		if c := dateDesc(a, b); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.LeadID, b.LeadID)
-	}
 	found := 0 // walks that yield leads: not every filter may match nothing
 	for i := range 150 {
 		f := randomFilter(r)
@@ -218,9 +167,9 @@ func leadPagesMatchBruteForce(t *testing.T, r *rand.Rand, leads []readmodel.Lead
 				}
 			}
 			if sort == readmodel.SortEventDateDesc {
-				slices.SortFunc(sel, byDate)
+				slices.SortFunc(sel, leadByDate)
 			} else {
-				slices.SortFunc(sel, byConf)
+				slices.SortFunc(sel, leadByConf)
 			}
 			for _, l := range sel {
 				want = append(want, l.LeadID+"/"+l.PermitNumber)
@@ -246,4 +195,60 @@ func leadPagesMatchBruteForce(t *testing.T, r *rand.Rand, leads []readmodel.Lead
 		}
 	}
 	require.Greater(t, found, minFound, "walks that yield leads (the seed is fixed)")
+}
+
+// leadConf is a lead's confidence, and whether it has one.
+func leadConf(l readmodel.Lead) (bool, float64) {
+	if l.Confidence == nil {
+		return false, 0
+	}
+	return true, *l.Confidence
+}
+
+// leadDateDesc orders leads by event date, newest first, null last.
+func leadDateDesc(a, b readmodel.Lead) int {
+	switch {
+	case a.EventDateUsed == b.EventDateUsed:
+		return 0
+	case a.EventDateUsed == "":
+		return 1
+	case b.EventDateUsed == "":
+		return -1
+	}
+	return cmp.Compare(b.EventDateUsed, a.EventDateUsed)
+}
+
+// leadByDate is the event-date order's meaning: date, then confidence
+// (null last), then lead_id.
+func leadByDate(a, b readmodel.Lead) int {
+	if c := leadDateDesc(a, b); c != 0 {
+		return c
+	}
+	return leadConfThenID(a, b, false)
+}
+
+// leadByConf is the confidence order's meaning: confidence (null
+// last), then date, then lead_id.
+func leadByConf(a, b readmodel.Lead) int {
+	return leadConfThenID(a, b, true)
+}
+
+func leadConfThenID(a, b readmodel.Lead, date bool) int {
+	ha, ca := leadConf(a)
+	hb, cb := leadConf(b)
+	if ha != hb {
+		if ha {
+			return -1
+		}
+		return 1
+	}
+	if ca != cb {
+		return cmp.Compare(cb, ca)
+	}
+	if date {
+		if c := leadDateDesc(a, b); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.LeadID, b.LeadID)
 }
