@@ -66,7 +66,7 @@ func (w *recordWriter) Apply(_ context.Context, b readmodel.Batch) (readmodel.Ap
 	return res, nil
 }
 
-func msgOf(t *testing.T, topic string, env events.Envelope) indexer.Message {
+func msgOf(t testing.TB, topic string, env events.Envelope) indexer.Message {
 	t.Helper()
 	raw, err := json.Marshal(env)
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func msgOf(t *testing.T, topic string, env events.Envelope) indexer.Message {
 }
 
 // zipLocationMsg is ZIP 98101's location event, with its hierarchy.
-func zipLocationMsg(t *testing.T, version int64) indexer.Message {
+func zipLocationMsg(t testing.TB, version int64) indexer.Message {
 	d := events.Location{
 		GeoType: "zip", Name: "98101", DisplayName: "98101 (Seattle, WA)", State: "WA", StateName: "Washington",
 		County: "King County", City: "Seattle", Zipcode: "98101", Jurisdiction: "City of Seattle",
@@ -84,7 +84,7 @@ func zipLocationMsg(t *testing.T, version int64) indexer.Message {
 	return msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, zip98101, version, d))
 }
 
-func stateLocationMsg(t *testing.T) indexer.Message {
+func stateLocationMsg(t testing.TB) indexer.Message {
 	d := events.Location{GeoType: "state", Name: "Washington", DisplayName: "Washington", State: "WA", StateName: "Washington", Lat: 47, Lon: -120}
 	return msgOf(t, "permitd.locations.v1", mustEnv(t, events.LocationUpserted, waState, 1, d))
 }

@@ -258,7 +258,7 @@ func TestProjectPermitLookupFailureIsTransient(t *testing.T) {
 	}
 }
 
-func propertyEnv(t *testing.T, mut func(*events.Property)) events.Envelope {
+func propertyEnv(t testing.TB, mut func(*events.Property)) events.Envelope {
 	t.Helper()
 	lat, lon := 47.61, -122.33
 	d := events.Property{

@@ -34,7 +34,7 @@ func signalLookup() lookupMap {
 	return lookupMap{zip.GeoID: zip, state.GeoID: state}
 }
 
-func mustEnv(t *testing.T, typ events.Type, id string, v int64, data any) events.Envelope {
+func mustEnv(t testing.TB, typ events.Type, id string, v int64, data any) events.Envelope {
 	env, err := events.New(typ, id, v, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "test", data)
 	require.NoError(t, err)
 	return env

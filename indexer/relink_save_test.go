@@ -86,22 +86,7 @@ func TestRestoredUnlinkedRelinkAfterSettle(t *testing.T) {
 	require.NoError(t, ix.HandleBatch(ctx, []indexer.Message{f.permit, f.property, f.lead}))
 	msgs, _ := ix.CaptureUnlinked()
 	require.Len(t, msgs, 3)
-
-	// The restart: a store loaded from the first one's export, an
-	// indexer preloaded with its locations.
-	var all readmodel.Batch
-	require.NoError(t, s.Export(ctx, 0, func(b readmodel.Batch) error { all.Append(b); return nil }))
-	loaded := memory.New(memory.Params{})
-	im := loaded.NewImport()
-	require.NoError(t, im.Add(all))
-	require.NoError(t, im.Commit())
-	restarted, err := indexer.New(indexer.Params{Writer: loaded, DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
-		t.Errorf("dead letter %s: %v", m.Key, reason)
-		return nil
-	}})
-	require.NoError(t, err)
-	restarted.Preload(all)
-	require.NoError(t, restarted.RestoreUnlinked(ctx, msgs))
+	restarted, loaded := restartFromSnapshot(t, ix, s)
 	require.Equal(t, int64(3), restarted.Progress().Parked, "they wait for their ZIP until Settle")
 	require.NoError(t, restarted.Settle(ctx))
 	require.Equal(t, int64(3), restarted.Progress().Unlinked, "written without it at Settle, and remembered")
@@ -116,4 +101,26 @@ func TestRestoredUnlinkedRelinkAfterSettle(t *testing.T) {
 	require.Equal(t, want, got, "re-linked as a clean replay links them")
 	require.Equal(t, wantDigest, gotDigest)
 	require.Zero(t, restarted.Progress().Unlinked)
+}
+
+// restartFromSnapshot is a restart of ix from a snapshot of s taken
+// now, as serve restarts (cmd/permitd serve_kafka.go): the restarted
+// indexer and its store.
+func restartFromSnapshot(t *testing.T, ix *indexer.Indexer, s *memory.Store) (*indexer.Indexer, *memory.Store) {
+	ctx := context.Background()
+	msgs, _ := ix.CaptureUnlinked()
+	var all readmodel.Batch
+	require.NoError(t, s.Export(ctx, 0, func(b readmodel.Batch) error { all.Append(b); return nil }))
+	loaded := memory.New(memory.Params{})
+	im := loaded.NewImport()
+	require.NoError(t, im.Add(all))
+	require.NoError(t, im.Commit())
+	restarted, err := indexer.New(indexer.Params{Writer: loaded, DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
+		t.Errorf("dead letter %s: %v", m.Key, reason)
+		return nil
+	}})
+	require.NoError(t, err)
+	restarted.Preload(all)
+	require.NoError(t, restarted.RestoreUnlinked(ctx, msgs))
+	return restarted, loaded
 }
