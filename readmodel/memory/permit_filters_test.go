@@ -182,21 +182,7 @@ func permitFiltersMatchTheReference(t *testing.T) {
 				byValue = append(byValue, p)
 			}
 		}
-		slices.SortFunc(byValue, func(a, b readmodel.Permit) int {
-			if (a.Valuation == nil) != (b.Valuation == nil) {
-				if a.Valuation == nil {
-					return 1
-				}
-				return -1
-			}
-			if a.Valuation != nil && *a.Valuation != *b.Valuation {
-				if *a.Valuation > *b.Valuation {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.PermitID, b.PermitID)
-		})
+		slices.SortFunc(byValue, valuationCmp)
 		var wantValue []string
 		for _, p := range byValue {
 			wantValue = append(wantValue, p.PermitID)

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -58,6 +59,39 @@ func permit(id, issue, zip string, version int64) readmodel.Permit {
 	return p
 }
 
+// dateCmp is the date order's meaning: issue date (null last in both
+// directions), then permit_id ascending.
+func dateCmp(a, b readmodel.Permit, desc bool) int {
+	if (a.IssueDate == "") != (b.IssueDate == "") {
+		if a.IssueDate == "" {
+			return 1
+		}
+		return -1
+	}
+	if c := strings.Compare(a.IssueDate, b.IssueDate); c != 0 {
+		if desc {
+			return -c
+		}
+		return c
+	}
+	return strings.Compare(a.PermitID, b.PermitID)
+}
+
+// valuationCmp is the valuation order's meaning: descending, unknown
+// last, permit_id ascending among equals.
+func valuationCmp(a, b readmodel.Permit) int {
+	if (a.Valuation == nil) != (b.Valuation == nil) {
+		if a.Valuation == nil {
+			return 1
+		}
+		return -1
+	}
+	if a.Valuation != nil && *a.Valuation != *b.Valuation {
+		return cmp.Compare(*b.Valuation, *a.Valuation)
+	}
+	return strings.Compare(a.PermitID, b.PermitID)
+}
+
 // expected returns the ids of ps in the contract's order.
 func expected(ps []readmodel.Permit, desc bool, from, to string) []string {
 	var keep []readmodel.Permit
@@ -70,21 +104,7 @@ func expected(ps []readmodel.Permit, desc bool, from, to string) []string {
 		}
 		keep = append(keep, p)
 	}
-	slices.SortFunc(keep, func(a, b readmodel.Permit) int {
-		if (a.IssueDate == "") != (b.IssueDate == "") {
-			if a.IssueDate == "" {
-				return 1
-			}
-			return -1
-		}
-		if c := strings.Compare(a.IssueDate, b.IssueDate); c != 0 {
-			if desc {
-				return -c
-			}
-			return c
-		}
-		return strings.Compare(a.PermitID, b.PermitID)
-	})
+	slices.SortFunc(keep, func(a, b readmodel.Permit) int { return dateCmp(a, b, desc) })
 	out := make([]string, len(keep))
 	for i, p := range keep {
 		out[i] = p.PermitID
