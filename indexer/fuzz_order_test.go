@@ -13,9 +13,10 @@ import (
 
 // orderPool is a small log: the locations the others link to (a state
 // and two ZIPs), permits of several versions that move between the ZIPs,
-// one in a ZIP no location names, one without a ZIP, a property of two
-// versions, leads anchored to either ZIP, and deletes of a permit and a
-// lead. Every location has one version, so the state a log ends in does
+// one in a ZIP no location names, one that moves out of it, one without
+// a ZIP, a property of two versions and its delete, leads anchored to
+// either ZIP or to the ZIP that never comes, and deletes of a permit and
+// a lead. Every location has one version, so the state a log ends in does
 // not depend on when each was read (a location's new version is not
 // projected into what was written before it: the contract's).
 func orderPool(t testing.TB) []indexer.Message {
@@ -76,6 +77,10 @@ func orderPool(t testing.TB) []indexer.Message {
 		leadMsg("fz:2", 1, zip98104),
 		leadMsg("fz:4", 3, zip98101),
 		deleted("permitd.permit-leads.v1", events.LeadDeleted, events.LeadID("fz:2", "framing_window_late"), 2),
+		permitMsg("6", 1, "99999", nil),
+		permitMsg("6", 2, "98101", nil), // out of a ZIP that never comes: its wait ends
+		leadMsg("fz:6", 1, events.GeoID("zip", "99999")),
+		deleted("permitd.properties.v1", events.PropertyDeleted, propID, 3),
 	}
 }
 
