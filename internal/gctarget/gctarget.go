@@ -49,6 +49,7 @@ func Apply(s string, getenv func(string) string) (string, error) {
 		return "", err
 	}
 	limited := debug.SetMemoryLimit(-1) != math.MaxInt64
+	supersede() // a pending Resume's target does not undo this one
 	autoDefault.Store(false)
 	switch {
 	case set && pct < 0 && !limited:

@@ -52,3 +52,20 @@ func TestResume(t *testing.T) {
 	require.Eventually(t, func() bool { return gctarget.Current() == 100 }, 10*time.Second, 10*time.Millisecond)
 	runtime.KeepAlive(keep)
 }
+
+// A target set after a Resume (Apply here; a replay's too) stands: the
+// Resume's goroutine, which sets its target once the next cycle has run,
+// no longer undoes it. (It did: in cmd/permitd a snapshot test's Resume
+// set its target in the middle of TestReplayRaisesTheCollectorTarget.)
+func TestResumeYieldsToALaterTarget(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	runtime.GC()
+	debug.SetGCPercent(-1)
+	gctarget.Resume(150)
+	if _, err := gctarget.Apply("250", func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC() // the cycle Resume's goroutine waits for
+	time.Sleep(3 * 250 * time.Millisecond)
+	require.Equal(t, 250, gctarget.Current())
+}

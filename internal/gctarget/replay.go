@@ -69,6 +69,7 @@ func Replay() (end func(), bound uint64) {
 		return func() {}, 0
 	}
 	bound = uint64(float64(total) * replayShare)
+	supersede() // the replay tunes the target from now on
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,8 +17,11 @@ import (
 // pct alone started a cycle at once, which marked all the phase had
 // loaded (gigabytes, all of it live) while the process was catching up
 // and building its second side. After that next cycle the target is pct
-// as set. Resume(-1) turns the collector off.
+// as set, unless a target was set through this package meanwhile (Apply,
+// Replay, another Resume): that one stands. Resume(-1) turns the
+// collector off.
 func Resume(pct int) {
+	g := generation.Add(1)
 	if pct < 0 {
 		debug.SetGCPercent(pct)
 		return
@@ -27,15 +32,36 @@ func Resume(pct int) {
 	cycles := s[2].Value.Uint64()
 	go func() {
 		c := s[2:]
-		for {
+		for generation.Load() == g {
 			time.Sleep(resumePoll)
 			metrics.Read(c)
 			if c[0].Value.Uint64() != cycles {
-				debug.SetGCPercent(pct)
+				resumeMu.Lock()
+				if generation.Load() == g {
+					debug.SetGCPercent(pct)
+				}
+				resumeMu.Unlock()
 				return
 			}
 		}
 	}()
+}
+
+// generation counts the targets set through this package: a Resume's
+// goroutine sets its target only while none was set after it (it waits
+// for its cycle, which may come after a later Apply or Replay, and would
+// undo that). resumeMu orders the goroutine's check and set with
+// supersede.
+var (
+	generation atomic.Uint64
+	resumeMu   sync.Mutex
+)
+
+// supersede ends what a pending Resume would still set.
+func supersede() {
+	resumeMu.Lock()
+	generation.Add(1)
+	resumeMu.Unlock()
 }
 
 // resumePoll is how often Resume's goroutine looks for the next cycle.
