@@ -21,7 +21,7 @@ import (
 // Replay, another Resume): that one stands. Resume(-1) turns the
 // collector off.
 func Resume(pct int) {
-	g := generation.Add(1)
+	g := supersede() // an earlier Resume's pending target too
 	if pct < 0 {
 		debug.SetGCPercent(pct)
 		return
@@ -57,11 +57,13 @@ var (
 	resumeMu   sync.Mutex
 )
 
-// supersede ends what a pending Resume would still set.
-func supersede() {
+// supersede ends what a pending Resume would still set, and returns the
+// new generation. Under resumeMu: a goroutine that has checked its
+// generation sets its target before this returns, never after.
+func supersede() uint64 {
 	resumeMu.Lock()
-	generation.Add(1)
-	resumeMu.Unlock()
+	defer resumeMu.Unlock()
+	return generation.Add(1)
 }
 
 // resumePoll is how often Resume's goroutine looks for the next cycle.
