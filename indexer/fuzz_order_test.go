@@ -16,7 +16,8 @@ import (
 // one in a ZIP no location names, one that moves out of it, one without
 // a ZIP, a property of two versions and its delete, leads anchored to
 // either ZIP or to the ZIP that never comes, and deletes of a permit and
-// a lead. Every location has one version, so the state a log ends in does
+// a lead, and a permit and a lead deleted at their own version. Every
+// location has one version, so the state a log ends in does
 // not depend on when each was read (a location's new version is not
 // projected into what was written before it: the contract's).
 func orderPool(t testing.TB) []indexer.Message {
@@ -81,6 +82,12 @@ func orderPool(t testing.TB) []indexer.Message {
 		permitMsg("6", 2, "98101", nil), // out of a ZIP that never comes: its wait ends
 		leadMsg("fz:6", 1, events.GeoID("zip", "99999")),
 		deleted("permitd.properties.v1", events.PropertyDeleted, propID, 3),
+		// Deletes of the version they delete: the tombstone outranks the
+		// unlinked copy and the re-link alike (readmodel.Writer).
+		permitMsg("7", 1, "98101", nil),
+		deleted("permitd.permits.v1", events.PermitDeleted, events.PermitDocID("fz", "7"), 1),
+		leadMsg("fz:7", 1, zip98101),
+		deleted("permitd.permit-leads.v1", events.LeadDeleted, events.LeadID("fz:7", "framing_window_late"), 1),
 	}
 }
 

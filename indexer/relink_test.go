@@ -1,6 +1,7 @@
 package indexer_test
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -69,6 +70,9 @@ func contents(t testing.TB, s *memory.Store) (string, readmodel.Batch) {
 	require.NoError(t, s.Export(ctx, 0, func(b readmodel.Batch) error { all.Append(b); return nil }))
 	slices.SortFunc(all.Permits, func(a, b readmodel.Permit) int { return strings.Compare(a.PermitID, b.PermitID) })
 	slices.SortFunc(all.Locations, func(a, b readmodel.Location) int { return strings.Compare(a.GeoID, b.GeoID) })
+	slices.SortFunc(all.Deletes, func(a, b readmodel.Delete) int {
+		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.ID, b.ID))
+	})
 	return d, all
 }
 

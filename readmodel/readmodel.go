@@ -155,7 +155,7 @@ type Writer interface {
 	// tombstone left by a delete) is a no-op counted in Result.Stale, not an
 	// error. Applying the same batch twice leaves the same state.
 	//
-	// Re-links (the one exception to "newer only"): a permit or property
+	// Re-links and deletes (the two exceptions to "newer only"): a permit or property
 	// projected while its ZIP's location was unknown, or a lead whose
 	// anchor's location was unknown, is written linked only to what was
 	// known (Linked reports false); when the location arrives the indexer
@@ -170,9 +170,15 @@ type Writer interface {
 	//   - equal (Version, Linked) is Stale, as before: replays stay
 	//     idempotent, and a replay of the whole log ends in the document a
 	//     replay with the locations first produces;
-	//   - a tombstone at Version v outranks both documents of version v
-	//     (a re-link never resurrects a deleted entity).
-	// Other kinds have no link completeness: equal versions are Stale.
+	//   - a tombstone at Version v outranks both documents of version v,
+	//     in either order: a document of v over a tombstone of v is Stale
+	//     (a re-link never resurrects a deleted entity), and a delete at v
+	//     over a live document of v takes (Applied). So a delete and the
+	//     documents of its version end deleted whatever order they come
+	//     in, as a replay of the log ends.
+	// Other kinds have no link completeness: equal versions of documents
+	// are Stale, and a delete at v takes over a live document of v as
+	// above. A delete over a tombstone of its version is Stale.
 	//
 	// A *ItemErrors error means every document of the batch but the ones
 	// it lists is applied (and counted in the result), and the listed ones

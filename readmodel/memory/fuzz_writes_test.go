@@ -204,9 +204,10 @@ func (r *refTable[T]) put(id string, v int64, doc T) bool {
 }
 
 // del tombstones id at version v and reports whether it took: newer
-// than the row, or no row.
+// than the row, of the version of a live row (a tombstone outranks the
+// documents of its version), or no row.
 func (r *refTable[T]) del(id string, v int64) bool {
-	if row, had := r.rows[id]; had && v <= row.version {
+	if row, had := r.rows[id]; had && (v < row.version || v == row.version && !row.live) {
 		return false
 	}
 	r.rows[id] = refRow[T]{version: v}

@@ -114,11 +114,13 @@ func (t *table[T]) has(id string) bool {
 // looking first, and checks this once at the end).
 func (t *table[T]) duplicated() bool { return len(t.rows) != t.made }
 
-// del tombstones id at version when it is newer than what is stored. It
-// returns the removed live document (if any) and whether the delete took.
+// del tombstones id at version when it is newer than what is stored, or
+// of the same version as the live document stored (a tombstone of a
+// version outranks its documents: readmodel.Writer). It returns the
+// removed live document (if any) and whether the delete took.
 func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	r, exists := t.rows[id]
-	if exists && version <= r.version {
+	if exists && !deleteTakes(version, r.version, r.deleted) {
 		return prev, false, false
 	}
 	var zero T
@@ -135,6 +137,15 @@ func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	}
 	r.version, r.deleted, r.doc = version, true, zero
 	return prev, hadPrev, true
+}
+
+// deleteTakes reports whether a delete at version replaces a row stored
+// at stored (deleted: a tombstone): a newer version always does, an
+// equal one only over a live document. So a delete and a document of
+// one version end deleted in either order (the document is stale over
+// the tombstone: put).
+func deleteTakes(version, stored int64, deleted bool) bool {
+	return version > stored || version == stored && !deleted
 }
 
 // get returns the live document stored under id.

@@ -38,6 +38,7 @@ var Scenarios = []Scenario{
 	{"locations/counts_follow_moves_and_replays", locationCountsFollow},
 	{"leads/stats_follow_moves_and_replays", leadStatsFollow},
 	{"relink/after_a_restart", relinkAfterRestart},
+	{"versions/delete_outranks_its_version", deleteOutranksItsVersion},
 }
 
 func locationDetail(t *testing.T, e *Env) {
