@@ -34,11 +34,12 @@ import (
 //     writes carries cells_pending: the cells the permit leaves and
 //     enters going from that stored state to v, tagged "id@e" (none
 //     when only other fields change). Versions are compared, and e is,
-//     the external version (writer.go: 2v for an unlinked write, 2v+1 for
-//     a linked one or a tombstone), so a re-link at the same entity
-//     version is a transition of its own (it enters the ZIP's and city's
-//     cells), an unlinked copy arriving after it is stale and moves
-//     nothing, and the two writes of one version never share a tag.
+//     the external version (writer.go: 3v for an unlinked write, 3v+1 for
+//     a linked one, 3v+2 for a tombstone), so a re-link at the same
+//     entity version is a transition of its own (it enters the ZIP's and
+//     city's cells), an unlinked copy arriving after it is stale and
+//     moves nothing, a delete of the same version leaves the cells of
+//     either, and the writes of one version never share a tag.
 //  2. The documents' bulk (every kind), external versions as always. A
 //     refused or stale version is not stored, and neither is its
 //     pending: it owes nothing.
@@ -49,7 +50,7 @@ import (
 //     with the deltas of the tags they do not hold yet, and the tags
 //     added: one document write per cell, atomic. Then the permit is
 //     rewritten at the same external version without cells_pending
-//     (version_type external_gte; 2v stays 2v, so a later re-link still
+//     (version_type external_gte; 3v stays 3v, so a later re-link still
 //     takes), then the tags are removed from the cells.
 //
 // A crash anywhere leaves each permit either without a pending (its
@@ -71,9 +72,10 @@ import (
 // permitState is what a permit contributes to the cells.
 type permitState struct {
 	// version is the external version (writer.go, externalVersion): the
-	// (version, linked) order of the Writer contract, so a re-link at
-	// the same entity version (2v+1 over 2v) is a newer state that moves
-	// the cells like any other; 0 for no document.
+	// order of the Writer contract within an entity version, so a
+	// re-link at the same entity version (3v+1 over 3v) or a delete of it
+	// (3v+2) is a newer state that moves the cells like any other; 0 for
+	// no document.
 	version int64
 	live    bool
 	anchors []string // sorted, unique
@@ -232,18 +234,19 @@ func splitCellID(id string) (anchor, day string) {
 }
 
 // transitionTag names the transition to the version of id stored under
-// external version ext: the unlinked (2v) and linked (2v+1) writes of one
-// entity version are two transitions, each stored once.
+// external version ext: the unlinked (3v), linked (3v+1) and deleting
+// (3v+2) writes of one entity version are transitions of their own, each
+// stored once.
 func transitionTag(id string, ext int64) string { return id + "@" + strconv.FormatInt(ext, 10) }
 
 // batchExternal is the external version an item of the batch is written
 // under, 0 when Apply refuses its version (above maxEntityVersion: never
 // stored, owes nothing).
-func batchExternal(kind readmodel.Kind, id string, version int64, unlinked bool) int64 {
+func batchExternal(kind readmodel.Kind, id string, version int64, rank versionRank) int64 {
 	if version > maxEntityVersion || version < 1 {
 		return 0
 	}
-	return externalVersion(bulkItem{kind: kind, id: id, version: version, unlinked: unlinked})
+	return externalVersion(bulkItem{kind: kind, id: id, version: version, rank: rank})
 }
 
 // permitTombstone is a permit delete's document: the tombstone and what
@@ -312,7 +315,7 @@ func batchVersions[E, S any](kind readmodel.Kind, docs []E, deletes []readmodel.
 	}
 	for _, d := range deletes {
 		if d.Kind == kind {
-			v.note(d.ID, tomb(batchExternal(d.Kind, d.ID, d.Version, false)))
+			v.note(d.ID, tomb(batchExternal(d.Kind, d.ID, d.Version, rankTombstone)))
 		}
 	}
 	return v
@@ -359,7 +362,7 @@ func owes[S, P any](v versions[S], stored map[string]S, pending map[string]*P, v
 func (s *Store) planPermitCells(ctx context.Context, b readmodel.Batch) (*permitCells, error) {
 	v := batchVersions(readmodel.KindPermit, b.Permits, b.Deletes, func(p *readmodel.Permit) (string, permitState) {
 		d := permitDocOf(*p)
-		return p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, !p.Linked()))
+		return p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, docRank(!p.Linked())))
 	}, func(ext int64) permitState { return permitState{version: ext} })
 	return planCells(ctx, readmodel.KindPermit, v, func(ctx context.Context, ids []string) (map[string]permitState, map[string]*cellsPending, error) {
 		return s.storedPermits(ctx, ids, "?_source_includes="+permitSourceFields)

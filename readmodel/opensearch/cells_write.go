@@ -179,11 +179,12 @@ func rewrites[D any, PD interface {
 }
 
 // rewriteItem is the rewrite of a stored document of entity version v
-// under external version ext (its _version): an unlinked document (ext
-// 2v) stays unlinked, so its later re-link (2v+1) still takes, and a
-// linked one or a tombstone (2v+1) stays above an unlinked copy of v.
+// under external version ext (its _version), at its own rank: an
+// unlinked document (3v) stays unlinked, so its later re-link (3v+1) and
+// delete (3v+2) still take, a linked one (3v+1) stays above an unlinked
+// copy of v, and a tombstone (3v+2) above both.
 func rewriteItem(kind readmodel.Kind, id string, v, ext int64, doc any) bulkItem {
-	return bulkItem{kind: kind, id: id, version: v, doc: doc, unlinked: ext == 2*v}
+	return bulkItem{kind: kind, id: id, version: v, doc: doc, rank: rankOf(v, ext)}
 }
 
 // rewriteDocs writes stored documents (permits, leads) again at their

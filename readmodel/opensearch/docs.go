@@ -17,7 +17,8 @@ import (
 // field for field by mappings/templates/*.json (dynamic: strict). Every
 // document carries doc_id (its _id, the sort tie-breaker of full scans),
 // version (the entity version; the external _version encodes it with
-// the link completeness, see externalVersion) and deleted.
+// the write's rank: unlinked, linked or tombstone, see externalVersion)
+// and deleted.
 // A permit, property or lead keeps its id in doc_id only: the entity id
 // is not stored twice.
 //

@@ -17,7 +17,8 @@ import (
 // re-link rule of readmodel.Writer against the engine's external
 // versioning (fakeDocs): at an equal version a linked permit or
 // property replaces an unlinked one, never the reverse; replays are
-// stale; a tombstone outranks both; a newer version wins either way.
+// stale; a tombstone outranks both, in either order; a newer version
+// wins either way.
 func TestExternalVersionsOrderRelinks(t *testing.T) {
 	zip := readmodel.GeoLink{GeoID: "gZIP", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
 	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
@@ -60,6 +61,11 @@ func TestExternalVersionsOrderRelinks(t *testing.T) {
 		{"replays are stale", []step{{both(5, false), 2}, {both(5, false), 0}, {both(5, true), 2}, {both(5, true), 0}}, 2, 5},
 		{"a tombstone outranks the relink of its version", []step{{both(5, false), 2}, {deleted(6), 2}, {both(6, true), 0}}, -1, 6},
 		{"a newer unlinked version wins", []step{{both(5, true), 2}, {both(6, false), 2}, {both(5, true), 0}}, 1, 6},
+		{"a delete of its version takes over the unlinked copy", []step{{both(5, false), 2}, {deleted(5), 2}, {both(5, true), 0}}, -1, 5},
+		{"a delete of its version takes over the re-link", []step{{both(5, false), 2}, {both(5, true), 2}, {deleted(5), 2}, {both(5, false), 0}}, -1, 5},
+		{"a delete before the documents of its version", []step{{deleted(5), 2}, {both(5, true), 0}, {both(5, false), 0}}, -1, 5},
+		{"a delete replayed over its tombstone is stale", []step{{both(5, true), 2}, {deleted(5), 2}, {deleted(5), 0}}, -1, 5},
+		{"an older delete is stale", []step{{both(5, false), 2}, {deleted(4), 0}}, 1, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, f := newFakeDocs(t)
@@ -108,7 +114,8 @@ func TestExternalVersionLimit(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	require.Len(t, ie.Items, 1)
 	require.Equal(t, "WA|b", ie.Items[0].ID)
-	require.Equal(t, int64(1<<63-1), f.rawDocs(readmodel.KindCatalog)["WA|a"].version, "the largest external version")
+	require.Equal(t, int64(3*maxEntityVersion+1), f.rawDocs(readmodel.KindCatalog)["WA|a"].version, "a document's largest external version")
+	require.LessOrEqual(t, uint64(3*maxEntityVersion+2), uint64(1<<63-1), "a tombstone's fits in a long")
 
 	res, err = s.Apply(context.Background(), readmodel.Batch{Catalog: b.Catalog[1:]})
 	require.Equal(t, readmodel.ApplyResult{}, res)
@@ -116,7 +123,7 @@ func TestExternalVersionLimit(t *testing.T) {
 }
 
 // TestBulkRelinkGolden: the _bulk body of a permit written without its
-// ZIP (external version 2*7) and of its re-link (2*7+1), checked against
+// ZIP (external version 3*7) and of its re-link (3*7+1), checked against
 // the OpenSearch specification like every golden.
 func TestBulkRelinkGolden(t *testing.T) {
 	s := &Store{prefix: mappings.DefaultPrefix, now: func() time.Time { return time.UnixMilli(goldenIndexedAt) }}
@@ -133,8 +140,8 @@ func TestBulkRelinkGolden(t *testing.T) {
 		require.NoError(t, err)
 		body = append(body, b...)
 	}
-	require.Contains(t, string(body), `"version":14,"version_type":"external"`)
-	require.Contains(t, string(body), `"version":15,"version_type":"external"`)
+	require.Contains(t, string(body), `"version":21,"version_type":"external"`)
+	require.Contains(t, string(body), `"version":22,"version_type":"external"`)
 	osgolden.Compare(t, "apply_relink.bulk.ndjson", body)
 }
 
@@ -170,7 +177,7 @@ func TestExternalVersionsOrderLeadRelinks(t *testing.T) {
 			require.Len(t, docs, 1)
 			for _, d := range docs {
 				require.NoError(t, json.Unmarshal(d.src, &src))
-				require.Equal(t, int64(11), d.version)
+				require.Equal(t, int64(3*5+1), d.version, "the linked lead of version 5")
 			}
 			require.Equal(t, linked.GeoIDs, src.GeoIDs)
 		})

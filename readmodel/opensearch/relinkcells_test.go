@@ -133,7 +133,7 @@ func applyStream(t *testing.T, r *rand.Rand, s *Store, f *fakeDocs, msgs []readm
 // stored documents; the ZIP's Location count and latest day and its
 // stats (from the cells) answer what the memory backend answers; every
 // stored document ends without its debt, at its own external version
-// (2v+1 linked, 2v unlinked).
+// (3v unlinked, 3v+1 linked, 3v+2 a tombstone).
 func TestRelinksMoveCells(t *testing.T) {
 	for _, lateLink := range []bool{false, true} {
 		for seed := range uint64(40) {
@@ -205,8 +205,11 @@ func TestRelinksMoveCells(t *testing.T) {
 						require.NoError(t, json.Unmarshal(d.src, &src))
 						require.Empty(t, src.CellsPending, "%s %s keeps a debt", index, id)
 						linked := src.Deleted || strings.Contains(strings.Join(src.GeoIDs, ","), "gZIP")
-						want := 2 * src.Version
-						if linked {
+						want := 3 * src.Version
+						switch {
+						case src.Deleted:
+							want += 2
+						case linked:
 							want++
 						}
 						require.Equal(t, want, d.version, "%s %s: external version of version %d, linked %v", index, id, src.Version, linked)
@@ -221,7 +224,7 @@ func TestRelinksMoveCells(t *testing.T) {
 }
 
 // TestRelinkAfterDebtCleared: the debt-clearing rewrite of an unlinked
-// permit keeps its external version 2v, so the re-link of v (2v+1),
+// permit keeps its external version 3v, so the re-link of v (3v+1),
 // arriving in a later batch, still takes and moves the permit into its
 // ZIP's cell; a replay of the unlinked copy then moves nothing.
 func TestRelinkAfterDebtCleared(t *testing.T) {
@@ -238,7 +241,7 @@ func TestRelinkAfterDebtCleared(t *testing.T) {
 	require.Equal(t, 1, res.Applied)
 	require.Equal(t, map[string]int64{"gWA|2026-11-20": 1}, f.cellCounts(t))
 	f.mu.Lock()
-	require.Equal(t, int64(8), f.docs["permitd-permits"]["src:1"].version, "the rewrite without the debt stays at 2v")
+	require.Equal(t, int64(12), f.docs["permitd-permits"]["src:1"].version, "the rewrite without the debt stays at 3v")
 	require.NotContains(t, string(f.docs["permitd-permits"]["src:1"].src), "cells_pending")
 	f.mu.Unlock()
 
@@ -247,7 +250,7 @@ func TestRelinkAfterDebtCleared(t *testing.T) {
 	require.Equal(t, 1, res.Applied, "the re-link takes over the rewritten unlinked copy")
 	require.Equal(t, map[string]int64{"gWA|2026-11-20": 1, "gZIP|2026-11-20": 1}, f.cellCounts(t))
 	f.mu.Lock()
-	require.Equal(t, int64(9), f.docs["permitd-permits"]["src:1"].version, "the rewrite of the re-link stays at 2v+1")
+	require.Equal(t, int64(13), f.docs["permitd-permits"]["src:1"].version, "the rewrite of the re-link stays at 3v+1")
 	f.mu.Unlock()
 
 	res, err = s.Apply(ctx, readmodel.Batch{Permits: []readmodel.Permit{p, linked}})

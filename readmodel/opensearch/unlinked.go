@@ -66,7 +66,7 @@ func withAwaits(its []bulkItem, aw []readmodel.Awaiting) {
 	for i := range its {
 		it := &its[i]
 		a := by[awaitKey{it.kind, it.id, it.version}]
-		if a == nil || !it.unlinked {
+		if a == nil || it.rank != rankUnlinked {
 			continue
 		}
 		switch d := it.doc.(type) {

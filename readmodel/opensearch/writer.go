@@ -19,38 +19,62 @@ type bulkItem struct {
 	id      string
 	version int64
 	doc     any
-	// unlinked: a permit, property or lead whose location was unknown at
-	// projection (its Linked is false); see externalVersion.
-	unlinked bool
+	// rank orders the writes of one entity version; see externalVersion.
+	rank versionRank
 }
 
-// Re-links and external versions. The Writer contract orders equal
-// entity versions by link completeness (readmodel.Writer: an unlinked
-// permit or property below the linked one, a tombstone above both), and
-// external versioning compares one long and takes a write only when it
-// is strictly greater than the stored _version (version_type external;
-// external_gte would also take an equal one, so a state-level copy
-// replayed after the re-link would undo it, and a re-link would
-// resurrect a tombstone of its version). So the external version
-// encodes the pair: 2*version for an unlinked permit, property or lead,
-// 2*version+1 for every other document and every tombstone. Newer versions still win
-// whatever their links (2v+1 < 2(v+1)), equal pairs conflict (409,
-// stale: replays stay idempotent), and a re-link (2v+1 over 2v) is the
-// only equal-version write that takes. The _source keeps the entity
-// version in "version"; the engine's limit on versions (a long below
-// about 9.2e18) bounds entity versions to maxEntityVersion, and a
-// larger one is refused as an item error. A reindex copies _version as
-// is, so the encoding survives it. An index written by a build before
-// this encoding (external version = entity version) must be rebuilt by
-// a replay, not reindexed: its stored versions are not comparable.
-const maxEntityVersion = (1<<63 - 1 - 1) / 2
+// versionRank is where a write stands among the writes of its entity
+// version (readmodel.Writer): an unlinked permit, property or lead (its
+// location was unknown at projection: Linked is false) below a linked
+// document (every document of the other kinds), a tombstone above both.
+type versionRank int8
+
+const (
+	rankUnlinked versionRank = iota
+	rankDocument
+	rankTombstone
+)
+
+// docRank is the rank of a document, unlinked or not.
+func docRank(unlinked bool) versionRank {
+	if unlinked {
+		return rankUnlinked
+	}
+	return rankDocument
+}
+
+// Re-links, deletes and external versions. The Writer contract orders
+// the writes of one entity version (readmodel.Writer: an unlinked
+// permit, property or lead below the linked one, a tombstone above
+// both, in either order), and external versioning compares one long and
+// takes a write only when it is strictly greater than the stored
+// _version (version_type external; external_gte would also take an
+// equal one, so a state-level copy replayed after the re-link would undo
+// it, and a re-link would resurrect a tombstone of its version). So the
+// external version encodes the pair: 3*version + rank, that is 3v for an
+// unlinked document, 3v+1 for every other document and 3v+2 for a
+// tombstone. Newer versions still win whatever their rank (3v+2 <
+// 3(v+1)), equal pairs conflict (409, stale: replays stay idempotent),
+// and the writes of one version that take are the re-link (3v+1 over
+// 3v) and the delete (3v+2 over either), as on the memory backend. The
+// _source keeps the entity version in "version"; the engine's limit on
+// versions (a long below about 9.2e18) bounds entity versions to
+// maxEntityVersion, and a larger one is refused as an item error. A
+// reindex copies _version as is, so the encoding survives it. An index
+// written by a build before this encoding (2v and 2v+1, or the entity
+// version itself) must be rebuilt by a replay, not reindexed: its stored
+// versions are not comparable (docs/operations.md).
+const maxEntityVersion = (1<<63 - 1 - int64(rankTombstone)) / 3
 
 // externalVersion is the _version of it under the encoding above.
 func externalVersion(it bulkItem) int64 {
-	if it.unlinked {
-		return 2 * it.version
-	}
-	return 2*it.version + 1
+	return 3*it.version + int64(it.rank)
+}
+
+// rankOf is the rank of a stored write of entity version v found at
+// external version ext.
+func rankOf(v, ext int64) versionRank {
+	return versionRank(ext - 3*v)
 }
 
 // items lists the batch in the order the memory backend applies it:
@@ -73,7 +97,7 @@ func items(b readmodel.Batch, indexedAt int64) []bulkItem {
 	out = appendItems(out, readmodel.KindCatalog, b.Catalog, catalogDocOf, indexedAt,
 		func(c readmodel.CatalogEntry) (string, int64, bool) { return c.ID(), c.Version, false })
 	for _, d := range b.Deletes {
-		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}, false})
+		out = append(out, bulkItem{d.Kind, d.ID, d.Version, meta{DocID: d.ID, Version: d.Version, Deleted: true, IndexedAt: indexedAt}, rankTombstone})
 	}
 	withAwaits(out, b.Awaiting) // unlinked.go
 	return out
@@ -90,7 +114,7 @@ func appendItems[E, D any, PD interface {
 		d := docOf(e)
 		PD(&d).docMeta().IndexedAt = indexedAt
 		id, version, unlinked := key(e)
-		out = append(out, bulkItem{kind, id, version, d, unlinked})
+		out = append(out, bulkItem{kind, id, version, d, docRank(unlinked)})
 	}
 	return out
 }
