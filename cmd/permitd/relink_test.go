@@ -134,3 +134,58 @@ func TestRelinkAfterARestartSettles(t *testing.T) {
 	require.Contains(t, logs, `msg="re-link file restored"`)
 	require.Equal(t, 40, linked, "re-linked when their ZIP came")
 }
+
+// TestDeleteOfTheUnlinkedVersion: permits written without their ZIP (the
+// indexer settled before the ZIP was published), then a delete of each
+// at the SAME version, then the ZIP. The deletes take (a tombstone
+// outranks the documents of its version), nothing waits for the ZIP any
+// more, and neither the state nor the ZIP counts them; a restart from
+// the snapshot, and a clean replay of the whole log, end the same. (The
+// permits stayed at state level before: the delete was not newer.)
+func TestDeleteOfTheUnlinkedVersion(t *testing.T) {
+	brokers := defaultBroker(t)
+	snap := filepath.Join(t.TempDir(), "memory.snapshot")
+	publishFile(t, brokers, relinkEvents(t, 40, false))
+	deletes := &eventFile{t: t}
+	for i := 1; i <= 40; i++ {
+		deletes.add(events.PermitDeleted, events.PermitDocID("test", fmt.Sprintf("R%05d", i)), 1, nil)
+	}
+	counts := func(s *memory.Store) (state, zip int64) {
+		st, err := s.Location(t.Context(), readmodel.ParseGeoRef(events.GeoID("state", "WA")))
+		require.NoError(t, err)
+		z, err := s.Location(t.Context(), readmodel.ParseGeoRef(events.GeoID("zip", "98101")))
+		if err == nil {
+			zip = z.PermitCount
+		}
+		return st.PermitCount, zip
+	}
+	var left int
+	live, _ := indexOnce(t, brokers, snap, time.Hour, func(s *memory.Store) {
+		require.Len(t, permitsOf(t, s), 40, "written at state level")
+		publishFile(t, brokers, deletes.write())
+		publishFile(t, brokers, relinkEvents(t, 0, true))
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			_, err := s.Location(t.Context(), readmodel.ParseGeoRef(events.GeoID("zip", "98101")))
+			if left = len(permitsOf(t, s)); left == 0 && err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	require.Zero(t, left, "every permit deleted")
+	state, zip := counts(live)
+	require.Zero(t, state)
+	require.Zero(t, zip)
+
+	restarted, _ := indexOnce(t, brokers, snap, time.Hour, nil)
+	clean, _ := indexOnce(t, brokers, "", time.Hour, nil)
+	for name, s := range map[string]*memory.Store{"restarted from the snapshot": restarted, "a clean replay": clean} {
+		require.Empty(t, permitsOf(t, s), name)
+		state, zip := counts(s)
+		require.Zero(t, state, name)
+		require.Zero(t, zip, name)
+	}
+	require.Equal(t, digest(t, clean), digest(t, restarted))
+	require.Equal(t, digest(t, clean), digest(t, live))
+}
