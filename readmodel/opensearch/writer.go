@@ -27,7 +27,8 @@ type bulkItem struct {
 // version (readmodel.Writer): an unlinked permit, property or lead (its
 // location was unknown at projection: Linked is false) below a linked
 // document (every document of the other kinds), a tombstone above both.
-type versionRank int8
+// An int64, so that rankOf of any stored _version gives it back whole.
+type versionRank int64
 
 const (
 	rankUnlinked versionRank = iota
