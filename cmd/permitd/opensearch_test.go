@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
+	"github.com/permitd/permitd/readmodel/opensearch"
 )
 
 func TestParseKinds(t *testing.T) {
@@ -86,6 +88,49 @@ func TestNewOpenSearchReadModelFailsFast(t *testing.T) {
 	require.NoError(t, cfg.validate())
 	_, err := newOpenSearchReadModel(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.ErrorContains(t, err, "permitd opensearch init")
+}
+
+// TestNewOpenSearchReadModelRefusesOtherVersions: indices written under
+// an earlier external version encoding are refused with the fix named,
+// before anything is read or written.
+func TestNewOpenSearchReadModelRefusesOtherVersions(t *testing.T) {
+	for _, tc := range []struct {
+		version int64 // the stored _version of a permit of version 7
+		refused bool
+	}{{15, true}, {22, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/_cluster/health":
+				_, _ = io.WriteString(w, `{"status":"green"}`)
+			case r.Method == http.MethodHead:
+			case r.URL.Path == "/_msearch":
+				body, _ := io.ReadAll(r.Body)
+				var resps []string
+				for i, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+					if i%2 == 0 {
+						hits := ""
+						if strings.Contains(line, `"permitd-permits"`) {
+							hits = fmt.Sprintf(`{"_id":"src:1","_version":%d,"_source":{"version":7}}`, tc.version)
+						}
+						resps = append(resps, `{"status":200,"hits":{"hits":[`+hits+`]}}`)
+					}
+				}
+				_, _ = io.WriteString(w, `{"responses":[`+strings.Join(resps, ",")+`]}`)
+			default:
+				w.WriteHeader(http.StatusNotFound)
+			}
+		}))
+		cfg := openSearchConfig{URLs: srv.URL, Shards: 1, Timeout: 5 * time.Second}
+		require.NoError(t, cfg.validate())
+		_, err := newOpenSearchReadModel(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		srv.Close()
+		if tc.refused {
+			require.ErrorIs(t, err, opensearch.ErrOtherEncoding)
+			require.ErrorContains(t, err, "rebuild the indices by a replay")
+		} else {
+			require.NoError(t, err)
+		}
+	}
 }
 
 func TestParseKindShards(t *testing.T) {

@@ -93,7 +93,9 @@ func (c *openSearchConfig) store() (*opensearch.Store, error) {
 // --backend opensearch` and `index --backend opensearch`: one Store that is
 // the readmodel.Reader (API), readmodel.Writer and indexer.Lookup
 // (indexer) and readmodel.Inspector. It fails fast when the cluster does
-// not answer or an alias is missing (run `permitd opensearch init`).
+// not answer, an alias is missing (run `permitd opensearch init`), or the
+// indices hold documents of another external version encoding (rebuild
+// them by a replay: opensearch.Store.CheckVersions).
 // cfg must have passed validate.
 func newOpenSearchReadModel(ctx context.Context, cfg openSearchConfig, log *slog.Logger) (*opensearch.Store, error) {
 	s, err := cfg.store()
@@ -103,6 +105,9 @@ func newOpenSearchReadModel(ctx context.Context, cfg openSearchConfig, log *slog
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
+		return nil, fmt.Errorf("opensearch backend: %w", err)
+	}
+	if err := s.CheckVersions(pctx); err != nil {
 		return nil, fmt.Errorf("opensearch backend: %w", err)
 	}
 	log.Info("opensearch backend ready", "urls", cfg.URLs, "prefix", s.Prefix())

@@ -100,6 +100,7 @@ func TestQueryGoldens(t *testing.T) {
 		"stats_names.search.json":               spellingBody(readmodel.GeoCounty, []string{"king county", "pierce county"}),
 		"scan_pit.search.json":                  scanBody("pit-id", "doc-9"),
 		"scan.search.json":                      scanBody("", ""),
+		"versions_sample.search.json":           versionSampleBody(),
 		"export_scan_first.search.json": scanPageBody("geo_ids", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(geo), Desc: true, Limit: 100, FromDate: "2024-01-01",
 			Filter: readmodel.PermitFilter{PermitTypes: []string{"demolition"}}}, "pit-id"),
 		"export_scan_after.search.json": scanPageBody("property_id", &readmodel.PermitQuery{Geo: readmodel.ParseGeoRef(prop), Desc: true, Limit: 100,
@@ -293,11 +294,7 @@ func TestPropertyPoolComplete(t *testing.T) {
 			Value int64 `json:"value"`
 		}{int64(total)}
 		for i, s := range scores {
-			r.Hits.Hits = append(r.Hits.Hits, struct {
-				ID     string          `json:"_id"`
-				Source json.RawMessage `json:"_source"`
-				Sort   []any           `json:"sort"`
-			}{ID: fmt.Sprint(i), Sort: []any{json.Number(fmt.Sprint(s)), "id"}})
+			r.Hits.Hits = append(r.Hits.Hits, searchHit{ID: fmt.Sprint(i), Sort: []any{json.Number(fmt.Sprint(s)), "id"}})
 		}
 		return &r
 	}

@@ -18,11 +18,7 @@ type searchResult struct {
 		Total *struct {
 			Value int64 `json:"value"`
 		} `json:"total"`
-		Hits []struct {
-			ID     string          `json:"_id"`
-			Source json.RawMessage `json:"_source"`
-			Sort   []any           `json:"sort"`
-		} `json:"hits"`
+		Hits []searchHit `json:"hits"`
 	} `json:"hits"`
 	Aggregations map[string]json.RawMessage `json:"aggregations"`
 	PitID        string                     `json:"pit_id"`
@@ -75,6 +71,14 @@ func guarded(body obj) obj {
 	}
 	out["timeout"] = searchTimeout
 	return out
+}
+
+// searchHit is one hit of a searchResult.
+type searchHit struct {
+	ID      string          `json:"_id"`
+	Version *int64          `json:"_version"` // with "version": true
+	Source  json.RawMessage `json:"_source"`
+	Sort    []any           `json:"sort"`
 }
 
 func (r *searchResult) total() int64 {

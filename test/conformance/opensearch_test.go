@@ -53,6 +53,11 @@ func TestOpenSearch(t *testing.T) {
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
+				// What the scenario wrote is stored at this build's
+				// external versions, as the engine reports them.
+				if err := s.CheckVersions(ctx); err != nil {
+					t.Errorf("OpenSearch versions after the scenario: %v", err)
+				}
 				if err := s.Drop(ctx); err != nil {
 					t.Logf("OpenSearch cleanup of %s: %v", c.Prefix, err)
 				}
