@@ -124,6 +124,63 @@ func applyStream(t *testing.T, r *rand.Rand, s *Store, f *fakeDocs, msgs []readm
 	return replays
 }
 
+// cellGeos are the locations the cell tests' permits and leads link to.
+var cellGeos = []struct {
+	id string
+	t  readmodel.GeoType
+}{{"gZIP", readmodel.GeoZip}, {"gCITY", readmodel.GeoCity}, {"gWA", readmodel.GeoState}}
+
+// memoryOf is a memory backend holding cellGeos and msgs, applied one by
+// one in order.
+func memoryOf(t *testing.T, msgs []readmodel.Batch) *memory.Store {
+	t.Helper()
+	mem := memory.New(memory.Params{})
+	var locs []readmodel.Location
+	for _, g := range cellGeos {
+		locs = append(locs, readmodel.Location{GeoID: g.id, GeoType: g.t, Name: g.id, DisplayName: g.id, State: "WA", Version: 1})
+	}
+	_, err := mem.Apply(context.Background(), readmodel.Batch{Locations: locs})
+	require.NoError(t, err)
+	for _, m := range msgs {
+		_, err := mem.Apply(context.Background(), m)
+		require.NoError(t, err)
+	}
+	return mem
+}
+
+// requireCellsAnswer requires the permit and lead cells to equal a
+// recount of the stored documents, and each of cellGeos' counts and
+// latest days (Location reads the anchor's cells: their sum and newest
+// day) and lead stats from the cells to equal mem's answers. It returns
+// the ZIP's count and lead stats.
+func (f *fakeDocs) requireCellsAnswer(t *testing.T, mem *memory.Store) (int64, readmodel.PermitStats) {
+	t.Helper()
+	require.Equal(t, f.recount(t), f.cellCounts(t), "permit cells")
+	require.Equal(t, f.recountLeads(t), f.leadCellCounts(t), "lead cells")
+	var zipCount int64
+	var zipStats readmodel.PermitStats
+	for _, g := range cellGeos {
+		var n int64
+		latest := ""
+		for id, c := range f.cellCounts(t) {
+			if anchor, day := splitCellID(id); anchor == g.id && c > 0 {
+				n += c
+				latest = max(latest, day)
+			}
+		}
+		want, err := mem.Location(context.Background(), readmodel.ParseGeoRef(g.id))
+		require.NoError(t, err)
+		require.Equal(t, want.PermitCount, n, "permit count of %s", g.id)
+		require.Equal(t, want.LatestPermitDate, latest, "latest permit date of %s", g.id)
+		q := readmodel.StatsQuery{Today: "2026-11-22", TopN: -1, Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(g.id)}}
+		stats := f.requireCellStats(t, mem, q, "stats of %s", g.id)
+		if g.id == "gZIP" {
+			zipCount, zipStats = n, stats
+		}
+	}
+	return zipCount, zipStats
+}
+
 // TestRelinksMoveCells: a permit and a lead written without their ZIP
 // and re-linked at the same version enter the ZIP's and city's cells
 // (their (version, linked) order is what the cells call newer), whether
@@ -140,55 +197,14 @@ func TestRelinksMoveCells(t *testing.T) {
 			t.Run(fmt.Sprintf("lateLink=%v/%d", lateLink, seed), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 13))
 				s, f := newFakeDocs(t)
-				ctx := context.Background()
-				mem := memory.New(memory.Params{})
-				var locs []readmodel.Location
-				for _, g := range []struct {
-					id string
-					t  readmodel.GeoType
-				}{{"gZIP", readmodel.GeoZip}, {"gCITY", readmodel.GeoCity}, {"gWA", readmodel.GeoState}} {
-					locs = append(locs, readmodel.Location{GeoID: g.id, GeoType: g.t, Name: g.id, DisplayName: g.id, State: "WA", Version: 1})
-				}
-				_, err := mem.Apply(ctx, readmodel.Batch{Locations: locs})
-				require.NoError(t, err)
-
 				msgs := relinkStream(r, lateLink)
-				for _, m := range msgs {
-					_, err := mem.Apply(ctx, m)
-					require.NoError(t, err)
-				}
+				mem := memoryOf(t, msgs)
 				applyStream(t, r, s, f, msgs, crashStream{batch: 4, crash: 8})
 				applyStream(t, r, s, f, msgs, crashStream{batch: 4, crash: 8}) // the topic replayed from the start
 
-				require.Equal(t, f.recount(t), f.cellCounts(t), "permit cells")
-				require.Equal(t, f.recountLeads(t), f.leadCellCounts(t), "lead cells")
-
-				// Location reads the anchor's cells: their sum and newest day.
-				for _, g := range []string{"gZIP", "gCITY", "gWA"} {
-					var n int64
-					latest := ""
-					for id, c := range f.cellCounts(t) {
-						anchor, day := splitCellID(id)
-						if anchor == g && c > 0 {
-							n += c
-							latest = max(latest, day)
-						}
-					}
-					want, err := mem.Location(ctx, readmodel.ParseGeoRef(g))
-					require.NoError(t, err)
-					require.Equal(t, want.PermitCount, n, "permit count of %s", g)
-					require.Equal(t, want.LatestPermitDate, latest, "latest permit date of %s", g)
-					if g == "gZIP" {
-						require.Positive(t, n, "the re-linked permits are counted under their ZIP")
-					}
-				}
-				for _, g := range []string{"gZIP", "gCITY", "gWA"} {
-					q := readmodel.StatsQuery{Today: "2026-11-22", TopN: -1, Filter: readmodel.LeadFilter{Geo: readmodel.ParseGeoRef(g)}}
-					got := f.requireCellStats(t, mem, q, "stats of %s", g)
-					if g == "gZIP" {
-						require.NotEmpty(t, got.BySignal, "the re-linked leads are in their ZIP's stats")
-					}
-				}
+				zipCount, zipStats := f.requireCellsAnswer(t, mem)
+				require.Positive(t, zipCount, "the re-linked permits are counted under their ZIP")
+				require.NotEmpty(t, zipStats.BySignal, "the re-linked leads are in their ZIP's stats")
 
 				// Every stored permit and lead: no debt left, its external
 				// version the (version, linked) pair it holds.
