@@ -155,11 +155,11 @@ type Writer interface {
 	// tombstone left by a delete) is a no-op counted in Result.Stale, not an
 	// error. Applying the same batch twice leaves the same state.
 	//
-	// Re-links and deletes (the two exceptions to "newer only"): a permit or property
-	// projected while its ZIP's location was unknown, or a lead whose
-	// anchor's location was unknown, is written linked only to what was
-	// known (Linked reports false); when the location arrives the indexer
-	// writes the same entity again at the SAME Version, linked. Equal
+	// Re-links and deletes (the two exceptions to "newer only"): a permit
+	// or property projected while its ZIP's location was unknown, or a
+	// lead whose anchor's location was unknown, is written linked only to
+	// what was known (Linked reports false); when the location arrives the
+	// indexer writes the same entity again at the SAME Version, linked. Equal
 	// versions are therefore ordered by link completeness, the key being
 	// (Version, Linked) with false < true:
 	//   - a linked document replaces a live unlinked one of equal Version
