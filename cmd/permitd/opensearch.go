@@ -115,6 +115,11 @@ func runOpenSearch(ctx context.Context, e env, args []string) error {
 		}
 		return nil
 	}
+	// A reindex copies _version as it is: indices of another external
+	// version encoding are rebuilt by a replay instead.
+	if err := s.CheckVersions(ctx); err != nil {
+		return fmt.Errorf("reindex: %w", err)
+	}
 	kinds, _ := parseKinds(cfg.Kinds)
 	for _, k := range kinds {
 		res, err := s.Reindex(ctx, k, opensearch.ReindexOptions{

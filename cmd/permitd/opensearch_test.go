@@ -90,40 +90,47 @@ func TestNewOpenSearchReadModelFailsFast(t *testing.T) {
 	require.ErrorContains(t, err, "permitd opensearch init")
 }
 
+// versionsStandIn is a cluster that answers health, every alias, and
+// the versions sample with one permit of version 7 stored at _version
+// ext (this build writes 21 to 23).
+func versionsStandIn(t *testing.T, ext int64) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/_cluster/health":
+			_, _ = io.WriteString(w, `{"status":"green"}`)
+		case r.Method == http.MethodHead:
+		case r.URL.Path == "/_msearch":
+			body, _ := io.ReadAll(r.Body)
+			var resps []string
+			for i, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+				if i%2 == 0 {
+					hits := ""
+					if strings.Contains(line, `"permitd-permits"`) {
+						hits = fmt.Sprintf(`{"_id":"src:1","_version":%d,"_source":{"version":7}}`, ext)
+					}
+					resps = append(resps, `{"status":200,"hits":{"hits":[`+hits+`]}}`)
+				}
+			}
+			_, _ = io.WriteString(w, `{"responses":[`+strings.Join(resps, ",")+`]}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestNewOpenSearchReadModelRefusesOtherVersions: indices written under
 // an earlier external version encoding are refused with the fix named,
-// before anything is read or written.
+// before anything is read or written; so is a reindex of them.
 func TestNewOpenSearchReadModelRefusesOtherVersions(t *testing.T) {
 	for _, tc := range []struct {
-		version int64 // the stored _version of a permit of version 7
+		ext     int64
 		refused bool
 	}{{15, true}, {22, false}} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			switch {
-			case r.URL.Path == "/_cluster/health":
-				_, _ = io.WriteString(w, `{"status":"green"}`)
-			case r.Method == http.MethodHead:
-			case r.URL.Path == "/_msearch":
-				body, _ := io.ReadAll(r.Body)
-				var resps []string
-				for i, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-					if i%2 == 0 {
-						hits := ""
-						if strings.Contains(line, `"permitd-permits"`) {
-							hits = fmt.Sprintf(`{"_id":"src:1","_version":%d,"_source":{"version":7}}`, tc.version)
-						}
-						resps = append(resps, `{"status":200,"hits":{"hits":[`+hits+`]}}`)
-					}
-				}
-				_, _ = io.WriteString(w, `{"responses":[`+strings.Join(resps, ",")+`]}`)
-			default:
-				w.WriteHeader(http.StatusNotFound)
-			}
-		}))
-		cfg := openSearchConfig{URLs: srv.URL, Shards: 1, Timeout: 5 * time.Second}
+		cfg := openSearchConfig{URLs: versionsStandIn(t, tc.ext).URL, Shards: 1, Timeout: 5 * time.Second}
 		require.NoError(t, cfg.validate())
 		_, err := newOpenSearchReadModel(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		srv.Close()
 		if tc.refused {
 			require.ErrorIs(t, err, opensearch.ErrOtherEncoding)
 			require.ErrorContains(t, err, "rebuild the indices by a replay")
@@ -131,6 +138,11 @@ func TestNewOpenSearchReadModelRefusesOtherVersions(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"opensearch", "reindex", "-opensearch-urls", versionsStandIn(t, 15).URL},
+		func(string) string { return "" }, &out, &errOut)
+	require.ErrorIs(t, err, opensearch.ErrOtherEncoding)
+	require.ErrorContains(t, err, "reindex: ")
 }
 
 func TestParseKindShards(t *testing.T) {
