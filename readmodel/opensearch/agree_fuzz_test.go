@@ -5,43 +5,60 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
 )
 
-// agreeOps turns fuzz input into writes of a few permits, a property and
-// a lead, two bytes a write: the first picks the entity (low two bits)
-// and the write (bits 2 and 3: its copy written before its location was
-// known, the linked one, a delete, or the linked one on another day);
-// the second the entity version (1 to 3) and the day. Versions go up,
-// down and repeat, so every pair of (version, rank) meets in both orders.
+// agreeOps turns fuzz input into writes of two permits, a property, two
+// leads, a geo signal, a catalog entry and a location, two bytes a
+// write: the first picks the entity (low three bits) and the write
+// (bits 3 and 4: a permit's, property's or lead's copy written before
+// its location was known, the linked one, a delete, or the linked one
+// on another day; for the other kinds, which have no link completeness,
+// a document, the same, a delete, another document); the second the
+// entity version (1 to 3) and the day. Versions go up, down and repeat,
+// so every pair of (version, rank) meets in both orders.
 func agreeOps(data []byte) []readmodel.Batch {
 	st := readmodel.GeoLink{GeoID: "gWA", GeoType: readmodel.GeoState, Confidence: 1, Method: "source_state"}
 	zip := readmodel.GeoLink{GeoID: "gZIP", GeoType: readmodel.GeoZip, Confidence: 1, Method: "source_zip"}
 	city := readmodel.GeoLink{GeoID: "gCITY", GeoType: readmodel.GeoCity, Confidence: 1, Method: "source_city"}
 	days := []string{"2026-11-20", "2026-11-02", "2026-08-15", "2025-12-31"}
 	confs := []*float64{nil, ptr(0.3), ptr(0.6), ptr(0.9)}
+	const propID = "prop_0123456789abcdef0123456789abcdef"
+	signal := readmodel.GeoSignal{GeoID: "gCITY", SignalKey: "permit_velocity"}
+	entry := readmodel.CatalogEntry{State: "WA", SignalKey: "permit_velocity"}
 	var out []readmodel.Batch
 	for i := 0; i+1 < len(data) && len(out) < 64; i += 2 {
-		entity, write := data[i]&3, data[i]>>2&3
+		entity, write := data[i]&7, data[i]>>3&3
 		v := int64(data[i+1]%3) + 1
-		day := days[data[i+1]/3%4]
+		d := data[i+1] / 3 % 4
 		if write == 3 {
-			day = days[(data[i+1]/3+1)%4]
+			d = (d + 1) % 4
 		}
-		linked := write != 0
+		day, linked := days[d], write != 0
 		if write == 2 {
-			kind, id := readmodel.KindPermit, fmt.Sprint("src:", entity)
+			var del readmodel.Delete
 			switch entity {
-			case 2:
-				kind, id = readmodel.KindLead, "lead:0"
+			case 0, 1:
+				del = readmodel.Delete{Kind: readmodel.KindPermit, ID: fmt.Sprint("src:", entity)}
+			case 2, 7:
+				del = readmodel.Delete{Kind: readmodel.KindLead, ID: fmt.Sprint("lead:", entity%2)}
 			case 3:
-				kind, id = readmodel.KindProperty, "prop_0123456789abcdef0123456789abcdef"
+				del = readmodel.Delete{Kind: readmodel.KindProperty, ID: propID}
+			case 4:
+				del = readmodel.Delete{Kind: readmodel.KindGeoSignal, ID: signal.ID()}
+			case 5:
+				del = readmodel.Delete{Kind: readmodel.KindCatalog, ID: entry.ID()}
+			case 6:
+				del = readmodel.Delete{Kind: readmodel.KindLocation, ID: "gOTHER"}
 			}
-			out = append(out, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: kind, ID: id, Version: v}}})
+			del.Version = v
+			out = append(out, readmodel.Batch{Deletes: []readmodel.Delete{del}})
 			continue
 		}
 		switch entity {
@@ -52,8 +69,8 @@ func agreeOps(data []byte) []readmodel.Batch {
 				p.GeoLinks = []readmodel.GeoLink{zip, city, st}
 			}
 			out = append(out, readmodel.Batch{Permits: []readmodel.Permit{p}})
-		case 2:
-			l := readmodel.Lead{LeadID: "lead:0", Version: v, SignalKey: "k1", SignalBasis: "observed_event",
+		case 2, 7:
+			l := readmodel.Lead{LeadID: fmt.Sprint("lead:", entity%2), Version: v, SignalKey: "k1", SignalBasis: "observed_event",
 				EventDateUsed: day, Confidence: confs[data[i+1]%4], ReasonCodes: []string{},
 				Location: readmodel.LeadLocation{State: "WA", CountyNorm: "king county", CityNorm: "seattle", ZipcodeNorm: "98101"},
 				GeoIDs:   []string{"gWA"}}
@@ -62,32 +79,58 @@ func agreeOps(data []byte) []readmodel.Batch {
 			}
 			out = append(out, readmodel.Batch{Leads: []readmodel.Lead{l}})
 		case 3:
-			p := readmodel.Property{PropertyID: "prop_0123456789abcdef0123456789abcdef", CanonicalAddress: "1 MAIN ST, SEATTLE, WA 98101",
+			p := readmodel.Property{PropertyID: propID, CanonicalAddress: "1 MAIN ST, SEATTLE, WA 98101",
 				NormalizedAddress: "1 MAIN ST", State: "WA", Zipcode: "98101", Version: v, GeoLinks: []readmodel.GeoLink{st}}
 			if linked {
 				p.GeoLinks = []readmodel.GeoLink{zip, st}
 			}
 			out = append(out, readmodel.Batch{Properties: []readmodel.Property{p}})
+		case 4:
+			g := signal
+			g.GeoType, g.DisplayName, g.State, g.Value = readmodel.GeoCity, "gCITY", "WA", json.RawMessage(`{"ratio":1}`)
+			g.Score, g.Confidence, g.Decision, g.Reasons = float64(d)/4, 0.5, "positive", []string{}
+			g.ComputedAt, g.Version = time.Date(2026, 11, 1+int(d), 0, 0, 0, 0, time.UTC), v
+			out = append(out, readmodel.Batch{GeoSignals: []readmodel.GeoSignal{g}})
+		case 5:
+			c := entry
+			c.Family, c.ActiveSignalVersion, c.ActiveWeightsProfileID, c.Spec = "geo", fmt.Sprint("v", d), "w1", json.RawMessage(`{}`)
+			c.Status, c.Version = []string{"active", "retired"}[d%2], v
+			out = append(out, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
+		case 6:
+			out = append(out, readmodel.Batch{Locations: []readmodel.Location{{GeoID: "gOTHER", GeoType: readmodel.GeoCity,
+				Name: fmt.Sprint("Other ", d), DisplayName: fmt.Sprint("Other ", d, ", WA"), State: "WA", Version: v}}})
 		}
 	}
 	return out
 }
 
 // FuzzWriterAgreesWithMemory: the same writes, one entity version
-// meeting its unlinked copy, its re-link and its delete in any order,
+// meeting its unlinked copy, its re-link and its delete in any order
+// (and, for the kinds without link completeness, its documents and its
+// delete),
 // end in the same state on the OpenSearch writer (external versions
 // 3v, 3v+1, 3v+2 against the engine's rule, through batches cut at
 // random and crashes that replay them) as on the memory backend (one
-// write at a time): every permit, property and lead the same version,
-// live or a tombstone, linked or not. The permit and lead cells equal a
+// write at a time): every document the same version, live or a
+// tombstone, linked or not. The permit and lead cells equal a
 // recount of the stored documents, and the locations' counts and
 // latest days and lead stats from the cells equal the memory backend's.
 func FuzzWriterAgreesWithMemory(f *testing.F) {
-	// unlinked, delete, relink of v1; relink, unlinked, delete of v2
-	f.Add(byte(1), []byte{0x00, 0x00, 0x08, 0x00, 0x04, 0x00, 0x04, 0x01, 0x00, 0x01, 0x08, 0x01})
-	// each entity: unlinked v2, relink v2, delete v2, unlinked v2 again, then a v3 on another day
-	f.Add(byte(7), []byte{0x01, 0x01, 0x05, 0x01, 0x09, 0x01, 0x01, 0x01, 0x0d, 0x02,
-		0x02, 0x04, 0x06, 0x04, 0x0a, 0x04, 0x03, 0x01, 0x07, 0x01, 0x0b, 0x01, 0x07, 0x02})
+	// a permit: unlinked, delete, relink of v1; relink, unlinked, delete of v2
+	f.Add(byte(1), []byte{0x00, 0x00, 0x10, 0x00, 0x08, 0x00, 0x08, 0x01, 0x00, 0x01, 0x10, 0x01})
+	// every other entity: unlinked v2, relink v2, delete v2, unlinked v2
+	// again, then v3 on another day
+	var each []byte
+	for e := byte(1); e < 8; e++ {
+		each = append(each, e, 1, e|0x08, 1, e|0x10, 1, e, 1, e|0x18, 2)
+	}
+	f.Add(byte(7), each)
+	// every entity: its linked document of v2, then a delete of v2
+	var last []byte
+	for e := byte(0); e < 8; e++ {
+		last = append(last, e|0x08, 1, e|0x10, 1)
+	}
+	f.Add(byte(3), last)
 	f.Fuzz(func(t *testing.T, seed byte, data []byte) {
 		msgs := agreeOps(data)
 		if len(msgs) == 0 {
@@ -114,15 +157,24 @@ func FuzzWriterAgreesWithMemory(f *testing.F) {
 			for _, l := range b.Leads {
 				want["permit_lead/"+l.LeadID] = state{version: l.Version, linked: l.Linked()}
 			}
-			for _, d := range b.Deletes {
-				if d.Kind != readmodel.KindLocation {
-					want[string(d.Kind)+"/"+d.ID] = state{version: d.Version, deleted: true}
+			for _, g := range b.GeoSignals {
+				want["geo_signal/"+g.ID()] = state{version: g.Version, linked: true}
+			}
+			for _, c := range b.Catalog {
+				want["catalog/"+c.ID()] = state{version: c.Version, linked: true}
+			}
+			for _, l := range b.Locations {
+				if !slices.ContainsFunc(cellGeos, func(g cellGeo) bool { return g.id == l.GeoID }) {
+					want["location/"+l.GeoID] = state{version: l.Version, linked: true}
 				}
+			}
+			for _, d := range b.Deletes {
+				want[string(d.Kind)+"/"+d.ID] = state{version: d.Version, deleted: true}
 			}
 			return nil
 		}))
 		got := map[string]state{}
-		for _, k := range []readmodel.Kind{readmodel.KindPermit, readmodel.KindProperty, readmodel.KindLead} {
+		for _, k := range readmodel.Kinds {
 			for id, d := range fk.rawDocs(k) {
 				var src struct {
 					Version  int64             `json:"version"`
@@ -132,6 +184,9 @@ func FuzzWriterAgreesWithMemory(f *testing.F) {
 				}
 				require.NoError(t, json.Unmarshal(d.src, &src))
 				st := state{version: src.Version, deleted: src.Deleted, linked: !src.Deleted && (len(src.GeoLinks) > 1 || len(src.GeoIDs) > 1)}
+				if k != readmodel.KindPermit && k != readmodel.KindProperty && k != readmodel.KindLead {
+					st.linked = !st.deleted // no link completeness
+				}
 				rank := rankTombstone
 				if !st.deleted {
 					rank = docRank(!st.linked)

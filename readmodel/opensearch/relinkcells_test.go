@@ -124,11 +124,14 @@ func applyStream(t *testing.T, r *rand.Rand, s *Store, f *fakeDocs, msgs []readm
 	return replays
 }
 
-// cellGeos are the locations the cell tests' permits and leads link to.
-var cellGeos = []struct {
+// cellGeo is a location the cell tests' permits and leads link to.
+type cellGeo struct {
 	id string
 	t  readmodel.GeoType
-}{{"gZIP", readmodel.GeoZip}, {"gCITY", readmodel.GeoCity}, {"gWA", readmodel.GeoState}}
+}
+
+// cellGeos are the cell tests' locations.
+var cellGeos = []cellGeo{{"gZIP", readmodel.GeoZip}, {"gCITY", readmodel.GeoCity}, {"gWA", readmodel.GeoState}}
 
 // memoryOf is a memory backend holding cellGeos and msgs, applied one by
 // one in order.
