@@ -44,7 +44,7 @@ func deleteOutranksItsVersion(t *testing.T, e *Env) {
 	}
 	property := func(i int) events.Envelope {
 		norm := fmt.Sprintf("%d PINE ST", 500+i)
-		return mustEnv(t, events.PropertyUpserted, events.PropertyID("addr:"+norm), 5, events.Property{
+		return mustEnv(t, events.PropertyUpserted, events.PropertyID("addr:"+norm+"|SEATTLE|WA"), 5, events.Property{
 			CanonicalAddress: norm + ", SEATTLE, WA 98101", NormalizedAddress: norm, City: "SEATTLE", State: "WA", Zipcode: "98101"})
 	}
 	for i := range orders {
