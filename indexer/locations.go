@@ -167,8 +167,8 @@ func (t *locations) apply(locs []readmodel.Location, dels []readmodel.Delete) []
 			continue
 		}
 		// A delete outranks a location of its own version, as in the read
-		// model (readmodel.Writer).
-		if r, ok := t.rows[d.ID]; !ok || d.Version > r.loc.Version || d.Version == r.loc.Version && !r.deleted {
+		// model.
+		if r, ok := t.rows[d.ID]; !ok || readmodel.DeleteTakes(d.Version, r.loc.Version, r.deleted) {
 			t.rows[d.ID] = locRow{loc: readmodel.Location{GeoID: d.ID, Version: d.Version}, deleted: true}
 		}
 	}

@@ -274,6 +274,15 @@ func (b *Batch) Append(o Batch) {
 	b.Awaiting = append(b.Awaiting, o.Awaiting...)
 }
 
+// DeleteTakes is the Writer rule for a delete at version over what is
+// stored at stored (tombstone: a delete left it): a newer version always
+// takes, an equal one only over a live document (a tombstone of v
+// outranks the documents of v, in either order), an older one never.
+// The backends' tables and the indexer's location table apply it.
+func DeleteTakes(version, stored int64, tombstone bool) bool {
+	return version > stored || version == stored && !tombstone
+}
+
 // Delete removes one document at a version. The backend keeps a tombstone
 // so that an older upsert delivered later stays deleted.
 type Delete struct {

@@ -282,7 +282,7 @@ func (s *side) compactProperty(p readmodel.Property, shape uint32) *cproperty {
 func (s *side) delProperty(id string, version int64) bool {
 	t := s.props
 	e := t.entry(s.propRefOf(id), true)
-	if e.state != propNone && !deleteTakes(version, e.version, e.state == propDeleted) {
+	if e.state != propNone && !readmodel.DeleteTakes(version, e.version, e.state == propDeleted) {
 		return false
 	}
 	if e.state == propLive {

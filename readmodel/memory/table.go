@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/permitd/permitd/readmodel"
 )
 
 // table holds the versioned documents of one kind. A delete leaves a
@@ -115,12 +117,12 @@ func (t *table[T]) has(id string) bool {
 func (t *table[T]) duplicated() bool { return len(t.rows) != t.made }
 
 // del tombstones id at version when it is newer than what is stored, or
-// of the same version as the live document stored (a tombstone of a
-// version outranks its documents: readmodel.Writer). It returns the
-// removed live document (if any) and whether the delete took.
+// of the same version as the live document stored
+// (readmodel.DeleteTakes). It returns the removed live document (if
+// any) and whether the delete took.
 func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	r, exists := t.rows[id]
-	if exists && !deleteTakes(version, r.version, r.deleted) {
+	if exists && !readmodel.DeleteTakes(version, r.version, r.deleted) {
 		return prev, false, false
 	}
 	var zero T
@@ -137,15 +139,6 @@ func (t *table[T]) del(id string, version int64) (prev T, hadPrev, ok bool) {
 	}
 	r.version, r.deleted, r.doc = version, true, zero
 	return prev, hadPrev, true
-}
-
-// deleteTakes reports whether a delete at version replaces a row stored
-// at stored (deleted: a tombstone): a newer version always does, an
-// equal one only over a live document. So a delete and a document of
-// one version end deleted in either order (the document is stale over
-// the tombstone: put).
-func deleteTakes(version, stored int64, deleted bool) bool {
-	return version > stored || version == stored && !deleted
 }
 
 // get returns the live document stored under id.
