@@ -242,11 +242,11 @@ func transitionTag(id string, ext int64) string { return id + "@" + strconv.Form
 // batchExternal is the external version an item of the batch is written
 // under, 0 when Apply refuses its version (above maxEntityVersion: never
 // stored, owes nothing).
-func batchExternal(kind readmodel.Kind, id string, version int64, rank versionRank) int64 {
+func batchExternal(version int64, rank versionRank) int64 {
 	if version > maxEntityVersion || version < 1 {
 		return 0
 	}
-	return externalVersion(bulkItem{kind: kind, id: id, version: version, rank: rank})
+	return externalVersion(bulkItem{version: version, rank: rank})
 }
 
 // permitTombstone is a permit delete's document: the tombstone and what
@@ -315,7 +315,7 @@ func batchVersions[E, S any](kind readmodel.Kind, docs []E, deletes []readmodel.
 	}
 	for _, d := range deletes {
 		if d.Kind == kind {
-			v.note(d.ID, tomb(batchExternal(d.Kind, d.ID, d.Version, rankTombstone)))
+			v.note(d.ID, tomb(batchExternal(d.Version, rankTombstone)))
 		}
 	}
 	return v
@@ -362,7 +362,7 @@ func owes[S, P any](v versions[S], stored map[string]S, pending map[string]*P, v
 func (s *Store) planPermitCells(ctx context.Context, b readmodel.Batch) (*permitCells, error) {
 	v := batchVersions(readmodel.KindPermit, b.Permits, b.Deletes, func(p *readmodel.Permit) (string, permitState) {
 		d := permitDocOf(*p)
-		return p.PermitID, permitStateOf(&d, batchExternal(readmodel.KindPermit, p.PermitID, p.Version, docRank(!p.Linked())))
+		return p.PermitID, permitStateOf(&d, batchExternal(p.Version, docRank(!p.Linked())))
 	}, func(ext int64) permitState { return permitState{version: ext} })
 	return planCells(ctx, readmodel.KindPermit, v, func(ctx context.Context, ids []string) (map[string]permitState, map[string]*cellsPending, error) {
 		return s.storedPermits(ctx, ids, "?_source_includes="+permitSourceFields)

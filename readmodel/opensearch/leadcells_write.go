@@ -18,7 +18,7 @@ const leadSourceFields = "doc_id,version,deleted,geo_ids,signal_key,event_date_u
 func (s *Store) planLeadCells(ctx context.Context, b readmodel.Batch) (*leadCells, error) {
 	v := batchVersions(readmodel.KindLead, b.Leads, b.Deletes, func(l *readmodel.Lead) (string, leadState) {
 		d := leadDocOf(*l)
-		return l.LeadID, leadStateOf(&d, batchExternal(readmodel.KindLead, l.LeadID, l.Version, docRank(!l.Linked())))
+		return l.LeadID, leadStateOf(&d, batchExternal(l.Version, docRank(!l.Linked())))
 	}, func(ext int64) leadState { return leadState{version: ext} })
 	return planCells(ctx, readmodel.KindLead, v, func(ctx context.Context, ids []string) (map[string]leadState, map[string]*leadPending, error) {
 		_, states, pending, err := s.storedLeads(ctx, ids, "?_source_includes="+leadSourceFields)
