@@ -202,9 +202,10 @@ func TestProjectPermitFillsTheAddressFromTheZip(t *testing.T) {
 	}
 }
 
-func TestProjectPermitRejects(t *testing.T) {
+// permitRejects are permits the projection refuses, each by one rule.
+func permitRejects() map[string]func(*events.Permit) {
 	bad := -1.0
-	cases := map[string]func(*events.Permit){
+	return map[string]func(*events.Permit){
 		"no number":           func(p *events.Permit) { p.PermitNumber = " " },
 		"no source":           func(p *events.Permit) { p.Source = "" },
 		"no type":             func(p *events.Permit) { p.PermitType = "" },
@@ -218,17 +219,25 @@ func TestProjectPermitRejects(t *testing.T) {
 		"lat without lon":     func(p *events.Permit) { p.Lon = nil },
 		"lat out of range":    func(p *events.Permit) { v := 91.0; p.Lat = &v },
 	}
-	for name, mut := range cases {
+}
+
+// rejectedPermit is the permit event of case name of permitRejects. The
+// payload is re-encoded with the mutation, but the entity id kept, so
+// that the id check does not mask the one under test.
+func rejectedPermit(t testing.TB, name string, mut func(*events.Permit)) events.Envelope {
+	env := permitEnv(t, nil)
+	mutated := permitEnv(t, mut)
+	env.Data = mutated.Data
+	if name == "no number" || name == "no source" {
+		env = mutated
+	}
+	return env
+}
+
+func TestProjectPermitRejects(t *testing.T) {
+	for name, mut := range permitRejects() {
 		t.Run(name, func(t *testing.T) {
-			env := permitEnv(t, nil)
-			// Re-encode the payload with the mutation but keep the entity id,
-			// so the id check does not mask the one under test.
-			mutated := permitEnv(t, mut)
-			env.Data = mutated.Data
-			if name == "no number" || name == "no source" {
-				env = mutated
-			}
-			_, err := indexer.Project(context.Background(), env, lookup98101())
+			_, err := indexer.Project(context.Background(), rejectedPermit(t, name, mut), lookup98101())
 			if !errors.Is(err, events.ErrInvalid) {
 				t.Fatalf("err %v, want ErrInvalid", err)
 			}

@@ -13,6 +13,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
 	kafkasrc "github.com/permitd/permitd/indexer/kafka"
 )
 
@@ -43,7 +44,7 @@ func (c *publishConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.Batch, "batch", 5000, "most messages per synchronous write")
 	fs.IntVar(&c.BatchBytes, "batch-bytes", kafkasrc.DefaultBatchBytes, "most bytes (keys and values, before compression) of one partition's record batch; keep it under the broker's message.max.bytes (1 MB by default)")
 	fs.StringVar(&c.Compression, "compression", "none", "record batch compression: none, gzip, snappy, lz4 or zstd")
-	fs.BoolVar(&c.DryRun, "dry-run", false, "validate every line against its event schema and report each bad line; publish nothing (no broker needed)")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "check every line as the indexer takes it (its event schema and the projection's rules) and report each bad line; publish nothing (no broker needed)")
 	fs.DurationVar(&c.Progress, "progress", time.Second, "how often a progress line (events, rate, percent of the file) goes to stderr; 0: never")
 	c.Security.bind(fs)
 }
@@ -233,14 +234,14 @@ func brokerErrorKind(err error) string {
 	return "write failed"
 }
 
-// dryRun validates every line against its event schema (events.Validator)
-// and prints each bad one with its number and the reason; it returns an
-// error (exit status 1) when any line is bad.
+// dryRun checks every line as the indexer would take it (indexer.Check:
+// its event schema, the decoder and the projection's own rules, each
+// geography taken as known) and prints each bad one with its number and
+// the reason; it returns an error (exit status 1) when any line is bad.
 func dryRun(in io.Reader, out io.Writer, prog *progress) error {
-	var v events.Validator
 	var valid, bad int
 	err := events.EachNDJSONLineOver(prog.count(in), func(line int, raw []byte) error {
-		if err := v.Validate(raw); err != nil {
+		if err := indexer.Check(raw); err != nil {
 			bad++
 			fmt.Fprintf(out, "line %d: %v\n", line, err)
 		} else {

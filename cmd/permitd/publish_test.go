@@ -162,8 +162,8 @@ func TestPublishSummarisesErrors(t *testing.T) {
 	require.ErrorContains(t, err, "Message Size Too Large: 1 (first at line 7:")
 }
 
-// --dry-run checks every line against its schema, names each bad one and
-// publishes nothing; no broker is needed.
+// --dry-run checks every line against its schema and the projection's
+// rules, names each bad one and publishes nothing; no broker is needed.
 func TestPublishDryRun(t *testing.T) {
 	_, file := kafkaFixture(t, 2)
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
@@ -175,20 +175,31 @@ func TestPublishDryRun(t *testing.T) {
 	_, _ = f.WriteString(`{"type":"thing.upserted"}` + "\n")                                       // line 6
 	_, _ = f.WriteString(`"` + strings.Repeat("z", 16<<20) + `"` + "\n")                           // line 7: over 16 MiB
 	_, _ = f.WriteString("[1]\n")                                                                  // line 8: read on after it
+	// Line 9: valid against the schema, but its entity_id is not its
+	// source's and number's, which the indexer refuses (dead letter).
+	v := 1.0
+	permit, err := events.New(events.PermitUpserted, "other:1", 1, time.Unix(1700000000, 0), "src", events.Permit{
+		PermitNumber: "1", PermitType: "Building", Valuation: &v, Source: "src", Address: events.PermitAddress{Line: "1 MAIN ST", State: "WA"},
+	})
+	require.NoError(t, err)
+	line9, err := json.Marshal(permit)
+	require.NoError(t, err)
+	_, _ = f.Write(append(line9, '\n'))
 	require.NoError(t, f.Close())
 
 	var out bytes.Buffer
 	err = run(t.Context(), []string{"publish", "--dry-run", "--file", file}, kafkaNoEnv, &out, io.Discard)
-	require.ErrorContains(t, err, "4 of 7 events invalid")
+	require.ErrorContains(t, err, "5 of 8 events invalid")
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 5, out.String())
+	require.Len(t, lines, 6, out.String())
 	require.True(t, strings.HasPrefix(lines[0], "line 5: "), lines[0])
 	require.Contains(t, lines[0], "/data/state")
 	require.True(t, strings.HasPrefix(lines[1], "line 6: "), lines[1])
 	require.Contains(t, lines[1], `unknown event type "thing.upserted"`)
 	require.Equal(t, "line 7: invalid event: line longer than 16 MiB (16777218 bytes)", lines[2])
 	require.Equal(t, "line 8: invalid event: not a JSON object: a JSON array, where an object goes", lines[3])
-	require.Equal(t, "dry run: 3 events valid, 4 invalid; nothing published", lines[4])
+	require.Equal(t, `line 9: invalid event: permit other:1: entity_id must be "src:1"`, lines[4])
+	require.Equal(t, "dry run: 3 events valid, 5 invalid; nothing published", lines[5])
 
 	_, clean := kafkaFixture(t, 2)
 	out.Reset()
