@@ -202,8 +202,16 @@ func (c *commonColumns) row(rest restFunc) rowFunc {
 	return func(p *parser, r record) (permitRow, string) {
 		var row permitRow
 		note, reason := c.read(r, &row.permit)
+		if reason == "" && row.permit.Lat != nil && !p.zips.inState(*row.permit.Lat, *row.permit.Lon) {
+			reason = "bad_coordinates"
+		}
 		if reason == "" {
 			reason = rest(p, r, &row, note)
+		}
+		if reason == "" && row.permit.PermitType == "" {
+			// The event contract requires one: the indexer would send
+			// the permit to the dead-letter topic.
+			reason = "missing_permit_type"
 		}
 		return row, reason
 	}

@@ -40,23 +40,26 @@ func TestBadRows(t *testing.T) {
 		"7,Construction,1 MAIN ST,COMMERCIAL,NEW,Plan Review,5,12/6/10,12/6/10,,,Permit Issued,,north,-122.3\n" + // 8: bad coordinates
 		"8,Construction,1 MAIN ST,COMMERCIAL,NEW,Plan Review,5,12/6/10,12/6/10,,,Permit Issued,,47.6\n" + // 9: too few fields
 		good + // 10: duplicate number
-		"11,Construction,1 MAIN ST,COMMERCIAL,NEW,Plan Review,\"1,250\",12/6/10,12/6/10,,,Permit Issued,,47.6,-122.3\n" // 11: kept, 1250
+		"11,Construction,1 MAIN ST,COMMERCIAL,NEW,Plan Review,\"1,250\",12/6/10,12/6/10,,,Permit Issued,,47.6,-122.3\n" + // 11: kept, 1250
+		"12,,1 MAIN ST,COMMERCIAL,NEW,Plan Review,5,12/6/10,12/6/10,,,Permit Issued,,47.6,-122.3\n" + // 12: no permit type
+		"13,Construction,1 MAIN ST,COMMERCIAL,NEW,Plan Review,5,12/6/10,12/6/10,,,Permit Issued,,0.5,1\n" // 13: coordinates far from Washington
 
 	im, err := runImport(withFile(data.SeattleCommercialPermits, rows))
 	require.NoError(t, err)
 	com, ok := im.rep.File(data.SeattleCommercialPermits)
 	require.True(t, ok)
-	assert.Equal(t, 10, com.Rows)
+	assert.Equal(t, 12, com.Rows)
 	assert.Equal(t, 2, com.Permits)
-	assert.Equal(t, 8, com.BadRows)
+	assert.Equal(t, 10, com.BadRows)
 	assert.Equal(t, []Bad{
 		{Reason: "missing_permit_number", Rows: 1, Lines: []int{3}},
 		{Reason: "bad_application_date", Rows: 1, Lines: []int{4}},
 		{Reason: "bad_issue_date", Rows: 1, Lines: []int{5}},
 		{Reason: "bad_value", Rows: 2, Lines: []int{6, 7}},
-		{Reason: "bad_coordinates", Rows: 1, Lines: []int{8}},
+		{Reason: "bad_coordinates", Rows: 2, Lines: []int{8, 13}},
 		{Reason: "malformed_row", Rows: 1, Lines: []int{9}},
 		{Reason: "duplicate_permit_number", Rows: 1, Lines: []int{10}},
+		{Reason: "missing_permit_type", Rows: 1, Lines: []int{12}},
 	}, com.Bad)
 
 	_, p := permitOf(t, im, SourceCommercial, "11")

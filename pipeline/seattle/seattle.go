@@ -37,9 +37,12 @@
 // "placeholder_1" for the commercial placeholder value 1, "placeholder_0"
 // for a cost of 0, "missing" when empty.
 //
-// Bad rows (missing permit number, unparseable date, value, coordinates or
-// housing units, malformed or duplicate rows) emit nothing and are counted
-// in the Report by file and reason.
+// Bad rows (missing permit number or permit type, unparseable date, value,
+// coordinates or housing units, coordinates more than 25 km from every
+// Washington ZIP point, malformed or duplicate rows) emit nothing and are
+// counted in the Report by file and reason: the importer emits no event
+// the indexer would send to the dead-letter topic
+// (FuzzImportEmitsAccepted).
 package seattle
 
 import (

@@ -110,6 +110,22 @@ func (x *zipIndex) nearest(lat, lon float64) (zip string, km, confidence float64
 	return zip, best, confidence
 }
 
+// maxStateKm is how far from every Washington ZIP point a permit's
+// coordinates may be: the bundled rows are all within 3.3 km of one, and
+// coordinates farther off (0.5, 1 in a source row) are not in Seattle, nor
+// is the nearest ZIP to them.
+const maxStateKm = 25
+
+// inState reports whether lat/lon is within maxStateKm of a ZIP point of
+// the index (true for an index without points: nothing to check against).
+func (x *zipIndex) inState(lat, lon float64) bool {
+	if len(x.points) == 0 {
+		return true
+	}
+	_, km, _ := x.nearest(lat, lon)
+	return km <= maxStateKm
+}
+
 // distanceKm is the equirectangular distance, exact enough within a city.
 func distanceKm(lat1, lon1, lat2, lon2 float64) float64 {
 	const earthKm = 6371.0
