@@ -14,6 +14,7 @@ import (
 
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/events/eventstest"
+	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/internal/address"
 	"github.com/permitd/permitd/pipeline/data"
 )
@@ -73,6 +74,7 @@ func TestEvents(t *testing.T) {
 			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
 			require.NoError(t, err)
 			require.NoError(t, schemas[env.Type].Validate(inst), "%s", line)
+			require.NoError(t, indexer.Check(line), "the indexer's rules: %s", line)
 		}
 		switch env.Type {
 		case events.PropertyUpserted:
