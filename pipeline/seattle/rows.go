@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,7 +248,10 @@ func multifamilyRest(p *parser, r record, row *permitRow, note string) string {
 	pm.Status = r.get("StatusCurrent")
 	pm.Description = r.get("Description")
 	pm.Contractor = r.get("ContractorCompanyName")
-	pm.SourceURL = r.get("Link")
+	if pm.SourceURL = r.get("Link"); pm.SourceURL != "" && !isWebURL(pm.SourceURL) {
+		pm.SourceURL = ""
+		p.rep.note("link_not_a_url")
+	}
 
 	switch city := address.NormalizeCity(r.get("OriginalCity")); {
 	case city == "":
@@ -330,6 +334,13 @@ func sourceZIP(s string) (string, bool) {
 		}
 	}
 	return s, true
+}
+
+// isWebURL reports whether s is an absolute http or https URL with a
+// host, as the event contract's source_url (format uri) wants a link.
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // parseDate returns s in layout as YYYY-MM-DD; "" stays "".

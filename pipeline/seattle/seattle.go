@@ -22,6 +22,9 @@
 //   - address.line is the source's street line (whitespace collapsed);
 //     city SEATTLE and state WA (SDCI permits only inside the city; the
 //     multifamily file's empty or misspelt cities are counted in Notes).
+//   - source_url: the multifamily "Link" column when it is an absolute
+//     http(s) URL; another value is left out and counted in Notes
+//     (link_not_a_url).
 //   - property_id: the property of the normalised street line in SEATTLE,
 //     WA (internal/address.PropertyID); "" when the line has no house
 //     number or street name.
