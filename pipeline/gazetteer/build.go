@@ -75,17 +75,24 @@ func build(ctx context.Context, open func(string) (io.ReadCloser, error), rep *R
 		}
 	}
 
-	// States: every (state_id, state_name) of the places file.
+	// States: every (state_id, state_name) of the places file. A row
+	// that names its state otherwise than the first row of that state
+	// did is skipped.
 	states := map[string]*state{}
+	kept := placeRows[:0]
 	for _, p := range placeRows {
 		if s, ok := states[p.state]; ok {
 			if s.name != p.stateName {
-				return nil, fmt.Errorf("gazetteer: %s: state %s named both %q and %q", data.Cities, p.state, s.name, p.stateName)
+				rep.skip(data.Cities, "state_name_conflict", p.line)
+				continue
 			}
+			kept = append(kept, p)
 			continue
 		}
 		states[p.state] = &state{code: p.state, name: p.stateName, id: events.GeoID(TypeState, p.state)}
+		kept = append(kept, p)
 	}
+	placeRows = kept
 
 	// Counties.
 	counties := map[string]*county{}
@@ -98,7 +105,9 @@ func build(ctx context.Context, open func(string) (io.ReadCloser, error), rep *R
 		if s.fips == "" {
 			s.fips = r.fips[:2]
 		} else if s.fips != r.fips[:2] {
-			return nil, fmt.Errorf("gazetteer: %s: state %s has FIPS %s and %s", data.Counties, r.state, s.fips, r.fips[:2])
+			// Another state code than its state's first county had.
+			rep.skip(data.Counties, "state_fips_conflict", r.line)
+			continue
 		}
 		counties[r.fips] = &county{
 			row: r, id: events.GeoID(TypeCounty, r.fips), state: s,

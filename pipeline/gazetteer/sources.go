@@ -200,8 +200,12 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 			line: line, name: strings.TrimSpace(rec[0]), ascii: strings.TrimSpace(rec[1]),
 			state: rec[2], stateName: strings.TrimSpace(rec[3]), id: rec[16],
 		}
-		if p.id == "" || p.name == "" || len(p.state) != 2 || p.stateName == "" {
+		if p.id == "" || p.name == "" || p.stateName == "" {
 			rep.skip(data.Cities, "malformed_row", line)
+			return
+		}
+		if !isStateCode(p.state) {
+			rep.skip(data.Cities, "bad_state_code", line)
 			return
 		}
 		if seen[p.id] {
@@ -250,6 +254,12 @@ func readPlaces(r io.Reader, rep *Report) ([]placeRow, error) {
 		out = append(out, p)
 	})
 	return out, err
+}
+
+// isStateCode reports whether s is a USPS code as the event contract has
+// it: two upper-case ASCII letters.
+func isStateCode(s string) bool {
+	return len(s) == 2 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'A' && s[1] <= 'Z'
 }
 
 // readPostal parses the GeoNames file (no header). State and county
