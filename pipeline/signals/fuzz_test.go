@@ -5,17 +5,18 @@ import (
 	"testing"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/indexertest"
 )
 
 // FuzzDerivedEventsAccepted runs the pipeline over Seattle's locations
 // (and the permit's state's, as the gazetteer publishes every state) and
-// a permit of any fields the event contract takes (events.Validator:
-// `permitd publish --dry-run`'s check), then a newer snapshot of it with
+// a permit of any fields the indexer takes (indexer.Check: `permitd
+// publish --dry-run`'s check), then a newer snapshot of it with
 // other dates and work type, and checks that every event the pipeline
 // writes (leads, their deletes, geo signals, the catalog) is one the
 // indexer projects, never one it sends to the dead-letter topic
-// (indexertest.Rejects). A permit the contract refuses is outside what
+// (indexertest.Rejects). A permit the indexer refuses is outside what
 // the pipeline reads, and passes.
 //
 //	go test -run '^$' -fuzz '^FuzzDerivedEventsAccepted$' -fuzztime 4m ./pipeline/signals/
@@ -91,7 +92,7 @@ func FuzzDerivedEventsAccepted(f *testing.F) {
 	})
 }
 
-// validPermit is p's event at version, and whether the contract takes it.
+// validPermit is p's event at version, and whether the indexer takes it.
 func validPermit(p events.Permit, version int64) (events.Envelope, bool) {
 	env, err := events.New(events.PermitUpserted, events.PermitDocID(p.Source, p.PermitNumber), version, asOf, p.Source, p)
 	if err != nil {
@@ -101,11 +102,8 @@ func validPermit(p events.Permit, version int64) (events.Envelope, bool) {
 	if err != nil {
 		return env, false
 	}
-	return env, contract.Validate(raw) == nil
+	return env, indexer.Check(raw) == nil
 }
-
-// contract compiles the event schemas once for every run.
-var contract events.Validator
 
 // seattleLocations is ZIP 98101's hierarchy: its state, county,
 // jurisdiction, city and itself.
