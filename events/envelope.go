@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -390,8 +391,12 @@ func typeWords(err error) error {
 
 // New builds an upsert or delete envelope with a deterministic event id
 // (derived from type, entity and version) so a re-run of a producer yields
-// byte-identical events.
+// byte-identical events. entityID is taken as its JSON carries it: a byte
+// that is not UTF-8 becomes U+FFFD, as encoding/json writes it, so that
+// the EntityID a publisher keys the message with is the entity_id the
+// indexer reads (it refuses a message whose key differs).
 func New(t Type, entityID string, version int64, occurred time.Time, source string, data any) (Envelope, error) {
+	entityID = asJSONString(entityID)
 	env := Envelope{
 		SchemaVersion: SchemaVersion,
 		EventID:       EventID(t, entityID, version),
@@ -409,4 +414,23 @@ func New(t Type, entityID string, version int64, occurred time.Time, source stri
 		env.Data = raw
 	}
 	return env, nil
+}
+
+// asJSONString is s as encoding/json encodes it, decoded again: each byte
+// of s that is not part of a UTF-8 sequence replaced by U+FFFD.
+func asJSONString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString(string(utf8.RuneError))
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -202,3 +202,26 @@ func TestWrongKindsInJSONWords(t *testing.T) {
 		t.Errorf("payload: got %v, want ...%s", err, want)
 	}
 }
+
+// An entity id that is not UTF-8 is the one its JSON carries, byte for
+// byte as encoding/json replaces it, so that a message keyed by EntityID
+// has the key the indexer compares with the decoded entity_id.
+func TestNewEntityIDAsItsJSONCarriesIt(t *testing.T) {
+	for _, id := range []string{"src:1", "src:\x80", "src:\x80\x81é\xff", "src:\xe2\x82"} {
+		env, err := New(PermitDeleted, id, 1, time.Unix(0, 0), "src", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := env.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.EntityID != env.EntityID || back.EventID != EventID(PermitDeleted, back.EntityID, 1) {
+			t.Fatalf("%q: EntityID %q, EventID %q; the JSON has %q, %q", id, env.EntityID, env.EventID, back.EntityID, back.EventID)
+		}
+	}
+}
