@@ -115,8 +115,8 @@ func parseNow(s string) (time.Time, error) {
 		}
 	}
 	t = t.UTC()
-	if y := t.Year(); y < nowYears[0] || y > nowYears[1] {
-		return time.Time{}, fmt.Errorf("now: want a year from %d to %d, got %q", nowYears[0], nowYears[1], s)
+	if y := t.Year(); y < nowYears[0] || y > nowYears[1] || t.Unix() < 1 {
+		return time.Time{}, fmt.Errorf("now: want an instant after 1970-01-01T00:00:00Z in a year up to %d, got %q", nowYears[1], s)
 	}
 	return t, nil
 }
@@ -125,8 +125,12 @@ func parseNow(s string) (time.Time, error) {
 // takes have four-digit years, and `permitd gen` writes dates up to about
 // four years before its clock and two after it (issue, application,
 // completion and expiration dates), which a clock of year 0000 or 9999
-// took out of that range (invalid events from the generator).
-var nowYears = [2]int{1900, 9000}
+// took out of that range (invalid events from the generator). And the
+// clock is the signals' as-of instant, which versions the geo signal rows
+// in Unix seconds: a clock at or before 1970-01-01T00:00:00Z (allowed
+// from 1900 until the seventy-ninth session) made versions the indexer
+// refuses, and serve stopped on the bundled data's first geo signal.
+var nowYears = [2]int{1970, 9000}
 
 func validateAddr(addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {

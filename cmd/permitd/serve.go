@@ -57,7 +57,7 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.APIKeys, "api-keys", "", "comma-separated development API keys (one is generated and printed when empty)")
 	fs.StringVar(&c.Backend, "backend", "memory", "read-model backend: memory or opensearch")
 	fs.StringVar(&c.Data, "data", "bundled", "initial events: bundled (the shipped real data) or none")
-	fs.StringVar(&c.Now, "now", "", "service clock override (RFC 3339 or YYYY-MM-DD, years 1900 to 9000); empty: system clock")
+	fs.StringVar(&c.Now, "now", "", "service clock override (RFC 3339 or YYYY-MM-DD, after 1970-01-01T00:00:00Z, years up to 9000); empty: system clock")
 	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "HMAC secret for cursors (>= 16 bytes); replicas must share it; random when empty")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the drain delay, how long requests in flight may take to finish")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long readiness answers 503 while the server still serves, before it stops accepting")

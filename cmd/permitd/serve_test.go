@@ -99,13 +99,14 @@ func TestServeConfigIsValidated(t *testing.T) {
 		args []string
 		want string
 	}{
-		"bad addr":      {[]string{"serve", "-addr", "nope"}, `config: addr "nope": address nope: missing port in address`},
-		"bad backend":   {[]string{"serve", "-backend", "sqlite"}, `config: backend "sqlite": want one of [memory opensearch]`},
-		"bad now":       {[]string{"serve", "-now", "yesterday"}, `config: now: want RFC 3339 or YYYY-MM-DD, got "yesterday"`},
-		"now year 0":    {[]string{"serve", "-now", "0000-01-01"}, `config: now: want a year from 1900 to 9000, got "0000-01-01"`},
-		"now year 9999": {[]string{"serve", "-now", "9999-12-31T23:00:00Z"}, `config: now: want a year from 1900 to 9000, got "9999-12-31T23:00:00Z"`},
-		"short secret":  {[]string{"serve", "-cursor-secret", "short"}, "config: cursor-secret must be at least 16 bytes"},
-		"extra args":    {[]string{"serve", "extra"}, "unexpected arguments: [extra]"},
+		"bad addr":         {[]string{"serve", "-addr", "nope"}, `config: addr "nope": address nope: missing port in address`},
+		"bad backend":      {[]string{"serve", "-backend", "sqlite"}, `config: backend "sqlite": want one of [memory opensearch]`},
+		"bad now":          {[]string{"serve", "-now", "yesterday"}, `config: now: want RFC 3339 or YYYY-MM-DD, got "yesterday"`},
+		"now year 0":       {[]string{"serve", "-now", "0000-01-01"}, `config: now: want an instant after 1970-01-01T00:00:00Z in a year up to 9000, got "0000-01-01"`},
+		"now at the epoch": {[]string{"serve", "-now", "1970-01-01"}, `config: now: want an instant after 1970-01-01T00:00:00Z in a year up to 9000, got "1970-01-01"`},
+		"now year 9999":    {[]string{"serve", "-now", "9999-12-31T23:00:00Z"}, `config: now: want an instant after 1970-01-01T00:00:00Z in a year up to 9000, got "9999-12-31T23:00:00Z"`},
+		"short secret":     {[]string{"serve", "-cursor-secret", "short"}, "config: cursor-secret must be at least 16 bytes"},
+		"extra args":       {[]string{"serve", "extra"}, "unexpected arguments: [extra]"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)

@@ -89,7 +89,7 @@ func runSignals(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	log.Info("signals written", "permits_read", rep.PermitsRead, "locations_read", rep.LocationsRead,
-		"leads", rep.Leads, "lead_deletes", rep.LeadDeletes, "geo_signals", rep.GeoSignals, "catalog_entries", rep.CatalogEntries)
+		"leads", rep.Leads, "lead_deletes", rep.LeadDeletes, "geo_signals", rep.GeoSignals, "catalog_entries", rep.CatalogEntries, "version_too_large", rep.VersionTooLarge)
 	return nil
 }
 

@@ -33,6 +33,9 @@ func FuzzDerivedEventsAccepted(f *testing.F) {
 	f.Add("9", "Construction", "New Construction", "", "Issued", "", "2025-01-02", "", "",
 		"", 2_000_000.0, 0, "1 MAIN ST", "Portland", "OR", "97201", 45.5, -122.7, int64(1),
 		"", "", "2026-01-15")
+	f.Add("10", "Construction", "New Construction", "", "Issued", "", "2025-01-02", "", "",
+		"", 2_000_000.0, 0, "1 MAIN ST", "Seattle", "WA", "98101", 47.61, -122.33, int64(1_700_000_000_000_000_000),
+		"New Construction", "2025-01-02", "")
 	locs := seattleLocations(f)
 	f.Fuzz(func(t *testing.T, number, permitType, workType, actionType, status, applied, issued, completed, expires,
 		description string, valuation float64, units int, line, city, state, zip string, lat, lon float64, version int64,

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,10 @@ type Report struct {
 	GeoSignals     int            `json:"geo_signals"`
 	CatalogEntries int            `json:"catalog_entries"`
 	Ignored        int            `json:"ignored"` // events of other types
+	// VersionTooLarge counts permits and permit deletes whose entity
+	// version is over MaxLeadPermitVersion: they have no lead version,
+	// so no lead is written or deleted for them.
+	VersionTooLarge int `json:"version_too_large"`
 }
 
 // Emit receives one event; an error stops the run.
@@ -99,6 +104,11 @@ var errNoEmit = errors.New("signals: no emit given to New: use Tee and FinishTo"
 func New(p Params, emit Emit) (*Pipeline, error) {
 	if p.AsOf.IsZero() {
 		return nil, errors.New("signals: AsOf is required")
+	}
+	if p.AsOf.Unix() < 1 {
+		// Geo signal rows are versioned by it in Unix seconds, and a
+		// version is positive.
+		return nil, fmt.Errorf("signals: AsOf %s is not after 1970-01-01T00:00:00Z", p.AsOf.UTC().Format(time.RFC3339))
 	}
 	if emit == nil {
 		emit = func(events.Envelope) error { return errNoEmit }
@@ -172,6 +182,12 @@ func (pl *Pipeline) add(env events.Envelope, emit Emit) error {
 
 func leadVersion(permitVersion int64) int64 { return permitVersion*1000 + Revision }
 
+// MaxLeadPermitVersion is the largest permit entity version whose leads
+// have a version (permit version x 1000 + Revision) that an int64 holds:
+// 9,223,372,036,854,775: past a timestamp in microseconds, short of
+// one in nanoseconds.
+const MaxLeadPermitVersion = (math.MaxInt64 - Revision) / 1000
+
 func (pl *Pipeline) permit(env events.Envelope, p events.Permit, emit Emit) error {
 	prev, seen := pl.emitted[env.EntityID]
 	if seen && env.EntityVersion <= prev.version {
@@ -185,6 +201,10 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit, emit Emit) erro
 		pl.states[st] = true
 	}
 	pl.geo.permit(f)
+	if f.version > MaxLeadPermitVersion {
+		pl.rep.VersionTooLarge++
+		return nil
+	}
 	var keys uint8
 	for _, l := range derive(f, pl.p.AsOf) {
 		env, err := events.New(events.LeadUpserted, events.LeadID(f.id, l.SignalKey), leadVersion(f.version), f.occurred, Source, &l)
@@ -211,6 +231,10 @@ func (pl *Pipeline) permit(env events.Envelope, p events.Permit, emit Emit) erro
 // are not in keep. For a permit deleted without earlier leads in this run
 // it deletes all six (deletes are idempotent tombstones).
 func (pl *Pipeline) retract(permitID string, version int64, keep uint8, occurred time.Time, emit Emit) error {
+	if version > MaxLeadPermitVersion {
+		pl.rep.VersionTooLarge++
+		return nil
+	}
 	prev, seen := pl.emitted[permitID]
 	had := prev.keys
 	if !seen {

@@ -180,3 +180,44 @@ func TestTeeWritesEachStreamItsOwn(t *testing.T) {
 	_, err = pl.Finish(context.Background())
 	require.ErrorIs(t, err, errNoEmit)
 }
+
+// An as-of instant at or before the Unix epoch would version geo signal
+// rows at 0 or less, which the indexer refuses: New refuses it.
+func TestAsOfAfterTheEpoch(t *testing.T) {
+	for _, at := range []time.Time{time.Unix(0, 0), time.Date(1900, 1, 5, 0, 0, 0, 0, time.UTC)} {
+		_, err := New(Params{AsOf: at}, func(events.Envelope) error { return nil })
+		require.ErrorContains(t, err, "is not after 1970-01-01T00:00:00Z")
+	}
+	_, err := New(Params{AsOf: time.Unix(1, 0)}, func(events.Envelope) error { return nil })
+	require.NoError(t, err)
+}
+
+// A permit whose version has no lead version (over MaxLeadPermitVersion:
+// version x 1000 + revision would overflow) gets no lead and no lead
+// delete, and is counted; it still counts in the geo signals.
+func TestPermitVersionTooLargeForLeads(t *testing.T) {
+	p := events.Permit{WorkType: "New Construction", Status: "Issued", IssueDate: "2025-01-02"}
+	ok := permitEnv(t, "1", MaxLeadPermitVersion, p)
+	over := permitEnv(t, "2", MaxLeadPermitVersion+1, p)
+	del, err := events.New(events.PermitDeleted, events.PermitDocID("test", "3"), 1<<62, asOf, "test", nil)
+	require.NoError(t, err)
+	out, rep := run(t, ok, over, del)
+	require.Equal(t, 2, rep.VersionTooLarge)
+	require.Equal(t, 2, rep.PermitsRead)
+	for _, e := range out {
+		switch e.Type {
+		case events.LeadUpserted, events.LeadDeleted:
+			require.Equal(t, events.LeadID(events.PermitDocID("test", "1"), mustKey(t, e)), e.EntityID)
+			require.Positive(t, e.EntityVersion)
+		}
+	}
+	require.Positive(t, rep.Leads)
+	require.Zero(t, rep.LeadDeletes)
+}
+
+func mustKey(t *testing.T, e events.Envelope) string {
+	t.Helper()
+	var l events.Lead
+	require.NoError(t, json.Unmarshal(e.Data, &l))
+	return l.SignalKey
+}
