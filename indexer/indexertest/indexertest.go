@@ -32,7 +32,6 @@ func Rejects(tb testing.TB, envs []events.Envelope) []Reject {
 	tb.Helper()
 	var out []Reject
 	var locs, rest []indexer.Message
-	index := map[*byte]int{}
 	for i, env := range envs {
 		raw, err := env.AppendJSON(nil)
 		if err != nil {
@@ -48,10 +47,8 @@ func Rejects(tb testing.TB, envs []events.Envelope) []Reject {
 			out = append(out, Reject{Index: i, Event: string(raw), Reason: err.Error()})
 			continue
 		}
-		m := indexer.Message{Topic: topic, Key: []byte(env.EntityID), Value: raw}
-		if len(raw) > 0 {
-			index[&raw[0]] = i
-		}
+		// The offset is the event's place in envs, for a dead letter's Reject.
+		m := indexer.Message{Topic: topic, Offset: int64(i), Key: []byte(env.EntityID), Value: raw}
 		if env.Type.Family() == "location" {
 			locs = append(locs, m)
 		} else {
@@ -61,13 +58,7 @@ func Rejects(tb testing.TB, envs []events.Envelope) []Reject {
 	ix, err := indexer.New(indexer.Params{
 		Writer: memory.New(memory.Params{}),
 		DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
-			i := -1
-			if len(m.Value) > 0 {
-				if n, ok := index[&m.Value[0]]; ok {
-					i = n
-				}
-			}
-			out = append(out, Reject{Index: i, Event: string(m.Value), Reason: "dead letter: " + reason.Error()})
+			out = append(out, Reject{Index: int(m.Offset), Event: string(m.Value), Reason: "dead letter: " + reason.Error()})
 			return nil
 		},
 	})
