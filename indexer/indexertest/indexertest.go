@@ -96,3 +96,24 @@ func Check(tb testing.TB, envs []events.Envelope) {
 		tb.FailNow()
 	}
 }
+
+// CheckImport runs an importer with an emit that keeps what it emits:
+// it fails tb when the importer returns an error (an importer counts a bad
+// row and goes on; it fails only on what it cannot read), when it emitted
+// other than n events (its report's count), or when an event is rejected
+// (Check).
+func CheckImport(tb testing.TB, run func(emit func(events.Envelope) error) (n int, err error)) {
+	tb.Helper()
+	var envs []events.Envelope
+	n, err := run(func(env events.Envelope) error {
+		envs = append(envs, env)
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("the import failed on its rows: %v", err)
+	}
+	if len(envs) != n {
+		tb.Fatalf("%d events emitted, the report says %d", len(envs), n)
+	}
+	Check(tb, envs)
+}
