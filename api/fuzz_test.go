@@ -304,8 +304,8 @@ func FuzzEventThenReads(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		h, dead := fz.harness(t)
-		h.PublishRaw(raw)
-		if *dead > 0 {
+		publishChecked(t, h, dead, raw)
+		if dead.n > 0 {
 			return // the read model is the fixture's, read by the seeds
 		}
 		var env struct {
@@ -333,6 +333,9 @@ func FuzzPermitThenReads(f *testing.F) {
 	f.Add("P900", "2025-02-03", "2024-12-31", "Issued", "Building", 12500.5, true, "98101", "Seattle", "WA", 47.61, -122.33, true, uint8(1), "New deck", "ACME", int64(1), "2025-03-04", 99.0)
 	f.Add("P001", "", "", "", "Electrical", 0.0, false, "98004", "BELLEVUE", "wa", 0.0, 0.0, false, uint8(3), "", "", int64(7), "", -1.0)
 	f.Add("P902", "2026-06-30", "2026-07-01", "final", "Building", 1e15, true, "00000", "Nowhere", "OR", -90.0, 180.0, true, uint8(0), "x", "y", int64(1<<62), "0000-01-01", 0.01)
+	// A permit number of blanks: the schema takes it, the indexer does not
+	// (dead letter), and neither does indexer.Check (publishChecked).
+	f.Add(" ", "2025-02-03", "", "Issued", "Building", 1.0, true, "98101", "Seattle", "WA", 47.61, -122.33, true, uint8(0), "", "", int64(1), "2025-03-04", 2.0)
 	props := []string{"", conformance.PropUniv, conformance.PropSecnd, conformance.PropBel}
 	f.Fuzz(func(t *testing.T, number, issue, applied, status, ptype string, valuation float64, valued bool, zip, city, state string,
 		lat, lon float64, located bool, prop uint8, desc, contractor string, version int64, issue2 string, valuation2 float64) {
@@ -361,9 +364,9 @@ func FuzzPermitThenReads(f *testing.F) {
 			t.Skip()
 		}
 		h, dead := fz.harness(t)
-		h.PublishRaw(first)
-		h.PublishRaw(second)
-		if *dead == 2 {
+		publishChecked(t, h, dead, first)
+		publishChecked(t, h, dead, second)
+		if dead.n == 2 {
 			return
 		}
 		fz.readsAfter(t, h, []string{events.GeoID("zip", zip)}, []string{d.PropertyID})
@@ -398,8 +401,8 @@ func FuzzLeadThenReads(f *testing.F) {
 			t.Skip()
 		}
 		h, dead := fz.harness(t)
-		h.PublishRaw(raw)
-		if *dead > 0 {
+		publishChecked(t, h, dead, raw)
+		if dead.n > 0 {
 			return
 		}
 		fz.readsAfter(t, h, []string{anchorID}, nil)
@@ -453,11 +456,11 @@ func FuzzLocationThenReads(f *testing.F) {
 		}
 		permit := fuzzPermitAt(t, "PLOC", events.PermitAddress{Line: "1 Fuzz St", City: city, State: state, Zipcode: zipcode}, "")
 		h, dead := fz.harness(t)
-		h.PublishRaw(raw)
-		if *dead > 0 {
+		publishChecked(t, h, dead, raw)
+		if dead.n > 0 {
 			return
 		}
-		h.PublishRaw(permit)
+		publishChecked(t, h, dead, permit)
 		for _, q := range []string{name, alias, display} {
 			if q == "" {
 				continue
@@ -499,11 +502,11 @@ func FuzzPropertyThenReads(f *testing.F) {
 		}
 		permit := fuzzPermitAt(t, "PPROP", events.PermitAddress{Line: street, City: city, State: state, Zipcode: zip}, id)
 		h, dead := fz.harness(t)
-		h.PublishRaw(raw)
-		if *dead > 0 {
+		publishChecked(t, h, dead, raw)
+		if dead.n > 0 {
 			return
 		}
-		h.PublishRaw(permit)
+		publishChecked(t, h, dead, permit)
 		for _, q := range []url.Values{
 			{"address": {street}},
 			{"address": {street}, "city": {city}, "state": {state}},
@@ -555,22 +558,56 @@ func newFuzzBase(f *testing.F) *fuzzBase {
 
 // harness is a new API over the conformance data, and the count of the
 // messages sent to the dead-letter topic after it.
-func (fz *fuzzBase) harness(t *testing.T) (*apitest.Harness, *int) {
-	dead := 0
+// publishChecked publishes raw after the fixture. What the indexer
+// dead-letters, indexer.Check (`permitd publish --dry-run`'s check)
+// refuses too, unless only the locations tell: a lead or geo signal of a
+// geography nobody published.
+func publishChecked(t *testing.T, h *apitest.Harness, dead *deadLetters, raw []byte) {
+	t.Helper()
+	n := dead.n
+	h.PublishRaw(raw)
+	if dead.n == n {
+		return
+	}
+	reason := dead.reasons[len(dead.reasons)-1]
+	if err := indexer.Check(raw); err == nil && !locationUnknown(reason) {
+		t.Fatalf("the indexer dead-lettered %q (%v); indexer.Check took it", raw, reason)
+	}
+}
+
+// locationUnknown reports whether a dead letter's reason is a geography
+// the read model does not hold (project_signals.go), which indexer.Check,
+// taking every geography as known, cannot tell.
+func locationUnknown(reason error) bool {
+	msg := reason.Error()
+	return strings.Contains(msg, "are unknown") || strings.Contains(msg, "is unknown and the address has no state") ||
+		strings.Contains(msg, "geo signal for unknown geo_id")
+}
+
+// deadLetters counts what a harness's indexer sent to the dead-letter
+// sink, and why.
+type deadLetters struct {
+	n       int
+	reasons []error
+}
+
+func (fz *fuzzBase) harness(t *testing.T) (*apitest.Harness, *deadLetters) {
+	dead := &deadLetters{}
 	h := apitest.New(t, apitest.Params{
 		NewResolver: func() memory.Resolver { return resolve.New() },
 		Now:         fixtureNow,
 		Validator:   fz.v,
-		DeadLetter: func(context.Context, indexer.Message, error) error {
-			dead++
+		DeadLetter: func(_ context.Context, _ indexer.Message, reason error) error {
+			dead.n++
+			dead.reasons = append(dead.reasons, reason)
 			return nil
 		},
 	})
 	h.Publish(fz.base...)
-	if dead != 0 {
-		t.Fatalf("the fixture itself went to the dead-letter topic (%d)", dead)
+	if dead.n != 0 {
+		t.Fatalf("the fixture itself went to the dead-letter topic (%d): %v", dead.n, dead.reasons)
 	}
-	return h, &dead
+	return h, dead
 }
 
 // readsAfter reads every endpoint over a state, a county, a city and a
