@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -570,18 +571,9 @@ func publishChecked(t *testing.T, h *apitest.Harness, dead *deadLetters, raw []b
 		return
 	}
 	reason := dead.reasons[len(dead.reasons)-1]
-	if err := indexer.Check(raw); err == nil && !locationUnknown(reason) {
+	if err := indexer.Check(raw); err == nil && !errors.Is(reason, indexer.ErrUnknownGeography) {
 		t.Fatalf("the indexer dead-lettered %q (%v); indexer.Check took it", raw, reason)
 	}
-}
-
-// locationUnknown reports whether a dead letter's reason is a geography
-// the read model does not hold (project_signals.go), which indexer.Check,
-// taking every geography as known, cannot tell.
-func locationUnknown(reason error) bool {
-	msg := reason.Error()
-	return strings.Contains(msg, "are unknown") || strings.Contains(msg, "is unknown and the address has no state") ||
-		strings.Contains(msg, "geo signal for unknown geo_id")
 }
 
 // deadLetters counts what a harness's indexer sent to the dead-letter

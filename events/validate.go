@@ -27,9 +27,17 @@ type Validator struct {
 // data matches its type's schema, else an error wrapping ErrInvalid that
 // says why in one line.
 func (v *Validator) Validate(raw []byte) error {
+	_, err := v.ValidateEnvelope(raw)
+	return err
+}
+
+// ValidateEnvelope is Validate that also returns the envelope the decoder
+// made of raw, for a caller that goes on with it (indexer.Check) rather
+// than decoding raw again.
+func (v *Validator) ValidateEnvelope(raw []byte) (Envelope, error) {
 	v.once.Do(v.compile)
 	if v.err != nil {
-		return v.err
+		return Envelope{}, v.err
 	}
 	var head struct {
 		Type Type `json:"type"`
@@ -37,12 +45,12 @@ func (v *Validator) Validate(raw []byte) error {
 	if err := json.Unmarshal(raw, &head); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" { // an object, its type not a string
-			return fmt.Errorf("%w: %v", ErrInvalid, typeWords(err))
+			return Envelope{}, fmt.Errorf("%w: %v", ErrInvalid, typeWords(err))
 		}
-		return fmt.Errorf("%w: not a JSON object: %v", ErrInvalid, typeWords(err))
+		return Envelope{}, fmt.Errorf("%w: not a JSON object: %v", ErrInvalid, typeWords(err))
 	}
 	if !head.Type.Known() {
-		return fmt.Errorf("%w: unknown event type %q", ErrInvalid, head.Type)
+		return Envelope{}, fmt.Errorf("%w: unknown event type %q", ErrInvalid, head.Type)
 	}
 	name := string(head.Type) + ".json"
 	if head.Type.IsDelete() {
@@ -50,15 +58,12 @@ func (v *Validator) Validate(raw []byte) error {
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Envelope{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := v.schemas[name].Validate(doc); err != nil {
-		return fmt.Errorf("%w: schema %s: %s", ErrInvalid, name, oneLine(err))
+		return Envelope{}, fmt.Errorf("%w: schema %s: %s", ErrInvalid, name, oneLine(err))
 	}
-	if _, err := Decode(raw); err != nil {
-		return err
-	}
-	return nil
+	return Decode(raw)
 }
 
 func (v *Validator) compile() {

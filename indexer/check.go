@@ -25,13 +25,10 @@ var checked events.Validator
 // lead or geo signal whose location is never published, which only the
 // indexer, holding the locations, can tell.
 func Check(raw []byte) error {
-	if len(raw) > 1<<20 {
-		return fmt.Errorf("%w: event of %d bytes exceeds the indexer's limit of %d", events.ErrInvalid, len(raw), 1<<20)
+	if len(raw) > DefaultMaxMessageBytes {
+		return fmt.Errorf("%w: event of %d bytes exceeds the indexer's limit of %d", events.ErrInvalid, len(raw), DefaultMaxMessageBytes)
 	}
-	if err := checked.Validate(raw); err != nil {
-		return err
-	}
-	env, err := events.Decode(raw)
+	env, err := checked.ValidateEnvelope(raw)
 	if err != nil {
 		return err
 	}
@@ -44,6 +41,18 @@ func Check(raw []byte) error {
 	}
 	return nil
 }
+
+// ErrUnknownGeography is wrapped, beside events.ErrInvalid, by the dead
+// letters only the locations decide: a geo signal of a geo_id the table
+// does not hold, a lead whose anchor and state are both unknown. Check,
+// which takes every geography as known, passes those events.
+var ErrUnknownGeography = errors.New("indexer: unknown geography")
+
+// unknownGeography is a projection error that ErrUnknownGeography marks;
+// its message is the error's own.
+type unknownGeography struct{ error }
+
+func (e unknownGeography) Unwrap() []error { return []error{e.error, ErrUnknownGeography} }
 
 // everyLocation finds every geography: a property_id as a property, any
 // other geo_id as a ZIP of that id.

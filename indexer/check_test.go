@@ -1,6 +1,7 @@
 package indexer_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -46,10 +47,18 @@ func TestCheckLeads(t *testing.T) {
 		Address:     events.LeadAddress{FullAddress: "1 MAIN ST", City: "NOWHERE", State: "ZZ", Zipcode: "00000"},
 		AnchorGeoID: events.GeoID("zip", "00000"), SignalVersion: "1.0.0",
 	}
-	require.NoError(t, indexer.Check(rawOf(t, mustEnv(t, events.LeadUpserted, events.LeadID("src:1", lead.SignalKey), 1, lead))))
+	good := mustEnv(t, events.LeadUpserted, events.LeadID("src:1", lead.SignalKey), 1, lead)
+	require.NoError(t, indexer.Check(rawOf(t, good)))
 	err := indexer.Check(rawOf(t, mustEnv(t, events.LeadUpserted, events.LeadID("src:2", lead.SignalKey), 1, lead)))
 	require.ErrorIs(t, err, events.ErrInvalid)
+	require.NotErrorIs(t, err, indexer.ErrUnknownGeography)
 	require.Contains(t, err.Error(), "LeadID")
+	// The indexer, holding no location, refuses the good one for that
+	// reason alone, and says which (ErrUnknownGeography).
+	_, err = indexer.Project(context.Background(), good, lookupMap{})
+	require.ErrorIs(t, err, events.ErrInvalid)
+	require.ErrorIs(t, err, indexer.ErrUnknownGeography)
+	require.Equal(t, `invalid event: lead anchor "`+lead.AnchorGeoID+`" and state "ZZ" are unknown`, err.Error())
 }
 
 // Check refuses what the schema refuses and what exceeds the indexer's

@@ -50,7 +50,7 @@ type Params struct {
 	DeadLetter DeadLetterFunc // required
 	Logger     *slog.Logger
 	// MaxMessageBytes rejects larger messages to the dead-letter sink; 0
-	// means 1 MiB.
+	// means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// Backoff bounds the write retries: first delay, doubled up to Max.
 	BackoffMin, BackoffMax time.Duration
@@ -63,6 +63,10 @@ type Params struct {
 	// waiting documents (relink_recover.go); 0 means 1000.
 	UnlinkedPageSize int
 }
+
+// DefaultMaxMessageBytes is Params.MaxMessageBytes' default, 1 MiB: the
+// largest message projected (serve's --kafka-max-message-bytes, Check).
+const DefaultMaxMessageBytes = 1 << 20
 
 // Indexer applies message batches to the read model.
 type Indexer struct {
@@ -137,7 +141,7 @@ func New(p Params) (*Indexer, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}
-	params.Default(&p.MaxMessageBytes, 1<<20)
+	params.Default(&p.MaxMessageBytes, DefaultMaxMessageBytes)
 	params.Default(&p.BackoffMin, 50*time.Millisecond)
 	params.Default(&p.BackoffMax, 5*time.Second)
 	params.Default(&p.MaxUnlinkedBytes, defaultMaxUnlinkedBytes)

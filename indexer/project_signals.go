@@ -91,7 +91,7 @@ func projectGeoSignal(ctx context.Context, env events.Envelope, look Lookup) (re
 		return readmodel.GeoSignal{}, err
 	}
 	if !ok {
-		return readmodel.GeoSignal{}, fmt.Errorf("%w: geo signal for unknown geo_id %q", events.ErrInvalid, d.GeoID)
+		return readmodel.GeoSignal{}, unknownGeography{fmt.Errorf("%w: geo signal for unknown geo_id %q", events.ErrInvalid, d.GeoID)}
 	}
 	reasons := d.Reasons
 	if reasons == nil {
@@ -174,14 +174,14 @@ func projectLead(ctx context.Context, env events.Envelope, look Lookup) (readmod
 	if !ok || anchor.GeoType == readmodel.GeoProperty {
 		// A ZIP or city outside the gazetteer: anchor to the state.
 		if d.Address.State == "" {
-			return readmodel.Lead{}, fmt.Errorf("%w: lead anchor %q is unknown and the address has no state", events.ErrInvalid, d.AnchorGeoID)
+			return readmodel.Lead{}, unknownGeography{fmt.Errorf("%w: lead anchor %q is unknown and the address has no state", events.ErrInvalid, d.AnchorGeoID)}
 		}
 		anchor, ok, err = locate(ctx, look, events.GeoID("state", strings.ToUpper(d.Address.State)))
 		if err != nil {
 			return readmodel.Lead{}, err
 		}
 		if !ok {
-			return readmodel.Lead{}, fmt.Errorf("%w: lead anchor %q and state %q are unknown", events.ErrInvalid, d.AnchorGeoID, d.Address.State)
+			return readmodel.Lead{}, unknownGeography{fmt.Errorf("%w: lead anchor %q and state %q are unknown", events.ErrInvalid, d.AnchorGeoID, d.Address.State)}
 		}
 	}
 	codes := d.ReasonCodes

@@ -94,7 +94,7 @@ func (c *kafkaConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.Topics, "kafka-topics", strings.Join(events.Topics(), ","), "comma-separated topics to index")
 	fs.IntVar(&c.BatchSize, "kafka-batch-size", 2000, "most messages of one partition per batch")
 	fs.DurationVar(&c.BatchWait, "kafka-batch-wait", 20*time.Millisecond, "how long a batch may wait to fill after its first message")
-	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", 1<<20, "larger messages go to the dead-letter topic")
+	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", indexer.DefaultMaxMessageBytes, "larger messages go to the dead-letter topic")
 	fs.DurationVar(&c.DrainTimeout, "kafka-drain-timeout", 10*time.Second, "on shutdown, how long the batch in hand may take to finish and commit")
 	fs.DurationVar(&c.LagInterval, "kafka-lag-interval", 5*time.Second, "how often the owned partitions' high watermarks are listed for the lag metric and readiness (also while a partition is stuck)")
 	c.Security.bind(fs)
