@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/permitd/permitd/events"
@@ -20,7 +21,7 @@ type genConfig struct {
 }
 
 func (c *genConfig) bind(fs *flagSet) {
-	fs.IntVar(&c.Permits, "permits", 0, "number of permits to generate (required, at least 1)")
+	fs.IntVar(&c.Permits, "permits", 0, "number of permits to generate (required, 1 to 1000000000)")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed; the same seed, count and now give the same events")
 	fs.StringVar(&c.Now, "now", "", "service clock's today (RFC 3339 or YYYY-MM-DD), the newest issue date; empty: system clock")
 	fs.StringVar(&c.Out, "out", "-", "output NDJSON of event envelopes; - for stdout")
@@ -29,8 +30,8 @@ func (c *genConfig) bind(fs *flagSet) {
 // Validate checks every field.
 func (c *genConfig) Validate() error {
 	var errs []error
-	if c.Permits < 1 {
-		errs = append(errs, errors.New("permits must be at least 1"))
+	if c.Permits < 1 || c.Permits > gen.MaxPermits {
+		errs = append(errs, fmt.Errorf("permits must be 1 to %d", gen.MaxPermits))
 	}
 	if c.Out == "" {
 		errs = append(errs, errors.New("out is required (- for stdout)"))

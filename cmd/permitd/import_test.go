@@ -58,7 +58,8 @@ func TestImportAndGenUsage(t *testing.T) {
 	}{
 		{"import without dataset", []string{"import"}, "usage"},
 		{"import unknown dataset", []string{"import", "chicago"}, `dataset "chicago"`},
-		{"gen without permits", []string{"gen"}, "permits must be at least 1"},
+		{"gen without permits", []string{"gen"}, "permits must be 1 to 1000000000"},
+		{"gen over the bound", []string{"gen", "-permits", "2000000000000"}, "permits must be 1 to 1000000000"},
 		{"gen bad now", []string{"gen", "-permits", "1", "-now", "2024-13-40"}, "now"},
 	}
 	for _, tt := range tests {

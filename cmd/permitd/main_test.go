@@ -42,7 +42,7 @@ func TestCommands(t *testing.T) {
 	if err == nil || err.Error() != `unknown command "serv"` || !strings.Contains(stderr.String(), "usage: permitd") {
 		t.Fatalf("unknown command: err = %v, stderr %q", err, stderr.String())
 	}
-	if err := run(t.Context(), []string{"gen", "-permits", "0"}, noEnv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "permits must be at least 1") {
+	if err := run(t.Context(), []string{"gen", "-permits", "0"}, noEnv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "permits must be 1 to 1000000000") {
 		t.Fatalf("gen dispatched with its flags: err = %v", err)
 	}
 }

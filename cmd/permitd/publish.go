@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -39,9 +40,9 @@ func (c *publishConfig) bind(fs *flagSet) {
 	fs.StringVar(&c.Brokers, "kafka-brokers", "", "same as -brokers (PERMITD_KAFKA_BROKERS works for every command)")
 	fs.StringVar(&c.File, "file", "-", "NDJSON file of event envelopes, one per line; - for stdin")
 	fs.BoolVar(&c.CreateTopics, "create-topics", true, "create missing topics (entity topics and the dead-letter topic) first")
-	fs.IntVar(&c.Partitions, "partitions", 0, "partitions of created topics; 0: each family's suggested count (docs/kafka.md)")
-	fs.IntVar(&c.ReplicationFactor, "replication-factor", 1, "replication factor of created topics (3 in production)")
-	fs.IntVar(&c.Batch, "batch", 5000, "most messages per synchronous write")
+	fs.IntVar(&c.Partitions, "partitions", 0, "partitions of created topics (at most 2147483647); 0: each family's suggested count (docs/kafka.md)")
+	fs.IntVar(&c.ReplicationFactor, "replication-factor", 1, "replication factor of created topics (3 in production; at most 32767)")
+	fs.IntVar(&c.Batch, "batch", 5000, "most messages per synchronous write (1 to 100000)")
 	fs.IntVar(&c.BatchBytes, "batch-bytes", kafkasrc.DefaultBatchBytes, "most bytes (keys and values, before compression) of one partition's record batch; keep it under the broker's message.max.bytes (1 MB by default)")
 	fs.StringVar(&c.Compression, "compression", "none", "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "check every line as the indexer takes it (its event schema and the projection's rules) and report each bad line; publish nothing (no broker needed)")
@@ -64,11 +65,20 @@ func (c *publishConfig) Validate() error {
 	if c.File == "" {
 		errs = append(errs, errors.New("file is required (- for stdin)"))
 	}
-	if c.Partitions < 0 || c.ReplicationFactor < 1 || c.Batch < 1 {
-		errs = append(errs, errors.New("partitions must be >= 0, replication-factor and batch >= 1"))
+	// The protocol's fields: a topic's partition count is 32 bits, its
+	// replication factor 16 (kafka-go truncates a larger int, and -1 there
+	// asks for the broker's default).
+	if c.Partitions < 0 || c.Partitions > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("partitions must be 0 to %d", math.MaxInt32))
 	}
-	if c.BatchBytes < 1024 {
-		errs = append(errs, errors.New("batch-bytes must be at least 1024"))
+	if c.ReplicationFactor < 1 || c.ReplicationFactor > math.MaxInt16 {
+		errs = append(errs, fmt.Errorf("replication-factor must be 1 to %d", math.MaxInt16))
+	}
+	if c.Batch < 1 || c.Batch > kafkasrc.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("batch must be 1 to %d", kafkasrc.MaxBatchSize))
+	}
+	if c.BatchBytes < 1024 || c.BatchBytes > kafkasrc.MaxBatchBytes {
+		errs = append(errs, fmt.Errorf("batch-bytes must be 1024 to %d", kafkasrc.MaxBatchBytes))
 	}
 	if _, err := kafkasrc.ParseCompression(c.Compression); err != nil {
 		errs = append(errs, err)

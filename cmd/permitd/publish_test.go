@@ -122,6 +122,27 @@ func TestPublishCompressionCodecs(t *testing.T) {
 	require.ErrorContains(t, err, `compression "brotli"`)
 }
 
+// TestPublishConfigBounds: values past what the Kafka protocol or the
+// memory holds are refused before anything is read or sent. --batch
+// 2000000000 used to stop publish, out of memory (kafka-go reserves room
+// for a whole batch); a replication factor past 32767 was truncated to
+// 16 bits (65535 is -1, the broker's default).
+func TestPublishConfigBounds(t *testing.T) {
+	for args, want := range map[string]string{
+		"--batch 0":                        "config: batch must be 1 to 100000",
+		"--batch 2000000000":               "config: batch must be 1 to 100000",
+		"--batch-bytes 1000":               "config: batch-bytes must be 1024 to 2147483647",
+		"--batch-bytes 3000000000":         "config: batch-bytes must be 1024 to 2147483647",
+		"--replication-factor 65535":       "config: replication-factor must be 1 to 32767",
+		"--partitions -1":                  "config: partitions must be 0 to 2147483647",
+		"--partitions 3000000000":          "config: partitions must be 0 to 2147483647",
+		"--replication-factor 0 --batch 1": "config: replication-factor must be 1 to 32767",
+	} {
+		err := run(t.Context(), append([]string{"publish", "--brokers", "127.0.0.1:9", "--file", "-"}, strings.Fields(args)...), kafkaNoEnv, io.Discard, io.Discard)
+		require.EqualError(t, err, want, args)
+	}
+}
+
 // Bad lines and records the broker refuses are summarised, a count per
 // kind with the first offending line; the good ones are published; the
 // exit status is an error.

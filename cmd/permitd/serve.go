@@ -62,9 +62,12 @@ func (c *serveConfig) bind(fs *flagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the drain delay, how long requests in flight may take to finish")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long readiness answers 503 while the server still serves, before it stops accepting")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Second, "bound on a business request's reads (read-model retries included); past it: 503 BACKEND_UNAVAILABLE")
-	fs.IntVar(&c.ResponseCacheMB, "response-cache-mb", 64, "encoded 200 bodies kept per read-model version (memory backend; 0 turns the cache off)")
+	fs.IntVar(&c.ResponseCacheMB, "response-cache-mb", 64, "encoded 200 bodies kept per read-model version (memory backend; 0 turns the cache off; at most 1048576)")
 	fs.IntVar(&c.MaxConns, "max-conns", 10000, "cap on open HTTP connections (lowered to fit the file-descriptor limit); at the cap the longest idle one is closed")
 }
+
+// maxResponseCacheMB bounds -response-cache-mb: 1 TiB.
+const maxResponseCacheMB = 1 << 20
 
 // cacheBytes is api.Params.ResponseCacheBytes for -response-cache-mb (0: off).
 func cacheBytes(mb int) int64 {
@@ -98,6 +101,11 @@ func (c *serveConfig) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("request-timeout must be positive"))
+	}
+	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > maxResponseCacheMB {
+		// A negative size turned the cache off unannounced, and one past
+		// 2^43 MiB wrapped to a byte count of 0 (the api's default).
+		errs = append(errs, fmt.Errorf("response-cache-mb must be 0 (off) to %d", maxResponseCacheMB))
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, errors.New("max-conns must be at least 1"))

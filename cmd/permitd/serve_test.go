@@ -107,6 +107,15 @@ func TestServeConfigIsValidated(t *testing.T) {
 		"now year 9999":    {[]string{"serve", "-now", "9999-12-31T23:00:00Z"}, `config: now: want an instant after 1970-01-01T00:00:00Z in a year up to 9000, got "9999-12-31T23:00:00Z"`},
 		"short secret":     {[]string{"serve", "-cursor-secret", "short"}, "config: cursor-secret must be at least 16 bytes"},
 		"extra args":       {[]string{"serve", "extra"}, "unexpected arguments: [extra]"},
+		// Accepted before, each of these killed or busied the process: the
+		// batch buffers outgrew the memory (24 GB, killed), the lag and
+		// snapshot periods spun a core, the cache size wrapped or was off
+		// unannounced.
+		"huge kafka batch": {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-kafka-batch-size", "100000000"}, "config: kafka-batch-size must be 1 to 100000"},
+		"1ns lag interval": {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-kafka-lag-interval", "1ns"}, "config: kafka-lag-interval must be at least 100ms"},
+		"1ns snapshots":    {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-snapshot-interval", "1ns"}, "config: snapshot-interval must be at least 10ms"},
+		"negative cache":   {[]string{"serve", "-response-cache-mb", "-1"}, "config: response-cache-mb must be 0 (off) to 1048576"},
+		"cache that wraps": {[]string{"serve", "-response-cache-mb", "17592186044416"}, "config: response-cache-mb must be 0 (off) to 1048576"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, func(string) string { return "" }, io.Discard, io.Discard)

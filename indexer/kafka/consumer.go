@@ -71,7 +71,8 @@ type Params struct {
 	// partition's fetcher (fetch.go) fetches ahead either way.
 	Parser Parser
 
-	// BatchSize caps the messages of one batch (default 2000); BatchWait
+	// BatchSize caps the messages of one batch (default 2000, at most
+	// MaxBatchSize); BatchWait
 	// is how long a batch may wait to fill after its first message
 	// (default 20ms). A batch that reaches the partition's high watermark
 	// does not wait.
@@ -256,6 +257,16 @@ func (p *partition) gateTarget(h int64) int64 {
 	return h
 }
 
+// MaxBatchSize bounds Params.BatchSize and PublisherParams.BatchSize. A
+// partition's consumer holds three batches' message buffers from its
+// start (the one handled and two taken ahead), whatever comes: at
+// 100,000 messages and the 46 partitions of the default topics, serve
+// with an empty store held 114 MB; at 1,000,000, 1.96 GB; at
+// 100,000,000 the kernel killed it for memory (24 GB). A batch is cut at
+// the partition's high watermark and after BatchWait anyway, so a larger
+// cap buys nothing.
+const MaxBatchSize = 100_000
+
 // New validates p and returns a Consumer.
 func New(p Params) (*Consumer, error) {
 	if len(p.Brokers) == 0 {
@@ -277,6 +288,9 @@ func New(p Params) (*Consumer, error) {
 		}
 	}
 	params.Default(&p.BatchSize, 2000)
+	if p.BatchSize > MaxBatchSize {
+		return nil, fmt.Errorf("kafka: BatchSize %d is over %d", p.BatchSize, MaxBatchSize)
+	}
 	params.Default(&p.BatchWait, 20*time.Millisecond)
 	params.Default(&p.MaxFetchBytes, 1<<20)
 	params.Default(&p.FetchWait, 500*time.Millisecond)

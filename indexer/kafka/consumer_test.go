@@ -205,3 +205,24 @@ func TestLagCountsAStuckBatch(t *testing.T) {
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	require.Zero(t, c.Lag())
 }
+
+// TestBatchSizesAreBounded: a consumer reserves three batches per
+// partition from its start and kafka-go's writer room for a whole batch,
+// so a batch size past MaxBatchSize is refused, not taken to the memory's
+// end.
+func TestBatchSizesAreBounded(t *testing.T) {
+	handler := func(context.Context, []indexer.Message) error { return nil }
+	_, err := kafka.New(kafka.Params{Brokers: []string{"127.0.0.1:9"}, Handler: handler, BatchSize: kafka.MaxBatchSize + 1})
+	require.EqualError(t, err, "kafka: BatchSize 100001 is over 100000")
+	c, err := kafka.New(kafka.Params{Brokers: []string{"127.0.0.1:9"}, Handler: handler, BatchSize: kafka.MaxBatchSize})
+	require.NoError(t, err)
+	require.NotNil(t, c)
+
+	_, err = kafka.NewPublisherWith(kafka.PublisherParams{Brokers: []string{"127.0.0.1:9"}, BatchSize: kafka.MaxBatchSize + 1})
+	require.EqualError(t, err, "kafka: publisher: BatchSize 100001 is over 100000")
+	_, err = kafka.NewPublisherWith(kafka.PublisherParams{Brokers: []string{"127.0.0.1:9"}, BatchBytes: kafka.MaxBatchBytes + 1})
+	require.EqualError(t, err, "kafka: publisher: BatchBytes 2147483648 is over 2147483647")
+	p, err := kafka.NewPublisherWith(kafka.PublisherParams{Brokers: []string{"127.0.0.1:9"}, BatchSize: kafka.MaxBatchSize, BatchBytes: kafka.MaxBatchBytes})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -28,14 +29,22 @@ type Publisher struct {
 // overhead kafka-go does not count.
 const DefaultBatchBytes = 512 << 10
 
+// MaxBatchBytes bounds PublisherParams.BatchBytes: a record batch's
+// length is a signed 32-bit field of the Kafka protocol, and so is a
+// broker's message.max.bytes.
+const MaxBatchBytes = math.MaxInt32
+
 // PublisherParams configure a Publisher.
 type PublisherParams struct {
 	Brokers []string // required
 	// BatchBytes bounds the messages of one partition's record batch
-	// (uncompressed key and value bytes); default DefaultBatchBytes. A
+	// (uncompressed key and value bytes); default DefaultBatchBytes, at
+	// most MaxBatchBytes. A
 	// single larger message fails with kafkago.MessageTooLargeError.
 	BatchBytes int64
-	// BatchSize bounds the messages of one batch; default 5000.
+	// BatchSize bounds the messages of one batch; default 5000, at most
+	// MaxBatchSize (kafka-go's writer reserves room for a batch of it:
+	// at 2,000,000,000 publish stopped, out of memory).
 	BatchSize int
 	// Compression: "", "none", "gzip", "snappy", "lz4" or "zstd".
 	Compression string
@@ -78,6 +87,12 @@ func NewPublisherWith(p PublisherParams) (*Publisher, error) {
 	}
 	if p.BatchSize <= 0 {
 		p.BatchSize = 5000
+	}
+	if p.BatchSize > MaxBatchSize {
+		return nil, fmt.Errorf("kafka: publisher: BatchSize %d is over %d", p.BatchSize, MaxBatchSize)
+	}
+	if p.BatchBytes > MaxBatchBytes {
+		return nil, fmt.Errorf("kafka: publisher: BatchBytes %d is over %d", p.BatchBytes, MaxBatchBytes)
 	}
 	codec, err := ParseCompression(p.Compression)
 	if err != nil {

@@ -30,7 +30,6 @@ package gen
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -54,7 +53,7 @@ const Version int64 = 1
 
 // Params says what to generate.
 type Params struct {
-	// Permits is the number of permits, at least 1.
+	// Permits is the number of permits, 1 to MaxPermits.
 	Permits int
 	// Seed selects the output; the same seed gives the same events.
 	Seed int64
@@ -100,14 +99,20 @@ func (r Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// MaxPermits bounds Params.Permits. The generator keeps a bit per
+// address slot (three for every four permits): 94 MB at the bound. Above
+// it the bits outgrew the memory (at 2,000,000,000,000 gen stopped, out
+// of memory), and at 9e18 the slot count overflowed.
+const MaxPermits = 1_000_000_000
+
 // Generate emits p.Permits permits, each preceded by its property the
 // first time the property appears. It stops at the first error of emit or
 // when ctx is done, returning the report so far.
 func Generate(ctx context.Context, p Params, emit func(events.Envelope) error) (Report, error) {
 	start := time.Now()
 	rep := Report{WorkTypes: map[string]int{}, Statuses: map[string]int{}}
-	if p.Permits < 1 {
-		return rep, errors.New("gen: Permits must be at least 1")
+	if p.Permits < 1 || p.Permits > MaxPermits {
+		return rep, fmt.Errorf("gen: Permits must be 1 to %d", MaxPermits)
 	}
 	now := p.Now
 	if now.IsZero() {

@@ -159,7 +159,11 @@ func TestStreetsAreNormalised(t *testing.T) {
 
 func TestParams(t *testing.T) {
 	_, err := Generate(context.Background(), Params{Permits: 0}, func(events.Envelope) error { return nil })
-	require.EqualError(t, err, "gen: Permits must be at least 1")
+	require.EqualError(t, err, "gen: Permits must be 1 to 1000000000")
+	// Past the bound the address bits outgrew the memory, or their count
+	// overflowed (a panic in makeslice).
+	_, err = Generate(context.Background(), Params{Permits: 9_000_000_000_000_000_000}, func(events.Envelope) error { return nil })
+	require.EqualError(t, err, "gen: Permits must be 1 to 1000000000")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
