@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,8 +133,17 @@ func (c *kafkaConfig) validate(required bool) error {
 			errs = append(errs, fmt.Errorf("kafka-brokers: %w", err))
 		}
 	}
-	if len(splitCSV(c.Topics)) == 0 {
+	topics := splitCSV(c.Topics)
+	if len(topics) == 0 {
 		errs = append(errs, errors.New("kafka-topics: at least one topic"))
+	}
+	for _, t := range topics {
+		// The topic names are fixed (events.TopicSpecs): another one is a
+		// typo, and its consumer waited, never ready, for a topic no
+		// publisher writes.
+		if !slices.Contains(events.Topics(), t) {
+			errs = append(errs, fmt.Errorf("kafka-topics: %q is not an event topic (want some of %s)", t, strings.Join(events.Topics(), ",")))
+		}
 	}
 	if c.Group == "" {
 		errs = append(errs, errors.New("kafka-group must not be empty"))

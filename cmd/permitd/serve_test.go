@@ -114,6 +114,7 @@ func TestServeConfigIsValidated(t *testing.T) {
 		"huge kafka batch": {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-kafka-batch-size", "100000000"}, "config: kafka-batch-size must be 1 to 100000"},
 		"1ns lag interval": {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-kafka-lag-interval", "1ns"}, "config: kafka-lag-interval must be at least 100ms"},
 		"1ns snapshots":    {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-snapshot-interval", "1ns"}, "config: snapshot-interval must be at least 10ms"},
+		"unknown topic":    {[]string{"serve", "-kafka-brokers", "127.0.0.1:9", "-kafka-topics", "permitd.locations.v1,permitd.permit.v1"}, `config: kafka-topics: "permitd.permit.v1" is not an event topic (want some of permitd.locations.v1,permitd.permits.v1,permitd.properties.v1,permitd.geo-signals.v1,permitd.permit-leads.v1,permitd.catalog.v1)`},
 		"negative cache":   {[]string{"serve", "-response-cache-mb", "-1"}, "config: response-cache-mb must be 0 (off) to 1048576"},
 		"cache that wraps": {[]string{"serve", "-response-cache-mb", "17592186044416"}, "config: response-cache-mb must be 0 (off) to 1048576"},
 	} {

@@ -2,7 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,4 +228,41 @@ func TestBatchSizesAreBounded(t *testing.T) {
 	p, err := kafka.NewPublisherWith(kafka.PublisherParams{Brokers: []string{"127.0.0.1:9"}, BatchSize: kafka.MaxBatchSize, BatchBytes: kafka.MaxBatchBytes})
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
+}
+
+// TestReplayTellsWhenNoTopicExists: a replay started before any of its
+// topics exists does not settle until one does (it reads the locations
+// first; serve is not ready meanwhile), and says so once at info, where
+// it used to be silent (a debug line per topic and watch): serve looked
+// hung.
+func TestReplayTellsWhenNoTopicExists(t *testing.T) {
+	b := newBroker(t, 1)
+	var logs lockedLog
+	p := fastParams(b, "", func(context.Context, []indexer.Message) error { return nil })
+	p.Topics = []string{"permitd.catalog.v1"} // not seeded
+	p.PartitionWatchInterval = 50 * time.Millisecond
+	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	start(t, p)
+	const line = "none of the topics exists yet"
+	eventually(t, 5*time.Second, "the line", func() bool { return strings.Contains(logs.String(), line) })
+	time.Sleep(10 * p.PartitionWatchInterval)
+	require.Equal(t, 1, strings.Count(logs.String(), line), logs.String())
+}
+
+// lockedLog is a log's output written from several goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

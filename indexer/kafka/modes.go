@@ -19,6 +19,7 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 	defer wg.Wait()
 	known := map[topicPartition]bool{}
 	delay := c.p.BackoffMin
+	toldNone := false
 	for {
 		found, err := c.discover(ctx)
 		if err != nil {
@@ -28,6 +29,13 @@ func (c *Consumer) runReplay(ctx, drain context.Context) error {
 			continue
 		}
 		delay = c.p.BackoffMin
+		if len(found) == 0 && len(known) == 0 && !toldNone {
+			// Said once: the process is not caught up (so serve is not
+			// ready) until a topic exists, and a broker with none looked
+			// like a hung start.
+			c.log.Info("none of the topics exists yet; caught up once some exist and are read", "topics", c.p.Topics, "checked_every", c.p.PartitionWatchInterval)
+			toldNone = true
+		}
 		start := map[topicPartition]int64{}
 		for _, tp := range found {
 			if !known[tp] {
