@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (fs *flagSet) parse(args []string) error {
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := fs.getenv(envName(f.Name)); v != "" && envErr == nil {
 			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s: %w", envName(f.Name), err)
+				envErr = envError(f, v, err)
 			}
 		}
 	})
@@ -52,6 +53,34 @@ func (fs *flagSet) parse(args []string) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return nil
+}
+
+// envError says which variable held what, and what its flag takes: the
+// bare "PERMITD_MAX_CONNS: parse error" named neither the value nor the
+// form. A value that may be a secret is not repeated.
+func envError(f *flag.Flag, v string, err error) error {
+	name := envName(f.Name)
+	var want string
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case bool:
+			want = "true or false"
+		case int, int64, uint, uint64:
+			want = "a whole number"
+		case float64:
+			want = "a number"
+		case time.Duration:
+			want = "a duration such as 100ms, 5s or 2m"
+		}
+	}
+	shown := strconv.Quote(v)
+	if strings.Contains(name, "PASSWORD") || strings.Contains(name, "SECRET") || strings.Contains(name, "KEY") {
+		shown = "(value not shown)"
+	}
+	if want != "" {
+		return fmt.Errorf("%s=%s: want %s (as -%s)", name, shown, want, f.Name)
+	}
+	return fmt.Errorf("%s=%s: %w", name, shown, err)
 }
 
 // commonConfig is shared by every long-running command.

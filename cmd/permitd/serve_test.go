@@ -131,6 +131,20 @@ func TestServeConfigIsValidated(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "addr") {
 		t.Fatalf("PERMITD_ADDR not applied: %v", err)
 	}
+	// A variable its flag cannot parse is named with its value and the
+	// form wanted (it was "PERMITD_MAX_CONNS: parse error").
+	for k, want := range map[string]string{
+		"PERMITD_MAX_CONNS":        `PERMITD_MAX_CONNS="abc": want a whole number (as -max-conns)`,
+		"PERMITD_PPROF":            `PERMITD_PPROF="abc": want true or false (as -pprof)`,
+		"PERMITD_SHUTDOWN_TIMEOUT": `PERMITD_SHUTDOWN_TIMEOUT="abc": want a duration such as 100ms, 5s or 2m (as -shutdown-timeout)`,
+	} {
+		err := run(context.Background(), []string{"serve"}, func(v string) string {
+			return map[string]string{k: "abc"}[v]
+		}, io.Discard, io.Discard)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s=abc: err %v, want %q", k, err, want)
+		}
+	}
 }
 
 // TestBundledPoisonStopsTheFeed: the embedded feed has no dead-letter
