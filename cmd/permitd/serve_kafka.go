@@ -346,6 +346,10 @@ func newKafkaIndexer(cfg kafkaConfig, backend string, w readmodel.Writer, look i
 			dlq.Close()
 			return nil, fmt.Errorf("snapshot-file: only the memory backend takes snapshots (%s keeps its own state)", backend)
 		}
+		if err := snapshot.CheckWritable(cfg.SnapshotFile); err != nil {
+			dlq.Close()
+			return nil, fmt.Errorf("snapshot-file: %w", err)
+		}
 		k.exporter = ex
 		ix.TrackRelinksForSnapshots() // re-link files beside the snapshots
 	}

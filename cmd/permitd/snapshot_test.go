@@ -280,3 +280,24 @@ func TestSnapshotWithAnUnknownTombstoneRefused(t *testing.T) {
 	require.Contains(t, logs, `tombstone of unknown kind \"parcel\"`)
 	require.Equal(t, digest(t, clean), digest(t, refused))
 }
+
+// TestSnapshotFileCheckedAtStart: a snapshot file that could never be
+// written (its directory missing, or a directory itself) stops serve at
+// start, named; it used to fail at every interval, logged, while serve
+// ran on without it.
+func TestSnapshotFileCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]string{
+		filepath.Join(dir, "missing", "snap.bin"): "snapshot-file: snapshot: cannot write beside " + filepath.Join(dir, "missing", "snap.bin"),
+		dir: "snapshot-file: snapshot: " + dir + " is a directory",
+	} {
+		var cfg kafkaConfig
+		fs := newFlagSet("test", env{getenv: kafkaNoEnv, stderr: io.Discard})
+		cfg.bind(fs)
+		require.NoError(t, fs.parse([]string{"--kafka-brokers", "127.0.0.1:9", "--snapshot-file", path}))
+		require.NoError(t, cfg.validate(true))
+		store := memory.New(memory.Params{})
+		_, err := newKafkaIndexer(cfg, "memory", store, store, slog.New(slog.DiscardHandler), nil)
+		require.ErrorContains(t, err, want)
+	}
+}

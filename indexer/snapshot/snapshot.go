@@ -161,6 +161,30 @@ var createTemp = os.CreateTemp
 // write's own error is returned).
 var errWriteFailed = errors.New("snapshot write failed")
 
+// CheckWritable reports why Write could never write a snapshot to path:
+// path is a directory, or its directory does not take a new file (it does
+// not exist, or is not writable). A process checks it at start; a path
+// that could never be written used to fail at every interval, logged,
+// while the process ran on without the snapshot it was configured for.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("snapshot: %s is a directory", path)
+	}
+	f, err := createTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
+	if err != nil {
+		return fmt.Errorf("snapshot: cannot write beside %s: %w", path, err)
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot: cannot write beside %s: %w", path, err)
+	}
+	return nil
+}
+
 // Write writes a snapshot of export's state at offsets to path,
 // atomically. The offsets must not be ahead of the state (take them
 // before exporting: replaying from an older offset is harmless).

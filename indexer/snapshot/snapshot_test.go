@@ -487,3 +487,20 @@ func TestAgainRefusesAChangedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWritable: a path Write could never write is named at start (it
+// used to fail at every interval, logged, while the process ran on); a
+// writable one is left as it was.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, snapshot.CheckWritable(filepath.Join(dir, "snap.bin")))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the check leaves nothing behind")
+
+	require.EqualError(t, snapshot.CheckWritable(dir), "snapshot: "+dir+" is a directory")
+	err = snapshot.CheckWritable(filepath.Join(dir, "missing", "snap.bin"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.ErrorContains(t, err, "snapshot: cannot write beside "+filepath.Join(dir, "missing", "snap.bin"))
+
+}
