@@ -2,6 +2,7 @@ package events
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,9 +74,28 @@ func TooLong(n int64) error {
 	return fmt.Errorf("%w: %w (%d bytes)", ErrInvalid, ErrLineTooLong, n)
 }
 
-// EachNDJSONLine calls fn with every non-empty line of r and its number
-// (from 1), without its newline (and a carriage return before it); raw
-// is valid only during the call. An error of fn stops the read and is
+// utf8BOM is the UTF-8 byte order mark.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// blank reports whether b is empty or holds only spaces, tabs and
+// carriage returns (JSON's whitespace without the newline): such a line
+// is passed over like an empty one (a line of spaces used to be reported
+// as "unexpected end of JSON input"). An event's line starts with '{', so
+// this looks at one byte.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// EachNDJSONLine calls fn with every line of r that is not blank (empty,
+// or only spaces, tabs and carriage returns) and its number (from 1),
+// without its newline (and a carriage return before it), and the first
+// line without a UTF-8 byte order mark that opens it; raw is valid only
+// during the call. An error of fn stops the read and is
 // returned as it is; a line over 16 MiB stops it with "line N:
 // ErrLineTooLong", a read error with "line N: ...".
 func EachNDJSONLine(r io.Reader, fn func(line int, raw []byte) error) error {
@@ -136,7 +156,15 @@ func EachNDJSONLineOver(r io.Reader, fn func(line int, raw []byte) error, long f
 				return err
 			}
 		case size > 0:
-			if err := fn(line, raw[:size]); err != nil {
+			text := raw[:size]
+			if line == 1 {
+				// A byte order mark some editors write: not the event's.
+				text = bytes.TrimPrefix(text, utf8BOM)
+			}
+			if blank(text) {
+				break
+			}
+			if err := fn(line, text); err != nil {
 				return err
 			}
 		}

@@ -82,6 +82,27 @@ func TestEachNDJSONLine(t *testing.T) {
 	require.ErrorContains(t, err, "line 2: ")
 }
 
+// Blank lines (spaces, tabs and carriage returns only) are passed over
+// like empty ones, and a UTF-8 byte order mark opening the input is not
+// the first line's; both were handed over and reported as invalid
+// events by publish (a BOM as "invalid character 'ï'").
+func TestEachNDJSONLineBlankAndBOM(t *testing.T) {
+	var got []string
+	in := "\xEF\xBB\xBF{\"a\":1}\r\n \t \r\n\r\n{\"b\":2}\n   \n\xEF\xBB\xBF{}\n"
+	require.NoError(t, EachNDJSONLine(strings.NewReader(in), func(line int, raw []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s", line, raw))
+		return nil
+	}))
+	require.Equal(t, []string{`1:{"a":1}`, `4:{"b":2}`, "6:\xEF\xBB\xBF{}"}, got, "a BOM past the first line stays")
+
+	got = got[:0]
+	require.NoError(t, EachNDJSONLine(strings.NewReader("\xEF\xBB\xBF\n{}"), func(line int, raw []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s", line, raw))
+		return nil
+	}))
+	require.Equal(t, []string{"2:{}"}, got, "a first line of a BOM alone is blank")
+}
+
 // EachNDJSONLineOver hands a line over 16 MiB to long and reads on; a
 // line of exactly 16 MiB, with a newline and a carriage return or
 // without, is a line like any other.
@@ -139,7 +160,11 @@ func TestEachNDJSONLineAgreesWithScanner(t *testing.T) {
 		line := 0
 		for sc.Scan() {
 			line++
-			if len(sc.Bytes()) > 0 {
+			text := sc.Bytes()
+			if line == 1 {
+				text = bytes.TrimPrefix(text, []byte("\xEF\xBB\xBF"))
+			}
+			if strings.Trim(string(text), " \t\r") != "" {
 				want = append(want, fmt.Sprintf("%d:%d:%q", line, len(sc.Bytes()), sc.Bytes()[max(0, len(sc.Bytes())-3):]))
 			}
 		}
