@@ -162,8 +162,14 @@ func parseNow(s string) (time.Time, error) {
 var nowYears = [2]int{1970, 9000}
 
 func validateAddr(addr string) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
 		return fmt.Errorf("addr %q: %w", addr, err)
+	}
+	// A port past 65535 passed here and failed only when listened on or
+	// dialled; an empty one listened on a random port.
+	if n, err := strconv.ParseUint(port, 10, 64); port == "" || (err == nil && n > 65535) {
+		return fmt.Errorf("addr %q: want a port from 0 to 65535", addr)
 	}
 	return nil
 }

@@ -100,6 +100,8 @@ func TestServeConfigIsValidated(t *testing.T) {
 		want string
 	}{
 		"bad addr":         {[]string{"serve", "-addr", "nope"}, `config: addr "nope": address nope: missing port in address`},
+		"port past 65535":  {[]string{"serve", "-addr", ":99999"}, `config: addr ":99999": want a port from 0 to 65535`},
+		"empty port":       {[]string{"serve", "-addr", "127.0.0.1:"}, `config: addr "127.0.0.1:": want a port from 0 to 65535`},
 		"bad backend":      {[]string{"serve", "-backend", "sqlite"}, `config: backend "sqlite": want one of [memory opensearch]`},
 		"bad now":          {[]string{"serve", "-now", "yesterday"}, `config: now: want RFC 3339 or YYYY-MM-DD, got "yesterday"`},
 		"now year 0":       {[]string{"serve", "-now", "0000-01-01"}, `config: now: want an instant after 1970-01-01T00:00:00Z in a year up to 9000, got "0000-01-01"`},
