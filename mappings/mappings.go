@@ -108,8 +108,13 @@ func (s Settings) Validate() error {
 	if s.Replicas < 0 {
 		return fmt.Errorf("mappings: replicas %d, want >= 0", s.Replicas)
 	}
-	if p := s.prefix(); strings.ToLower(p) != p || strings.ContainsAny(p, " ,*\"/\\|?#<>") {
-		return fmt.Errorf("mappings: prefix %q must be a lower-case index name part", p)
+	// OpenSearch's index names (its create-index reference): lower case,
+	// none of these characters, not starting with '-' or '_' (a prefix
+	// that did passed here and was refused by the cluster at init), and at
+	// most 255 bytes.
+	if p := s.prefix(); strings.ToLower(p) != p || strings.ContainsAny(p, " ,:\"*+/\\|?#<>") ||
+		strings.IndexAny(p[:1], "-_") == 0 || len(p) > maxPrefix {
+		return fmt.Errorf("mappings: prefix %q must be a lower-case index name part (none of , : \" * + / \\ | ? # < > or spaces, not starting with '-' or '_', at most %d bytes)", p, maxPrefix)
 	}
 	return nil
 }
@@ -121,6 +126,11 @@ func (s Settings) ShardsOf(k readmodel.Kind) int {
 	}
 	return s.Shards
 }
+
+// maxPrefix leaves room in OpenSearch's 255 bytes of an index name for
+// what the names add to the prefix (a kind's base and a version:
+// IndexName, NamesOf).
+const maxPrefix = 128
 
 func (s Settings) prefix() string {
 	if s.Prefix == "" {

@@ -2,6 +2,7 @@ package mappings_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,6 +90,13 @@ func TestSettingsValidate(t *testing.T) {
 		{"no shards", mappings.Settings{}, false},
 		{"negative replicas", mappings.Settings{Shards: 1, Replicas: -1}, false},
 		{"upper-case prefix", mappings.Settings{Shards: 1, Prefix: "Permitd"}, false},
+		{"prefix starting with _", mappings.Settings{Shards: 1, Prefix: "_x"}, false},
+		{"prefix starting with -", mappings.Settings{Shards: 1, Prefix: "-x"}, false},
+		{"prefix with a +", mappings.Settings{Shards: 1, Prefix: "a+x"}, false},
+		{"prefix with a colon", mappings.Settings{Shards: 1, Prefix: "a:b"}, false},
+		{"prefix of 129 bytes", mappings.Settings{Shards: 1, Prefix: strings.Repeat("p", 129)}, false},
+		{"prefix of 128 bytes", mappings.Settings{Shards: 1, Prefix: strings.Repeat("p", 128)}, true},
+		{"prefix with inner _ and -", mappings.Settings{Shards: 1, Prefix: "team_a-permitd"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()

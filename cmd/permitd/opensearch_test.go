@@ -52,7 +52,7 @@ func TestOpenSearchConfigValidate(t *testing.T) {
 		"not http":    {func(c *openSearchConfig) { c.URLs = "a:9200" }, `opensearch-urls: "a:9200" is not an http(s) URL`},
 		"no shards":   {func(c *openSearchConfig) { c.Shards = 0 }, "mappings: shards 0, want >= 1"},
 		"no timeout":  {func(c *openSearchConfig) { c.Timeout = 0 }, "opensearch-timeout must be positive"},
-		"bad prefix":  {func(c *openSearchConfig) { c.Prefix = "Bad" }, `mappings: prefix "Bad" must be a lower-case index name part`},
+		"bad prefix":  {func(c *openSearchConfig) { c.Prefix = "Bad" }, `mappings: prefix "Bad" must be a lower-case index name part (none of , : " * + / \ | ? # < > or spaces, not starting with '-' or '_', at most 128 bytes)`},
 		"neg replica": {func(c *openSearchConfig) { c.Replicas = -1 }, "mappings: replicas -1, want >= 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
