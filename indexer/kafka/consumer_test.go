@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/indexer/kafka"
+	"github.com/permitd/permitd/internal/syncbuf"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -237,7 +237,7 @@ func TestBatchSizesAreBounded(t *testing.T) {
 // hung.
 func TestReplayTellsWhenNoTopicExists(t *testing.T) {
 	b := newBroker(t, 1)
-	var logs lockedLog
+	var logs syncbuf.Buffer
 	p := fastParams(b, "", func(context.Context, []indexer.Message) error { return nil })
 	p.Topics = []string{"permitd.catalog.v1"} // not seeded
 	p.PartitionWatchInterval = 50 * time.Millisecond
@@ -247,22 +247,4 @@ func TestReplayTellsWhenNoTopicExists(t *testing.T) {
 	eventually(t, 5*time.Second, "the line", func() bool { return strings.Contains(logs.String(), line) })
 	time.Sleep(10 * p.PartitionWatchInterval)
 	require.Equal(t, 1, strings.Count(logs.String(), line), logs.String())
-}
-
-// lockedLog is a log's output written from several goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
