@@ -72,10 +72,9 @@ type Params struct {
 	Parser Parser
 
 	// BatchSize caps the messages of one batch (default 2000, at most
-	// MaxBatchSize); BatchWait
-	// is how long a batch may wait to fill after its first message
-	// (default 20ms). A batch that reaches the partition's high watermark
-	// does not wait.
+	// MaxBatchSize); BatchWait is how long a batch may wait to fill after
+	// its first message (default 20ms). A batch that reaches the
+	// partition's high watermark does not wait.
 	BatchSize int
 	BatchWait time.Duration
 	// MaxFetchBytes bounds one fetch's answer (default 1 MiB); a
