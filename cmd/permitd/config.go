@@ -73,12 +73,12 @@ func envError(f *flag.Flag, v string, err error) error {
 			want = "a duration such as 100ms, 5s or 2m"
 		}
 	}
+	if want != "" { // a number, a switch or a duration: no secret
+		return fmt.Errorf("%s=%s: want %s (as -%s)", name, strconv.Quote(v), want, f.Name)
+	}
 	shown := strconv.Quote(v)
 	if strings.Contains(name, "PASSWORD") || strings.Contains(name, "SECRET") || strings.Contains(name, "KEY") {
 		shown = "(value not shown)"
-	}
-	if want != "" {
-		return fmt.Errorf("%s=%s: want %s (as -%s)", name, shown, want, f.Name)
 	}
 	return fmt.Errorf("%s=%s: %w", name, shown, err)
 }

@@ -139,6 +139,7 @@ func TestServeConfigIsValidated(t *testing.T) {
 		"PERMITD_MAX_CONNS":        `PERMITD_MAX_CONNS="abc": want a whole number (as -max-conns)`,
 		"PERMITD_PPROF":            `PERMITD_PPROF="abc": want true or false (as -pprof)`,
 		"PERMITD_SHUTDOWN_TIMEOUT": `PERMITD_SHUTDOWN_TIMEOUT="abc": want a duration such as 100ms, 5s or 2m (as -shutdown-timeout)`,
+		"PERMITD_KEY_CACHE_TTL":    `PERMITD_KEY_CACHE_TTL="abc": want a duration such as 100ms, 5s or 2m (as -key-cache-ttl)`,
 	} {
 		err := run(context.Background(), []string{"serve"}, func(v string) string {
 			return map[string]string{k: "abc"}[v]
