@@ -181,7 +181,10 @@ func (s *serveProcess) build(ctx context.Context) error {
 	s.accessLog = api.NewBufferedWriter(stderrOf(s.e), 0)
 	s.onClose(func() { _ = s.accessLog.Flush() })
 	s.maxConns = fitConns(cfg.MaxConns, raiseFileLimit(log), log)
-	keys := devKeys(cfg.APIKeys, s.e.stdout)
+	// The generated key is printed once everything is built: a start that
+	// fails (a key file that does not parse, say) printed a key nothing
+	// would ever accept.
+	keys, announceKey := devKeys(cfg.APIKeys, s.e.stdout)
 	secret := cursorSecret(cfg.CursorSecret, log)
 
 	s.reg = newRegistry()
@@ -234,8 +237,11 @@ func (s *serveProcess) build(ctx context.Context) error {
 		RequestTimeout:     cfg.RequestTimeout,
 		ResponseCacheBytes: cacheBytes(cfg.ResponseCacheMB),
 	}
-	s.handler, err = api.NewServer(s.deps)
-	return err
+	if s.handler, err = api.NewServer(s.deps); err != nil {
+		return err
+	}
+	announceKey()
+	return nil
 }
 
 // readiness lists the checks of /v1/health/ready: not draining, the read
@@ -315,15 +321,15 @@ func stderrOf(e env) io.Writer {
 	return os.Stderr
 }
 
-// devKeys are the -api-keys; with none, one is generated and printed.
-func devKeys(list string, stdout io.Writer) []string {
-	keys := splitCSV(list)
-	if len(keys) == 0 {
-		k := apikey.NewDevKey()
-		keys = []string{k}
-		fmt.Fprintf(stdout, "%s%s\n", servelines.DevKey, k)
+// devKeys are the -api-keys; with none, one is generated, and announce
+// prints it.
+func devKeys(list string, stdout io.Writer) (keys []string, announce func()) {
+	keys = splitCSV(list)
+	if len(keys) > 0 {
+		return keys, func() {}
 	}
-	return keys
+	k := apikey.NewDevKey()
+	return []string{k}, func() { fmt.Fprintf(stdout, "%s%s\n", servelines.DevKey, k) }
 }
 
 // cursorSecret is the -cursor-secret, or a random one (with a warning)

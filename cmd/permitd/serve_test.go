@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/internal/servelines"
@@ -148,6 +153,19 @@ func TestServeConfigIsValidated(t *testing.T) {
 			t.Errorf("%s=abc: err %v, want %q", k, err, want)
 		}
 	}
+}
+
+// TestNoDevKeyWhenTheStartFails: the generated development key is printed
+// only once serve is built; a key file that does not parse used to have
+// it print a key nothing would accept, then stop.
+func TestNoDevKeyWhenTheStartFails(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "keys.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"keys":[`), 0o600))
+	var stdout bytes.Buffer
+	err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", "none", "-keys-file", bad},
+		func(string) string { return "" }, &stdout, io.Discard)
+	require.ErrorContains(t, err, "key file "+bad)
+	require.NotContains(t, stdout.String(), servelines.DevKey)
 }
 
 // TestBundledPoisonStopsTheFeed: the embedded feed has no dead-letter
