@@ -148,7 +148,11 @@ func runPublish(ctx context.Context, e env, args []string) error {
 	log.Info("published", "events", res.published, "failed", res.errs.total(), "topics", strings.Join(counts, " "), "took", time.Since(prog.start).Round(time.Millisecond))
 	fmt.Fprintf(e.stdout, "published %d events\n", res.published)
 	if err != nil {
-		return fmt.Errorf("publish: %w (%d events published before the error; publishing again is harmless)", err, res.published)
+		var before string
+		if n := res.errs.total(); n > 0 {
+			before = fmt.Sprintf("; %d events before it were not published: %s", n, res.errs)
+		}
+		return fmt.Errorf("publish: %w (%d events published before the error%s; publishing again is harmless)", err, res.published, before)
 	}
 	if n := res.errs.total(); n > 0 {
 		return fmt.Errorf("publish: %d of %d events not published: %s (the others are published; publishing the file again after a fix is harmless)", n, n+res.published, res.errs)
@@ -167,10 +171,12 @@ type publishResult struct {
 // byte for byte, to its family's topic keyed by entity_id, in batches of
 // at most batchSize (the publisher bounds each partition's record batch
 // in bytes). A line that is not a valid envelope is not published; a
-// record the broker refuses is counted. Both go into the summary (a count
-// per kind and the first line of each), and publishing goes on. An error
-// that is not about one record (the broker unreachable, ctx ended) stops
-// the run and is returned.
+// record the broker refuses for what it is (aboutTheRecord) is counted.
+// Both go into the summary (a count per kind and the first line of each),
+// and publishing goes on. An error that is not about one record (the
+// broker unreachable or failing after the writer's retries, ctx ended)
+// stops the run and is returned; what the batch it stopped in wrote is
+// counted as published.
 func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int, prog *progress) (publishResult, error) {
 	res := publishResult{perTopic: map[string]int{}}
 	var (
@@ -190,13 +196,20 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 				res.perTopic[r.Topic]++
 			}
 		case errors.As(err, &we) && len(we) == len(batch) && ctx.Err() == nil:
+			var stop error
 			for i, r := range batch {
-				if we[i] == nil {
+				switch {
+				case we[i] == nil:
 					res.published++
 					res.perTopic[r.Topic]++
-					continue
+				case aboutTheRecord(we[i]):
+					res.errs.add(brokerErrorKind(we[i]), lines[i], we[i])
+				case stop == nil:
+					stop = fmt.Errorf("stopped at line %d: the broker did not take its batch after the writer's retries: %w", lines[i], we[i])
 				}
-				res.errs.add(brokerErrorKind(we[i]), lines[i], we[i])
+			}
+			if stop != nil {
+				return stop
 			}
 		default:
 			return err
@@ -229,6 +242,26 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		return res, err
 	}
 	return res, flush()
+}
+
+// aboutTheRecord reports whether a record's write error is about the
+// record, so that publishing goes on and the record is counted in the
+// summary: larger than --batch-bytes, or refused by the broker for what
+// it is (Message Size Too Large, Corrupt Message, a policy or an
+// authorization of its topic). Any other error is about the broker: it
+// could not be reached, or kept answering a transient error (Request
+// Timed Out, Not Enough Replicas, Leader Not Available) through the
+// writer's retries. Every later batch would then wait through the same
+// retries and fail the same way, so the run stops: with the broker gone a
+// 200 MB file took 4.5 minutes to be counted line by line as "write
+// failed".
+func aboutTheRecord(err error) bool {
+	var mt kafkago.MessageTooLargeError
+	if errors.As(err, &mt) {
+		return true
+	}
+	var ke kafkago.Error
+	return errors.As(err, &ke) && (!ke.Temporary() || ke == kafkago.InvalidMessage)
 }
 
 // brokerErrorKind names a record's write error for the summary.

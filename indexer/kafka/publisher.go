@@ -50,6 +50,10 @@ type PublisherParams struct {
 	Compression string
 	// Security: TLS and SASL; nil for plaintext.
 	Security *Security
+	// MaxAttempts is how often a batch is tried before its records fail;
+	// default kafka-go's 10 (about 7 s of backoff against a broker that
+	// is gone).
+	MaxAttempts int
 }
 
 // ParseCompression maps a codec name to kafka-go's codec ("" and "none"
@@ -113,6 +117,7 @@ func NewPublisherWith(p PublisherParams) (*Publisher, error) {
 		BatchSize:    p.BatchSize,
 		BatchBytes:   p.BatchBytes,
 		Compression:  codec,
+		MaxAttempts:  p.MaxAttempts,
 	}}, nil
 }
 
