@@ -130,11 +130,14 @@ func (f *fetcher) stop() {
 
 // run fetches until ctx ends. An answer goes to the loop when it holds
 // a message or moves the position (markers only); what an answer held
-// before a record failed to decode goes too, before the retry.
+// before a record failed to decode goes too, before the retry. Failed
+// fetches are logged as a run (failureLog): the first at Warn, the same
+// error again at Debug, the first success after them at Info.
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	delay := f.c.p.BackoffMin
 	sent := f.pos
+	var failures failureLog
 	for ctx.Err() == nil {
 		a, err := f.fetch(ctx)
 		if len(a.msgs) > 0 || a.next > sent || a.restart {
@@ -149,7 +152,7 @@ func (f *fetcher) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			f.log.Warn("fetch failed; retrying", "offset", f.pos, "err", err, "backoff", delay)
+			failures.failed(f.log, "fetch failed; retrying", err, "offset", f.pos, "backoff", delay)
 			f.c.retried()
 			if !sleep(ctx, delay) {
 				return
@@ -157,6 +160,7 @@ func (f *fetcher) run(ctx context.Context) {
 			delay = f.c.backoff(delay)
 			continue
 		}
+		failures.succeeded(f.log, "fetching again", "offset", f.pos)
 		delay = f.c.p.BackoffMin
 	}
 }

@@ -254,7 +254,9 @@ func TestFetchSkipsDeletedMessages(t *testing.T) {
 // A fetch that fails (here the broker drops the connection instead of
 // answering, three times) is logged, counted as a retry and fetched
 // again after a backoff, from the same offset: every message still
-// arrives once, in order.
+// arrives once, in order. The three failures are logged as a run: the
+// first at Warn, the same error again at Debug, and the success after
+// them at Info with their count.
 func TestFetchRetriesAFailedFetch(t *testing.T) {
 	b := newBroker(t, 1)
 	var recs []kafka.Record
@@ -278,7 +280,7 @@ func TestFetchRetriesAFailedFetch(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p.Metrics = indexer.NewMetrics(reg)
 	var logs syncbuf.Buffer
-	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	p.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := start(t, p)
 	eventually(t, 10*time.Second, "caught up", c.CaughtUp)
 	require.EqualValues(t, 3, failed.Load())
@@ -288,7 +290,12 @@ func TestFetchRetriesAFailedFetch(t *testing.T) {
 		require.Equal(t, strconv.Itoa(i), string(m.Value))
 	}
 	require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 3.0)
-	require.Equal(t, 3, strings.Count(logs.String(), "fetch failed; retrying"))
+	out := logs.String()
+	require.Equal(t, 3, strings.Count(out, "fetch failed; retrying"), out)
+	require.Equal(t, 1, strings.Count(out, `level=WARN msg="fetch failed; retrying"`), out)
+	require.Equal(t, 2, strings.Count(out, `level=DEBUG msg="fetch failed; retrying"`), out)
+	require.Equal(t, 1, strings.Count(out, `level=INFO msg="fetching again"`), out)
+	require.Contains(t, out, "failures=3 failing_for=")
 }
 
 // A partition deleted and created again while the consumer reads it

@@ -153,8 +153,9 @@ func (c *Consumer) offsets(ctx context.Context, tps []topicPartition) (map[topic
 
 // pollWatermarks raises the owned partitions' high watermarks (and their
 // lag gauges) every LagInterval until ctx ends. A failed listing is
-// logged and tried again at the next tick.
+// logged (as a run: failureLog) and tried again at the next tick.
 func (c *Consumer) pollWatermarks(ctx context.Context) {
+	var failures failureLog
 	for sleep(ctx, c.p.LagInterval) {
 		c.mu.Lock()
 		tps := slices.Collect(maps.Keys(c.parts))
@@ -168,10 +169,11 @@ func (c *Consumer) pollWatermarks(ctx context.Context) {
 		offs, err := c.offsets(ctx, tps)
 		if err != nil {
 			if ctx.Err() == nil {
-				c.log.Warn("listing high watermarks for lag failed; trying again", "err", err, "interval", c.p.LagInterval)
+				failures.failed(c.log, "listing high watermarks for lag failed; trying again", err, "interval", c.p.LagInterval)
 			}
 			continue
 		}
+		failures.succeeded(c.log, "listing high watermarks for lag again")
 		c.mu.Lock()
 		for tp, o := range offs {
 			if p := c.parts[tp]; p != nil { // still owned
