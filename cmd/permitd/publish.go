@@ -38,7 +38,7 @@ func (c *publishConfig) bind(fs *flagSet) {
 	c.commonConfig.bind(fs)
 	fs.StringVar(&c.Brokers, "brokers", "", "comma-separated Kafka bootstrap brokers (host:port)")
 	fs.StringVar(&c.Brokers, "kafka-brokers", "", "same as -brokers (PERMITD_KAFKA_BROKERS works for every command)")
-	fs.StringVar(&c.File, "file", "-", "NDJSON file of event envelopes, one per line; - for stdin")
+	fs.StringVar(&c.File, "file", "-", "NDJSON file of event envelopes, one per line, plain, gzip or zstd; - for stdin")
 	fs.BoolVar(&c.CreateTopics, "create-topics", true, "create missing topics (entity topics and the dead-letter topic) first")
 	fs.IntVar(&c.Partitions, "partitions", 0, "partitions of created topics (at most 2147483647); 0: each family's suggested count (docs/kafka.md)")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", 1, "replication factor of created topics (3 in production; at most 32767)")
@@ -112,6 +112,15 @@ func runPublish(ctx context.Context, e env, args []string) error {
 		in = f
 	}
 	prog := &progress{w: e.stderr, every: cfg.Progress, size: size, start: time.Now()}
+	// The percentage follows the file's bytes, compressed or not.
+	in, kind, closeIn, err := events.Uncompressed(prog.count(in))
+	if err != nil {
+		return fmt.Errorf("publish: file: %w", err)
+	}
+	defer closeIn()
+	if kind != "" {
+		log.Info("file is compressed; reading it uncompressed", "compression", kind)
+	}
 	if cfg.DryRun {
 		return dryRun(in, e.stdout, prog)
 	}
@@ -218,7 +227,7 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		prog.tick(res.published)
 		return nil
 	}
-	err := events.EachNDJSONLineOver(prog.count(in), func(line int, raw []byte) error {
+	err := events.EachNDJSONLineOver(in, func(line int, raw []byte) error {
 		env, err := events.Decode(raw)
 		var topic string
 		if err == nil {
@@ -283,7 +292,7 @@ func brokerErrorKind(err error) string {
 // the reason; it returns an error (exit status 1) when any line is bad.
 func dryRun(in io.Reader, out io.Writer, prog *progress) error {
 	var valid, bad int
-	err := events.EachNDJSONLineOver(prog.count(in), func(line int, raw []byte) error {
+	err := events.EachNDJSONLineOver(in, func(line int, raw []byte) error {
 		if err := indexer.Check(raw); err != nil {
 			bad++
 			fmt.Fprintf(out, "line %d: %v\n", line, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -181,6 +183,42 @@ func TestPublishSummarisesErrors(t *testing.T) {
 	// refusal is summarised the same way.
 	err = run(t.Context(), []string{"publish", "--brokers", brokers, "--file", file, "--batch-bytes", fmt.Sprint(4 << 20), "--log-level", "error"}, kafkaNoEnv, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "Message Size Too Large: 1 (first at line 7:")
+}
+
+// A gzip or zstd file is published, and checked by the dry run, as the
+// NDJSON it holds; the progress line counts the file's own bytes. Before,
+// a .gz file was read as lines of binary, each an invalid event.
+func TestPublishCompressedFiles(t *testing.T) {
+	brokers, file := kafkaFixture(t, 20) // 20 locations and a delete
+	plain, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(plain)
+	require.NoError(t, zw.Close())
+	gzFile := filepath.Join(t.TempDir(), "events.ndjson.gz")
+	require.NoError(t, os.WriteFile(gzFile, gz.Bytes(), 0o600))
+	var zs bytes.Buffer
+	zsw, err := zstd.NewWriter(&zs)
+	require.NoError(t, err)
+	_, _ = zsw.Write(plain)
+	require.NoError(t, zsw.Close())
+	zsFile := filepath.Join(t.TempDir(), "events.ndjson.zst")
+	require.NoError(t, os.WriteFile(zsFile, zs.Bytes(), 0o600))
+
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"publish", "--dry-run", "--file", gzFile}, kafkaNoEnv, &out, io.Discard))
+	require.Equal(t, "dry run: 21 events valid, 0 invalid; nothing published\n", out.String())
+	for i, f := range []string{gzFile, zsFile} {
+		out.Reset()
+		var errOut bytes.Buffer
+		require.NoError(t, run(t.Context(), []string{"publish", "--brokers", brokers, "--file", f, "--progress", "1ns"}, kafkaNoEnv, &out, &errOut))
+		require.Equal(t, "published 21 events\n", out.String())
+		require.Contains(t, errOut.String(), "file is compressed; reading it uncompressed")
+		require.Contains(t, errOut.String(), "progress: 21 events")
+		require.Contains(t, errOut.String(), "100% of the file")
+		require.Equal(t, int64(21*(i+1)), topicSize(t, brokers, "permitd.locations.v1"))
+	}
 }
 
 // A broker gone in the middle of a file stops publish at the first batch

@@ -25,7 +25,7 @@ type signalsConfig struct {
 
 func (c *signalsConfig) bind(fs *flagSet) {
 	c.commonConfig.bind(fs)
-	fs.StringVar(&c.In, "in", "-", "input NDJSON of event envelopes (location.upserted, permit.upserted, permit.deleted); - for stdin")
+	fs.StringVar(&c.In, "in", "-", "input NDJSON of event envelopes (location.upserted, permit.upserted, permit.deleted), plain, gzip or zstd; - for stdin")
 	fs.StringVar(&c.Out, "out", "-", "output NDJSON of signal events; - for stdout")
 	fs.StringVar(&c.AsOf, "as-of", "", "computation instant (RFC 3339 or YYYY-MM-DD); empty: PERMITD_NOW, else the system clock")
 }
@@ -68,6 +68,14 @@ func runSignals(ctx context.Context, e env, args []string) error {
 		}
 		defer f.Close()
 		in = f
+	}
+	in, kind, closeIn, err := events.Uncompressed(in)
+	if err != nil {
+		return fmt.Errorf("in: %w", err)
+	}
+	defer closeIn()
+	if kind != "" {
+		log.Info("input is compressed; reading it uncompressed", "compression", kind)
 	}
 	var out io.Writer = e.stdout
 	var outFile *os.File
