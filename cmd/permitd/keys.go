@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -81,6 +82,12 @@ func runKeys(ctx context.Context, e env, args []string) error {
 		recs, err := store.List(ctx)
 		if err != nil {
 			return err
+		}
+		if rdb == nil {
+			// A path typed wrong listed no key and said nothing.
+			if _, err := os.Stat(cfg.KeysFile); errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(e.stderr, "no keys file at %s: no key was issued there (keys create writes it)\n", cfg.KeysFile)
+			}
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tPLAN\tCREATED")

@@ -70,8 +70,9 @@ func TestKeysCreateFileStore(t *testing.T) {
 	require.NoError(t, err, "PERMITD_API_KEYS keep working")
 	assert.Equal(t, apikey.DefaultDevPlan, p.Plan)
 
-	out, _, err := runCmd(t, env, "keys", "list")
+	out, errOut, err := runCmd(t, env, "keys", "list")
 	require.NoError(t, err)
+	assert.NotContains(t, errOut, "no keys file")
 	id, _ := apikey.ParseKey(key)
 	assert.Contains(t, out, id)
 	assert.NotContains(t, out, key)
@@ -82,6 +83,14 @@ func TestKeysCreateFileStore(t *testing.T) {
 
 	_, _, err = runCmd(t, env, "keys", "create", "--plan", "platinum")
 	require.ErrorContains(t, err, "unknown plan")
+
+	// A keys file that is not there (a path typed wrong) lists no key, and
+	// says why.
+	missing := filepath.Join(t.TempDir(), "keys-typo.json")
+	out, errOut, err = runCmd(t, map[string]string{"PERMITD_KEYS_FILE": missing}, "keys", "list")
+	require.NoError(t, err)
+	assert.Equal(t, "ID  PLAN  CREATED\n", out)
+	assert.Equal(t, "no keys file at "+missing+": no key was issued there (keys create writes it)\n", errOut)
 }
 
 func TestKeysCreateRedisStore(t *testing.T) {
