@@ -31,6 +31,7 @@ type publishConfig struct {
 	Compression       string
 	DryRun            bool
 	Progress          time.Duration
+	Linger            time.Duration
 	Security          kafkaSecurityConfig
 }
 
@@ -46,6 +47,7 @@ func (c *publishConfig) bind(fs *flagSet) {
 	fs.IntVar(&c.BatchBytes, "batch-bytes", kafkasrc.DefaultBatchBytes, "most bytes (keys and values, before compression) of one partition's record batch; keep it under the broker's message.max.bytes (1 MB by default)")
 	fs.StringVar(&c.Compression, "compression", "none", "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "check every line as the indexer takes it (its event schema and the projection's rules) and report each bad line; publish nothing (no broker needed)")
+	fs.DurationVar(&c.Linger, "linger", 100*time.Millisecond, "how long a batch waits for more lines before it is written (a stream on stdin is published as it comes); 0: only when full (--batch) or at the end; at most 1h")
 	fs.DurationVar(&c.Progress, "progress", time.Second, "how often a progress line (events, rate, percent of the file) goes to stderr; 0: never")
 	c.Security.bind(fs)
 }
@@ -85,6 +87,9 @@ func (c *publishConfig) Validate() error {
 	}
 	if c.Progress < 0 {
 		errs = append(errs, errors.New("progress must not be negative"))
+	}
+	if c.Linger < 0 || c.Linger > time.Hour {
+		errs = append(errs, errors.New("linger must be 0 to 1h"))
 	}
 	errs = append(errs, c.Security.validate())
 	return errors.Join(errs...)
@@ -143,7 +148,7 @@ func runPublish(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := publishEvents(ctx, in, pub, cfg.Batch, prog)
+	res, err := publishEvents(ctx, in, pub, cfg.Batch, cfg.Linger, prog)
 	if cerr := pub.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -179,20 +184,25 @@ type publishResult struct {
 // publishEvents decodes each NDJSON line as an envelope and writes it,
 // byte for byte, to its family's topic keyed by entity_id, in batches of
 // at most batchSize (the publisher bounds each partition's record batch
-// in bytes). A line that is not a valid envelope is not published; a
+// in bytes). A batch is written once it is full, once its first line has
+// waited linger (0: only when full), and at the end of the input: a
+// stream on stdin that brings a few events a second is published as it
+// comes (each waited for a batch of 5,000 before, or for the end of the
+// input). A line that is not a valid envelope is not published; a
 // record the broker refuses for what it is (aboutTheRecord) is counted.
 // Both go into the summary (a count per kind and the first line of each),
 // and publishing goes on. An error that is not about one record (the
-// broker unreachable or failing after the writer's retries, ctx ended)
-// stops the run and is returned; what the batch it stopped in wrote is
-// counted as published.
-func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int, prog *progress) (publishResult, error) {
+// broker unreachable or failing after the writer's retries) stops the
+// run and is returned; what the batch it stopped in wrote is counted as
+// published. When ctx ends (an interrupt), the lines read so far are
+// written, for at most interruptGrace, and ctx's error is returned.
+func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, batchSize int, linger time.Duration, prog *progress) (publishResult, error) {
 	res := publishResult{perTopic: map[string]int{}}
 	var (
 		batch []kafkasrc.Record
 		lines []int // line number of each record of batch
 	)
-	flush := func() error {
+	flush := func(ctx context.Context) error {
 		if len(batch) == 0 {
 			return nil
 		}
@@ -227,31 +237,110 @@ func publishEvents(ctx context.Context, in io.Reader, pub *kafkasrc.Publisher, b
 		prog.tick(res.published)
 		return nil
 	}
-	err := events.EachNDJSONLineOver(in, func(line int, raw []byte) error {
-		env, err := events.Decode(raw)
-		var topic string
-		if err == nil {
-			topic, err = events.TopicFor(env.Type)
+
+	// The input is read and decoded on a goroutine of its own, so that a
+	// batch can be written while its next line has not come yet. A read
+	// blocked on stdin is left behind when the run ends early: the
+	// process exits after it.
+	items := make(chan publishItem, min(batchSize, 4096))
+	done := make(chan struct{})
+	defer close(done)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(items)
+		send := func(it publishItem) error {
+			select {
+			case items <- it:
+				return nil
+			case <-done:
+				return errPublishDone
+			}
 		}
-		if err != nil {
-			res.errs.add("invalid event", line, err)
-			return nil
+		readErr <- events.EachNDJSONLineOver(in, func(line int, raw []byte) error {
+			env, err := events.Decode(raw)
+			var topic string
+			if err == nil {
+				topic, err = events.TopicFor(env.Type)
+			}
+			if err != nil {
+				return send(publishItem{line: line, err: err})
+			}
+			return send(publishItem{line: line, rec: kafkasrc.Record{Topic: topic, Key: []byte(env.EntityID), Value: append([]byte(nil), raw...)}})
+		}, func(line int, n int64) error {
+			return send(publishItem{line: line, err: events.TooLong(n)})
+		})
+	}()
+
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	defer wait.Stop()
+	take := func(it publishItem) {
+		if it.err != nil {
+			res.errs.add("invalid event", it.line, it.err)
+			return
 		}
-		batch = append(batch, kafkasrc.Record{Topic: topic, Key: []byte(env.EntityID), Value: append([]byte(nil), raw...)})
-		lines = append(lines, line)
-		if len(batch) >= batchSize {
-			return flush()
+		batch = append(batch, it.rec)
+		lines = append(lines, it.line)
+		if len(batch) == 1 && linger > 0 {
+			wait.Reset(linger)
 		}
-		return nil
-	}, func(line int, n int64) error {
-		res.errs.add("invalid event", line, events.TooLong(n))
-		return nil
-	})
-	if err != nil {
-		return res, err
 	}
-	return res, flush()
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				err := flush(ctx)
+				if rerr := <-readErr; rerr != nil {
+					return res, rerr // the lines before it are published
+				}
+				return res, err
+			}
+			take(it)
+			if len(batch) >= batchSize {
+				wait.Stop()
+				if err := flush(ctx); err != nil {
+					return res, err
+				}
+			}
+		case <-wait.C:
+			if err := flush(ctx); err != nil {
+				return res, err
+			}
+		case <-ctx.Done():
+			// The lines already read are written before the run ends: a
+			// stream interrupted would otherwise lose the batch in hand
+			// (and those decoded, not yet taken).
+			for more := true; more; {
+				select {
+				case it, ok := <-items:
+					if more = ok; ok {
+						take(it)
+					}
+				default:
+					more = false
+				}
+			}
+			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptGrace)
+			err := flush(grace)
+			cancel()
+			return res, errors.Join(ctx.Err(), err)
+		}
+	}
 }
+
+// publishItem is a line read for publishEvents: its record, or err when
+// it is not a valid envelope.
+type publishItem struct {
+	line int
+	rec  kafkasrc.Record
+	err  error
+}
+
+// errPublishDone stops the reading goroutine once publishEvents returned.
+var errPublishDone = errors.New("publish: done")
+
+// interruptGrace bounds the write of the lines read before an interrupt.
+const interruptGrace = 10 * time.Second
 
 // aboutTheRecord reports whether a record's write error is about the
 // record, so that publishing goes on and the record is counted in the
@@ -377,6 +466,9 @@ type progress struct {
 	read  int64
 	last  time.Time
 	shown bool
+	// printed and readShown are the events and bytes the last line said.
+	printed   int
+	readShown int64
 }
 
 // count wraps in so that the percentage follows the bytes read.
@@ -408,14 +500,16 @@ func (p *progress) tick(n int) {
 	p.print(n, now)
 }
 
-// done prints the final line when a progress line was shown.
+// done prints the final line when a progress line was shown, unless the
+// last one shown already said n.
 func (p *progress) done(n int) {
-	if p.shown {
+	if p.shown && (p.printed != n || p.read != p.readShown) {
 		p.print(n, time.Now())
 	}
 }
 
 func (p *progress) print(n int, now time.Time) {
+	p.printed, p.readShown = n, p.read
 	rate := float64(n) / max(now.Sub(p.start).Seconds(), 1e-9)
 	if p.size > 0 {
 		fmt.Fprintf(p.w, "progress: %d events, %.0f/s, %.0f%% of the file\n", n, rate, 100*float64(min(p.read, p.size))/float64(p.size))

@@ -185,6 +185,70 @@ func TestPublishSummarisesErrors(t *testing.T) {
 	require.ErrorContains(t, err, "Message Size Too Large: 1 (first at line 7:")
 }
 
+// A stream on stdin that brings a few lines and then waits is published
+// as it comes: a batch waits at most --linger for more lines, not for
+// 5,000 of them or the end of the input (it waited for those before). An
+// interrupt writes the lines read before it and ends the run with ctx's
+// error.
+func TestPublishStreamsAsLinesCome(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	require.NoError(t, kafkasrc.CreateTopicsWith(t.Context(), c.ListenAddrs(), nil, 1, kafkasrc.DefaultTopics()...))
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	f := &eventFile{t: t, at: time.Unix(1700000000, 0)}
+	for i := range 5 {
+		f.add(events.LocationUpserted, fmt.Sprintf("g%04d", i), 1, events.Location{
+			GeoType: "city", Name: "C", DisplayName: "C, WA", State: "WA", StateName: "Washington", Lat: 47, Lon: -122,
+		})
+	}
+	lines := strings.SplitAfter(f.buf.String(), "\n") // each ends with its newline
+	pub, err := kafkasrc.NewPublisherWith(kafkasrc.PublisherParams{Brokers: c.ListenAddrs()})
+	require.NoError(t, err)
+	defer pub.Close()
+
+	stream := func(linger time.Duration) (*io.PipeWriter, context.CancelFunc, <-chan error, *publishResult) {
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		res := new(publishResult)
+		go func() {
+			var err error
+			*res, err = publishEvents(ctx, pr, pub, 5000, linger, &progress{w: io.Discard})
+			done <- err
+		}()
+		return pw, cancel, done, res
+	}
+	published := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for topicSize(t, brokers, "permitd.locations.v1") < n {
+			require.True(t, time.Now().Before(deadline), "not published while the stream is open")
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	pw, cancel, done, res := stream(20 * time.Millisecond)
+	_, err = io.WriteString(pw, lines[0]+lines[1]+lines[2])
+	require.NoError(t, err)
+	published(3) // the stream is still open
+	require.NoError(t, pw.Close())
+	require.NoError(t, <-done)
+	require.Equal(t, 3, res.published)
+	cancel()
+
+	// Lines held by a long linger are written when the run is interrupted.
+	pw, cancel, done, res = stream(time.Hour)
+	defer pw.Close()
+	_, err = io.WriteString(pw, lines[3]+lines[4])
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // decoded and taken: the write returned once they were read
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Equal(t, 2, res.published)
+	require.Equal(t, int64(5), topicSize(t, brokers, "permitd.locations.v1"))
+}
+
 // A gzip or zstd file is published, and checked by the dry run, as the
 // NDJSON it holds; the progress line counts the file's own bytes. Before,
 // a .gz file was read as lines of binary, each an invalid event.
@@ -242,25 +306,32 @@ func TestPublishStopsWhenTheBrokerIsGone(t *testing.T) {
 	require.NoError(t, err)
 	defer pub.Close()
 
-	// One line a read, so that the file is read only as far as publishing
-	// got; the broker goes once the first batch of 10 is published.
+	// One line a read, so that the file is read only a little ahead of
+	// publishing; the broker goes once the first batch of 10 is published
+	// (the progress line it prints).
 	served := 0
 	in := readFunc(func(b []byte) (int, error) {
 		if served == len(lines) {
 			return 0, io.EOF
 		}
-		if served == 10 {
-			c.Close()
-		}
 		served++
 		return copy(b, lines[served-1]), nil
 	})
-	res, err := publishEvents(t.Context(), in, pub, 10, &progress{w: io.Discard})
+	var once sync.Once
+	closing := writerFunc(func(b []byte) (int, error) {
+		once.Do(c.Close)
+		return len(b), nil
+	})
+	res, err := publishEvents(t.Context(), in, pub, 10, 0, &progress{w: closing, every: time.Nanosecond})
 	require.ErrorContains(t, err, "stopped at line 11: the broker did not take its batch after the writer's retries")
 	require.Equal(t, 10, res.published)
 	require.Zero(t, res.errs.total(), "%s", res.errs)
-	require.Equal(t, 20, served, "the file is read no further than the batch that failed")
+	require.Less(t, served, len(lines), "the file is not read to its end")
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // --dry-run checks every line against its schema and the projection's
 // rules, names each bad one and publishes nothing; no broker is needed.
