@@ -37,7 +37,7 @@ test:
 	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|BuildsTheResolver|WarmsTheResolvers|WarmResolvers|Lanes|SeekLogs|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 ./indexer/...
 	$(GO) test -pgo=$(PGO) -count=1 -run '$(ALLOC_TESTS)' ./api/ ./events/ ./indexer/ ./readmodel/memory/ ./readmodel/resolve/
-	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent' ./api/quota/ ./cmd/permitd/ ./api/
+	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent|PublishStreams|PublishStopsWhen|PublishCompressed' ./api/quota/ ./cmd/permitd/ ./api/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -463,7 +464,7 @@ type progress struct {
 	every time.Duration
 	size  int64 // bytes of the input; 0 when unknown
 	start time.Time
-	read  int64
+	read  atomic.Int64 // bytes read: the reading goroutine adds, the writer's reads
 	last  time.Time
 	shown bool
 	// printed and readShown are the events and bytes the last line said.
@@ -475,7 +476,7 @@ type progress struct {
 func (p *progress) count(in io.Reader) io.Reader {
 	return readFunc(func(b []byte) (int, error) {
 		n, err := in.Read(b)
-		p.read += int64(n)
+		p.read.Add(int64(n))
 		return n, err
 	})
 }
@@ -503,16 +504,17 @@ func (p *progress) tick(n int) {
 // done prints the final line when a progress line was shown, unless the
 // last one shown already said n.
 func (p *progress) done(n int) {
-	if p.shown && (p.printed != n || p.read != p.readShown) {
+	if p.shown && (p.printed != n || p.read.Load() != p.readShown) {
 		p.print(n, time.Now())
 	}
 }
 
 func (p *progress) print(n int, now time.Time) {
-	p.printed, p.readShown = n, p.read
+	read := p.read.Load()
+	p.printed, p.readShown = n, read
 	rate := float64(n) / max(now.Sub(p.start).Seconds(), 1e-9)
 	if p.size > 0 {
-		fmt.Fprintf(p.w, "progress: %d events, %.0f/s, %.0f%% of the file\n", n, rate, 100*float64(min(p.read, p.size))/float64(p.size))
+		fmt.Fprintf(p.w, "progress: %d events, %.0f/s, %.0f%% of the file\n", n, rate, 100*float64(min(read, p.size))/float64(p.size))
 		return
 	}
 	fmt.Fprintf(p.w, "progress: %d events, %.0f/s\n", n, rate)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,13 +310,14 @@ func TestPublishStopsWhenTheBrokerIsGone(t *testing.T) {
 	// One line a read, so that the file is read only a little ahead of
 	// publishing; the broker goes once the first batch of 10 is published
 	// (the progress line it prints).
-	served := 0
+	var served atomic.Int64 // the reading goroutine may still read after the run returned
 	in := readFunc(func(b []byte) (int, error) {
-		if served == len(lines) {
+		k := served.Load()
+		if k == int64(len(lines)) {
 			return 0, io.EOF
 		}
-		served++
-		return copy(b, lines[served-1]), nil
+		served.Store(k + 1)
+		return copy(b, lines[k]), nil
 	})
 	var once sync.Once
 	closing := writerFunc(func(b []byte) (int, error) {
@@ -326,7 +328,7 @@ func TestPublishStopsWhenTheBrokerIsGone(t *testing.T) {
 	require.ErrorContains(t, err, "stopped at line 11: the broker did not take its batch after the writer's retries")
 	require.Equal(t, 10, res.published)
 	require.Zero(t, res.errs.total(), "%s", res.errs)
-	require.Less(t, served, len(lines), "the file is not read to its end")
+	require.Less(t, served.Load(), int64(len(lines)), "the file is not read to its end")
 }
 
 type writerFunc func([]byte) (int, error)
