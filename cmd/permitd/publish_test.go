@@ -140,6 +140,8 @@ func TestPublishConfigBounds(t *testing.T) {
 		"--partitions -1":                  "config: partitions must be 0 to 2147483647",
 		"--partitions 3000000000":          "config: partitions must be 0 to 2147483647",
 		"--replication-factor 0 --batch 1": "config: replication-factor must be 1 to 32767",
+		"--linger -1ms":                    "config: linger must be 0 to 1h",
+		"--linger 2h":                      "config: linger must be 0 to 1h",
 	} {
 		err := run(t.Context(), append([]string{"publish", "--brokers", "127.0.0.1:9", "--file", "-"}, strings.Fields(args)...), kafkaNoEnv, io.Discard, io.Discard)
 		require.EqualError(t, err, want, args)
