@@ -153,11 +153,22 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 				})
 			}
 			p.Metrics = indexer.NewMetrics(prometheus.NewRegistry())
+			var logs syncbuf.Buffer
+			p.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			c := start(t, p)
 			eventually(t, 20*time.Second, "caught up", c.CaughtUp)
 			require.Equal(t, expected(t, envs...), stateOf(t, store))
 			require.GreaterOrEqual(t, value(t, p.Metrics.Retries), 5.0)
 			require.Empty(t, dlq.msgs)
+			// A partition's failures of one batch are logged as a run: the
+			// first at warn, the same error again at debug, the success
+			// after them at info.
+			out := logs.String()
+			warn := strings.Count(out, `level=WARN msg="batch failed; retrying"`)
+			debug := strings.Count(out, `level=DEBUG msg="batch failed; retrying"`)
+			require.Equal(t, 5, warn+debug, out)
+			require.GreaterOrEqual(t, debug, 2, out)
+			require.Equal(t, warn, strings.Count(out, `level=INFO msg="batch applied after retries"`), out)
 		})
 	}
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // failureLog logs a run of failures of one action that is tried again
-// and again (a partition's fetch, the watermark listing) without a line
+// and again (a partition's fetch, the watermark listing, a batch that
+// the read model or the dead-letter topic does not take, a commit)
+// without a line
 // for every try: at Warn the first failure and any whose error reads
 // differently from the one before, at Debug the same error again, and
 // at Info the first success after them, with how many there were and how

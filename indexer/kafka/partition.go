@@ -226,6 +226,7 @@ func (a *ahead) stop() {
 // period.
 func (c *Consumer) handle(fetch, drain context.Context, log *slog.Logger, batch []indexer.Message, parsed *indexer.Parsed) bool {
 	delay := c.p.BackoffMin
+	var failures failureLog
 	for {
 		var err error
 		if parsed != nil {
@@ -234,11 +235,12 @@ func (c *Consumer) handle(fetch, drain context.Context, log *slog.Logger, batch 
 			err = c.p.Handler(drain, batch)
 		}
 		if err == nil {
+			failures.succeeded(log, "batch applied after retries", "first_offset", batch[0].Offset, "messages", len(batch))
 			return true
 		}
 		if fetch.Err() == nil {
 			c.retried()
-			log.Warn("batch failed; retrying", "first_offset", batch[0].Offset, "messages", len(batch), "err", err, "backoff", delay)
+			failures.failed(log, "batch failed; retrying", err, "first_offset", batch[0].Offset, "messages", len(batch), "backoff", delay)
 			if sleep(fetch, delay) {
 				delay = c.backoff(delay)
 				continue
@@ -259,10 +261,12 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 		return true
 	}
 	delay := c.p.BackoffMin
+	var failures failureLog
 	for attempt := 1; ; attempt++ {
 		err := commit(next)
 		if err == nil {
 			c.commits.Add(1)
+			failures.succeeded(log, "offset committed after retries", "offset", next)
 			return true
 		}
 		if drain.Err() != nil || (fetch.Err() != nil && attempt >= 3) {
@@ -270,7 +274,7 @@ func (c *Consumer) commit(fetch, drain context.Context, log *slog.Logger, commit
 			return false
 		}
 		c.retried()
-		log.Warn("commit failed; retrying", "offset", next, "err", err, "backoff", delay)
+		failures.failed(log, "commit failed; retrying", err, "offset", next, "backoff", delay)
 		if !sleep(drain, delay) {
 			log.Warn("offset not committed; the next owner reads the batch again", "offset", next, "err", err)
 			return false
