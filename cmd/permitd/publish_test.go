@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -259,12 +258,8 @@ func TestPublishCompressedFiles(t *testing.T) {
 	brokers, file := kafkaFixture(t, 20) // 20 locations and a delete
 	plain, err := os.ReadFile(file)
 	require.NoError(t, err)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write(plain)
-	require.NoError(t, zw.Close())
 	gzFile := filepath.Join(t.TempDir(), "events.ndjson.gz")
-	require.NoError(t, os.WriteFile(gzFile, gz.Bytes(), 0o600))
+	writeGzip(t, gzFile, plain)
 	var zs bytes.Buffer
 	zsw, err := zstd.NewWriter(&zs)
 	require.NoError(t, err)

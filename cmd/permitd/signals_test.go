@@ -19,12 +19,8 @@ func TestSignalsReadsCompressedInput(t *testing.T) {
 	require.NoError(t, run(t.Context(), []string{"gen", "-permits", "300", "-now", "2026-06-01", "-out", plain}, kafkaNoEnv, io.Discard, io.Discard))
 	raw, err := os.ReadFile(plain)
 	require.NoError(t, err)
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	_, _ = w.Write(raw)
-	require.NoError(t, w.Close())
 	packed := filepath.Join(dir, "events.ndjson.gz")
-	require.NoError(t, os.WriteFile(packed, gz.Bytes(), 0o600))
+	writeGzip(t, packed, raw)
 
 	signalsOf := func(in string) string {
 		var out bytes.Buffer
@@ -34,4 +30,15 @@ func TestSignalsReadsCompressedInput(t *testing.T) {
 	want := signalsOf(plain)
 	require.NotEmpty(t, want)
 	require.Equal(t, want, signalsOf(packed))
+}
+
+// writeGzip writes b gzip-compressed to path.
+func writeGzip(t *testing.T, path string, b []byte) {
+	t.Helper()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, os.WriteFile(path, gz.Bytes(), 0o600))
 }
