@@ -167,6 +167,10 @@ func runPublish(ctx context.Context, e env, args []string) error {
 		if n := res.errs.total(); n > 0 {
 			before = fmt.Sprintf("; %d events before it were not published: %s", n, res.errs)
 		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// An interrupt, not a failure: say so, not "context canceled".
+			return fmt.Errorf("publish: interrupted (%d events published, the lines read before the interrupt among them%s; publishing again is harmless)", res.published, before)
+		}
 		return fmt.Errorf("publish: %w (%d events published before the error%s; publishing again is harmless)", err, res.published, before)
 	}
 	if n := res.errs.total(); n > 0 {
