@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -104,29 +103,18 @@ func runPublish(ctx context.Context, e env, args []string) error {
 	log := cfg.logger(e.stderr)
 	brokers := splitCSV(cfg.Brokers)
 
-	in := io.Reader(os.Stdin)
-	var size int64 // 0: unknown (stdin, a pipe)
-	if cfg.File != "-" {
-		f, err := os.Open(cfg.File)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size = st.Size()
-		}
-		in = f
+	raw, size, closeRaw, err := openInput(cfg.File)
+	if err != nil {
+		return err
 	}
+	defer closeRaw()
 	prog := &progress{w: e.stderr, every: cfg.Progress, size: size, start: time.Now()}
 	// The percentage follows the file's bytes, compressed or not.
-	in, kind, closeIn, err := events.Uncompressed(prog.count(in))
+	in, closeIn, err := uncompressedInput(prog.count(raw), log)
 	if err != nil {
-		return fmt.Errorf("publish: file: %w", err)
+		return fmt.Errorf("publish: %w", err)
 	}
 	defer closeIn()
-	if kind != "" {
-		log.Info("file is compressed; reading it uncompressed", "compression", kind)
-	}
 	if cfg.DryRun {
 		return dryRun(in, e.stdout, prog)
 	}

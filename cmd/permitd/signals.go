@@ -60,23 +60,16 @@ func runSignals(ctx context.Context, e env, args []string) error {
 	log := cfg.logger(e.stderr)
 	log.Info("starting permitd signals", "in", cfg.In, "out", cfg.Out, "as_of", cfg.asOf.Format(time.RFC3339))
 
-	var in io.Reader = os.Stdin
-	if cfg.In != "-" {
-		f, err := os.Open(cfg.In)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	}
-	in, kind, closeIn, err := events.Uncompressed(in)
+	raw, _, closeRaw, err := openInput(cfg.In)
 	if err != nil {
-		return fmt.Errorf("in: %w", err)
+		return err
+	}
+	defer closeRaw()
+	in, closeIn, err := uncompressedInput(raw, log)
+	if err != nil {
+		return err
 	}
 	defer closeIn()
-	if kind != "" {
-		log.Info("input is compressed; reading it uncompressed", "compression", kind)
-	}
 	var out io.Writer = e.stdout
 	var outFile *os.File
 	if cfg.Out != "-" {
