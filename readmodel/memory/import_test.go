@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -593,4 +594,50 @@ func TestImportAsWriter(t *testing.T) {
 		apply(t, applied, b)
 	}
 	require.Equal(t, sortedExport(t, applied), sortedExport(t, imported))
+}
+
+// After an Import's Commit (a snapshot's load takes the same path),
+// the readers' side builds the keys of its anchors of leadBuildMin
+// records or more in the background before the second side's build
+// starts (lead_bulk.go's buildLarge), so that the first read of a large
+// anchor does not build them; smaller anchors' keys wait for their
+// readers, and the second side builds the large ones too.
+func TestImportBuildsLargeLeadKeysFirst(t *testing.T) {
+	for _, lent := range []bool{false, true} { // Add, or AddLent as a snapshot's load
+		t.Run(fmt.Sprint("lent ", lent), func(t *testing.T) {
+			defer memory.SetLeadBuildMin(100)()
+			release := make(chan struct{})
+			defer memory.HoldStandby(func() { <-release })()
+			// state:WA holds 300 records in three keys, city:a and city:b
+			// 150 each, zip:98101 60 (testLead).
+			batch := func() readmodel.Batch {
+				b := readmodel.Batch{Locations: leadLocations()}
+				for i := range 300 {
+					b.Leads = append(b.Leads, testLead(i, 1, 0))
+				}
+				return b
+			}
+			applied := memory.New(memory.Params{})
+			applied.BuildLeadKeysEagerly()
+			apply(t, applied, batch())
+			imported := memory.New(memory.Params{})
+			im := imported.NewImport()
+			if lent {
+				require.NoError(t, im.AddLent(batch(), nil, func() {}))
+			} else {
+				require.NoError(t, im.Add(batch()))
+			}
+			require.NoError(t, im.Commit())
+			require.Eventually(t, func() bool { left, _ := imported.LeadKeysLeft(); return left == 3 }, 10*time.Second, time.Millisecond,
+				"the large anchors' keys, built on the readers' side before the second side's build")
+			require.True(t, imported.SecondSideBuilding())
+			sameLeads(t, applied, imported, "the first side", leadGeos[:3]...) // zip:98101's keys left unread
+			close(release)
+			imported.Settle()
+			active, standby := imported.LeadKeysLeft()
+			require.Equal(t, 3, active, "zip:98101's keys, unread")
+			require.Equal(t, 3, standby, "the second side built the large keys (buildLike), not the ZIP's")
+			sameLeads(t, applied, imported, "settled", leadGeos...)
+		})
+	}
 }

@@ -126,11 +126,12 @@ func (s *Store) EndReplay() int {
 	st := s.newStandby(nil, 0)
 	if !st.abandoned { // else StopBuilding: the next write builds it (standby.go)
 		go func() {
+			// a is active now and read by readers only: no write
+			// changes it before settle has this build in place.
+			a.signals.leads.buildLarge(&st.quit) // its large anchors' keys first (lead_bulk.go)
 			if holdStandby != nil {
 				holdStandby()
 			}
-			// a is active now and read by readers only: no write
-			// changes it before settle has this build in place.
 			st.finish(s, a.copySide(st.side, &st.quit) != nil)
 		}()
 	}
