@@ -394,7 +394,7 @@ func (im *Import) Commit() error {
 	}
 	sizes := im.sizes
 	go func() {
-		a.signals.leads.buildLarge(&st.quit) // the readers' large anchors' keys first (lead_bulk.go)
+		a.readyForReaders(&st.quit)
 		if holdStandby != nil {
 			holdStandby()
 		}
@@ -464,7 +464,7 @@ func (s *Store) Settle() {
 // write changes it before settle has this build in place), which holds
 // the journal already and whose counters it copies.
 func (im *Import) buildLent(st *standbyBuild, a *side) {
-	a.signals.leads.buildLarge(&st.quit) // the readers' large anchors' keys first (lead_bulk.go)
+	a.readyForReaders(&st.quit)
 	if holdStandby != nil {
 		holdStandby()
 	}

@@ -128,7 +128,7 @@ func (s *Store) EndReplay() int {
 		go func() {
 			// a is active now and read by readers only: no write
 			// changes it before settle has this build in place.
-			a.signals.leads.buildLarge(&st.quit) // its large anchors' keys first (lead_bulk.go)
+			a.readyForReaders(&st.quit)
 			if holdStandby != nil {
 				holdStandby()
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -145,5 +146,52 @@ func TestWarmResolvers(t *testing.T) {
 	s.WarmResolvers()
 	for _, x := range made {
 		require.True(t, x.Warmed())
+	}
+}
+
+// After a replay's end or an Import's Commit, the readers' side's
+// resolver is warmed before the second side is built (readyForReaders),
+// so that the first two-typo search does not build what Warm builds.
+func TestReadersResolverWarmedBeforeTheSecondSide(t *testing.T) {
+	for _, replay := range []bool{false, true} {
+		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) {
+			release := make(chan struct{})
+			defer memory.HoldStandby(func() { <-release })()
+			var mu sync.Mutex
+			var made []*resolve.Index
+			s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
+				x := resolve.New()
+				mu.Lock()
+				made = append(made, x)
+				mu.Unlock()
+				return x
+			}})
+			b := readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
+				DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}}
+			if replay {
+				require.True(t, s.BeginReplay())
+				apply(t, s, b)
+				require.Equal(t, 1, s.EndReplay())
+			} else {
+				im := s.NewImport()
+				require.NoError(t, im.Add(b))
+				require.NoError(t, im.Commit())
+			}
+			warmed := func() (n int) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, x := range made {
+					if x.Len() > 0 && x.Warmed() {
+						n++
+					}
+				}
+				return n
+			}
+			require.Eventually(t, func() bool { return warmed() == 1 }, 10*time.Second, time.Millisecond, "the readers' side's resolver")
+			require.True(t, s.SecondSideBuilding())
+			close(release)
+			s.Settle()
+			require.Equal(t, 2, warmed(), "both sides' resolvers, once settled")
+		})
 	}
 }
