@@ -87,72 +87,12 @@ func buildsTheResolver(t *testing.T, replay bool) {
 }
 
 // TestSettleWarmsTheResolvers: a replay and an Import leave the
-// resolver's two-typo lookups (resolve.Index.Warm) to the second side's
-// build, after the readers' side is ready, and both sides' resolvers
-// have them once settled: no search pays for them.
+// resolver's two-typo lookups (resolve.Index.Warm) to the background,
+// after the readers' side is ready: the readers' side's resolver is
+// warmed before the second side is built (readyForReaders, held here),
+// and both sides' resolvers have them once settled: no search pays for
+// them.
 func TestSettleWarmsTheResolvers(t *testing.T) {
-	for _, replay := range []bool{false, true} {
-		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) {
-			var mu sync.Mutex
-			var made []*resolve.Index
-			s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
-				x := resolve.New()
-				mu.Lock()
-				made = append(made, x)
-				mu.Unlock()
-				return x
-			}})
-			b := readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
-				DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}}
-			if replay {
-				require.True(t, s.BeginReplay())
-				apply(t, s, b)
-				require.Equal(t, 1, s.EndReplay())
-			} else {
-				im := s.NewImport()
-				require.NoError(t, im.Add(b))
-				require.NoError(t, im.Commit())
-			}
-			s.Settle()
-			mu.Lock()
-			defer mu.Unlock()
-			holding := 0
-			for _, x := range made {
-				if x.Len() > 0 {
-					holding++
-					require.True(t, x.Warmed(), "a side's resolver holding the location, once settled")
-				}
-			}
-			require.Equal(t, 2, holding, "the sides' resolvers holding the location")
-		})
-	}
-}
-
-// TestWarmResolvers: a Store filled with Apply (no second side's build)
-// warms both sides' resolvers when asked.
-func TestWarmResolvers(t *testing.T) {
-	var made []*resolve.Index
-	s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
-		x := resolve.New()
-		made = append(made, x)
-		return x
-	}})
-	apply(t, s, readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
-		DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}})
-	require.Len(t, made, 2)
-	for _, x := range made {
-		require.False(t, x.Warmed(), "warmed by Apply")
-	}
-	s.WarmResolvers()
-	for _, x := range made {
-		require.True(t, x.Warmed())
-	}
-}
-
-// After a replay's end or an Import's Commit, the readers' side's
-// resolver is warmed before the second side is built (readyForReaders),
-// so that the first two-typo search does not build what Warm builds.
-func TestReadersResolverWarmedBeforeTheSecondSide(t *testing.T) {
 	for _, replay := range []bool{false, true} {
 		t.Run(map[bool]string{false: "import", true: "replay"}[replay], func(t *testing.T) {
 			release := make(chan struct{})
@@ -177,21 +117,50 @@ func TestReadersResolverWarmedBeforeTheSecondSide(t *testing.T) {
 				require.NoError(t, im.Add(b))
 				require.NoError(t, im.Commit())
 			}
-			warmed := func() (n int) {
+			// holding counts the resolvers holding the location, and
+			// those of them warmed.
+			holding := func() (n, warmed int) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, x := range made {
-					if x.Len() > 0 && x.Warmed() {
+					if x.Len() > 0 {
 						n++
+						if x.Warmed() {
+							warmed++
+						}
 					}
 				}
-				return n
+				return n, warmed
 			}
-			require.Eventually(t, func() bool { return warmed() == 1 }, 10*time.Second, time.Millisecond, "the readers' side's resolver")
+			require.Eventually(t, func() bool { _, w := holding(); return w == 1 }, 10*time.Second, time.Millisecond,
+				"the readers' side's resolver, warmed before the second side's build")
 			require.True(t, s.SecondSideBuilding())
 			close(release)
 			s.Settle()
-			require.Equal(t, 2, warmed(), "both sides' resolvers, once settled")
+			n, warmed := holding()
+			require.Equal(t, 2, n, "the sides' resolvers holding the location")
+			require.Equal(t, 2, warmed, "both warmed, once settled")
 		})
+	}
+}
+
+// TestWarmResolvers: a Store filled with Apply (no second side's build)
+// warms both sides' resolvers when asked.
+func TestWarmResolvers(t *testing.T) {
+	var made []*resolve.Index
+	s := memory.New(memory.Params{NewResolver: func() memory.Resolver {
+		x := resolve.New()
+		made = append(made, x)
+		return x
+	}})
+	apply(t, s, readmodel.Batch{Locations: []readmodel.Location{{GeoID: "city:wa:wenatchee", GeoType: readmodel.GeoCity, Name: "Wenatchee",
+		DisplayName: "Wenatchee, WA", State: "WA", City: "Wenatchee", Version: 1}}})
+	require.Len(t, made, 2)
+	for _, x := range made {
+		require.False(t, x.Warmed(), "warmed by Apply")
+	}
+	s.WarmResolvers()
+	for _, x := range made {
+		require.True(t, x.Warmed())
 	}
 }
