@@ -128,10 +128,7 @@ func (s *Store) EndReplay() int {
 		go func() {
 			// a is active now and read by readers only: no write
 			// changes it before settle has this build in place.
-			a.readyForReaders(&st.quit)
-			if holdStandby != nil {
-				holdStandby()
-			}
+			st.begin(a)
 			st.finish(s, a.copySide(st.side, &st.quit) != nil)
 		}()
 	}

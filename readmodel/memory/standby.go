@@ -80,6 +80,16 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 	s.wmu.Unlock()
 }
 
+// begin starts the background build of the second side from a, the
+// side readers were just given: a first, for its readers
+// (readyForReaders), then the test hook that holds the build.
+func (st *standbyBuild) begin(a *side) {
+	a.readyForReaders(&st.quit)
+	if holdStandby != nil {
+		holdStandby()
+	}
+}
+
 // readyForReaders builds, on a side readers were just given (a replay's
 // end, an Import's Commit, a snapshot's load), what their first reads
 // would build otherwise, before the second side is built from it: the

@@ -121,18 +121,31 @@ func morePermits(t *testing.T, n int) string {
 	var buf bytes.Buffer
 	for i := range n {
 		num := fmt.Sprintf("MORE-%05d", i)
-		env, err := events.New(events.PermitUpserted, events.PermitDocID("e2e", num), 1, at, "e2e", events.Permit{
+		buf.Write(envelopeLine(t, events.PermitUpserted, events.PermitDocID("e2e", num), 1, at, events.Permit{
 			PermitNumber: num, PermitType: "Building", IssueDate: "2025-02-03", Source: "e2e",
 			Address: events.PermitAddress{Line: fmt.Sprintf("%d MAIN ST", i), City: "SEATTLE", State: "WA", Zipcode: "98101", ZipSource: "source"},
-		})
-		require.NoError(t, err)
-		raw, err := json.Marshal(env)
-		require.NoError(t, err)
-		buf.Write(append(raw, '\n'))
+		}))
 	}
 	file := filepath.Join(t.TempDir(), "more.ndjson")
 	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
 	return file
+}
+
+// envelopeLine is an event envelope's NDJSON line (newline included),
+// from source "e2e".
+func envelopeLine(t *testing.T, typ events.Type, id string, version int64, at time.Time, data any) []byte {
+	t.Helper()
+	env, err := events.New(typ, id, version, at, "e2e", data)
+	require.NoError(t, err)
+	raw, err := json.Marshal(env)
+	require.NoError(t, err)
+	return append(raw, '\n')
+}
+
+// ndjsonLines splits an NDJSON file's bytes into its lines, each with
+// its newline.
+func ndjsonLines(b []byte) [][]byte {
+	return bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 }
 
 // writeEvents writes permits in ZIP 98101 (and one in a ZIP no location
@@ -144,11 +157,7 @@ func writeEvents(t *testing.T) (file, zip, state string, permits int) {
 	city := events.GeoID("city", "1840021117")
 	var buf bytes.Buffer
 	add := func(typ events.Type, id string, data any) {
-		env, err := events.New(typ, id, 1, at, "e2e", data)
-		require.NoError(t, err)
-		raw, err := json.Marshal(env)
-		require.NoError(t, err)
-		buf.Write(append(raw, '\n'))
+		buf.Write(envelopeLine(t, typ, id, 1, at, data))
 	}
 	permits = 25
 	for i := range permits + 1 {
@@ -297,7 +306,7 @@ func TestLivePermitBeforeItsZip(t *testing.T) {
 	file, zip, state, permits := writeEvents(t)
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
-	lines := bytes.SplitAfter(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	lines := ndjsonLines(raw)
 	require.Len(t, lines, permits+4) // permits, one outside any ZIP, state, city, ZIP
 	dir := t.TempDir()
 	part := func(name string, ls [][]byte) string {

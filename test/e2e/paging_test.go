@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,25 +49,14 @@ func TestPagingWhileEventsApply(t *testing.T) {
 	// 240 permits in one state on 12 issue dates (ties for the cursor to
 	// break), their locations, and the leads `permitd signals` derives.
 	descriptions := []string{"Construct new single-family residence", "Demolish detached garage", "Construct rear addition to existing residence", "Interior alterations to existing single-family residence", "Second-story addition to existing residence"}
-	permit := func(n, version int, status string) []byte {
+	permit := func(n int, version int64, status string) []byte {
 		num := fmt.Sprintf("PG-%04d", n)
-		env, err := events.New(events.PermitUpserted, events.PermitDocID("e2e", num), int64(version), at, "e2e", events.Permit{
+		return envelopeLine(t, events.PermitUpserted, events.PermitDocID("e2e", num), version, at, events.Permit{
 			PermitNumber: num, PermitType: "Building", Status: status, Source: "e2e",
 			IssueDate:   time.Date(2025, time.Month(1+n%12), 1+n%3, 0, 0, 0, 0, time.UTC).Format(time.DateOnly),
 			Description: descriptions[n%len(descriptions)],
 			Address:     events.PermitAddress{Line: fmt.Sprintf("%d PINE ST", 100+n), City: "SEATTLE", State: "WA", Zipcode: "98101", ZipSource: "source"},
 		})
-		require.NoError(t, err)
-		raw, err := json.Marshal(env)
-		require.NoError(t, err)
-		return append(raw, '\n')
-	}
-	deleted := func(typ events.Type, id string, version int64) []byte {
-		env, err := events.New(typ, id, version, at, "e2e", nil)
-		require.NoError(t, err)
-		raw, err := json.Marshal(env)
-		require.NoError(t, err)
-		return append(raw, '\n')
 	}
 	locations, _, _, _ := writeEvents(t) // 26 permits in Seattle and the WA, Seattle and 98101 locations
 	var first bytes.Buffer
@@ -83,7 +73,7 @@ func TestPagingWhileEventsApply(t *testing.T) {
 	require.NoError(t, err)
 	var leadLines [][]byte
 	leadVersion := map[string]int64{}
-	for _, l := range bytes.SplitAfter(bytes.TrimSuffix(signals, []byte("\n")), []byte("\n")) {
+	for _, l := range ndjsonLines(signals) {
 		var env struct {
 			Type    string `json:"type"`
 			ID      string `json:"entity_id"`
@@ -132,41 +122,14 @@ func TestPagingWhileEventsApply(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	publish("locations", bytes.SplitAfter(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")))
-	publish("permits", bytes.SplitAfter(bytes.TrimSuffix(first.Bytes(), []byte("\n")), []byte("\n")))
+	publish("locations", ndjsonLines(raw))
+	publish("permits", ndjsonLines(first.Bytes()))
 	publish("leads", leadLines)
 	for !ready(base) {
 		require.NoError(t, ctx.Err(), "serve not ready\n%s", s.output())
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	page := func(path string, q url.Values, list, id, date string) ([]pageItem, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, base+path+"?"+q.Encode(), nil)
-		require.NoError(t, err)
-		req.Header.Set("X-API-Key", key)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s?%s: %s", path, q.Encode(), body)
-		var r map[string]json.RawMessage
-		require.NoError(t, json.Unmarshal(body, &r))
-		var rows []map[string]any
-		require.NoError(t, json.Unmarshal(r[list], &rows))
-		var next *string
-		require.NoError(t, json.Unmarshal(r["next_cursor"], &next))
-		out := make([]pageItem, len(rows))
-		for i, row := range rows {
-			d, _ := row[date].(string)
-			out[i] = pageItem{row[id].(string), d}
-		}
-		if next == nil {
-			return out, ""
-		}
-		return out, *next
-	}
 	type walk struct {
 		path, list, id, date string
 		q                    url.Values
@@ -174,23 +137,44 @@ func TestPagingWhileEventsApply(t *testing.T) {
 		done                 bool
 		got                  []pageItem
 	}
-	newWalk := func(path, list, id, date string, q url.Values) *walk {
-		return &walk{path: path, list: list, id: id, date: date, q: q}
+	permitsWalk := func() *walk {
+		return &walk{path: "/v1/permits/search", list: "permits", id: "permit_id", date: "issue_date",
+			q: url.Values{"geo_id": {state}, "limit": {"20"}}}
 	}
-	step := func(w *walk) {
-		q := url.Values{}
-		for k, v := range w.q {
-			q[k] = v
-		}
+	leadsWalk := func() *walk {
+		return &walk{path: "/v1/signals/permit/leads", list: "leads", id: "lead_id", date: "event_date_used",
+			q: url.Values{"geo_id": {state}, "limit": {"20"}, "include_stale": {"true"}}}
+	}
+	step := func(w *walk) { // the walk's next page
+		t.Helper()
+		q := maps.Clone(w.q)
 		if w.cursor != "" {
 			q.Set("cursor", w.cursor)
 		}
-		rows, next := page(w.path, q, w.list, w.id, w.date)
-		w.got = append(w.got, rows...)
-		w.cursor, w.done = next, next == ""
+		req, err := http.NewRequest(http.MethodGet, base+w.path+"?"+q.Encode(), nil)
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", key)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s?%s: %s", w.path, q.Encode(), body)
+		var r map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &r))
+		var rows []map[string]any
+		require.NoError(t, json.Unmarshal(r[w.list], &rows))
+		var next *string
+		require.NoError(t, json.Unmarshal(r["next_cursor"], &next))
+		for _, row := range rows {
+			d, _ := row[w.date].(string)
+			w.got = append(w.got, pageItem{row[w.id].(string), d})
+		}
+		w.done = next == nil
+		if !w.done {
+			w.cursor = *next
+		}
 	}
-	permitsQ := url.Values{"geo_id": {state}, "limit": {"20"}}
-	leadsQ := url.Values{"geo_id": {state}, "limit": {"20"}, "include_stale": {"true"}}
 	walkAll := func(w *walk) []pageItem {
 		for !w.done {
 			step(w)
@@ -198,8 +182,8 @@ func TestPagingWhileEventsApply(t *testing.T) {
 		return w.got
 	}
 	before := map[string][]string{
-		"permits": ids(walkAll(newWalk("/v1/permits/search", "permits", "permit_id", "issue_date", permitsQ))),
-		"leads":   ids(walkAll(newWalk("/v1/signals/permit/leads", "leads", "lead_id", "event_date_used", leadsQ))),
+		"permits": ids(walkAll(permitsWalk())),
+		"leads":   ids(walkAll(leadsWalk())),
 	}
 	require.Equal(t, 240+26, len(before["permits"]), "permits of the state")
 	require.Equal(t, len(leadLines), len(before["leads"]), "leads of the state")
@@ -225,11 +209,7 @@ func TestPagingWhileEventsApply(t *testing.T) {
 		for i, line := range leadLines {
 			var env events.Envelope
 			require.NoError(t, json.Unmarshal(line, &env))
-			env.EntityVersion++
-			env.EventID = events.EventID(env.Type, env.EntityID, env.EntityVersion)
-			raw, err := json.Marshal(env)
-			require.NoError(t, err)
-			l[i] = append(raw, '\n')
+			l[i] = envelopeLine(t, env.Type, env.EntityID, env.EntityVersion+1, at, env.Data)
 		}
 		publish("lead-versions", l)
 		return nil
@@ -238,13 +218,13 @@ func TestPagingWhileEventsApply(t *testing.T) {
 		var gone []string
 		for i, id := range before["permits"] {
 			if i%7 == 3 {
-				l = append(l, deleted(events.PermitDeleted, id, 3))
+				l = append(l, envelopeLine(t, events.PermitDeleted, id, 3, at, nil))
 				gone = append(gone, id)
 			}
 		}
 		for i, id := range before["leads"] {
 			if i%7 == 3 {
-				l = append(l, deleted(events.LeadDeleted, id, leadVersion[id]+2))
+				l = append(l, envelopeLine(t, events.LeadDeleted, id, leadVersion[id]+2, at, nil))
 				gone = append(gone, id)
 			}
 		}
@@ -252,8 +232,8 @@ func TestPagingWhileEventsApply(t *testing.T) {
 		return gone
 	})
 	walks := map[string]*walk{
-		"permits": newWalk("/v1/permits/search", "permits", "permit_id", "issue_date", permitsQ),
-		"leads":   newWalk("/v1/signals/permit/leads", "leads", "lead_id", "event_date_used", leadsQ),
+		"permits": permitsWalk(),
+		"leads":   leadsWalk(),
 	}
 	gone := map[string]bool{}
 	for i := 0; !walks["permits"].done || !walks["leads"].done; i++ {
