@@ -222,7 +222,7 @@ func (s *leadStatsAcc) rolls(k *keyLeads, rolls []signedRoll) int64 {
 		if s.minConf == nil {
 			n += f.null
 			low += f.null
-			s.packed(f.nullIDs, sign)
+			f.nullIDsInto(s, sign)
 		}
 		f.idsAtLeast(b, s, sign)
 		s.total += sign * n
@@ -377,6 +377,19 @@ func (s *leadStatsAcc) packed(c sparseCounts, sign int64) {
 		default:
 			s.counties.add(id, sign*int64(e.n))
 		}
+	}
+}
+
+// packedOne adds n to the top-list counter of one packed key.
+func (s *leadStatsAcc) packedOne(k uint32, n int64) {
+	id := k &^ kindMask
+	switch k & kindMask {
+	case kindCity:
+		s.cities.add(id, n)
+	case kindZip:
+		s.zips.add(id, n)
+	default:
+		s.counties.add(id, n)
 	}
 }
 

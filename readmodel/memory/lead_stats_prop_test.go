@@ -99,18 +99,23 @@ func TestStatsMatchBruteForce(t *testing.T) {
 	type limits struct {
 		roll   int64
 		sparse int
+		fold   int // > 0: every tree logs its top-list changes, folded from fold on (rollup_log.go)
 	}
 	var cases []limits
 	for _, roll := range []int64{1, 4, 1 << 40} {
 		for _, sparse := range []int{1, 2, 1 << 30} {
-			cases = append(cases, limits{roll, sparse})
+			cases = append(cases, limits{roll, sparse, 0})
 		}
 	}
+	cases = append(cases, limits{1, 2, 3}, limits{4, 1 << 30, 40})
 	for _, c := range cases {
 		min, sparse := c.roll, c.sparse
-		t.Run(fmt.Sprintf("rollMin=%d,sparseMin=%d", min, sparse), func(t *testing.T) {
+		t.Run(fmt.Sprintf("rollMin=%d,sparseMin=%d,fold=%d", min, sparse, c.fold), func(t *testing.T) {
 			defer memory.SetRollMin(min)()
 			defer memory.SetSparseMin(sparse)()
+			if c.fold > 0 {
+				defer memory.SetFenLog(0, c.fold)()
+			}
 			ctx := context.Background()
 			r := rand.New(rand.NewPCG(21, uint64(min)))
 			leads := randomLeads(r, 4000)

@@ -66,21 +66,37 @@ const (
 
 // confFen is a Fenwick tree over confidence buckets, top bucket first:
 // node i (1-based) covers buckets [64-i, 64-i+lowbit(i)).
+//
+// In a large tree the top-list counts are logged rather than searched
+// (rollup_log.go): ids[i] and nullIDs then lack the changes in log, which
+// every read adds.
 type confFen struct {
 	cnt     [confBuckets + 1]int64
 	ids     [confBuckets + 1]sparseCounts // packed keys
 	null    int64                         // leads with null confidence
 	nullIDs sparseCounts
+	log     []fenChange // top-list changes not in ids and nullIDs yet
 }
 
 func (f *confFen) add(hasConf bool, conf float64, ids leadIDs, delta int64) {
-	if !hasConf {
+	first := 0 // the node the change starts at; 0: null confidence
+	if hasConf {
+		first = confBuckets - confBucket(conf)
+		for i := first; i <= confBuckets; i += i & -i {
+			f.cnt[i] += delta
+		}
+	} else {
 		f.null += delta
+	}
+	if f.logs() {
+		f.logIDs(first, ids, delta)
+		return
+	}
+	if first == 0 {
 		addPacked(&f.nullIDs, ids, delta)
 		return
 	}
-	for i := confBuckets - confBucket(conf); i <= confBuckets; i += i & -i {
-		f.cnt[i] += delta
+	for i := first; i <= confBuckets; i += i & -i {
 		addPacked(&f.ids[i], ids, delta)
 	}
 }
@@ -118,11 +134,23 @@ func (f *confFen) idsAtLeast(b int, acc *leadStatsAcc, sign int64) {
 	for i := confBuckets - b; i > 0; i -= i & -i {
 		acc.packed(f.ids[i], sign)
 	}
+	if len(f.log) > 0 && b < confBuckets {
+		f.loggedAtMost(confBuckets-b, acc, sign)
+	}
+}
+
+// nullIDsInto adds sign times the top-list counts of the leads with null
+// confidence.
+func (f *confFen) nullIDsInto(acc *leadStatsAcc, sign int64) {
+	acc.packed(f.nullIDs, sign)
+	if len(f.log) > 0 {
+		f.loggedNull(acc, sign)
+	}
 }
 
 // cost is about the counter updates one read of the tree makes.
 func (f *confFen) cost() int {
-	n := len(f.nullIDs)
+	n := len(f.nullIDs) + len(f.log)
 	for i := confBuckets; i > 0; i -= i & -i {
 		n += len(f.ids[i])
 	}
