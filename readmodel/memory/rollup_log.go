@@ -30,7 +30,7 @@ import (
 //
 // Measured (docs/kafka.md, eighty-third session): the roll-ups' part of
 // a live lead write fell by two fifths (BenchmarkApplyMix at 300,000
-// permits); stats reads over a store written live moved by -15% to +8%
+// permits); stats reads over a store written live moved by -17% to +8%
 // (BenchmarkStatsState).
 
 // fenChange is one logged change: delta leads of packed key key, in the
