@@ -296,8 +296,7 @@ func (s *leadStatsAcc) floorBucket(k *keyLeads, rolls []signedRoll) int64 {
 	for _, sr := range rolls {
 		fen, sign := sr.ru.fen, sr.sign
 		n := fen.atLeast(bf) - fen.atLeast(bf+1)
-		fen.idsAtLeast(bf, s, sign)
-		fen.idsAtLeast(bf+1, s, -sign)
+		fen.idsOfBucket(bf, s, sign)
 		s.total += sign * n
 		s.conf[bucketConf(bf)] += sign * n
 		s.fresh[3] += sign * n

@@ -139,6 +139,21 @@ func (f *confFen) idsAtLeast(b int, acc *leadStatsAcc, sign int64) {
 	}
 }
 
+// idsOfBucket adds sign times the top-list counts of bucket b alone (b <
+// confBuckets): the lists of buckets >= b less those of buckets > b, and
+// the log's entries of b in one pass.
+func (f *confFen) idsOfBucket(b int, acc *leadStatsAcc, sign int64) {
+	for i := confBuckets - b; i > 0; i -= i & -i {
+		acc.packed(f.ids[i], sign)
+	}
+	for i := confBuckets - b - 1; i > 0; i -= i & -i {
+		acc.packed(f.ids[i], -sign)
+	}
+	if len(f.log) > 0 {
+		f.loggedAt(confBuckets-b, acc, sign)
+	}
+}
+
 // nullIDsInto adds sign times the top-list counts of the leads with null
 // confidence.
 func (f *confFen) nullIDsInto(acc *leadStatsAcc, sign int64) {

@@ -17,12 +17,18 @@ func setFenLog(t *testing.T, logMin, foldMin int) {
 }
 
 // fenReads are every read of a tree's top-list counts: per floor bucket
-// b (0 to 64) the counts idsAtLeast adds, then the null ones, each as
-// "kind id count" lines of the ids not at zero.
+// b (0 to 64) the counts idsAtLeast adds, per bucket those idsOfBucket
+// adds, then the null ones, each as "kind id count" lines of the ids
+// not at zero.
 func fenReads(f *confFen, names int) []string {
 	var out []string
 	acc := &leadStatsAcc{bySignal: map[string]int64{}}
-	dump := func(what string) {
+	read := func(what string, add func()) {
+		acc.reset(0, nil, names)
+		for _, c := range []*idCounter{&acc.cities, &acc.zips, &acc.counties} {
+			clear(c.n)
+		}
+		add()
 		var lines []string
 		for k, c := range map[string]*idCounter{"city": &acc.cities, "zip": &acc.zips, "county": &acc.counties} {
 			for id, n := range c.n {
@@ -35,19 +41,12 @@ func fenReads(f *confFen, names int) []string {
 		out = append(out, lines...)
 	}
 	for b := 0; b <= confBuckets; b++ {
-		acc.reset(0, nil, names)
-		for _, c := range []*idCounter{&acc.cities, &acc.zips, &acc.counties} {
-			clear(c.n)
+		read(fmt.Sprintf("b>=%d", b), func() { f.idsAtLeast(b, acc, 1) })
+		if b < confBuckets {
+			read(fmt.Sprintf("b=%d", b), func() { f.idsOfBucket(b, acc, 1) })
 		}
-		f.idsAtLeast(b, acc, 1)
-		dump(fmt.Sprintf("b=%d", b))
 	}
-	acc.reset(0, nil, names)
-	for _, c := range []*idCounter{&acc.cities, &acc.zips, &acc.counties} {
-		clear(c.n)
-	}
-	f.nullIDsInto(acc, 1)
-	dump("null")
+	read("null", func() { f.nullIDsInto(acc, 1) })
 	return out
 }
 
