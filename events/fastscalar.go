@@ -104,12 +104,12 @@ const maxCached = 64
 // 173,249 and 160,289 events/s at 0.3718, 0.3507 and 0.3502 of raw
 // with 4,096 slots, against 158,715, 160,036 and 156,920 at 0.3458,
 // 0.3237 and 0.3274 with 16,384. On a machine with 1 MiB of L2 a core
-// (docs/kafka.md, "Sixty-third session"), 8,192 slots took
+// (docs/kafka-history.md, "Sixty-third session"), 8,192 slots took
 // BenchmarkHandleMix from 9.440 allocations an event to 9.115, and leaned
 // better in both whole-run comparisons, neither shown beyond the noise:
 // IngestMix's ingest/reader-raw B/A 1.0528 (0.9828 to 1.1277, better in
 // 5 of 6 pairs), HandleMix's CPU an event B/A 0.9608 (0.8442 to 1.0935,
-// 4 of 6). 16,384 slots on that machine (docs/kafka.md, "Sixty-fourth
+// 4 of 6). 16,384 slots on that machine (docs/kafka-history.md, "Sixty-fourth
 // session"): HandleMix B/A 1.0545 (1.0157 to 1.0947, worse in 6 of 6
 // pairs), IngestMix's ratio B/A 1.0310 (0.9861 to 1.0779).
 const strCacheBits = 13

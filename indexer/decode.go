@@ -20,7 +20,7 @@ import (
 // decoded on two workers left its second part's slices (about half of
 // the batch's documents) as garbage: in the real mix's replay about 55
 // MB a round, new pages while a replay runs without a collection
-// (docs/kafka.md, "Sixty-fifth session").
+// (docs/kafka-history.md, "Sixty-fifth session").
 func (ix *Indexer) merge(parts []readmodel.Batch) {
 	for i := range parts[1:] {
 		parts[0].Append(parts[1+i])

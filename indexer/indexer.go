@@ -208,7 +208,7 @@ type Parsed struct {
 	// keyed[i] is true when message i's key was found equal to its
 	// event's entity_id as it was parsed, while both were in the cache:
 	// compared in HandleParsed, a batch after, they were read from memory
-	// again (2.2% of the real mix's replay, docs/kafka.md, "Sixtieth
+	// again (2.2% of the real mix's replay, docs/kafka-history.md, "Sixtieth
 	// session").
 	keyed []bool
 }
@@ -225,7 +225,7 @@ func (p *Parsed) at(i int) (*events.Parsed, bool) {
 // Parse decodes the events of msgs ahead of their HandleParsed: the
 // Kafka consumer parses a partition's next batch while its last one is
 // written, so that the JSON is off the path from one write of a
-// partition to its next (docs/kafka.md, "Forty-sixth session"). Only the
+// partition to its next (docs/kafka-history.md, "Forty-sixth session"). Only the
 // parse moves: the projection, which reads the location table and parks
 // and unparks messages, stays in HandleParsed, in the partition's
 // order. A message over MaxMessageBytes is not parsed (HandleParsed
@@ -235,7 +235,7 @@ func (ix *Indexer) Parse(msgs []Message) *Parsed { return ix.ParseInto(nil, msgs
 // ParseInto is Parse into p's slice of events when it has room (p nil: a
 // new one), so that a caller parsing batch after batch reuses two, as
 // the Kafka consumer's partitions do (in the real mix's replay about 80
-// bytes an event fewer: docs/kafka.md, "Fifty-seventh session"). p's
+// bytes an event fewer: docs/kafka-history.md, "Fifty-seventh session"). p's
 // events from an earlier batch are overwritten, used or not:
 // HandleParsed must be done with p.
 func (ix *Indexer) ParseInto(p *Parsed, msgs []Message) *Parsed {
@@ -389,7 +389,7 @@ func (ix *Indexer) Settled() bool { return ix.loc.isSettled() }
 // geographies (a replay's location messages, BacklogKinds' count of
 // readmodel.KindLocation), up to maxReservedLocations, so that a replay
 // does not grow it as it fills: each growth hashed every key written so
-// far again, about 1 to 2% of the real mix's replay (docs/kafka.md,
+// far again, about 1 to 2% of the real mix's replay (docs/kafka-history.md,
 // "Sixtieth session"). A backlog above the bound leaves the rest to grow as before.
 func (ix *Indexer) ReserveLocations(backlog int64) { ix.loc.reserve(backlog) }
 

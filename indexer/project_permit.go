@@ -185,7 +185,7 @@ func ProjectProperty(ctx context.Context, env events.Envelope, look Lookup) (rea
 // kept it. Counted over a BenchmarkHandleMix round (491,489 events): the
 // symbols that missed that cache and were looked up in the side's map
 // fell from 391,769 to 197,872, five-byte ones from 225,049 to 40,452
-// (docs/kafka.md, "Sixty-second session").
+// (docs/kafka-history.md, "Sixty-second session").
 func tableCopy(s, canon string) string {
 	if s == canon {
 		return canon

@@ -67,7 +67,7 @@ type Params struct {
 	// Parser, optional, takes the Handler's place: each partition then
 	// fetches and parses its next batch while its last one is handled,
 	// so that a batch's parse is off the path from one write of the
-	// partition to its next (docs/kafka.md, "Forty-sixth session"). A
+	// partition to its next (docs/kafka-history.md, "Forty-sixth session"). A
 	// partition's fetcher (fetch.go) fetches ahead either way.
 	Parser Parser
 

@@ -23,7 +23,7 @@ import (
 // into one buffer shared by its messages and hands over the answer's
 // messages at once. In the mix's replay that is a third fewer
 // allocations an event and about a tenth less CPU; the rate is
-// unchanged (docs/kafka.md, "Fifty-fifth session"). And unlike a Reader,
+// unchanged (docs/kafka-history.md, "Fifty-fifth session"). And unlike a Reader,
 // which skips transaction markers unseen, a fetcher moves the partition's
 // position past them (take), so that a partition whose last record is a
 // marker is caught up.
@@ -34,7 +34,7 @@ import (
 // one, a replay's first topic (the locations: three partitions, read
 // before the others) was read slower than with the Reader, which streamed
 // its answers: serve ready 0.2 s later on the base of 278k events, where
-// three answers ahead make it as fast (docs/kafka.md, "Fifty-fifth
+// three answers ahead make it as fast (docs/kafka-history.md, "Fifty-fifth
 // session").
 const answersAhead = 3
 
@@ -188,7 +188,7 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 	// First the records and the size of their keys and values, then one
 	// buffer of that size for their copies: the buffers an answer was
 	// copied into before, from 4 KiB doubling up to 256 KiB, left about
-	// half of the last unused (docs/kafka.md, "Fifty-seventh session").
+	// half of the last unused (docs/kafka-history.md, "Fifty-seventh session").
 	recs, size, err := f.records(res.Records)
 	defer func() {
 		clear(recs) // no reference to kafka-go's pages is kept
@@ -252,7 +252,7 @@ func answerClass(n int) int {
 // collection: about 330 MB in the real mix's replay, a third of the
 // garbage of a round and of its first round's page faults. From the
 // pools, the buffers of the batches done are used again; those in hand
-// (fetched ahead, answersAhead) are not (docs/kafka.md, "Sixty-fifth
+// (fetched ahead, answersAhead) are not (docs/kafka-history.md, "Sixty-fifth
 // session").
 func (c *Consumer) answerBuf(size int) (buf []byte, p *[]byte) {
 	if size < pooledAnswerMin || size > c.p.MaxFetchBytes {
@@ -346,7 +346,7 @@ func (f *fetcher) records(rr kafkago.RecordReader) ([]record, int, error) {
 // released back in its pool for the next batch; a page still referenced is
 // left to the collector, and every batch then decodes into 64 KiB pages
 // allocated anew: in the mix's replay about as many bytes as the messages
-// themselves, a sixth of what the ingest allocated (docs/kafka.md,
+// themselves, a sixth of what the ingest allocated (docs/kafka-history.md,
 // "Fifty-seventh session").
 func (r record) release() {
 	for _, b := range [2]protocol.Bytes{r.key, r.value} {

@@ -105,7 +105,7 @@ const (
 // raw round's kafka-go reading most (ingest/raw 0.4765 and 0.5045 in
 // process against 0.3231 and 0.3389 with the broker a process, the
 // ingest itself 128k and 138k against 148k and 169k events/s;
-// thirty-eighth session, docs/kafka.md).
+// thirty-eighth session, docs/kafka-history.md).
 func newMixBroker(tb testing.TB, d mixData) []string {
 	tb.Helper()
 	addr := cmp.Or(os.Getenv("PERMITD_BENCH_BROKER"), brokerProcess)

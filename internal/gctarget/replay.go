@@ -21,7 +21,7 @@ import (
 // so far. At Go's default target (100, serve by hand: no memory limit)
 // that marking was about a seventh of the replay's CPU in the real mix
 // (IngestMix: 0 collections a round at 400 against 2 at 100, 13% more
-// events a second; docs/kafka.md, fifty-eighth session).
+// events a second; docs/kafka-history.md, fifty-eighth session).
 //
 // Replay raises the target for that phase only, bounded: the target is
 // what lets the heap peak at replayShare of the memory the process may

@@ -14,7 +14,7 @@ import (
 // of millions. In Go's map each look-up was two dependent cache misses
 // (the group's control word, then its slot) and waited on the look-up
 // before it: 0.63 of the 10.98 CPU-seconds of a round of the real mix
-// into a store of 5M permits (docs/kafka.md, "Sixty-ninth session").
+// into a store of 5M permits (docs/kafka-history.md, "Sixty-ninth session").
 // Here a key's first probe is its home slot, and getAll loads every
 // key's home slot before it compares any, so that the misses of all a
 // permit's keys are in flight at once, as findAll's seeks are

@@ -12,7 +12,7 @@ import (
 // searches a roll-up into lists of hundreds to thousands of ids (a
 // state's cities, zips and counties). On the live path those lists are
 // out of the cache, and the searches were a fifth of a serve process's
-// CPU while leads streamed into a store of 800,000 (docs/kafka.md,
+// CPU while leads streamed into a store of 800,000 (docs/kafka-history.md,
 // eighty-second session).
 //
 // A tree whose top lists hold fenLogMin keys or more logs its changes
@@ -28,7 +28,7 @@ import (
 // than the lists alone. Counts of leads (cnt, null) are not logged: they
 // are one array each.
 //
-// Measured (docs/kafka.md, eighty-third session): the roll-ups' part of
+// Measured (docs/kafka-history.md, eighty-third session): the roll-ups' part of
 // a live lead write fell by two fifths (BenchmarkApplyMix at 300,000
 // permits); stats reads over a store written live moved by -17% to +8%
 // (BenchmarkStatsState).

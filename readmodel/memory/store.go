@@ -202,7 +202,7 @@ func (s *Store) Apply(ctx context.Context, b readmodel.Batch) (readmodel.ApplyRe
 // the documents' strings, which no caller changes), so their copies were
 // read once and dropped: in the real mix's replay about 110 MB a round
 // of garbage, new pages while a replay runs without a collection
-// (docs/kafka.md, "Sixty-fifth session"). Every other kind is kept as
+// (docs/kafka-history.md, "Sixty-fifth session"). Every other kind is kept as
 // stored (a location by pointer, shared by both sides) and is copied.
 // Should the replay end before the batch's step (commit), the step
 // copies the whole batch from b, which Apply's caller still holds.

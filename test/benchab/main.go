@@ -9,7 +9,7 @@
 //	go run ./test/benchab [-a HEAD~1] [-b .] [-pkg ./indexer/kafka/] [-bench 'HandleMix$'] [-metric cpu-ns/event] [-pairs 10]
 //
 // Why: on the 2-core development machine the speed moves by a third
-// within an hour (docs/kafka.md, "Sixty-first session"), so single runs
+// within an hour (docs/kafka-history.md, "Sixty-first session"), so single runs
 // of two builds tell nothing about a change of a few percent. Pairs run
 // back to back see the same machine; their ratio keeps what the change
 // did. The order within a pair alternates (AB, BA, AB, ...), so that a

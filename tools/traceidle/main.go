@@ -14,7 +14,7 @@
 // -match). On a machine of two cores, "alone" is time one core had
 // nothing to do; the stacks name the work the other core waited for (the
 // permitd memory store's single writer, in the ingest benchmarks' live
-// rounds: docs/kafka.md, "Forty-sixth session").
+// rounds: docs/kafka-history.md, "Forty-sixth session").
 //
 // The ingest benchmarks write such traces (PERMITD_BENCH_*_TRACE beside
 // their CPU profile variables, indexer/kafka), and so does a server run
