@@ -64,7 +64,7 @@ load:
 	$(GO) run ./test/load/driver -permitd bin/permitd -floor bin/floor $(LOAD_FLAGS)
 	@if [ "$(CHAOS)" = redis ]; then $(MAKE) --no-print-directory load-chaos; elif [ -n "$(CHAOS)" ]; then echo "load: CHAOS=$(CHAOS): only redis can be killed and restarted"; exit 2; fi
 
-## load-ingest: the Kafka ingest as separate processes (a kfake-broker from $(SHARED)/tools, permitd serve -data none, permitd publish): the replay of a base and a live set published into the running server; prints times, events/s and the cores of the server, the broker and the machine; INGEST_FLAGS=-restart adds a restart from the shutdown snapshot (not part of test)
+## load-ingest: the Kafka ingest as separate processes (a kfake-broker from $(SHARED)/tools, permitd serve -data none, permitd publish): the replay of a base and a live set published into the running server; prints times, events/s and the cores of the server, the broker and the machine; INGEST_FLAGS=-live leads makes the live set a new seed's leads only, -restart adds a restart from the shutdown snapshot (not part of test)
 INGEST_FLAGS ?= -runs 2
 load-ingest:
 	$(GO) build -pgo=$(PGO) -o bin/permitd ./cmd/permitd

@@ -6,11 +6,13 @@
 // to be handled, with the cores the server kept busy, as measured from
 // its /proc/<pid>/stat.
 //
-//	go run ./test/load/ingest [-permitd bin/permitd] [-permits 100000] [-runs 2] [-A BIN -B BIN]
+//	go run ./test/load/ingest [-permitd bin/permitd] [-permits 100000] [-runs 2] [-A BIN -B BIN] [-live leads]
 //
 // The base is the bundled gazetteer and Seattle data, `permitd gen
 // -permits N -seed 1` and `permitd signals` of the three; the live set is
-// `gen -permits N -seed 3` and its signals (with the gazetteer). The files
+// `gen -permits N -seed 3` and its signals (with the gazetteer), or with
+// -live leads only those signals' lead events (new leads into a running
+// server, the write path of the lead trees and roll-ups). The files
 // are generated once into -work and reused. With -restart the server
 // keeps a snapshot file; after the live set it is stopped (its shutdown
 // snapshot) and started again from the snapshot, timed to ready.
@@ -64,6 +66,7 @@ type config struct {
 	replayProfile int
 	restart       bool
 	env, envB     string
+	live          string
 }
 
 func main() {
@@ -75,6 +78,7 @@ func main() {
 	flag.StringVar(&c.work, "work", filepath.Join(os.TempDir(), "permitd-ingest"), "directory for the binaries, the generated files and the logs")
 	flag.IntVar(&c.permits, "permits", 100000, "generated permits in the base and in the live set each")
 	flag.IntVar(&c.runs, "runs", 1, "runs (per binary)")
+	flag.StringVar(&c.live, "live", "mix", `the live set: "mix" (gen -seed 3 and its signals) or "leads" (only the lead events of those signals: what a pipeline publishing nightly leads into a running server sends)`)
 	flag.BoolVar(&c.together, "together", false, "publish the live set's two files at once (default: one after the other)")
 	flag.StringVar(&c.now, "now", "2026-11-22", "the generator's and the signals' clock")
 	flag.StringVar(&c.env, "env", "", "comma-separated K=V added to serve's environment, e.g. GOGC=200")
@@ -90,6 +94,9 @@ func main() {
 }
 
 func run(c config) error {
+	if c.live != "mix" && c.live != "leads" {
+		return fmt.Errorf("-live %q: want mix or leads", c.live)
+	}
 	if err := os.MkdirAll(c.work, 0o755); err != nil {
 		return err
 	}
@@ -208,7 +215,18 @@ func generate(c config, bin string) (dataFiles, error) {
 		}
 	}
 	f.base = []string{steps[0].out, steps[1].out, steps[2].out, steps[3].out}
-	f.live = []string{steps[4].out, steps[5].out}
+	switch c.live {
+	case "mix":
+		f.live = []string{steps[4].out, steps[5].out}
+	case "leads":
+		leads := p("lead3-" + n + ".ndjson")
+		if !exists(leads) {
+			if err := keepLeads(steps[5].out, leads); err != nil {
+				return f, err
+			}
+		}
+		f.live = []string{leads}
+	}
 	for _, name := range f.base {
 		f.nBase += lines(name)
 	}
@@ -216,6 +234,35 @@ func generate(c config, bin string) (dataFiles, error) {
 		f.nLive += lines(name)
 	}
 	return f, nil
+}
+
+// keepLeads writes the lead events of the NDJSON file in to out (through
+// a temporary file), in their order.
+func keepLeads(in, out string) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var kept bytes.Buffer
+	for line := range bytes.Lines(b) {
+		var env struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &env); err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if strings.HasPrefix(env.Type, "permit_lead.") {
+			kept.Write(line)
+		}
+	}
+	if kept.Len() == 0 {
+		return fmt.Errorf("%s holds no lead event", in)
+	}
+	fmt.Fprintf(os.Stderr, "ingest: the lead events of %s > %s\n", in, out)
+	if err := os.WriteFile(out+".tmp", kept.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(out+".tmp", out)
 }
 
 // writeCmd runs bin args with the files in concatenated on its stdin and
