@@ -159,7 +159,7 @@ func (f *confFen) idsOfBucket(b int, acc *leadStatsAcc, sign int64) {
 func (f *confFen) nullIDsInto(acc *leadStatsAcc, sign int64) {
 	acc.packed(f.nullIDs, sign)
 	if len(f.log) > 0 {
-		f.loggedNull(acc, sign)
+		f.loggedAt(0, acc, sign) // null confidence
 	}
 }
 

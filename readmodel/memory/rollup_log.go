@@ -75,9 +75,6 @@ func (f *confFen) loggedAtMost(last int, acc *leadStatsAcc, sign int64) {
 	}
 }
 
-// loggedNull adds sign times the logged changes of null confidence.
-func (f *confFen) loggedNull(acc *leadStatsAcc, sign int64) { f.loggedAt(0, acc, sign) }
-
 // loggedAt adds sign times the logged changes that start at node first
 // (0: null confidence; else bucket confBuckets-first alone).
 func (f *confFen) loggedAt(first int, acc *leadStatsAcc, sign int64) {
