@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"sync/atomic"
-
-	"github.com/tidwall/btree"
 )
 
 // Lead trees built when first needed. Every key (anchor, signal key)
@@ -164,17 +162,15 @@ func (k *keyLeads) loadPending() {
 	k.days.load(recs)
 	k.pend = nil
 	k.makeTrees()
-	loadSorted(k.byDate, items, k.x.itemDateCmp)
-	loadSorted(k.byConf, items, k.x.itemConfCmp)
+	loadSorted(k.byDate, items)
+	loadSorted(k.byConf, items)
 	k.built.Store(true)
 }
 
-// loadSorted sorts items by cmp (the tree's order) and appends them to t.
-func loadSorted(t *btree.BTreeG[leadItem], items []leadItem, cmp func(a, b leadItem) int) {
-	slices.SortFunc(items, cmp)
-	for _, it := range items {
-		t.Load(it)
-	}
+// loadSorted sorts items in t's order and builds t, empty, from them.
+func loadSorted(t *leadTree, items []leadItem) {
+	slices.SortFunc(items, t.cmp)
+	t.load(items)
 }
 
 // parallelKeys is the number of keys to build from which buildLike

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/tidwall/btree"
 )
 
 // Lead stats.
@@ -242,7 +241,7 @@ func (s *leadStatsAcc) rolls(k *keyLeads, rolls []signedRoll) int64 {
 // to the next lead with confidence in [lo, hi), appended to buf, and
 // past it; false once it reaches a lead below lo, one without
 // confidence, or the end.
-func stepConf(x *leadIndex, it *btree.IterG[leadItem], ok bool, lo, hi float64, buf []*leadRec) (bool, []*leadRec) {
+func stepConf(x *leadIndex, it *leadIter, ok bool, lo, hi float64, buf []*leadRec) (bool, []*leadRec) {
 	for ok {
 		r := it.Item()
 		if !r.hasConf || r.conf < lo {

@@ -5,8 +5,6 @@ package memory
 import (
 	"math"
 	"sort"
-
-	"github.com/tidwall/btree"
 )
 
 // streamDateLess and streamConfLess order lead streams by their current
@@ -21,7 +19,7 @@ func streamConfLess(a, b *leadStream) bool { return confLess(a.cur, b.cur) }
 type leadStream struct {
 	cur  *leadRec
 	it   leadItem // cur's item, from the iterator
-	iter btree.IterG[leadItem]
+	iter leadIter
 	x    *leadIndex // whose recs iter's items name
 	live bool       // iter is in use
 	// started: the iterator is positioned on its first candidate.

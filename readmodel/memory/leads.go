@@ -11,16 +11,16 @@ import (
 	"sync/atomic"
 
 	"github.com/permitd/permitd/readmodel"
-	"github.com/tidwall/btree"
 )
 
 // Lead indexes. Every lead is anchored to a handful of geographies
 // (jurisdiction, city, zip, county, state). For each anchor and signal key
 // the store keeps
 //
-//   - two B-trees of the (immutable) lead records, one in event-date order
-//     and one in confidence order, so a page is a descent plus a short walk
-//     from the cursor, merged across the requested keys;
+//   - two B+ trees of the (immutable) lead records' items (lead_tree.go),
+//     one in event-date order and one in confidence order, so a page is a
+//     descent plus a short walk from the cursor, merged across the
+//     requested keys;
 //   - exact per-day aggregates (count, confidence buckets, and from
 //     sparseMin leads a cell's sparseCounts counts per county, city and
 //     zip), kept in step with every upsert and delete,
@@ -238,13 +238,10 @@ func (x *leadIndex) idAfter(c *leadRec, ci, it leadItem) bool {
 // keyLeads is one anchor's leads of one signal key.
 type keyLeads struct {
 	key    string
-	x      *leadIndex              // whose recs the items name
-	byDate *btree.BTreeG[leadItem] // nil until built (makeBuilt)
-	byConf *btree.BTreeG[leadItem]
+	x      *leadIndex // whose recs the items name
+	byDate *leadTree  // nil until built (makeBuilt); lead_tree.go
+	byConf *leadTree
 	days   leadDayAggs
-	// The trees' write hints (the writer's only): leads tend to arrive
-	// near the last one written.
-	dateHint, confHint btree.PathHint
 	// pend holds the slots of the records added while the key is not
 	// built (built false), in the order added; the key's first reader,
 	// or the first remove from it, sorts them into the trees and the day
@@ -291,9 +288,8 @@ func (k *keyLeads) makeBuilt() {
 
 // makeTrees gives k its two trees, empty.
 func (k *keyLeads) makeTrees() {
-	opts := btree.Options{NoLocks: true, Degree: 32}
-	k.byDate = btree.NewBTreeGOptions(k.x.dateLess, opts)
-	k.byConf = btree.NewBTreeGOptions(k.x.confLess, opts)
+	k.byDate = newLeadTree(k.x, false)
+	k.byConf = newLeadTree(k.x, true)
 }
 
 // anchorKeysFirst is the room an anchor's first key lists have: most
@@ -386,7 +382,8 @@ type leadIndex struct {
 	// spareKeys: the same for keys (newKeyLeads).
 	spareKeys []keyLeads
 	// dateLess and confLess are the trees' orders (itemDateCmp,
-	// itemConfCmp), made once.
+	// itemConfCmp) as less functions, made once (the confidence top
+	// list's search).
 	dateLess, confLess func(a, b leadItem) bool
 	// near finds an anchor by the address of its geo_id's bytes before
 	// the map is asked (anchor), as symCache does for symbols: a lead's
@@ -549,13 +546,13 @@ func (x *leadIndex) eachKey(r *leadRec, create bool, fn func(a *anchorLeads, k *
 // addTrees and removeTrees put a lead's item in k's two trees and take
 // it out.
 func (k *keyLeads) addTrees(it leadItem) {
-	k.byDate.SetHint(it, &k.dateHint)
-	k.byConf.SetHint(it, &k.confHint)
+	k.byDate.Set(it)
+	k.byConf.Set(it)
 }
 
 func (k *keyLeads) removeTrees(it leadItem) {
-	k.byDate.DeleteHint(it, &k.dateHint)
-	k.byConf.DeleteHint(it, &k.confHint)
+	k.byDate.Delete(it)
+	k.byConf.Delete(it)
 }
 
 // replace re-indexes l in place of r, its stored record (the side's lead
