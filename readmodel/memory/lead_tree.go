@@ -65,27 +65,27 @@ func (t *leadTree) cmp(a, b leadItem) int {
 }
 
 // prefix is it's search key: when prefix(a) < prefix(b), cmp(a, b) < 0.
-// The date order's key is the date descending and then the confidence,
-// as a float32, descending with null last; the confidence order's is
-// the confidence descending with null last. -0 is 0, as the orders'
-// comparisons have it.
+// The date order's key is the date descending and then the upper half
+// of the confidence's key; the confidence order's is the confidence
+// descending with null last. -0 is 0, as the orders' comparisons have
+// it.
 func (t *leadTree) prefix(it leadItem) uint64 {
 	if t.byConf {
 		if !it.hasConf {
 			return math.MaxUint64
 		}
-		return confKey64(it.conf)
+		return confKey(it.conf)
 	}
 	dk := uint64(int64(math.MaxInt32) - int64(it.date))
 	ck := uint64(math.MaxUint32)
 	if it.hasConf {
-		ck = uint64(confKey32(it.conf))
+		ck = confKey(it.conf) >> 32 // coarser, in the same order
 	}
 	return dk<<32 | ck
 }
 
-// confKey64 orders confidences descending, below MaxUint64 (null).
-func confKey64(c float64) uint64 {
+// confKey orders confidences descending, below MaxUint64 (null).
+func confKey(c float64) uint64 {
 	if c == 0 {
 		c = 0 // -0
 	}
@@ -97,27 +97,6 @@ func confKey64(c float64) uint64 {
 	}
 	k := ^u
 	if k == math.MaxUint64 { // a NaN's: never a validated lead's
-		k--
-	}
-	return k
-}
-
-// confKey32 is confKey64 on c rounded to a float32: rounding keeps order
-// (a < b gives float32(a) <= float32(b)), so the key is coarser and never
-// reversed.
-func confKey32(c float64) uint32 {
-	f := float32(c)
-	if f == 0 {
-		f = 0
-	}
-	u := math.Float32bits(f)
-	if u>>31 == 0 {
-		u |= 1 << 31
-	} else {
-		u = ^u
-	}
-	k := ^u
-	if k == math.MaxUint32 {
 		k--
 	}
 	return k

@@ -55,7 +55,7 @@ func (m *leadTreeModel) rec() *leadRec {
 			r.conf = math.Copysign(0, -1)
 		}
 		if m.rng.IntN(10) == 0 {
-			r.conf = 0.5 + 1e-12 // ties 0.5 as a float32
+			r.conf = 0.5 + 1e-12 // ties 0.5 in the date order's key
 		}
 	}
 	m.n++
@@ -285,7 +285,8 @@ func TestLeadTreeLoad(t *testing.T) {
 }
 
 // TestLeadTreePrefixOrders checks that the search keys never order two
-// items against the tree's order: on confidences at float32 ties, -0,
+// items against the tree's order: on confidences whose keys' upper
+// halves tie, -0,
 // null, infinities and the dates at the ends of their range.
 func TestLeadTreePrefixOrders(t *testing.T) {
 	x := newLeadIndex()
