@@ -378,6 +378,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	}
 	start = time.Now()
 	cpu0, bcpu0, mcpu0, sys0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
+	flt0, vm0 := minorFaults(pid), vmstat()
 	pubDone := make(chan error, 1)
 	var pubEnd time.Time
 	var cpuPub float64
@@ -406,6 +407,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 		return err
 	}
 	end, cpuEnd, bcpuEnd, mcpuEnd, sysEnd := time.Now(), cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
+	flt, vm := minorFaults(pid)-flt0, vmstat()
 	if err := <-pubDone; err != nil {
 		return err
 	}
@@ -418,6 +420,15 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 		name, f.nLive, how, whole, float64(f.nLive)/whole, pubEnd.Sub(start).Seconds())
 	fmt.Printf("%s: cores over the whole: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
 		name, (cpuEnd-cpu0)/whole, (sysEnd-sys0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
+	// Where the server's kernel time goes: its first touches of new
+	// pages, and whether the machine reclaimed memory to give them.
+	perFault := 0.0
+	if flt > 0 {
+		perFault = (sysEnd - sys0) / flt * 1e6
+	}
+	d := func(k string) int64 { return vm[k] - vm0[k] }
+	fmt.Printf("%s: server %.0f page faults (%.2f µs of its kernel time a fault); machine: %d direct reclaim stalls, %d pages reclaimed directly and %d by kswapd, free memory %d MiB after\n",
+		name, flt, perFault, d("allocstall_normal")+d("allocstall_movable")+d("allocstall_dma32"), d("pgsteal_direct"), d("pgsteal_kswapd"), vm["nr_free_pages"]*4/1024)
 	if c.restart {
 		return restart(c, name, bin, srv, args, env, snap)
 	}
@@ -606,21 +617,52 @@ func sysSeconds(pid int) float64 {
 // cpuTimes are the process's user and system CPU times so far, in
 // seconds.
 func cpuTimes(pid int) (user, sys float64) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+2:] // the command name may hold spaces
-	}
-	f := strings.Fields(s)
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0, 0
 	}
 	u, _ := strconv.ParseFloat(f[11], 64) // utime, field 14
 	k, _ := strconv.ParseFloat(f[12], 64) // stime, field 15
 	return u / 100, k / 100
+}
+
+// procStat is the fields of the process's /proc/<pid>/stat after its
+// command name (f[0] is field 3, the state); nil when unreadable.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 <= len(s) {
+		s = s[i+2:] // the command name may hold spaces
+	}
+	return strings.Fields(s)
+}
+
+// minorFaults is the process's minor page faults so far.
+func minorFaults(pid int) float64 {
+	f := procStat(pid)
+	if len(f) < 8 {
+		return 0
+	}
+	n, _ := strconv.ParseFloat(f[7], 64) // minflt, field 10
+	return n
+}
+
+// vmstat is the machine's /proc/vmstat counters (Linux; empty elsewhere).
+func vmstat() map[string]int64 {
+	out := map[string]int64{}
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			out[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return out
 }
 
 // machineSeconds is the CPU time all cores spent busy so far (Linux:
