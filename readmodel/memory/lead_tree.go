@@ -195,11 +195,22 @@ func (t *leadTree) set(n *leadNode, it leadItem, pk uint64, sp *leadSplit) (repl
 			leafInsert(n, i, pk, it)
 			return false
 		}
-		right := t.splitLeaf(n)
-		if i > len(n.items) {
-			leafInsert(right, i-len(n.items), pk, it)
-		} else {
+		// A full leaf splits in halves, but at the tree's two ends the
+		// new item goes alone into a leaf of its own, and the full one
+		// stays full: leads that keep arriving at one end (a date
+		// tree's front: the newest dates) leave full leaves behind.
+		m := len(n.items) / 2
+		switch {
+		case i == 0 && n.prev == nil:
+			m = 0
+		case i == len(n.items) && n.next == nil:
+			m = len(n.items)
+		}
+		right := t.splitLeaf(n, m)
+		if i < m || i == m && m < leafMax {
 			leafInsert(n, i, pk, it)
+		} else {
+			leafInsert(right, i-m, pk, it)
 		}
 		sp.right, sp.sep, sp.key = right, right.items[0], right.keys[0]
 		return false
@@ -235,14 +246,14 @@ func (t *leadTree) set(n *leadNode, it leadItem, pk uint64, sp *leadSplit) (repl
 	return false
 }
 
-// splitLeaf moves the upper half of the full leaf n to a new leaf after
-// it, and returns that leaf. Both have room for leafMax items.
-func (t *leadTree) splitLeaf(n *leadNode) *leadNode {
+// splitLeaf moves the items of the full leaf n from place m on to a new
+// leaf after it, and returns that leaf. Both have room for leafMax
+// items.
+func (t *leadTree) splitLeaf(n *leadNode, m int) *leadNode {
 	if cap(n.items) < leafMax {
 		n.keys = append(make([]uint64, 0, leafMax), n.keys...)
 		n.items = append(make([]leadItem, 0, leafMax), n.items...)
 	}
-	m := len(n.items) / 2
 	right := newLeaf()
 	right.keys = append(right.keys, n.keys[m:]...)
 	right.items = append(right.items, n.items[m:]...)

@@ -316,3 +316,45 @@ func TestLeadTreePrefixOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestLeadTreeEndsFillLeaves writes items that each arrive at the
+// tree's front (a date tree's newest) or at its end: the leaves left
+// behind are full, not half full, and the tree is as the model.
+func TestLeadTreeEndsFillLeaves(t *testing.T) {
+	for _, front := range []bool{true, false} {
+		t.Run(fmt.Sprintf("front=%v", front), func(t *testing.T) {
+			m := newLeadTreeModel(t, 5, false)
+			var items []leadItem
+			for range 10_000 {
+				items = append(items, itemOf(m.rec()))
+			}
+			slices.SortFunc(items, m.cmp)
+			if front {
+				slices.Reverse(items)
+			}
+			for i, it := range items {
+				m.tree.Set(it)
+				if front {
+					m.model = slices.Insert(m.model, 0, it)
+				} else {
+					m.model = append(m.model, it)
+				}
+				if i%997 == 0 {
+					m.check(fmt.Sprintf("item %d", i))
+				}
+			}
+			m.check("end")
+			n := m.tree.root
+			for n.kids != nil {
+				n = n.kids[0]
+			}
+			leaves := 0
+			for ; n != nil; n = n.next {
+				leaves++
+			}
+			if want := len(items)/leafMax + 2; leaves > want {
+				t.Fatalf("%d leaves for %d items: want at most %d", leaves, len(items), want)
+			}
+		})
+	}
+}
