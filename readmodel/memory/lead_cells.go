@@ -11,16 +11,25 @@ import (
 // leadDayAggs are exact per-day aggregates of one anchor's leads of one key.
 type leadDayAggs struct {
 	days []int32 // ascending
-	// cells[at[i]] is the cell of days[i] (cell(i)). Cells are held by
+	// at[i] is the index of days[i]'s cell (cell(i)). Cells are held by
 	// value, in the order their days first came: most cells hold a single
 	// lead, and a cell per allocation would be most of a lead write's
 	// garbage; a new day then moves the 4-byte entries of days and at,
 	// not the 72-byte cells with their pointers (which moved under write
 	// barriers while the collector ran: most of a lead write's copying).
 	// Days are never removed: a cell whose leads are gone counts 0.
-	at    []int32
-	cells []leadDayCell
-	null  leadDayCell // leads without a date
+	//
+	// The first cellBlock cells are in cells, which grows as a slice;
+	// the cells after them are in blocks of cellBlock, each allocated
+	// whole: a key of thousands of days (a state's) takes a new day
+	// without copying its cells into a new array twice their size. In a
+	// live serve, where a large key's cells were loaded at their exact
+	// length, that first growth of each was 5.6% of the live lead
+	// phase's samples (docs/kafka-history.md, "Eighty-fifth session").
+	at     []int32
+	cells  []leadDayCell
+	blocks []*[cellBlock]leadDayCell
+	null   leadDayCell // leads without a date
 	// Roll-ups (rollup.go): every lead, each year's and each month's.
 	// The year and month roll-ups start (periods) once the key holds
 	// rollMin leads: below that none of them could keep a tree, and a
@@ -74,8 +83,7 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 		i, ok := slices.BinarySearch(d.days, r.date)
 		if !ok {
 			d.days = slices.Insert(d.days, i, r.date)
-			d.at = slices.Insert(d.at, i, int32(len(d.cells)))
-			d.cells = append(d.cells, leadDayCell{})
+			d.at = slices.Insert(d.at, i, d.newCell(leadDayCell{}))
 		}
 		c = d.cell(i)
 	}
@@ -99,7 +107,42 @@ func (d *leadDayAggs) add(r *leadRec, delta int64) {
 }
 
 // cell is the cell of days[i].
-func (d *leadDayAggs) cell(i int) *leadDayCell { return &d.cells[d.at[i]] }
+func (d *leadDayAggs) cell(i int) *leadDayCell {
+	j := d.at[i]
+	if j < cellBlock {
+		return &d.cells[j]
+	}
+	j -= cellBlock
+	return &d.blocks[j>>cellBlockBits][j&(cellBlock-1)]
+}
+
+// cellBlock is the number of cells kept in cells, and in each block
+// after them.
+const (
+	cellBlockBits = 6
+	cellBlock     = 1 << cellBlockBits
+)
+
+// newCell stores c as the next cell and returns its index, for at:
+// each day has one cell, so the cells so far are len(at).
+func (d *leadDayAggs) newCell(c leadDayCell) int32 {
+	n := len(d.at)
+	if n < cellBlock {
+		if n == cap(d.cells) { // grow, to cellBlock at most
+			grown := make([]leadDayCell, n, min(max(2*n, 1), cellBlock))
+			copy(grown, d.cells)
+			d.cells = grown
+		}
+		d.cells = append(d.cells, c)
+		return int32(n)
+	}
+	j := n - cellBlock
+	if j&(cellBlock-1) == 0 {
+		d.blocks = append(d.blocks, new([cellBlock]leadDayCell))
+	}
+	d.blocks[j>>cellBlockBits][j&(cellBlock-1)] = c
+	return int32(n)
+}
 
 func (c *leadDayCell) addLead(r *leadRec, delta int64) {
 	c.n += delta

@@ -60,7 +60,7 @@ func (d *leadDayAggs) load(recs []*leadRec) {
 	}
 	d.days = make([]int32, 0, days)
 	d.at = make([]int32, 0, days)
-	d.cells = make([]leadDayCell, 0, days)
+	d.cells, d.blocks = make([]leadDayCell, 0, min(days, cellBlock)), nil
 	for i := 0; i < len(ps); {
 		j := i + 1
 		for j < len(ps) && ps[j].day == ps[i].day {
@@ -85,8 +85,7 @@ func (d *leadDayAggs) load(recs []*leadRec) {
 			d.null = c
 		} else {
 			d.days = append(d.days, ps[i].day)
-			d.at = append(d.at, int32(len(d.cells)))
-			d.cells = append(d.cells, c)
+			d.at = append(d.at, d.newCell(c))
 		}
 		i = j
 	}

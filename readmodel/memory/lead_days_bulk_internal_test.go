@@ -108,3 +108,52 @@ func TestFenBuilderMatchesAdds(t *testing.T) {
 		require.Equal(t, fmt.Sprint(want), fmt.Sprint(*b.build()), "%d leads", n)
 	}
 }
+
+// TestDayCellsPastTheFirstBlock writes a key's leads over more days than
+// the first block of cells holds (cellBlock), one at a time in random
+// order and loaded at once, then adds new days to the loaded one: every
+// day's cell holds its leads' counts either way.
+func TestDayCellsPastTheFirstBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(85, 3))
+	const days = 5*cellBlock + 7
+	var recs []*leadRec
+	want := map[int32]int64{}
+	for i := range 3 * days {
+		r := &leadRec{date: int32(20000 + rng.IntN(days)), slot: uint32(i + 1)}
+		if i < days {
+			r.date = int32(20000 + i) // every day at least once
+		}
+		recs = append(recs, r)
+		want[r.date]++
+	}
+	check := func(name string, d *leadDayAggs) {
+		t.Helper()
+		if len(d.days) != len(want) {
+			t.Fatalf("%s: %d days, want %d", name, len(d.days), len(want))
+		}
+		for i, day := range d.days {
+			if c := d.cell(i); c.n != want[day] {
+				t.Fatalf("%s: day %d counts %d, want %d", name, day, c.n, want[day])
+			}
+		}
+	}
+	var one leadDayAggs
+	for _, i := range rng.Perm(len(recs)) {
+		one.add(recs[i], 1)
+	}
+	check("one by one", &one)
+	var loaded leadDayAggs
+	loaded.load(recs)
+	check("loaded", &loaded)
+	if len(loaded.blocks) == 0 {
+		t.Fatalf("the loaded cells fit the first block: the test does not reach the blocks")
+	}
+	for i := range 2 * cellBlock { // new days, before and after the others
+		r := &leadRec{date: int32(19000 + i*17), slot: uint32(len(recs) + i + 1)}
+		loaded.add(r, 1)
+		one.add(r, 1)
+		want[r.date]++
+	}
+	check("loaded, then new days", &loaded)
+	check("one by one, then new days", &one)
+}
