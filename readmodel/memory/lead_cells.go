@@ -128,11 +128,6 @@ const (
 func (d *leadDayAggs) newCell(c leadDayCell) int32 {
 	n := len(d.at)
 	if n < cellBlock {
-		if n == cap(d.cells) { // grow, to cellBlock at most
-			grown := make([]leadDayCell, n, min(max(2*n, 1), cellBlock))
-			copy(grown, d.cells)
-			d.cells = grown
-		}
 		d.cells = append(d.cells, c)
 		return int32(n)
 	}

@@ -3,7 +3,10 @@
 
 package memory
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // leadTree holds one key's items in one order (itemDateCmp or
 // itemConfCmp). It replaces the B-tree library for the keys' trees, for
@@ -286,14 +289,6 @@ func leafInsert(n *leadNode, i int, pk uint64, it leadItem) {
 	n.items = insertAt(n.items, i, it)
 }
 
-// removeSlice drops s[i], zeroing the freed last place.
-func removeSlice[T any](s []T, i int) []T {
-	copy(s[i:], s[i+1:])
-	var zero T
-	s[len(s)-1] = zero
-	return s[:len(s)-1]
-}
-
 // Delete takes out the item equal to it, if there is one.
 func (t *leadTree) Delete(it leadItem) {
 	if t.root == nil {
@@ -318,8 +313,8 @@ func (t *leadTree) delete(n *leadNode, it leadItem, pk uint64, old *leadItem) bo
 			return false
 		}
 		*old = n.items[i]
-		n.keys = removeSlice(n.keys, i)
-		n.items = removeSlice(n.items, i)
+		n.keys = slices.Delete(n.keys, i, i+1)
+		n.items = slices.Delete(n.items, i, i+1)
 		return true
 	}
 	i := t.child(n, it, pk)
@@ -384,9 +379,9 @@ func (t *leadTree) merge(n *leadNode, l int) {
 		a.items = append(append(a.items, n.items[l]), b.items...)
 		a.kids = append(a.kids, b.kids...)
 	}
-	n.keys = removeSlice(n.keys, l)
-	n.items = removeSlice(n.items, l)
-	n.kids = removeSlice(n.kids, l+1)
+	n.keys = slices.Delete(n.keys, l, l+1)
+	n.items = slices.Delete(n.items, l, l+1)
+	n.kids = slices.Delete(n.kids, l+1, l+2)
 }
 
 // even shares the items of n's children l and l+1 out evenly between
@@ -400,11 +395,11 @@ func (t *leadTree) even(n *leadNode, l int) {
 			k := want - len(a.items)
 			a.keys = append(a.keys, b.keys[:k]...)
 			a.items = append(a.items, b.items[:k]...)
-			b.keys = shiftDown(b.keys, k)
-			b.items = shiftDown(b.items, k)
+			b.keys = slices.Delete(b.keys, 0, k)
+			b.items = slices.Delete(b.items, 0, k)
 		} else { // a's last items move to b's front
-			b.keys = shiftUp(b.keys, a.keys[want:])
-			b.items = shiftUp(b.items, a.items[want:])
+			b.keys = slices.Insert(b.keys, 0, a.keys[want:]...)
+			b.items = slices.Insert(b.items, 0, a.items[want:]...)
 			clear(a.items[want:])
 			a.keys, a.items = a.keys[:want], a.items[:want]
 		}
@@ -426,22 +421,6 @@ func (t *leadTree) even(n *leadNode, l int) {
 	b.items = append(b.items[:0], items[want:]...)
 	b.kids = append(b.kids[:0], kids[want:]...)
 	clear(b.kids[len(b.kids):cap(b.kids)])
-}
-
-// shiftDown drops s's first k values, zeroing the places freed.
-func shiftDown[T any](s []T, k int) []T {
-	n := copy(s, s[k:])
-	clear(s[n:])
-	return s[:n]
-}
-
-// shiftUp puts front before s's values (s has room).
-func shiftUp[T any](s, front []T) []T {
-	n := len(s)
-	s = s[:n+len(front)]
-	copy(s[len(front):], s[:n])
-	copy(s, front)
-	return s
 }
 
 // load builds the tree, empty, from items sorted in its order with no
@@ -559,11 +538,9 @@ func (it *leadIter) Seek(x leadItem) bool {
 	return it.settle()
 }
 
-// Next moves to the next item; false at the end.
+// Next moves to the next item; false at the end. The iterator must be
+// positioned (First, Seek).
 func (it *leadIter) Next() bool {
-	if it.leaf == nil {
-		return it.First()
-	}
 	it.pos++
 	return it.settle()
 }

@@ -57,20 +57,16 @@ func BenchmarkLeadTreeWrites(b *testing.B) {
 		set(k int, it leadItem)
 		del(k int, it leadItem)
 	}
-	run := func(b *testing.B, mk func(k int, items []leadItem) trees) {
+	// run builds the keys' trees from their items (build), then times
+	// the writes.
+	run := func(b *testing.B, build func(held [][]leadItem) trees) {
 		for range b.N {
 			held := make([][]leadItem, keys)
 			for k := range held {
 				held[k] = slices.Clone(base[k])
 			}
 			runtime.GC()
-			var t trees
-			for k := range keys {
-				tk := mk(k, held[k])
-				if t == nil {
-					t = tk
-				}
-			}
+			t := build(held)
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			c0 := time.Now()
@@ -89,43 +85,37 @@ func BenchmarkLeadTreeWrites(b *testing.B) {
 		}
 	}
 	b.Run("library", func(b *testing.B) {
-		run(b, func() func(k int, items []leadItem) trees {
-			lt := &libTrees{}
-			return func(k int, items []leadItem) trees {
-				opts := btree.Options{NoLocks: true, Degree: 32}
+		run(b, func(held [][]leadItem) trees {
+			lt := &libTrees{dh: make([]btree.PathHint, keys), ch: make([]btree.PathHint, keys)}
+			opts := btree.Options{NoLocks: true, Degree: 32}
+			for _, items := range held {
 				d, c := btree.NewBTreeGOptions(x.dateLess, opts), btree.NewBTreeGOptions(x.confLess, opts)
-				for _, t := range []*btree.BTreeG[leadItem]{d, c} {
+				for _, o := range []struct {
+					t   *btree.BTreeG[leadItem]
+					cmp func(a, b leadItem) int
+				}{{d, x.itemDateCmp}, {c, x.itemConfCmp}} {
 					s := slices.Clone(items)
-					slices.SortFunc(s, func(a, b leadItem) int {
-						if t.Less(a, b) {
-							return -1
-						}
-						if t.Less(b, a) {
-							return 1
-						}
-						return 0
-					})
+					slices.SortFunc(s, o.cmp)
 					for _, it := range s {
-						t.Load(it)
+						o.t.Load(it)
 					}
 				}
 				lt.d, lt.c = append(lt.d, d), append(lt.c, c)
-				lt.dh, lt.ch = append(lt.dh, btree.PathHint{}), append(lt.ch, btree.PathHint{})
-				return lt
 			}
-		}())
+			return lt
+		})
 	})
 	b.Run("own", func(b *testing.B) {
-		run(b, func() func(k int, items []leadItem) trees {
+		run(b, func(held [][]leadItem) trees {
 			ot := &ownTrees{}
-			return func(k int, items []leadItem) trees {
+			for _, items := range held {
 				d, c := newLeadTree(x, false), newLeadTree(x, true)
 				loadSorted(d, slices.Clone(items))
 				loadSorted(c, slices.Clone(items))
 				ot.d, ot.c = append(ot.d, d), append(ot.c, c)
-				return ot
 			}
-		}())
+			return ot
+		})
 	})
 }
 
