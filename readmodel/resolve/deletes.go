@@ -12,8 +12,8 @@ type deletes struct {
 	// heads maps a variant's hash to its newest post in links (index+1);
 	// each post links to the one posted before it under the same hash.
 	// One map entry and one arena slot per post, where a slice per
-	// variant cost an allocation each (about 3M of them for the national
-	// gazetteer).
+	// variant cost an allocation each (387,780 variants and 440,214 posts
+	// for the national gazetteer's 12,418 terms of 6+ letters).
 	heads map[uint64]int32
 	links []post
 	spare int32 // free posts in links, chained by next (index+1)

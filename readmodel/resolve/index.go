@@ -27,8 +27,8 @@ type Index struct {
 	// dels holds the terms of 6+ letters for two-typo lookups. It is
 	// built by the first lookup that needs it (deletes) or by Warm, not
 	// term by term as locations arrive: posting a term's deletion
-	// variants (up to 56 map entries for ten letters, about 3M for the
-	// national gazetteer) was a third of Upsert's time, paid in a
+	// variants (up to 56 map entries for ten letters, 440,214 posts for
+	// the national gazetteer) was a third of Upsert's time, paid in a
 	// replay or a snapshot load before the store was ready. Once built,
 	// Upsert and Delete keep it (they hold mu; a build holds mu's read
 	// side, so the two never overlap).
