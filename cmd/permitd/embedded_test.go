@@ -97,3 +97,49 @@ func TestEmbeddedFeedWarmsTheResolvers(t *testing.T) {
 		require.Equal(t, map[string]int{"bundled": 1, "none": 0}[data], rm.warmed, data)
 	}
 }
+
+// blockingWarm is a memory backend whose WarmResolvers waits for release.
+type blockingWarm struct {
+	*memory.Store
+	entered, release chan struct{}
+}
+
+func (w *blockingWarm) WarmResolvers() {
+	close(w.entered)
+	<-w.release
+	w.Store.WarmResolvers()
+}
+
+// TestEmbeddedReadyOnlyOnceSettled: with the bundled data, readiness
+// waits until the resolvers are warm (settle), not only until every event
+// is applied, so that the first requests after ready do not share the
+// process with the warm (embeddedIndexer.settle).
+func TestEmbeddedReadyOnlyOnceSettled(t *testing.T) {
+	rm := &blockingWarm{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{})}
+	e, err := newEmbeddedIndexer(rm, "none", time.Now(), false, slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	e.data = "bundled"
+	e.producers = []indexer.Producer{func(ctx context.Context, emit indexer.Emit) error {
+		env, err := events.New(events.LocationUpserted, events.GeoID("state", "WA"), 1, time.Now(), "test",
+			events.Location{GeoType: "state", Name: "WA", DisplayName: "Washington", State: "WA", StateName: "Washington", Lat: 47, Lon: -120})
+		if err != nil {
+			return err
+		}
+		return indexer.Envelopes(emit)(env)
+	}}
+	checks := e.checks()
+	require.Len(t, checks, 2)
+	check := checks[1]
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	<-rm.entered
+	c := check(context.Background())
+	require.False(t, c.OK, "ready while the resolvers are warmed")
+	require.Equal(t, true, c.Detail["caught_up"])
+	require.Equal(t, false, c.Detail["settled"])
+	close(rm.release)
+	require.NoError(t, <-done)
+	c = check(context.Background())
+	require.True(t, c.OK)
+	require.Equal(t, true, c.Detail["settled"])
+}

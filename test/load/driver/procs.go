@@ -96,6 +96,10 @@ func settle(p *proc) error {
 	return err
 }
 
+// waitReady polls readiness every 20 ms, so that what the driver asks
+// first (the cold stats requests) comes right after ready, as a load
+// balancer's first requests would: polled every 250 ms, those requests
+// met the work serve did just after ready in some runs and not in others.
 func waitReady(base string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -106,7 +110,7 @@ func waitReady(base string, within time.Duration) error {
 				return nil
 			}
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return errors.New("permitd not ready within " + within.String())
 }
