@@ -45,10 +45,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/internal/child"
 	"github.com/permitd/permitd/internal/freeport"
 	"github.com/permitd/permitd/internal/servelines"
@@ -336,7 +338,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	}
 	fmt.Printf("%s: base of %d events published in %.2f s; serve's added environment: %q\n", name, f.nBase, time.Since(start).Seconds(), env)
 
-	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}
+	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-api-keys", probeKey}
 	if c.profile > 0 || c.replayProfile > 0 {
 		args = append(args, "-pprof")
 	}
@@ -368,8 +370,11 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	fmt.Printf("%s: replay of %d events ready %.2f s after serve started (%.0f events/s); cores: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f\n",
 		name, st.events(), took.Seconds(), float64(st.events())/took.Seconds(), (cpuSeconds(pid)-cpu0)/took.Seconds(),
 		(sysSeconds(pid)-sys0)/took.Seconds(), (cpuSeconds(bcmd.Process.Pid)-bcpu0)/took.Seconds(), (machineSeconds()-mcpu0)/took.Seconds())
+	stopProbe := make(chan struct{})
+	probed := probe(lines.Base, probePath, stopProbe)
 	settled := waitIdle(pid, 60*time.Second)
-	fmt.Printf("%s: the server idle %.2f s after ready (the second side built)\n", name, settled.Seconds())
+	close(stopProbe)
+	fmt.Printf("%s: the server idle %.2f s after ready (the second side built); %s\n", name, settled.Seconds(), <-probed)
 
 	base := st.events()
 	want := base + f.nLive
@@ -505,7 +510,11 @@ func restart(c config, name, bin string, srv *server, args, env []string, snap s
 	took := time.Since(start)
 	fmt.Printf("%s: stopped in %.2f s (its shutdown snapshot %.0f MB); started again from it, ready %.2f s after serve started; cores: server %.3f (%.3f of it in the kernel)\n",
 		name, stopped.Seconds(), float64(info.Size())/(1<<20), took.Seconds(), cpuSeconds(pid)/took.Seconds(), sysSeconds(pid)/took.Seconds())
-	fmt.Printf("%s: the restarted server idle %.2f s after ready (the second side built)\n", name, waitIdle(pid, 60*time.Second).Seconds())
+	stopProbe := make(chan struct{})
+	probed := probe(again.lines.Base, probePath, stopProbe)
+	idle := waitIdle(pid, 60*time.Second)
+	close(stopProbe)
+	fmt.Printf("%s: the restarted server idle %.2f s after ready (the second side built); %s\n", name, idle.Seconds(), <-probed)
 	return nil
 }
 
@@ -582,6 +591,66 @@ func readState(cl *http.Client, admin string) (state, error) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&body)
 	return body.Checks.Indexer, err
+}
+
+// probeKey is the API key serve is started with: probe's reads need one.
+const probeKey = "ingest-probe-key-0123456789abcdef"
+
+// probePath is what probe reads: a location's detail (Seattle's), a read
+// of the read model whose own cost is about 0.1 ms.
+var probePath = "/v1/locations/" + events.GeoID("city", "1840021117")
+
+// probe reads path every 10 ms (about 1% of a core of serve's, so that
+// waitIdle still sees serve idle) until stop is closed, and then sends a
+// summary of the reads' latencies: what a reader meets while serve works
+// after ready (the second side's build).
+func probe(base, path string, stop <-chan struct{}) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		cl := &http.Client{Timeout: 5 * time.Second}
+		var took []time.Duration
+		failed := 0
+		for {
+			select {
+			case <-stop:
+				out <- probeSummary(took, failed)
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+			req.Header.Set("X-API-Key", probeKey)
+			t0 := time.Now()
+			res, err := cl.Do(req)
+			if err != nil {
+				failed++
+				continue
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				failed++
+				continue
+			}
+			took = append(took, time.Since(t0))
+		}
+	}()
+	return out
+}
+
+func probeSummary(took []time.Duration, failed int) string {
+	if len(took) == 0 {
+		return fmt.Sprintf("no read answered meanwhile (%d failed)", failed)
+	}
+	slices.Sort(took)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	over := 0
+	for _, d := range took {
+		if d > 5*time.Millisecond {
+			over++
+		}
+	}
+	return fmt.Sprintf("a location read every 10 ms meanwhile: %d reads, p50 %.2f ms, p99 %.2f ms, max %.2f ms, %d over 5 ms, %d failed",
+		len(took), ms(took[len(took)/2]), ms(took[len(took)*99/100]), ms(took[len(took)-1]), over, failed)
 }
 
 // waitIdle waits until the process used under 5% of a core over half a
