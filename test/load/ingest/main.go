@@ -66,6 +66,7 @@ type config struct {
 	now           string
 	profile       int
 	replayProfile int
+	settleProfile int
 	restart       bool
 	env, envB     string
 	live          string
@@ -87,6 +88,7 @@ func main() {
 	flag.StringVar(&c.envB, "env-b", "", "comma-separated K=V added to serve's environment in -B's runs only (with -A and -B the same binary: an A/B of the variables)")
 	flag.BoolVar(&c.restart, "restart", false, "serve writes a snapshot (-snapshot-file in -work); after the live set it is stopped (its shutdown snapshot) and started again from the snapshot, timed to ready")
 	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
+	flag.IntVar(&c.settleProfile, "settle-cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from ready after the replay (the second side's build) is written to -work")
 	flag.IntVar(&c.replayProfile, "replay-cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from its admin address's first answer (the replay) is written to -work")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -339,7 +341,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	fmt.Printf("%s: base of %d events published in %.2f s; serve's added environment: %q\n", name, f.nBase, time.Since(start).Seconds(), env)
 
 	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-api-keys", probeKey}
-	if c.profile > 0 || c.replayProfile > 0 {
+	if c.profile > 0 || c.replayProfile > 0 || c.settleProfile > 0 {
 		args = append(args, "-pprof")
 	}
 	snap := filepath.Join(c.work, "serve.snapshot")
@@ -370,6 +372,9 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	fmt.Printf("%s: replay of %d events ready %.2f s after serve started (%.0f events/s); cores: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f\n",
 		name, st.events(), took.Seconds(), float64(st.events())/took.Seconds(), (cpuSeconds(pid)-cpu0)/took.Seconds(),
 		(sysSeconds(pid)-sys0)/took.Seconds(), (cpuSeconds(bcmd.Process.Pid)-bcpu0)/took.Seconds(), (machineSeconds()-mcpu0)/took.Seconds())
+	if c.settleProfile > 0 {
+		go saveProfile(lines.Admin, c.settleProfile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".settle.cpu.prof"), "after ready")
+	}
 	stopProbe := make(chan struct{})
 	probed := probe(lines.Base, probePath, stopProbe)
 	settled := waitIdle(pid, 60*time.Second)
