@@ -44,10 +44,10 @@ func TestLeadItemsOrderAsRecords(t *testing.T) {
 	for _, a := range recs {
 		for _, b := range recs {
 			ia, ib := itemOf(a), itemOf(b)
-			if got, want := x.dateLess(ia, ib), dateLess(a, b); got != want {
+			if got, want := x.itemDateCmp(ia, ib) < 0, dateLess(a, b); got != want {
 				t.Fatalf("date order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
 			}
-			if got, want := x.confLess(ia, ib), confLess(a, b); got != want {
+			if got, want := x.itemConfCmp(ia, ib) < 0, confLess(a, b); got != want {
 				t.Fatalf("confidence order of %+v and %+v: items say %v, records %v", *a, *b, got, want)
 			}
 			// a as a seek key: before b when b is not before a, and

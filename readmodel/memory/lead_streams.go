@@ -163,7 +163,7 @@ func (k *keyLeads) confTop(w leadWindow, after *leadRec, want int) []*leadRec {
 				continue
 			}
 		}
-		i := sort.Search(len(top), func(i int) bool { return x.confLess(it, top[i]) })
+		i := sort.Search(len(top), func(i int) bool { return x.itemConfCmp(it, top[i]) < 0 })
 		if len(top) < want {
 			top = append(top, leadItem{})
 		}

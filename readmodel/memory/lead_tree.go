@@ -491,16 +491,6 @@ func first(n *leadNode) leadItem {
 // Iter returns an iterator over the tree, not positioned.
 func (t *leadTree) Iter() leadIter { return leadIter{t: t} }
 
-// Scan calls fn with every item in order until it returns false.
-func (t *leadTree) Scan(fn func(leadItem) bool) {
-	it := t.Iter()
-	for ok := it.First(); ok; ok = it.Next() {
-		if !fn(it.Item()) {
-			return
-		}
-	}
-}
-
 // leadIter walks a tree's leaves in order. The tree must not change
 // while it is in use.
 type leadIter struct {

@@ -89,7 +89,8 @@ func BenchmarkLeadTreeWrites(b *testing.B) {
 			lt := &libTrees{dh: make([]btree.PathHint, keys), ch: make([]btree.PathHint, keys)}
 			opts := btree.Options{NoLocks: true, Degree: 32}
 			for _, items := range held {
-				d, c := btree.NewBTreeGOptions(x.dateLess, opts), btree.NewBTreeGOptions(x.confLess, opts)
+				d := btree.NewBTreeGOptions(func(a, b leadItem) bool { return x.itemDateCmp(a, b) < 0 }, opts)
+				c := btree.NewBTreeGOptions(func(a, b leadItem) bool { return x.itemConfCmp(a, b) < 0 }, opts)
 				for _, o := range []struct {
 					t   *btree.BTreeG[leadItem]
 					cmp func(a, b leadItem) int

@@ -358,3 +358,13 @@ func TestLeadTreeEndsFillLeaves(t *testing.T) {
 		})
 	}
 }
+
+// Scan calls fn (the tests' walk of a tree) with every item in order until it returns false.
+func (t *leadTree) Scan(fn func(leadItem) bool) {
+	it := t.Iter()
+	for ok := it.First(); ok; ok = it.Next() {
+		if !fn(it.Item()) {
+			return
+		}
+	}
+}

@@ -381,10 +381,6 @@ type leadIndex struct {
 	spare []leadRec
 	// spareKeys: the same for keys (newKeyLeads).
 	spareKeys []keyLeads
-	// dateLess and confLess are the trees' orders (itemDateCmp,
-	// itemConfCmp) as less functions, made once (the confidence top
-	// list's search).
-	dateLess, confLess func(a, b leadItem) bool
 	// near finds an anchor by the address of its geo_id's bytes before
 	// the map is asked (anchor), as symCache does for symbols: a lead's
 	// geo_ids are the indexer's location table's strings, one list per
@@ -429,8 +425,6 @@ func newLeadIndex() *leadIndex {
 	// The names are the indexer's strings too (its normalised names and
 	// signal keys): found by address once many (symbols.id).
 	x.names.cached = true
-	x.dateLess = func(a, b leadItem) bool { return x.itemDateCmp(a, b) < 0 }
-	x.confLess = func(a, b leadItem) bool { return x.itemConfCmp(a, b) < 0 }
 	return x
 }
 
