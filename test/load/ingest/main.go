@@ -67,6 +67,8 @@ type config struct {
 	profile       int
 	replayProfile int
 	settleProfile int
+	settleTrace   int
+	liveTrace     int
 	restart       bool
 	env, envB     string
 	live          string
@@ -89,6 +91,8 @@ func main() {
 	flag.BoolVar(&c.restart, "restart", false, "serve writes a snapshot (-snapshot-file in -work); after the live set it is stopped (its shutdown snapshot) and started again from the snapshot, timed to ready")
 	flag.IntVar(&c.profile, "cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from the live publish's start is written to -work")
 	flag.IntVar(&c.settleProfile, "settle-cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from ready after the replay (the second side's build) is written to -work")
+	flag.IntVar(&c.settleTrace, "settle-trace", 0, "seconds: serve runs with -pprof and an execution trace of that many seconds from ready after the replay is written to -work (go tool trace)")
+	flag.IntVar(&c.liveTrace, "live-trace", 0, "seconds: serve runs with -pprof and an execution trace of that many seconds from the live publish's start is written to -work")
 	flag.IntVar(&c.replayProfile, "replay-cpuprofile", 0, "seconds: serve runs with -pprof and a CPU profile of that many seconds from its admin address's first answer (the replay) is written to -work")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -341,7 +345,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	fmt.Printf("%s: base of %d events published in %.2f s; serve's added environment: %q\n", name, f.nBase, time.Since(start).Seconds(), env)
 
 	args := []string{"serve", "-data", "none", "-kafka-brokers", addr, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-api-keys", probeKey}
-	if c.profile > 0 || c.replayProfile > 0 || c.settleProfile > 0 {
+	if c.profile > 0 || c.replayProfile > 0 || c.settleProfile > 0 || c.settleTrace > 0 || c.liveTrace > 0 {
 		args = append(args, "-pprof")
 	}
 	snap := filepath.Join(c.work, "serve.snapshot")
@@ -375,6 +379,9 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	if c.settleProfile > 0 {
 		go saveProfile(lines.Admin, c.settleProfile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".settle.cpu.prof"), "after ready")
 	}
+	if c.settleTrace > 0 {
+		go saveTrace(lines.Admin, c.settleTrace, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".settle.trace"), "after ready")
+	}
 	stopProbe := make(chan struct{})
 	probed := probe(lines.Base, probePath, stopProbe)
 	settled := waitIdle(pid, 60*time.Second)
@@ -385,6 +392,9 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	want := base + f.nLive
 	if c.profile > 0 {
 		go saveProfile(lines.Admin, c.profile, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".cpu.prof"), "the live phase")
+	}
+	if c.liveTrace > 0 {
+		go saveTrace(lines.Admin, c.liveTrace, filepath.Join(c.work, strings.ReplaceAll(name, " ", "-")+".live.trace"), "the live phase")
 	}
 	start = time.Now()
 	cpu0, bcpu0, mcpu0, sys0 = cpuSeconds(pid), cpuSeconds(bcmd.Process.Pid), machineSeconds(), sysSeconds(pid)
@@ -412,7 +422,10 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 		pubEnd, cpuPub = time.Now(), cpuSeconds(pid)
 		pubDone <- err
 	}()
+	stopLive := make(chan struct{})
+	probedLive := probe(lines.Base, probePath, stopLive)
 	st, err = waitFor(cl, lines.Admin, 300*time.Second, func(s state) bool { return s.events() >= want && s.Lag == 0 })
+	close(stopLive)
 	if err != nil {
 		return err
 	}
@@ -428,6 +441,7 @@ func measure(c config, name, bin string, env []string, broker string, f dataFile
 	whole := end.Sub(start).Seconds()
 	fmt.Printf("%s: live %d events (%s) handled %.2f s after the publish began (%.0f events/s); published in %.2f s\n",
 		name, f.nLive, how, whole, float64(f.nLive)/whole, pubEnd.Sub(start).Seconds())
+	fmt.Printf("%s: reads while the live events applied: %s\n", name, <-probedLive)
 	fmt.Printf("%s: cores over the whole: server %.3f (%.3f of it in the kernel), broker %.3f, machine %.3f; server over the %.2f s after the publish ended %.3f\n",
 		name, (cpuEnd-cpu0)/whole, (sysEnd-sys0)/whole, (bcpuEnd-bcpu0)/whole, (mcpuEnd-mcpu0)/whole, end.Sub(pubEnd).Seconds(), (cpuEnd-cpuPub)/end.Sub(pubEnd).Seconds())
 	// Where the server's kernel time goes: its first touches of new
@@ -763,19 +777,29 @@ func machineSeconds() float64 {
 }
 
 func saveProfile(admin string, seconds int, path, what string) {
+	savePprof(admin, "profile", seconds, path, "CPU profile of "+what)
+}
+
+// saveTrace writes an execution trace of serve (what its goroutines
+// waited on, not only where its CPU went).
+func saveTrace(admin string, seconds int, path, what string) {
+	savePprof(admin, "trace", seconds, path, "execution trace of "+what)
+}
+
+func savePprof(admin, kind string, seconds int, path, what string) {
 	cl := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
-	resp, err := cl.Get(admin + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds))
+	resp, err := cl.Get(admin + "/debug/pprof/" + kind + "?seconds=" + strconv.Itoa(seconds))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ingest: profile:", err)
+		fmt.Fprintln(os.Stderr, "ingest: "+kind+":", err)
 		return
 	}
 	defer resp.Body.Close()
 	f, err := os.Create(path)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ingest: profile:", err)
+		fmt.Fprintln(os.Stderr, "ingest: "+kind+":", err)
 		return
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
-	fmt.Fprintln(os.Stderr, "ingest: CPU profile of", what, "in", path)
+	fmt.Fprintln(os.Stderr, "ingest:", what, "in", path)
 }
