@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/permitd/permitd/events"
+	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -74,12 +74,13 @@ const parallelMin = 64
 // error, and parts, in order, hold the documents of the others (in
 // message order within each kind). Decoding is the indexer's main cost
 // (strict JSON), and messages are independent until the write, so large
-// batches are split into contiguous chunks across GOMAXPROCS workers,
+// batches are split into contiguous chunks across GOMAXPROCS workers
+// (as GOMAXPROCS was before any spare Ps were given: spareprocs.Workers),
 // each projecting into its own part.
 // Messages parsed ahead (p, see Parse) use their parsed events.
 func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message, p *Parsed) (errs []error, parts []readmodel.Batch) {
 	errs = make([]error, len(msgs))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin))
+	workers := max(1, min(spareprocs.Workers(), len(msgs)/parallelMin))
 	chunk := (len(msgs) + workers - 1) / workers
 	parts = make([]readmodel.Batch, workers)
 	for k := range parts { // every part's slices from the pool (release)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/permitd/permitd/api/openapi"
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/readmodel/memory"
 )
@@ -41,9 +42,15 @@ func openReadModel(ctx context.Context, backend string, os openSearchConfig, log
 	return newMemoryReadModel(), nil
 }
 
-// newMemoryReadModel is the embedded backend with its resolver.
+// newMemoryReadModel is the embedded backend with its resolver. While
+// it works beside its readers (a second side's build in the background
+// after a replay or a snapshot's load, live writes), the runtime has
+// spare Ps, so that requests are not held behind that work
+// (internal/spareprocs).
 func newMemoryReadModel() *memory.Store {
-	return memstore.New()
+	p := memstore.Params()
+	p.Background = spareprocs.During
+	return memory.New(p)
 }
 
 // openAPIDocument is served at /v1/openapi.json.

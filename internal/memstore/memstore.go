@@ -12,5 +12,11 @@ import (
 
 // New is an empty memory store with a resolver on each side.
 func New() *memory.Store {
-	return memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+	return memory.New(Params())
+}
+
+// Params are New's: a resolver on each side. Serve adds what only a
+// serving process sets (memory.Params.Background).
+func Params() memory.Params {
+	return memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }}
 }

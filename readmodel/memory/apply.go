@@ -43,6 +43,9 @@ type applyReq struct {
 // commit applies own (a batch the Store owns, or lent's lentBatch) with
 // whatever else is queued, and returns own's result once it is visible.
 func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
+	if s.background != nil && !s.replaying.Load() { // beside readers (Params.Background); told after wmu is let go
+		defer s.background()()
+	}
 	req := &applyReq{b: own, lent: lent}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)

@@ -166,6 +166,14 @@ func (s *Store) SecondSideBuilding() bool {
 	return false
 }
 
+// SecondSidePending reports whether a second side built in the
+// background is not yet in place (settle has not taken it).
+func (s *Store) SecondSidePending() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.standby != nil
+}
+
 // WaitSecondSide waits for the second side's background build to end, if
 // one runs or ran, and reports whether it was abandoned (StopBuilding).
 // It does not put the side in place.

@@ -34,12 +34,16 @@ type standbyBuild struct {
 	// abandoned is set before done is closed (at once after
 	// StopBuilding): side is partial or nil, and settle builds another.
 	abandoned bool
+	// background is the Store's Params.Background, called by begin;
+	// end is what it returned, called by finish.
+	background func() func()
+	end        func()
 }
 
 // newStandby starts the second side's build record (under wmu). After
 // StopBuilding it is abandoned from the start: nothing is built.
 func (s *Store) newStandby(journal []*readmodel.Batch, locGen uint64) *standbyBuild {
-	st := &standbyBuild{journal: journal, locGen: locGen, done: make(chan struct{})}
+	st := &standbyBuild{journal: journal, locGen: locGen, done: make(chan struct{}), background: s.background}
 	s.standby = st
 	if s.noBuild {
 		st.abandoned = true
@@ -78,12 +82,20 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 		s.settle()
 	}
 	s.wmu.Unlock()
+	if st.end != nil {
+		st.end()
+	}
 }
 
 // begin starts the background build of the second side from a, the
-// side readers were just given: a first, for its readers
-// (readyForReaders), then the test hook that holds the build.
+// side readers were just given: the Store's Background hook (Params), a first,
+// for its readers (readyForReaders), then the test hook that holds the
+// build. finish ends what the hook began, after settle (a lean side's
+// indexes are built there).
 func (st *standbyBuild) begin(a *side) {
+	if st.background != nil {
+		st.end = st.background()
+	}
 	a.readyForReaders(&st.quit)
 	if holdStandby != nil {
 		holdStandby()

@@ -67,6 +67,14 @@ type Params struct {
 	// StatsCacheSize bounds the stats answers kept (statscache.go); 0
 	// means 4096, negative turns the cache off.
 	StatsCacheSize int
+	// Background, when set, is called as work starts that runs beside
+	// the readers, and the function it returns once that work has
+	// ended: a second side's build in the background while readers read
+	// the first (standby.go), ended once the side is in place or the
+	// build abandoned; and each write step (apply.go), but not a
+	// replay's, which nobody reads. Serve gives the runtime spare Ps
+	// meanwhile (internal/spareprocs).
+	Background func() (end func())
 }
 
 // Store is the memory backend. The zero value is not usable; call New.
@@ -87,6 +95,7 @@ type Store struct {
 	stats *statsCache
 
 	newResolver func() Resolver // Params.NewResolver, for the sides an Import builds
+	background  func() func()   // Params.Background
 	// journal, while an Import runs, keeps the batches Apply wrote
 	// meanwhile, for Commit to apply to the new sides too (import.go).
 	journal *[]*readmodel.Batch
@@ -128,7 +137,7 @@ var (
 
 // New returns an empty Store.
 func New(opts Params) *Store {
-	s := &Store{epoch: rand.Uint64(), newResolver: opts.NewResolver}
+	s := &Store{epoch: rand.Uint64(), newResolver: opts.NewResolver, background: opts.Background}
 	for i := range s.sides {
 		var r Resolver
 		if opts.NewResolver != nil {

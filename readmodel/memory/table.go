@@ -1,10 +1,10 @@
 package memory
 
 import (
-	"runtime"
 	"slices"
 	"sync"
 
+	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -179,12 +179,13 @@ func cmpByLess[T any](less func(a, b T) bool) func(a, b T) int {
 }
 
 // workersFor is how many goroutines share n independent pieces of work:
-// one below from pieces, else up to four (GOMAXPROCS).
+// one below from pieces, else up to four (GOMAXPROCS, without the spare
+// Ps a build runs with: spareprocs.Workers).
 func workersFor(n, from int) int {
 	if n < from {
 		return 1
 	}
-	return min(runtime.GOMAXPROCS(0), 4)
+	return min(spareprocs.Workers(), 4)
 }
 
 // shareOut calls fn(w, i) once for every i < n, worker w (of workers

@@ -1,0 +1,202 @@
+package spareprocs
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fake is the runtime as the package sees it.
+type fake struct {
+	env      string
+	cpus     int
+	def      int          // the runtime's default
+	n        atomic.Int32 // GOMAXPROCS now
+	restores atomic.Int32
+}
+
+func newFake(env string, cpus, def int) *fake {
+	f := &fake{env: env, cpus: cpus, def: def}
+	f.n.Store(int32(def))
+	return f
+}
+
+// install puts f in place of the runtime, with linger as Linger and no
+// CPU quota files.
+func (f *fake) install(t *testing.T, linger time.Duration) {
+	t.Helper()
+	e, c, p, r, q, l := env, numCPU, procs, restore, quotaFiles, Linger
+	t.Cleanup(func() {
+		mu.Lock()
+		if lowerAt != nil {
+			lowerAt.Stop()
+		}
+		active, raised, lowerAt = 0, false, nil
+		before.Store(0)
+		mu.Unlock()
+		env, numCPU, procs, restore, quotaFiles, Linger = e, c, p, r, q, l
+	})
+	quotaFiles.cgroup2, quotaFiles.cgroup1 = filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "none")
+	Linger = linger
+	env = func() string { return f.env }
+	numCPU = func() int { return f.cpus }
+	procs = func(n int) int {
+		if n > 0 {
+			return int(f.n.Swap(int32(n)))
+		}
+		return int(f.n.Load())
+	}
+	restore = func() {
+		f.restores.Add(1)
+		f.n.Store(int32(f.def))
+	}
+}
+
+// waitRestored waits for the restore after Linger.
+func (f *fake) waitRestored(t *testing.T, want int32) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); f.restores.Load() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d restores, want %d", f.restores.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDuringRaisesToMinAndRestores(t *testing.T) {
+	f := newFake("", 2, 2)
+	f.install(t, 0)
+	end := During()
+	if got := f.n.Load(); got != Min {
+		t.Fatalf("GOMAXPROCS during the work = %d, want %d", got, Min)
+	}
+	if got := Workers(); got != 2 {
+		t.Fatalf("Workers while raised = %d, want 2 (as before the raise)", got)
+	}
+	end()
+	f.waitRestored(t, 1)
+	if got := f.n.Load(); got != 2 {
+		t.Fatalf("after the work: GOMAXPROCS %d, want 2", got)
+	}
+	if got := Workers(); got != 2 {
+		t.Fatalf("Workers after = %d, want 2", got)
+	}
+	end() // a second call does nothing
+	time.Sleep(10 * time.Millisecond)
+	if got := f.restores.Load(); got != 1 {
+		t.Fatalf("end called twice: %d restores", got)
+	}
+}
+
+func TestDuringOverlappingWork(t *testing.T) {
+	f := newFake("", 1, 1)
+	f.install(t, 0)
+	end1 := During()
+	end2 := During()
+	end1()
+	end1()
+	time.Sleep(10 * time.Millisecond)
+	if got, r := f.n.Load(), f.restores.Load(); got != Min || r != 0 {
+		t.Fatalf("one work of two ended: GOMAXPROCS %d, %d restores; want %d, 0", got, r, Min)
+	}
+	end2()
+	f.waitRestored(t, 1)
+	// Later work raises again.
+	end3 := During()
+	if got := f.n.Load(); got != Min {
+		t.Fatalf("later work: GOMAXPROCS %d, want %d", got, Min)
+	}
+	end3()
+	f.waitRestored(t, 2)
+}
+
+// Work that begins within Linger of the last one's end keeps the Ps: no
+// restore, no second raise.
+func TestDuringLingers(t *testing.T) {
+	f := newFake("", 2, 2)
+	f.install(t, 200*time.Millisecond)
+	sets := 0
+	inner := procs
+	procs = func(n int) int {
+		if n > 0 {
+			sets++
+		}
+		return inner(n)
+	}
+	for range 5 {
+		During()()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got, r := f.n.Load(), f.restores.Load(); got != Min || r != 0 || sets != 1 {
+		t.Fatalf("steps within Linger: GOMAXPROCS %d, %d restores, set %d times; want %d, 0, 1", got, r, sets, Min)
+	}
+	f.waitRestored(t, 1)
+	if got := f.n.Load(); got != 2 {
+		t.Fatalf("after Linger: GOMAXPROCS %d, want 2", got)
+	}
+}
+
+func TestDuringLeavesAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env       string
+		cpus, def int
+	}{
+		{"GOMAXPROCS set by the operator", "2", 2, 2},
+		{"a default under the machine's CPUs", "", 16, 2},
+		{"as many Ps as Min already", "", Min, Min},
+		{"more", "", 32, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(tc.env, tc.cpus, tc.def)
+			f.install(t, 0)
+			end := During()
+			if got := f.n.Load(); got != int32(tc.def) {
+				t.Fatalf("GOMAXPROCS during the work = %d, want %d (left alone)", got, tc.def)
+			}
+			end()
+			time.Sleep(10 * time.Millisecond)
+			if got, r := f.n.Load(), f.restores.Load(); got != int32(tc.def) || r != 0 {
+				t.Fatalf("after: GOMAXPROCS %d, %d restores; want %d, 0", got, r, tc.def)
+			}
+		})
+	}
+}
+
+// A CPU quota leaves GOMAXPROCS alone, though the runtime's default
+// (the quota rounded up to at least 2) equals the machine's CPUs.
+func TestDuringLeavesAloneUnderACPUQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name, v2, v1 string
+		raised       bool
+	}{
+		{"v2 quota", "100000 100000\n", "", false},
+		{"v2 none", "max 100000\n", "", true},
+		{"v1 quota", "", "50000\n", false},
+		{"v1 none", "", "-1\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake("", 2, 2)
+			f.install(t, 0)
+			dir := t.TempDir()
+			for _, w := range []struct {
+				path *string
+				body string
+			}{{&quotaFiles.cgroup2, tc.v2}, {&quotaFiles.cgroup1, tc.v1}} {
+				if w.body != "" {
+					*w.path = filepath.Join(dir, filepath.Base(*w.path)+"-quota")
+					if err := os.WriteFile(*w.path, []byte(w.body), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			end := During()
+			defer end()
+			if got := f.n.Load() == Min; got != tc.raised {
+				t.Fatalf("GOMAXPROCS during the work = %d; raised %v, want %v", f.n.Load(), got, tc.raised)
+			}
+		})
+	}
+}
