@@ -51,7 +51,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := &recorder{Registry: newRegistry(), names: map[string]bool{"up": true}}
 	newServeMetrics(reg)
-	reg.MustRegister(newReadModelSize(newMemoryReadModel()))
+	reg.MustRegister(newReadModelSize(newMemoryReadModel(false)))
 	q, err := buildQuota(context.Background(), quotaConfig{KeysFile: filepath.Join(t.TempDir(), "k.json"), RedisTimeout: 1, KeyCacheTTL: 1},
 		nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {

@@ -84,7 +84,7 @@ func runIndex(ctx context.Context, e env, args []string) error {
 
 	reg := newRegistry()
 	cfg.openSearchConfig.wrap = telemetry{metrics: newBackendMetrics(reg)}.openSearchTransport
-	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
+	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, false, log)
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func (s *serveProcess) build(ctx context.Context) error {
 	}
 	s.onClose(stopTracing)
 	cfg.openSearchConfig.wrap, cfg.quotaConfig.instrument = tel.openSearchTransport, tel.instrumentRedis
-	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, log)
+	rm, err := openReadModel(ctx, cfg.Backend, cfg.openSearchConfig, cfg.kafkaConfig.enabled(), log)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func TestNoDevKeyWhenTheStartFails(t *testing.T) {
 // topic, so an event it can never project stops it with the event named,
 // rather than being logged and skipped.
 func TestBundledPoisonStopsTheFeed(t *testing.T) {
-	rm := newMemoryReadModel()
+	rm := newMemoryReadModel(false)
 	ix, err := indexer.New(indexer.Params{Writer: rm, Lookup: rm, DeadLetter: feedDeadLetter})
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/permitd/permitd/readmodel"
 
 	"github.com/permitd/permitd/api/openapi"
 	"github.com/permitd/permitd/indexer"
-	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/internal/memstore"
+	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/readmodel/memory"
 )
 
@@ -35,21 +36,30 @@ func validBackend(b string) error {
 }
 
 // openReadModel builds the configured backend; only cmd/ knows which.
-func openReadModel(ctx context.Context, backend string, os openSearchConfig, log *slog.Logger) (readModel, error) {
+// live is set when writes come while requests are answered (serve's
+// Kafka indexer).
+func openReadModel(ctx context.Context, backend string, os openSearchConfig, live bool, log *slog.Logger) (readModel, error) {
 	if backend == "opensearch" {
 		return newOpenSearchReadModel(ctx, os, log)
 	}
-	return newMemoryReadModel(), nil
+	if live {
+		log.Info("memory backend: spare Ps while it works beside its readers (a second side's build, live writes)",
+			"allowed", spareprocs.Allowed(), "gomaxprocs", runtime.GOMAXPROCS(0), "min_procs", spareprocs.Min)
+	}
+	return newMemoryReadModel(live), nil
 }
 
-// newMemoryReadModel is the embedded backend with its resolver. While
-// it works beside its readers (a second side's build in the background
-// after a replay or a snapshot's load, live writes), the runtime has
-// spare Ps, so that requests are not held behind that work
-// (internal/spareprocs).
-func newMemoryReadModel() *memory.Store {
+// newMemoryReadModel is the embedded backend with its resolver. With
+// live writes, while it works beside its readers (a second side's build
+// in the background after a replay or a snapshot's load, live writes),
+// the runtime has spare Ps, so that requests are not held behind that
+// work (internal/spareprocs). The bundled data alone is written before
+// ready, and then never: nothing to give way to.
+func newMemoryReadModel(live bool) *memory.Store {
 	p := memstore.Params()
-	p.Background = spareprocs.During
+	if live {
+		p.Background = spareprocs.During
+	}
 	return memory.New(p)
 }
 

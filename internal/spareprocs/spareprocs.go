@@ -68,6 +68,9 @@ var (
 	before  atomic.Int32 // GOMAXPROCS before the raise, while raised
 	lowerAt *time.Timer  // the pending restore, once no work runs
 	gen     uint64       // counts raises and restores: a stale timer does nothing
+	// decided is set once allowed holds whether the environment lets
+	// the Ps be raised at all (no GOMAXPROCS variable, no CPU quota).
+	decided, allowed bool
 )
 
 // env reads the GOMAXPROCS variable; numCPU, procs and restore are the
@@ -96,8 +99,9 @@ func During() (end func()) {
 		gen++
 	}
 	if !raised {
+		decide()
 		n := procs(0)
-		if env() == "" && n == numCPU() && n < Min && !cpuQuota() {
+		if allowed && n == numCPU() && n < Min {
 			before.Store(int32(n))
 			procs(Min)
 			raised = true
@@ -130,6 +134,20 @@ func finish() {
 	})
 }
 
+// Allowed reports whether the environment lets the Ps be raised: no
+// GOMAXPROCS variable, no CPU quota, and the runtime's default the
+// machine's CPU count.
+func Allowed() bool {
+	mu.Lock()
+	defer mu.Unlock()
+	decide()
+	n := before.Load()
+	if n == 0 {
+		n = int32(procs(0))
+	}
+	return allowed && int(n) == numCPU()
+}
+
 // Workers is how many goroutines a pool of work sized from the CPUs
 // should run: GOMAXPROCS, as it was before the raise while raised.
 func Workers() int {
@@ -137,6 +155,14 @@ func Workers() int {
 		return int(n)
 	}
 	return procs(0)
+}
+
+// decide sets allowed, once (under mu): a write step calls During, and
+// a quota is read from files.
+func decide() {
+	if !decided {
+		decided, allowed = true, env() == "" && !cpuQuota()
+	}
 }
 
 // cpuQuota reports whether the process's cgroup has a CPU quota: cpu.max

@@ -33,11 +33,14 @@ func (f *fake) install(t *testing.T, linger time.Duration) {
 		if lowerAt != nil {
 			lowerAt.Stop()
 		}
-		active, raised, lowerAt = 0, false, nil
+		active, raised, lowerAt, decided = 0, false, nil, false
 		before.Store(0)
 		mu.Unlock()
 		env, numCPU, procs, restore, quotaFiles, Linger = e, c, p, r, q, l
 	})
+	mu.Lock()
+	decided = false
+	mu.Unlock()
 	quotaFiles.cgroup2, quotaFiles.cgroup1 = filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "none")
 	Linger = linger
 	env = func() string { return f.env }
@@ -68,9 +71,15 @@ func (f *fake) waitRestored(t *testing.T, want int32) {
 func TestDuringRaisesToMinAndRestores(t *testing.T) {
 	f := newFake("", 2, 2)
 	f.install(t, 0)
+	if !Allowed() {
+		t.Fatal("not allowed with no variable, no quota, the default at the CPUs")
+	}
 	end := During()
 	if got := f.n.Load(); got != Min {
 		t.Fatalf("GOMAXPROCS during the work = %d, want %d", got, Min)
+	}
+	if !Allowed() {
+		t.Fatal("not allowed while raised")
 	}
 	if got := Workers(); got != 2 {
 		t.Fatalf("Workers while raised = %d, want 2 (as before the raise)", got)
@@ -147,7 +156,7 @@ func TestDuringLeavesAlone(t *testing.T) {
 		{"GOMAXPROCS set by the operator", "2", 2, 2},
 		{"a default under the machine's CPUs", "", 16, 2},
 		{"as many Ps as Min already", "", Min, Min},
-		{"more", "", 32, 32},
+		{"more", "", 32, 32}, // allowed, but nothing to raise
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(tc.env, tc.cpus, tc.def)
@@ -191,6 +200,9 @@ func TestDuringLeavesAloneUnderACPUQuota(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+			}
+			if got := Allowed(); got != tc.raised {
+				t.Fatalf("Allowed = %v, want %v", got, tc.raised)
 			}
 			end := During()
 			defer end()
