@@ -34,7 +34,8 @@ test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) -C tools/traceidle vet ./...
 	$(GO) -C tools/traceidle test -count=1 ./...
-	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|LargeLeadKeys|BuildsTheResolver|WarmsTheResolvers|WarmResolvers|Lanes|SeekLogs|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent' ./readmodel/memory/ ./readmodel/resolve/
+	$(GO) test -race -count=1 -run 'Concurrent|HandOutCopies|Race|ImportStages|LargeLeadKeys|BuildsTheResolver|WarmsTheResolvers|WarmResolvers|Lanes|SeekLogs|DefersLead|LeavesLeadTrees|DeferredDays|StopBuilding|WhileAnExport|HeldForAnExport|ImportLent|BackgroundHook' ./readmodel/memory/ ./readmodel/resolve/
+	$(GO) test -race -count=1 ./internal/spareprocs/
 	$(GO) test -race -count=1 ./indexer/...
 	$(GO) test -pgo=$(PGO) -count=1 -run '$(ALLOC_TESTS)' ./api/ ./events/ ./indexer/ ./readmodel/memory/ ./readmodel/resolve/
 	$(GO) test -race -count=1 -run 'Breaker|Outage|ConnCap|Drain|Throttled|KeyStoreDown|Concurrent|PublishStreams|PublishStopsWhen|PublishCompressed' ./api/quota/ ./cmd/permitd/ ./api/
