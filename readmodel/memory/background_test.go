@@ -32,6 +32,24 @@ func (h *backgroundHook) hook() func() {
 	}
 }
 
+// hookedStore is a Store told of its work by a backgroundHook, whose
+// second sides' builds tell held and then wait for release.
+func hookedStore(t *testing.T) (s *memory.Store, h *backgroundHook, held <-chan struct{}, release chan<- struct{}) {
+	t.Helper()
+	rel, hd := make(chan struct{}), make(chan struct{}, 1)
+	t.Cleanup(memory.HoldStandby(func() { hd <- struct{}{}; <-rel }))
+	h = newBackgroundHook()
+	s = memory.New(memory.Params{Background: h.hook})
+	h.s = s
+	return s, h, hd, rel
+}
+
+// writeStep applies a write that changes nothing (a delete of no permit).
+func writeStep(t *testing.T, s *memory.Store) {
+	t.Helper()
+	apply(t, s, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "none", Version: 1}}})
+}
+
 // waitEnd waits for a build's end to be told.
 func (h *backgroundHook) waitEnd(t *testing.T) {
 	t.Helper()
@@ -75,12 +93,7 @@ func TestBackgroundHookSpansTheSecondSidesBuild(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			release := make(chan struct{})
-			held := make(chan struct{}, 1)
-			defer memory.HoldStandby(func() { held <- struct{}{}; <-release })()
-			h := newBackgroundHook()
-			s := memory.New(memory.Params{Background: h.hook})
-			h.s = s
+			s, h, held, release := hookedStore(t)
 			tc.fill(t, s, h)
 			<-held
 			require.EqualValues(t, 1, h.began.Load(), "begun as the build starts")
@@ -94,7 +107,7 @@ func TestBackgroundHookSpansTheSecondSidesBuild(t *testing.T) {
 			require.Equal(t, want, got)
 			// The side is in place: a write is told of, and builds
 			// nothing in the background.
-			apply(t, s, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "none", Version: 1}}})
+			writeStep(t, s)
 			h.waitEnd(t)
 			require.EqualValues(t, 2, h.began.Load(), "the build and the write")
 			require.EqualValues(t, 2, h.ended.Load())
@@ -104,12 +117,7 @@ func TestBackgroundHookSpansTheSecondSidesBuild(t *testing.T) {
 
 // A build abandoned by StopBuilding ends too; none begins after it.
 func TestBackgroundHookEndsAnAbandonedBuild(t *testing.T) {
-	release := make(chan struct{})
-	held := make(chan struct{}, 1)
-	defer memory.HoldStandby(func() { held <- struct{}{}; <-release })()
-	h := newBackgroundHook()
-	s := memory.New(memory.Params{Background: h.hook})
-	h.s = s
+	s, h, held, release := hookedStore(t)
 	require.True(t, s.BeginReplay())
 	applyBase(t, s)
 	s.EndReplay()
@@ -117,7 +125,7 @@ func TestBackgroundHookEndsAnAbandonedBuild(t *testing.T) {
 	require.True(t, s.StopBuilding())
 	close(release)
 	h.waitEnd(t)
-	apply(t, s, readmodel.Batch{Deletes: []readmodel.Delete{{Kind: readmodel.KindPermit, ID: "none", Version: 1}}})
+	writeStep(t, s)
 	h.waitEnd(t)
 	require.EqualValues(t, 2, h.began.Load(), "the build and the write (which builds the side itself, not in the background)")
 	require.EqualValues(t, 2, h.ended.Load())
