@@ -88,10 +88,10 @@ func (st *standbyBuild) finish(s *Store, ok bool) {
 }
 
 // begin starts the background build of the second side from a, the
-// side readers were just given: the Store's Background hook (Params), a first,
-// for its readers (readyForReaders), then the test hook that holds the
-// build. finish ends what the hook began, after settle (a lean side's
-// indexes are built there).
+// side readers were just given: the Store's Background hook (Params),
+// a first, for its readers (readyForReaders), then the test hook that
+// holds the build. finish ends what the hook began, after settle (a
+// lean side's indexes are built there).
 func (st *standbyBuild) begin(a *side) {
 	if st.background != nil {
 		st.end = st.background()
