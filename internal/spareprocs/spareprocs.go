@@ -66,8 +66,7 @@ var (
 	active  int          // work running
 	raised  bool         // GOMAXPROCS is raised
 	before  atomic.Int32 // GOMAXPROCS before the raise, while raised
-	lowerAt *time.Timer  // the pending restore, once no work runs
-	gen     uint64       // counts raises and restores: a stale timer does nothing
+	lowerAt *time.Timer  // the pending restore, once no work runs; a timer that is not it does nothing
 	// decided is set once allowed holds whether the environment lets
 	// the Ps be raised at all (no GOMAXPROCS variable, no CPU quota).
 	decided, allowed bool
@@ -94,9 +93,8 @@ func During() (end func()) {
 	defer mu.Unlock()
 	active++
 	if lowerAt != nil {
-		lowerAt.Stop()
+		lowerAt.Stop() // if it fired already, it finds itself replaced
 		lowerAt = nil
-		gen++
 	}
 	if !raised {
 		decide()
@@ -105,7 +103,6 @@ func During() (end func()) {
 			before.Store(int32(n))
 			procs(Min)
 			raised = true
-			gen++
 		}
 	}
 	var once sync.Once
@@ -120,18 +117,18 @@ func finish() {
 	if active > 0 || !raised {
 		return
 	}
-	g := gen
-	lowerAt = time.AfterFunc(Linger, func() {
+	var t *time.Timer
+	t = time.AfterFunc(Linger, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if gen != g || active > 0 || !raised {
+		if lowerAt != t {
 			return // work began again since
 		}
 		raised, lowerAt = false, nil
-		gen++
 		restore()
 		before.Store(0)
 	})
+	lowerAt = t // under mu: the callback reads it only after
 }
 
 // Allowed reports whether the environment lets the Ps be raised: no
