@@ -27,7 +27,11 @@
 //
 // The worker pools sized from the CPUs (the decode's, the builds' shares)
 // size themselves with Workers, which is GOMAXPROCS as it was before the
-// raise: more workers than cores would only take the spare Ps.
+// raise: more workers than cores would only take the spare Ps. And the
+// live path's work, which runs on many goroutines at once (each
+// partition's fetcher and parse ahead, the decode's workers, the write's
+// lanes), takes CPU turns (Hold), as many as those cores, so that it
+// too leaves the spare Ps to requests.
 //
 // The spare Ps are given only where more threads than cores cost
 // nothing but sharing: when GOMAXPROCS is the runtime's default, that
@@ -70,6 +74,9 @@ var (
 	// decided is set once allowed holds whether the environment lets
 	// the Ps be raised at all (no GOMAXPROCS variable, no CPU quota).
 	decided, allowed bool
+	// turns are the CPU turns of the raise in force (Hold): a channel
+	// of before's capacity, nil while not raised.
+	turns atomic.Pointer[chan struct{}]
 )
 
 // env reads the GOMAXPROCS variable; numCPU, procs and restore are the
@@ -101,6 +108,8 @@ func During() (end func()) {
 		n := procs(0)
 		if allowed && n == numCPU() && n < Min {
 			before.Store(int32(n))
+			t := make(chan struct{}, n)
+			turns.Store(&t)
 			procs(Min)
 			raised = true
 		}
@@ -125,6 +134,7 @@ func finish() {
 			return // work began again since
 		}
 		raised, lowerAt = false, nil
+		turns.Store(nil)
 		restore()
 		before.Store(0)
 	})
@@ -152,6 +162,30 @@ func Workers() int {
 		return int(n)
 	}
 	return procs(0)
+}
+
+// Hold takes one of the CPU turns while the Ps are raised, waiting for
+// one to be free, and returns what gives it back (once; call it when the
+// work is done, and before waiting for other work that may Hold). Not
+// raised, it takes nothing.
+//
+// The spare Ps leave Ps free only if the work does not take them too:
+// while live events apply, each partition's parse ahead, the decode's
+// workers of every partition's batch and the write's lanes could all be
+// running at once, every P busy, and the kernel sharing the cores among
+// more threads than a request's would find waiting (eighty-seventh
+// session: reads p99 22 to 30 ms). Work that holds a turn for each
+// stretch of CPU leaves as many Ps as cores to the indexer, and the rest
+// to requests. Work must not wait for anything while it holds a turn
+// that another holder of a turn may need to finish first.
+func Hold() (release func()) {
+	t := turns.Load()
+	if t == nil {
+		return func() {}
+	}
+	*t <- struct{}{}
+	var once sync.Once
+	return func() { once.Do(func() { <-*t }) }
 }
 
 // decide sets allowed, once (under mu): a write step calls During, and

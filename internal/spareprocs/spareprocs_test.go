@@ -35,6 +35,7 @@ func (f *fake) install(t *testing.T, linger time.Duration) {
 		}
 		active, raised, lowerAt, decided = 0, false, nil, false
 		before.Store(0)
+		turns.Store(nil)
 		mu.Unlock()
 		env, numCPU, procs, restore, quotaFiles, Linger = e, c, p, r, q, l
 	})
@@ -210,5 +211,59 @@ func TestDuringLeavesAloneUnderACPUQuota(t *testing.T) {
 				t.Fatalf("GOMAXPROCS during the work = %d; raised %v, want %v", f.n.Load(), got, tc.raised)
 			}
 		})
+	}
+}
+
+// held reports whether hold returns (takes a turn) within a while; one
+// that does not is left to take its turn later and give it back at once.
+func held(hold func() func()) (release func(), ok bool) {
+	got := make(chan func(), 1)
+	go func() { got <- hold() }()
+	select {
+	case r := <-got:
+		return r, true
+	case <-time.After(100 * time.Millisecond):
+		go func() { (<-got)() }()
+		return nil, false
+	}
+}
+
+// While raised, as many holders as the cores before the raise work at
+// once; another waits for a turn given back. Not raised, Hold takes
+// nothing; a turn of a raise that ended is given back harmlessly.
+func TestHoldTurns(t *testing.T) {
+	f := newFake("", 2, 2)
+	f.install(t, 0)
+	for range 5 { // not raised: nobody waits
+		if _, ok := held(Hold); !ok {
+			t.Fatal("Hold waited while the Ps are not raised")
+		}
+	}
+	end := During()
+	r1, ok1 := held(Hold)
+	r2, ok2 := held(Hold)
+	if !ok1 || !ok2 {
+		t.Fatal("the two cores' turns were not both free")
+	}
+	if _, ok := held(Hold); ok {
+		t.Fatal("a third holder got a turn with two held, on two cores")
+	}
+	r1() // the waiter above takes this turn and gives it back
+	r1() // a second call gives back nothing more
+	r3, ok := held(Hold)
+	if !ok {
+		t.Fatal("no turn after one was given back")
+	}
+	if _, ok := held(Hold); ok {
+		t.Fatal("a holder got a turn with two held: a release counted twice")
+	}
+	r2()
+	end()
+	f.waitRestored(t, 1)
+	r3() // given back after the restore: no wait, no panic
+	for range 5 {
+		if _, ok := held(Hold); !ok {
+			t.Fatal("Hold waited after the restore")
+		}
 	}
 }
