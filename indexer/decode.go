@@ -89,6 +89,10 @@ func (ix *Indexer) decodeAll(ctx context.Context, msgs []Message, p *Parsed) (er
 		}
 	}
 	run := func(k, lo, hi int) {
+		// A CPU turn while the Ps are raised (live writes): with every
+		// partition's batch decoded at once the workers took the Ps
+		// requests would have run on. Nothing below waits for a holder.
+		defer spareprocs.Hold()()
 		room := hi - lo
 		if k == 0 {
 			room = len(msgs) // merge appends the other parts to part 0

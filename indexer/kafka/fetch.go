@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/spareprocs"
 )
 
 // A partition is read with kafka-go's Client.Fetch on the consumer's
@@ -185,6 +186,9 @@ func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
 		}
 		return a, err
 	}
+	// Taking the answer apart is CPU work: a turn while the Ps are raised
+	// (live writes; internal/spareprocs), as the parse and the decode.
+	defer spareprocs.Hold()()
 	// First the records and the size of their keys and values, then one
 	// buffer of that size for their copies: the buffers an answer was
 	// copied into before, from 4 KiB doubling up to 256 KiB, left about

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/permitd/permitd/indexer"
+	"github.com/permitd/permitd/internal/spareprocs"
 )
 
 // commitFunc records that every offset below next is durable. Replay mode
@@ -168,7 +169,9 @@ func (c *Consumer) fetchAhead(fetch context.Context, f *fetcher) *ahead {
 			}
 			got.bufs = f.takeFreed()
 			if len(got.batch) > 0 {
+				release := spareprocs.Hold() // a CPU turn while the Ps are raised (live writes)
 				got.parsed = c.p.Parser.ParseInto(buf.parsed, got.batch)
+				release()
 			}
 			select {
 			case a.out <- got:

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/permitd/permitd/internal/spareprocs"
 	"github.com/permitd/permitd/readmodel"
 )
 
@@ -187,11 +188,16 @@ func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResu
 		}
 		return l
 	}
+	// Each lane holds a CPU turn while the Ps are raised (live writes;
+	// internal/spareprocs): the main lane gives its turn back before it
+	// waits for the signal lane, which may need it.
 	if sig < applyStep || rest < applyStep {
+		release := spareprocs.Hold()
 		for i, b := range all {
 			s.seeks = logs(i)
 			out[i] = s.apply(b)
 		}
+		release()
 	} else {
 		lanes := make([]readmodel.Batch, 2*len(all))
 		for i, b := range all {
@@ -200,14 +206,17 @@ func (s *side) applyAll(missed, bs []*readmodel.Batch, res []readmodel.ApplyResu
 		sigRes := make([]readmodel.ApplyResult, len(all))
 		var wg sync.WaitGroup
 		wg.Go(func() {
+			defer spareprocs.Hold()()
 			for i := range all {
 				sigRes[i] = s.apply(&lanes[2*i+1])
 			}
 		})
+		release := spareprocs.Hold()
 		for i := range all {
 			s.seeks = logs(i) // the signal lane writes no permit
 			out[i] = s.apply(&lanes[2*i])
 		}
+		release()
 		wg.Wait()
 		for i := range out {
 			out[i].Applied += sigRes[i].Applied
