@@ -42,7 +42,25 @@ func Hold(t testing.TB, free int) (giveBack func()) {
 	return giveBack
 }
 
-// Waits reports whether do is still running after a while; either way
+// Finishes fails the test unless do returns within 30 s while the turns
+// stay as they are: work that needs no turn held elsewhere goes on.
+func Finishes(t testing.TB, do func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		do()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the work did not finish with the turns it needs free")
+	}
+}
+
+// Waits reports whether do is still running after a while (a slow do,
+// under -race, may look as if it waited; one that returns sooner did
+// not wait); either way
 // it waits for do to return after calling release (which lets it go on)
 // and fails the test if it does not within a minute.
 func Waits(t testing.TB, release func(), do func()) bool {
