@@ -69,24 +69,7 @@ func (discardWriter) Apply(_ context.Context, b readmodel.Batch) (readmodel.Appl
 // BenchmarkHandleBatch measures HandleBatch's decode and projection of a
 // batch of permits (the write is discarded), per event.
 func BenchmarkHandleBatch(b *testing.B) {
-	raw, err := json.Marshal(permitEnv(b, nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	msgs := make([]indexer.Message, 2000)
-	for i := range msgs {
-		msgs[i] = indexer.Message{Topic: "permitd.permits.v1", Offset: int64(i), Value: raw}
-	}
-	ix, err := indexer.New(indexer.Params{Writer: discardWriter{}, Lookup: lookup98101(), DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
-		b.Errorf("unexpected dead letter %s: %v", m.Key, reason) // Errorf: a hook may run off the benchmark's goroutine
-		return nil
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := ix.Settle(context.Background()); err != nil { // ZIP 98101 from the Lookup, into the table
-		b.Fatal(err)
-	}
+	ix, msgs := discardIndexer(b), permitMsgs(b, 2000)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := ix.HandleBatch(context.Background(), msgs); err != nil {
@@ -94,6 +77,39 @@ func BenchmarkHandleBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/event")
+}
+
+// discardIndexer is a settled indexer (ZIP 98101 from the Lookup, into
+// its table) writing to discardWriter; a dead letter fails tb (Errorf: a
+// hook may run off tb's goroutine).
+func discardIndexer(tb testing.TB) *indexer.Indexer {
+	tb.Helper()
+	ix, err := indexer.New(indexer.Params{Writer: discardWriter{}, Lookup: lookup98101(), DeadLetter: func(_ context.Context, m indexer.Message, reason error) error {
+		tb.Errorf("unexpected dead letter %s: %v", m.Key, reason)
+		return nil
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ix.Settle(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return ix
+}
+
+// permitMsgs is n copies of permitEnv's permit on the permits topic, at
+// offsets 0 to n-1.
+func permitMsgs(tb testing.TB, n int) []indexer.Message {
+	tb.Helper()
+	raw, err := json.Marshal(permitEnv(tb, nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	msgs := make([]indexer.Message, n)
+	for i := range msgs {
+		msgs[i] = indexer.Message{Topic: "permitd.permits.v1", Offset: int64(i), Value: raw}
+	}
+	return msgs
 }
 
 // refusingWriter applies every batch but refuses for good the permits

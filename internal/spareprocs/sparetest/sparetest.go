@@ -46,30 +46,20 @@ func Hold(t testing.TB, free int) (giveBack func()) {
 // stay as they are: work that needs no turn held elsewhere goes on.
 func Finishes(t testing.TB, do func()) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		do()
-	}()
 	select {
-	case <-done:
+	case <-run(do):
 	case <-time.After(30 * time.Second):
 		t.Fatal("the work did not finish with the turns it needs free")
 	}
 }
 
 // Waits reports whether do is still running after a while (a slow do,
-// under -race, may look as if it waited; one that returns sooner did
-// not wait); either way
-// it waits for do to return after calling release (which lets it go on)
-// and fails the test if it does not within a minute.
+// under -race, may look as if it waited; one that returns sooner did not
+// wait). Either way it then calls release, which lets do go on, and
+// fails the test unless do returns within a minute.
 func Waits(t testing.TB, release func(), do func()) bool {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		do()
-	}()
+	done := run(do)
 	waited := true
 	select {
 	case <-done:
@@ -83,4 +73,15 @@ func Waits(t testing.TB, release func(), do func()) bool {
 		t.Fatal("the work did not finish once the turns were given back")
 	}
 	return waited
+}
+
+// run calls do on a goroutine of its own; the channel closes when it
+// returns.
+func run(do func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		do()
+	}()
+	return done
 }
