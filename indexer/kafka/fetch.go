@@ -16,18 +16,19 @@ import (
 	"github.com/permitd/permitd/internal/spareprocs"
 )
 
-// A partition is read with kafka-go's Client.Fetch on the consumer's
-// transport, not with a kafka-go Reader. A Reader hands its messages over
-// one at a time through a channel, each key and value in an allocation of
-// its own (about a kilobyte an event of the real mix, five allocations an
-// event in all); a fetcher copies a whole fetch answer's keys and values
-// into one buffer shared by its messages and hands over the answer's
-// messages at once. In the mix's replay that is a third fewer
-// allocations an event and about a tenth less CPU; the rate is
-// unchanged (docs/kafka-history.md, "Fifty-fifth session"). And unlike a Reader,
-// which skips transaction markers unseen, a fetcher moves the partition's
-// position past them (take), so that a partition whose last record is a
-// marker is caught up.
+// A partition is read by a fetcher of its own, not with a kafka-go
+// Reader. A Reader hands its messages over one at a time through a
+// channel, each key and value in an allocation of its own (about a
+// kilobyte an event of the real mix, five allocations an event in all);
+// a fetcher reads a whole fetch answer's record batches into one buffer
+// shared by its messages and hands over the answer's messages at once
+// (docs/kafka-history.md, "Fifty-fifth session"). It fetches over a
+// connection of its own to the partition's leader and takes the answer
+// apart in place (leader.go), with kafka-go's Client.Fetch as the way
+// back for brokers and record batches that need it (clientFetch). And
+// unlike a Reader, which skips transaction markers unseen, a fetcher
+// moves the partition's position past them, so that a partition whose
+// last record is a marker is caught up.
 //
 // answersAhead is how many fetched answers a partition keeps beyond the one
 // being taken apart and the one being fetched: with MaxFetchBytes of 1 MiB,
@@ -55,7 +56,14 @@ type fetcher struct {
 	topic  string
 	id     int
 	pos    int64    // the next offset to fetch; run's alone
-	recs   []record // an answer's records as fetch reads them; run's alone
+	recs   []record // an answer's records as clientFetch reads them; run's alone
+
+	// leader is the connection to the partition's leader (fetchInPlace),
+	// nil until dialled and after a failure; viaClient says the leader
+	// does not take Fetch v11, so every fetch is clientFetch's. Run's
+	// alone.
+	leader    *leaderConn
+	viaClient bool
 
 	out    chan fetchedAnswer
 	cancel context.CancelFunc
@@ -136,6 +144,11 @@ func (f *fetcher) stop() {
 // error again at Debug, the first success after them at Info.
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
+	defer func() {
+		if f.leader != nil {
+			f.leader.close()
+		}
+	}()
 	delay := f.c.p.BackoffMin
 	sent := f.pos
 	var failures failureLog
@@ -166,12 +179,33 @@ func (f *fetcher) run(ctx context.Context) {
 	}
 }
 
-// fetch asks for the partition's messages from pos and copies those at or
-// after pos (an answer may begin with earlier ones of a record batch)
-// into one buffer the answer's messages share, advancing pos. Messages
-// read before a record fails to decode are kept; the error then says to
-// fetch again from after them.
+// fetch asks for the partition's messages from pos and hands over those
+// at or after pos (an answer may begin with earlier ones of a record
+// batch) in one buffer they share, advancing pos: in place
+// (fetchInPlace), else through kafka-go's Client (clientFetch) when the
+// leader does not take Fetch v11 or the answer begins with a record
+// batch of an old message format. Messages read before a record fails to
+// decode are kept; the error then says to fetch again from after them.
 func (f *fetcher) fetch(ctx context.Context) (fetchedAnswer, error) {
+	if !f.viaClient {
+		a, err := f.fetchInPlace(ctx)
+		switch {
+		case errors.Is(err, errNoFetchV11):
+			f.log.Info("the partition's leader does not take Fetch v11; fetching through kafka-go's client")
+			f.viaClient = true
+		case errors.Is(err, errOldFormat) && len(a.msgs) == 0:
+		case errors.Is(err, errOldFormat):
+			return a, nil // the old batches next time, through the client
+		default:
+			return a, err
+		}
+	}
+	return f.clientFetch(ctx)
+}
+
+// clientFetch is fetch through kafka-go's Client.Fetch: it copies the
+// messages at or after pos into one buffer the answer's messages share.
+func (f *fetcher) clientFetch(ctx context.Context) (fetchedAnswer, error) {
 	res, err := f.client.Fetch(ctx, &kafkago.FetchRequest{
 		Topic: f.topic, Partition: f.id, Offset: f.pos,
 		MinBytes: 1, MaxBytes: int64(f.c.p.MaxFetchBytes), MaxWait: f.c.p.FetchWait,
