@@ -135,7 +135,7 @@ func (f *fetcher) dialLeader(ctx context.Context) (*leaderConn, error) {
 		}
 		conn = tc
 	}
-	if dl, ok := dialCtx.Deadline(); ok {
+	if dl, has := dialCtx.Deadline(); has {
 		_ = conn.SetDeadline(dl)
 	}
 	pc := protocol.NewConn(conn, tr.ClientID)
@@ -451,20 +451,21 @@ func (f *fetcher) messages(a *fetchedAnswer, rb []byte) error {
 	if n := recordsAfter(rb, f.pos); n > 0 {
 		a.msgs = f.spare(n)
 	}
-	for len(rb) >= recordBatchHead {
+	for len(rb) > magicAt {
 		base := int64(binary.BigEndian.Uint64(rb))
 		size := int(binary.BigEndian.Uint32(rb[8:]))
-		if size < recordBatchHead-12 || 12+size > len(rb) {
-			if size < recordBatchHead-12 {
-				return fmt.Errorf("kafka: a record batch of %d bytes at offset %d", size, base)
-			}
+		if 12+size > len(rb) {
 			break // cut short
+		}
+		// The magic byte is where the old formats have theirs too.
+		if magic := rb[magicAt]; magic != 2 {
+			return errOldFormat
+		}
+		if size < recordBatchHead-12 {
+			return fmt.Errorf("kafka: a record batch of %d bytes at offset %d", size, base)
 		}
 		batch := rb[:12+size]
 		rb = rb[12+size:]
-		if magic := batch[16]; magic != 2 {
-			return errOldFormat
-		}
 		if sum := binary.BigEndian.Uint32(batch[17:]); crc32.Checksum(batch[21:], castagnoli) != sum {
 			return fmt.Errorf("kafka: record batch at offset %d: checksum mismatch", base)
 		}
@@ -490,6 +491,9 @@ func (f *fetcher) messages(a *fetchedAnswer, rb []byte) error {
 	}
 	return nil
 }
+
+// magicAt is where a record batch's magic byte (its format) is.
+const magicAt = 16
 
 // minRecord is the fewest bytes a record takes: its length, attributes,
 // timestamp and offset deltas, key and value lengths and header count.

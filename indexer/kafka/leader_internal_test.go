@@ -241,6 +241,13 @@ func TestRecordBatchesTakenApart(t *testing.T) {
 	vals, _, err = take(0, old)
 	require.ErrorIs(t, err, errOldFormat)
 	require.Len(t, vals, 3)
+	// A message of the old formats smaller than a batch's head.
+	tiny := binary.BigEndian.AppendUint64(nil, 3)
+	tiny = binary.BigEndian.AppendUint32(tiny, 20)
+	tiny = append(append(tiny, 0, 0, 0, 0, 1), make([]byte, 15)...)
+	vals, _, err = take(0, append(append([]byte(nil), one...), tiny...))
+	require.ErrorIs(t, err, errOldFormat)
+	require.Len(t, vals, 3)
 
 	// A record whose value runs past its batch (checksum made good).
 	short := testBatch(0, 0, "abc")
