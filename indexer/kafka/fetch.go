@@ -120,15 +120,20 @@ type mark struct {
 // newFetcher starts reading p from its position until ctx ends or stop.
 func (c *Consumer) newFetcher(ctx context.Context, log *slog.Logger, p *partition) *fetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	cl := c.client()
-	// The fetch's own wait (FetchWait) bounds how long a broker keeps an
-	// answer; the client's timeout is for a broker that does not answer.
-	cl.Timeout += c.p.FetchWait + kafkaRTT
-	f := &fetcher{c: c, log: log, client: cl, topic: p.topic, id: p.id, pos: p.pos.Load(),
+	f := &fetcher{c: c, log: log, client: c.fetchClient(), topic: p.topic, id: p.id, pos: p.pos.Load(),
 		out: make(chan fetchedAnswer, answersAhead), free: make(chan []indexer.Message, answersAhead+2),
 		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f
+}
+
+// fetchClient is a fetcher's kafka-go client. The fetch's own wait
+// (FetchWait) bounds how long a broker keeps an answer; the client's
+// timeout, also a fetch in place's, is for a broker that does not answer.
+func (c *Consumer) fetchClient() *kafkago.Client {
+	cl := c.client()
+	cl.Timeout += c.p.FetchWait + kafkaRTT
+	return cl
 }
 
 // stop ends the fetching goroutine and waits for it.

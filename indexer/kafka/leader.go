@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -108,7 +109,7 @@ func (f *fetcher) dialLeader(ctx context.Context) (*leaderConn, error) {
 	}
 	tr := f.c.transport
 	addr := net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port))
-	dialCtx, cancel := context.WithTimeout(ctx, cmpDuration(tr.DialTimeout, 5*time.Second))
+	dialCtx, cancel := context.WithTimeout(ctx, cmp.Or(tr.DialTimeout, 5*time.Second))
 	defer cancel()
 	dial := tr.Dial
 	if dial == nil {
@@ -174,14 +175,6 @@ func (f *fetcher) dialLeader(ctx context.Context) (*leaderConn, error) {
 	l := &leaderConn{conn: conn, br: bufio.NewReaderSize(conn, 4<<10)}
 	l.unwatch = context.AfterFunc(ctx, func() { _ = conn.Close() })
 	return l, nil
-}
-
-// cmpDuration is d, or def when d is zero.
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // authenticate logs in with mech (a SASL handshake, then the mechanism's

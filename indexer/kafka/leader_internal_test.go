@@ -69,9 +69,7 @@ func TestFetchInPlaceReadsAnAnswerIntoItsBuffer(t *testing.T) {
 // inPlaceFetcher is a fetcher of topic's partition id on c, not running:
 // its test calls fetch.
 func inPlaceFetcher(c *Consumer, topic string, id int) *fetcher {
-	cl := c.client()
-	cl.Timeout += c.p.FetchWait + kafkaRTT
-	return &fetcher{c: c, log: c.log, client: cl, topic: topic, id: id, free: make(chan []indexer.Message, 1)}
+	return &fetcher{c: c, log: c.log, client: c.fetchClient(), topic: topic, id: id, free: make(chan []indexer.Message, 1)}
 }
 
 // Record batches compressed by any of the codecs a publisher offers are
