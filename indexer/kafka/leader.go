@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go/compress"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/apiversions"
+	"github.com/segmentio/kafka-go/protocol/fetch"
 	"github.com/segmentio/kafka-go/protocol/saslauthenticate"
 	"github.com/segmentio/kafka-go/protocol/saslhandshake"
 	"github.com/segmentio/kafka-go/sasl"
@@ -49,9 +50,6 @@ import (
 // broker that takes Kafka 4's clients).
 const fetchVersion = 11
 
-// apiFetch is the Fetch request's API key.
-const apiFetch = 1
-
 // errOldFormat says an answer held a record batch of message format 0 or
 // 1, which the fetch in place does not take apart: the fetcher fetches
 // it again with kafka-go's Client.
@@ -68,7 +66,6 @@ type leaderConn struct {
 	conn net.Conn
 	br   *bufio.Reader
 	corr int32
-	req  []byte // the request being written, reused
 	// unwatch ends the close of conn on the fetcher's end (its ctx).
 	unwatch func() bool
 }
@@ -153,7 +150,7 @@ func (f *fetcher) dialLeader(ctx context.Context) (*leaderConn, error) {
 	for _, k := range res.ApiKeys {
 		key := protocol.ApiKey(k.ApiKey)
 		versions[key] = key.SelectVersion(k.MinVersion, k.MaxVersion)
-		if k.ApiKey == apiFetch && k.MinVersion <= fetchVersion && fetchVersion <= k.MaxVersion {
+		if key == protocol.Fetch && k.MinVersion <= fetchVersion && fetchVersion <= k.MaxVersion {
 			fetchOK = true
 		}
 	}
@@ -162,8 +159,7 @@ func (f *fetcher) dialLeader(ctx context.Context) (*leaderConn, error) {
 	}
 	pc.SetVersions(versions)
 	if mech := tr.SASL; mech != nil {
-		port := leader.Port
-		md := &sasl.Metadata{Host: leader.Host, Port: port}
+		md := &sasl.Metadata{Host: leader.Host, Port: leader.Port}
 		if err := authenticate(sasl.WithMetadata(dialCtx, md), pc, mech); err != nil {
 			return nil, err
 		}
@@ -210,42 +206,18 @@ func authenticate(ctx context.Context, pc *protocol.Conn, mech sasl.Mechanism) e
 	return nil
 }
 
-// fetchRequest writes a Fetch v11 request for the partition from pos.
+// fetchRequest writes a Fetch v11 request for the partition from pos,
+// encoded by kafka-go (in one write), with the fields its Client.Fetch
+// sets, save the session: none (id 0, final epoch).
 func (l *leaderConn) fetchRequest(clientID, topic string, id int, pos int64, maxBytes int, wait time.Duration) error {
 	l.corr++
-	b := l.req[:0]
-	b = binary.BigEndian.AppendUint32(b, 0) // the size, below
-	b = binary.BigEndian.AppendUint16(b, apiFetch)
-	b = binary.BigEndian.AppendUint16(b, fetchVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(l.corr))
-	b = appendString(b, clientID)
-	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // replica: a consumer
-	b = binary.BigEndian.AppendUint32(b, uint32(wait.Milliseconds()))
-	b = binary.BigEndian.AppendUint32(b, 1) // min bytes
-	b = binary.BigEndian.AppendUint32(b, uint32(maxBytes))
-	b = append(b, 0)                                 // isolation: read uncommitted
-	b = binary.BigEndian.AppendUint32(b, 0)          // no fetch session
-	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // its epoch: final
-	b = binary.BigEndian.AppendUint32(b, 1)          // one topic
-	b = appendString(b, topic)
-	b = binary.BigEndian.AppendUint32(b, 1) // one partition
-	b = binary.BigEndian.AppendUint32(b, uint32(id))
-	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // current leader epoch: unknown
-	b = binary.BigEndian.AppendUint64(b, uint64(pos))
-	b = binary.BigEndian.AppendUint64(b, 0xffffffffffffffff) // log start offset: a consumer's
-	b = binary.BigEndian.AppendUint32(b, uint32(maxBytes))
-	b = binary.BigEndian.AppendUint32(b, 0) // no forgotten topics
-	b = appendString(b, "")                 // rack
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	l.req = b
-	_, err := l.conn.Write(b)
-	return err
-}
-
-// appendString appends s as the protocol's STRING (int16 length).
-func appendString(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
-	return append(b, s...)
+	return protocol.WriteRequest(l.conn, fetchVersion, l.corr, clientID, &fetch.Request{
+		ReplicaID: -1, MaxWaitTime: int32(wait.Milliseconds()), MinBytes: 1, MaxBytes: int32(maxBytes),
+		SessionID: 0, SessionEpoch: -1,
+		Topics: []fetch.RequestTopic{{Topic: topic, Partitions: []fetch.RequestPartition{{
+			Partition: int32(id), CurrentLeaderEpoch: -1, FetchOffset: pos, LogStartOffset: -1, PartitionMaxBytes: int32(maxBytes),
+		}}}},
+	})
 }
 
 // answerHead is what a Fetch v11 answer says of its one partition before
@@ -376,9 +348,7 @@ func (f *fetcher) fetchInPlace(ctx context.Context) (fetchedAnswer, error) {
 		f.leader = nil
 		return a, err
 	}
-	// The fetch's own wait (FetchWait) bounds how long a broker keeps an
-	// answer; the client's timeout is for a broker that does not answer.
-	_ = l.conn.SetDeadline(time.Now().Add(f.client.Timeout))
+	_ = l.conn.SetDeadline(time.Now().Add(f.client.Timeout)) // fetchClient's
 	if err := l.fetchRequest(f.c.transport.ClientID, f.topic, f.id, f.pos, f.c.p.MaxFetchBytes, f.c.p.FetchWait); err != nil {
 		return fail(err)
 	}
@@ -444,49 +414,66 @@ func (f *fetcher) messages(a *fetchedAnswer, rb []byte) error {
 	if n := recordsAfter(rb, f.pos); n > 0 {
 		a.msgs = f.spare(n)
 	}
-	for len(rb) > magicAt {
-		base := int64(binary.BigEndian.Uint64(rb))
-		size := int(binary.BigEndian.Uint32(rb[8:]))
-		if 12+size > len(rb) {
-			break // cut short
+	for {
+		var b recordBatch
+		if b, rb = nextBatch(rb); b == nil {
+			return nil // none left, or cut short
 		}
 		// The magic byte is where the old formats have theirs too.
-		if magic := rb[magicAt]; magic != 2 {
+		if len(b) > magicAt && b[magicAt] != 2 {
 			return errOldFormat
 		}
-		if size < recordBatchHead-12 {
-			return fmt.Errorf("kafka: a record batch of %d bytes at offset %d", size, base)
+		if len(b) < recordBatchHead {
+			return fmt.Errorf("kafka: a record batch of %d bytes at offset %d", len(b), b.base())
 		}
-		batch := rb[:12+size]
-		rb = rb[12+size:]
-		if sum := binary.BigEndian.Uint32(batch[17:]); crc32.Checksum(batch[21:], castagnoli) != sum {
-			return fmt.Errorf("kafka: record batch at offset %d: checksum mismatch", base)
+		if sum := binary.BigEndian.Uint32(b[17:]); crc32.Checksum(b[21:], castagnoli) != sum {
+			return fmt.Errorf("kafka: record batch at offset %d: checksum mismatch", b.base())
 		}
-		attrs := binary.BigEndian.Uint16(batch[21:])
-		last := base + int64(int32(binary.BigEndian.Uint32(batch[23:])))
-		if last < f.pos {
+		if b.last() < f.pos {
 			continue // read before
 		}
-		if attrs&0x20 == 0 { // not a control batch
-			count := int(int32(binary.BigEndian.Uint32(batch[57:])))
-			recs := batch[recordBatchHead:]
-			if codec := compress.Compression(attrs & 7); codec != 0 {
+		if !b.control() {
+			recs := b[recordBatchHead:]
+			if codec := compress.Compression(b.attrs() & 7); codec != 0 {
 				var err error
 				if recs, err = decompress(codec, recs); err != nil {
-					return fmt.Errorf("kafka: record batch at offset %d: %w", base, err)
+					return fmt.Errorf("kafka: record batch at offset %d: %w", b.base(), err)
 				}
 			}
-			if err := f.batchRecords(a, base, count, recs); err != nil {
-				return fmt.Errorf("kafka: record batch at offset %d: %w", base, err)
+			if err := f.batchRecords(a, b.base(), b.count(), recs); err != nil {
+				return fmt.Errorf("kafka: record batch at offset %d: %w", b.base(), err)
 			}
 		}
-		f.pos = max(f.pos, last+1)
+		f.pos = max(f.pos, b.last()+1)
 	}
-	return nil
 }
+
+// recordBatch is a whole record batch, from its first offset on; its
+// fields below are read from a batch (v2) of at least recordBatchHead
+// bytes.
+type recordBatch []byte
 
 // magicAt is where a record batch's magic byte (its format) is.
 const magicAt = 16
+
+// nextBatch splits rb's first record batch off; nil when rb holds no
+// whole one (none left, or cut short by the fetch's size).
+func nextBatch(rb []byte) (recordBatch, []byte) {
+	if len(rb) <= magicAt {
+		return nil, rb
+	}
+	end := 12 + int(binary.BigEndian.Uint32(rb[8:]))
+	if end > len(rb) {
+		return nil, rb
+	}
+	return recordBatch(rb[:end]), rb[end:]
+}
+
+func (b recordBatch) base() int64   { return int64(binary.BigEndian.Uint64(b)) }
+func (b recordBatch) attrs() uint16 { return binary.BigEndian.Uint16(b[21:]) }
+func (b recordBatch) control() bool { return b.attrs()&0x20 != 0 }
+func (b recordBatch) last() int64   { return b.base() + int64(int32(binary.BigEndian.Uint32(b[23:]))) }
+func (b recordBatch) count() int    { return int(int32(binary.BigEndian.Uint32(b[57:]))) }
 
 // minRecord is the fewest bytes a record takes: its length, attributes,
 // timestamp and offset deltas, key and value lengths and header count.
@@ -494,24 +481,19 @@ const minRecord = 7
 
 // recordsAfter is how many records the whole record batches of rb that
 // end at or after pos hold, by their heads: room for the answer's
-// messages.
+// messages. A record takes at least minRecord bytes (uncompressed): a
+// count beyond that is not believed.
 func recordsAfter(rb []byte, pos int64) int {
 	n := 0
-	for len(rb) >= recordBatchHead {
-		size := int(binary.BigEndian.Uint32(rb[8:]))
-		if size < recordBatchHead-12 || 12+size > len(rb) {
-			break
+	for {
+		var b recordBatch
+		if b, rb = nextBatch(rb); b == nil || len(b) < recordBatchHead {
+			return n
 		}
-		last := int64(binary.BigEndian.Uint64(rb)) + int64(int32(binary.BigEndian.Uint32(rb[23:])))
-		if last >= pos && binary.BigEndian.Uint16(rb[21:])&0x20 == 0 {
-			// A record takes at least minRecord bytes (uncompressed):
-			// a count beyond that is not believed.
-			count := int(int32(binary.BigEndian.Uint32(rb[57:])))
-			n += max(0, min(count, (12+size-recordBatchHead)/minRecord))
+		if b.last() >= pos && !b.control() {
+			n += max(0, min(b.count(), (len(b)-recordBatchHead)/minRecord))
 		}
-		rb = rb[12+size:]
 	}
-	return n
 }
 
 // decompress is a compressed batch's records.

@@ -247,6 +247,12 @@ func TestRecordBatchesTakenApart(t *testing.T) {
 	require.ErrorIs(t, err, errOldFormat)
 	require.Len(t, vals, 3)
 
+	// A batch whose length leaves no room for its magic byte.
+	empty := binary.BigEndian.AppendUint64(nil, 0)
+	empty = binary.BigEndian.AppendUint32(empty, 0)
+	_, _, err = take(0, append(empty, one...))
+	require.ErrorContains(t, err, "a record batch of 12 bytes")
+
 	// A record whose value runs past its batch (checksum made good).
 	short := testBatch(0, 0, "abc")
 	short[len(short)-5] = binary.AppendVarint(nil, 40)[0] // the value's length
