@@ -31,6 +31,27 @@ import (
 // together, one fork and one join a step, so a step of permits after a
 // step of leads still writes the two side by side.
 
+// The signal writer. While a replay is open (replay.go) nobody reads
+// the side it writes, and no step is made visible before EndReplay, so
+// a step is only the group its batches were applied in. A step still
+// ended when both of its lanes had: the partitions whose batches of
+// leads were written long before the permits beside them waited for the
+// permits, and the next batches of leads, projected meanwhile, waited
+// for the next step. In a trace of the real mix's replay
+// (BenchmarkIngestMix), one goroutine ran with none waiting to run (the
+// other core idle) for 12.7% of the round's wall time, a lead lane for a
+// third of that and a permit lane for more than half; with this writer,
+// 4.9% (docs/kafka-history.md, "Ninety-first session"). So during a
+// replay a batch of the signal families only (every batch of a signal
+// topic) is applied by a writer of its own (commitSignals: smu, with a
+// group commit of its own), beside the steps of the other families
+// under wmu: the two write structures no other lane shares, as the two
+// lanes of a step do. A step under wmu that holds signal documents (a
+// batch of mixed families) takes smu too, after wmu; BeginReplay,
+// ReserveReplay and EndReplay take both. Once the replay has ended, a
+// call that waited for smu goes through a step under wmu, as every
+// Apply does then.
+
 // applyReq is one Apply call waiting for the writer.
 type applyReq struct {
 	b *readmodel.Batch
@@ -46,6 +67,11 @@ type applyReq struct {
 func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	if s.background != nil && !s.replaying.Load() { // beside readers (Params.Background); told after wmu is let go
 		defer s.background()()
+	}
+	if lent != nil && signalLen(own) == own.Len() {
+		if res, ok := s.commitSignals(own, lent); ok {
+			return res
+		}
 	}
 	req := &applyReq{b: own, lent: lent}
 	s.qmu.Lock()
@@ -83,7 +109,14 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	standby := s.sides[j]
 	res := make([]readmodel.ApplyResult, len(batches))
 	seeks := s.stepSeeks(batches)
+	sig := s.replay != nil && slices.ContainsFunc(batches, func(b *readmodel.Batch) bool { return signalLen(b) > 0 })
+	if sig {
+		s.smu.Lock() // the signal writer's structures (commitSignals)
+	}
 	standby.applyAll(s.pending, batches, res, seeks)
+	if sig {
+		s.smu.Unlock()
+	}
 	s.keepSeeks(seeks, batches)
 	if s.replay != nil { // one side first: readers keep the other until EndReplay (replay.go)
 		s.replay.batches += len(batches)
@@ -109,6 +142,43 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 	s.seq.Add(1)
 	s.pending = batches
 	return req.res
+}
+
+// commitSignals applies own, a batch of the signal families only, while
+// a replay is open, with the other such batches queued meanwhile, under
+// smu alone (the signal writer, above), and returns its result; false
+// when the replay has ended (own is not applied: the caller's step
+// applies it).
+func (s *Store) commitSignals(own, lent *readmodel.Batch) (readmodel.ApplyResult, bool) {
+	req := &applyReq{b: own, lent: lent}
+	s.sqmu.Lock()
+	s.squeue = append(s.squeue, req)
+	s.sqmu.Unlock()
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if req.done {
+		return req.res, true // the last group took it
+	}
+	var group []*applyReq
+	s.sqmu.Lock()
+	if s.sigOpen {
+		group, s.squeue = s.squeue, nil
+	} else {
+		// Each call queued meanwhile finds this out for itself.
+		s.squeue = slices.DeleteFunc(s.squeue, func(r *applyReq) bool { return r == req })
+	}
+	s.sqmu.Unlock()
+	if group == nil {
+		return readmodel.ApplyResult{}, false
+	}
+	d := s.sides[1-s.active.Load()] // the replay's side: no other write swaps the sides while it is open
+	release := spareprocs.Hold()
+	for _, r := range group {
+		r.res, r.done = d.apply(r.b), true
+	}
+	release()
+	s.sigBatches += len(group)
+	return req.res, true
 }
 
 // stepSeeks is the seek logs of a step (permit_seeklog.go): those the

@@ -12,6 +12,7 @@ import (
 	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/readmodel"
 	"github.com/permitd/permitd/readmodel/memory"
+	"github.com/permitd/permitd/readmodel/resolve"
 	"github.com/permitd/permitd/test/conformance"
 )
 
@@ -202,6 +203,93 @@ func TestConcurrentSignalLaneEqualsSequential(t *testing.T) {
 		}
 		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
 		for _, s := range []*memory.Store{ref, seq, conc} {
+			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
+			require.NoError(t, err)
+		}
+	}
+}
+
+// During a replay the signal families' batches are written by a writer
+// of their own, beside the steps that write the other families
+// (apply.go, "The signal writer"), and a batch of mixed families takes
+// both. Batches of one family each and of permits with leads, applied
+// from many goroutines into a replay, end, after EndReplay and on both
+// sides once settled, in the state the same documents reach written one
+// by one without a replay, with each call's own result; EndReplay
+// counts the signal writer's batches too. Run it with -race (make test
+// does).
+func TestReplaySignalWriterEqualsSequential(t *testing.T) {
+	ctx := context.Background()
+	ref := loaded(t)
+	replayed := memory.New(memory.Params{NewResolver: func() memory.Resolver { return resolve.New() }})
+	require.True(t, replayed.BeginReplay())
+	base := 0
+	require.NoError(t, loaded(t).Export(ctx, 50, func(b readmodel.Batch) error {
+		base++
+		_, err := replayed.Apply(ctx, b)
+		return err
+	}))
+	families := [][]events.Envelope{
+		conformance.PermitEvents(t), conformance.LeadEvents(t), conformance.PropertyEvents(t),
+		conformance.GeoSignalEvents(t), conformance.CatalogEvents(t),
+	}
+	kinds := []readmodel.Kind{readmodel.KindPermit, readmodel.KindLead, readmodel.KindProperty, readmodel.KindGeoSignal, readmodel.KindCatalog}
+	versioned := func(envs []events.Envelope, round int) []events.Envelope {
+		var out []events.Envelope
+		for len(out) < 70 {
+			for _, env := range envs {
+				env.EntityVersion = int64(10 + round*100 + len(out)%5) // repeats: stale
+				out = append(out, env)
+			}
+		}
+		return out
+	}
+	var batches []readmodel.Batch
+	mixed := 0
+	for round := range 40 {
+		f := round % len(families)
+		b := project(t, ref, versioned(families[f], round))
+		if round%10 == 5 { // permits with leads: a step under both writers
+			b.Leads = project(t, ref, versioned(families[1], round)).Leads
+			mixed++
+		}
+		if round%7 == 6 { // a delete of the family, newer than everything
+			b.Deletes = append(b.Deletes, readmodel.Delete{Kind: kinds[f], ID: families[f][0].EntityID, Version: int64(10_000 + round)})
+		}
+		batches = append(batches, b)
+	}
+	require.Equal(t, 4, mixed)
+	for _, b := range batches {
+		for _, one := range singles(b) {
+			_, err := ref.Apply(ctx, one)
+			require.NoError(t, err)
+		}
+	}
+	got := make([]readmodel.ApplyResult, len(batches))
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for i := w; i < len(batches); i += 6 {
+				res, err := replayed.Apply(ctx, batches[i])
+				assert.NoError(t, err)
+				got[i] = res
+			}
+		})
+	}
+	wg.Wait()
+	for i, b := range batches {
+		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
+	}
+	require.Equal(t, base+len(batches), replayed.EndReplay(), "every batch, the signal writer's too")
+	replayed.Settle()
+	for i := range 2 { // both sides: each extra write swaps them
+		w, err := ref.Digest(ctx)
+		require.NoError(t, err)
+		g, err := replayed.Digest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, w, g, "side %d", i)
+		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
+		for _, s := range []*memory.Store{ref, replayed} {
 			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
 			require.NoError(t, err)
 		}

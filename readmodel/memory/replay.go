@@ -71,6 +71,9 @@ func (s *Store) BeginReplay() bool {
 	}
 	s.replay = &replayState{}
 	s.replaying.Store(true)
+	s.smu.Lock()
+	s.sigOpen, s.sigBatches = true, 0 // the signal writer (apply.go)
+	s.smu.Unlock()
 	d := s.sides[1-s.active.Load()]
 	d.deferIndexes()
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
@@ -91,6 +94,8 @@ func (s *Store) ReserveReplay(counts map[readmodel.Kind]int64) bool {
 	if s.replay == nil {
 		return false
 	}
+	s.smu.Lock() // the signal writer's tables too
+	defer s.smu.Unlock()
 	s.sides[1-s.active.Load()].reserve(counts)
 	return true
 }
@@ -108,6 +113,12 @@ func (s *Store) EndReplay() int {
 	}
 	s.replay = nil
 	s.replaying.Store(false)
+	// The signal writer's last group is done once smu is ours; the calls
+	// still waiting for it go through a step from now on (apply.go).
+	s.smu.Lock()
+	s.sigOpen = false
+	r.batches += s.sigBatches
+	s.smu.Unlock()
 	j := 1 - s.active.Load()
 	a := s.sides[j]
 	a.quiet = false

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/permitd/permitd/readmodel"
@@ -439,4 +440,45 @@ func TestBatchLentAfterTheReplayEndedIsCopied(t *testing.T) {
 		return out
 	}
 	require.Equal(t, exported(reference), exported(s))
+}
+
+// A batch of the signal families whose Apply saw the replay open but
+// that waited for the signal writer until the writer had closed
+// (EndReplay closes it under smu) is not applied by the signal writer:
+// it leaves the writer's queue and goes through a step under wmu, as
+// any write does once the replay has ended (apply.go, "The signal
+// writer"), with its own result.
+func TestSignalBatchAfterTheSignalWriterClosedTakesAStep(t *testing.T) {
+	ctx := context.Background()
+	lead := readmodel.Lead{LeadID: "l:1", SignalKey: "roof", EventDateUsed: "2026-01-02", GeoIDs: []string{"state:WA"}, Version: 1,
+		Location: readmodel.LeadLocation{State: "WA", CityNorm: "seattle", ZipcodeNorm: "98101"}}
+	s := New(Params{})
+	require.True(t, s.BeginReplay())
+	_, err := s.Apply(ctx, readmodel.Batch{Leads: []readmodel.Lead{lead}})
+	require.NoError(t, err)
+	s.smu.Lock()
+	require.Equal(t, 1, s.sigBatches, "the signal writer applied the first batch")
+	next := lead
+	next.LeadID, next.Version = "l:2", 3
+	got := make(chan readmodel.ApplyResult)
+	go func() {
+		res, err := s.Apply(ctx, readmodel.Batch{Leads: []readmodel.Lead{next}})
+		assert.NoError(t, err)
+		got <- res
+	}()
+	require.Eventually(t, func() bool {
+		s.sqmu.Lock()
+		defer s.sqmu.Unlock()
+		return len(s.squeue) == 1
+	}, 5*time.Second, time.Millisecond, "the call waits for the signal writer")
+	s.sigOpen = false // as EndReplay closes it
+	s.smu.Unlock()
+	require.Equal(t, readmodel.ApplyResult{Applied: 1}, <-got)
+	require.Empty(t, s.squeue, "the call left the signal writer's queue")
+	require.Equal(t, 1, s.sigBatches, "the signal writer applied no other batch")
+	require.Equal(t, 1, s.replay.batches, "a step applied the second batch")
+	require.Equal(t, 2, s.EndReplay())
+	counts, err := s.Counts(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, counts[readmodel.KindLead])
 }

@@ -111,6 +111,17 @@ type Store struct {
 	// replay != nil for Apply, which reads it without wmu (lentBatch).
 	replay    *replayState
 	replaying atomic.Bool
+	// smu is the signal writer while a replay is open (apply.go,
+	// commitSignals): a batch of the signal families only is applied
+	// under it alone, beside the steps under wmu. sqmu guards squeue, the
+	// calls waiting for it. sigOpen (under smu) is true from BeginReplay
+	// to EndReplay, which take smu after wmu; sigBatches (under smu)
+	// counts the batches it applied, for EndReplay.
+	smu        sync.Mutex
+	sqmu       sync.Mutex
+	squeue     []*applyReq
+	sigOpen    bool
+	sigBatches int
 	// held keeps the batches written to the standby side only while
 	// Exports read the active side (export_hold.go).
 	held []*readmodel.Batch
