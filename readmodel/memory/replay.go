@@ -69,11 +69,13 @@ func (s *Store) BeginReplay() bool {
 	if s.replay != nil || s.journal != nil || s.pending != nil || !s.sides[0].empty() || !s.sides[1].empty() {
 		return false
 	}
+	// The signal writer (apply.go) opens with the side set up: unlike a
+	// step, it does not wait for wmu.
+	s.smu.Lock()
+	defer s.smu.Unlock()
 	s.replay = &replayState{}
 	s.replaying.Store(true)
-	s.smu.Lock()
-	s.sigOpen, s.sigBatches = true, 0 // the signal writer (apply.go)
-	s.smu.Unlock()
+	s.sigOpen, s.sigBatches = true, 0
 	d := s.sides[1-s.active.Load()]
 	d.deferIndexes()
 	d.lean = true   // readers have it sooner; settle completes it (permit_bulk.go)
