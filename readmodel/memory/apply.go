@@ -52,6 +52,43 @@ import (
 // call that waited for smu goes through a step under wmu, as every
 // Apply does then.
 
+// applyQueue is the Apply calls waiting for a writer (a group commit):
+// each joins it, then waits for the writer's lock; whichever takes the
+// lock next takes the whole queue, its own call among them.
+type applyQueue struct {
+	mu   sync.Mutex
+	reqs []*applyReq
+}
+
+func (q *applyQueue) join(r *applyReq) {
+	q.mu.Lock()
+	q.reqs = append(q.reqs, r)
+	q.mu.Unlock()
+}
+
+// take empties the queue and returns what it held.
+func (q *applyQueue) take() []*applyReq {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	group := q.reqs
+	q.reqs = nil
+	return group
+}
+
+// leave takes r out of the queue.
+func (q *applyQueue) leave(r *applyReq) {
+	q.mu.Lock()
+	q.reqs = slices.DeleteFunc(q.reqs, func(x *applyReq) bool { return x == r })
+	q.mu.Unlock()
+}
+
+// waiting is the number of calls in the queue.
+func (q *applyQueue) waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.reqs)
+}
+
 // applyReq is one Apply call waiting for the writer.
 type applyReq struct {
 	b *readmodel.Batch
@@ -74,19 +111,14 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 		}
 	}
 	req := &applyReq{b: own, lent: lent}
-	s.qmu.Lock()
-	s.queue = append(s.queue, req)
-	s.qmu.Unlock()
+	s.queue.join(req)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if req.done {
 		return req.res // the previous step took it
 	}
 	s.settle() // an Import's second side is built (import.go)
-	s.qmu.Lock()
-	group := s.queue
-	s.queue = nil
-	s.qmu.Unlock()
+	group := s.queue.take()
 	batches := make([]*readmodel.Batch, len(group))
 	for i, r := range group {
 		if r.lent != nil && s.replay == nil {
@@ -151,26 +183,17 @@ func (s *Store) commit(own, lent *readmodel.Batch) readmodel.ApplyResult {
 // applies it).
 func (s *Store) commitSignals(own, lent *readmodel.Batch) (readmodel.ApplyResult, bool) {
 	req := &applyReq{b: own, lent: lent}
-	s.sqmu.Lock()
-	s.squeue = append(s.squeue, req)
-	s.sqmu.Unlock()
+	s.squeue.join(req)
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if req.done {
 		return req.res, true // the last group took it
 	}
-	var group []*applyReq
-	s.sqmu.Lock()
-	if s.sigOpen {
-		group, s.squeue = s.squeue, nil
-	} else {
-		// Each call queued meanwhile finds this out for itself.
-		s.squeue = slices.DeleteFunc(s.squeue, func(r *applyReq) bool { return r == req })
-	}
-	s.sqmu.Unlock()
-	if group == nil {
+	if !s.sigOpen { // closed under smu: each call queued meanwhile finds this out for itself
+		s.squeue.leave(req)
 		return readmodel.ApplyResult{}, false
 	}
+	group := s.squeue.take()
 	d := s.sides[1-s.active.Load()] // the replay's side: no other write swaps the sides while it is open
 	release := spareprocs.Hold()
 	for _, r := range group {

@@ -86,17 +86,50 @@ func TestConcurrentAppliesEqualSequential(t *testing.T) {
 		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
 	}
 
-	for i := range 2 { // both sides: each extra write swaps them
-		w, err := seq.Digest(ctx)
+	sameSides(t, seq, conc)
+}
+
+// sameSides checks that every store of got holds want's state on both
+// of its sides: each is compared, then an extra catalog entry written to
+// all swaps the sides, and they are compared again.
+func sameSides(t *testing.T, want *memory.Store, got ...*memory.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 2 {
+		w, err := want.Digest(ctx)
 		require.NoError(t, err)
-		g, err := conc.Digest(ctx)
-		require.NoError(t, err)
-		require.Equal(t, w, g, "side %d", i)
+		for k, s := range got {
+			g, err := s.Digest(ctx)
+			require.NoError(t, err)
+			require.Equal(t, w, g, "store %d, side %d", k, i)
+		}
 		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
-		for _, s := range []*memory.Store{seq, conc} {
+		for _, s := range append([]*memory.Store{want}, got...) {
 			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
 			require.NoError(t, err)
 		}
+	}
+}
+
+// applyFrom applies batches to s from workers goroutines at once (batch
+// i from goroutine i mod workers, in order) and checks that each call's
+// result counts its own batch's documents, applied or stale.
+func applyFrom(t *testing.T, s *memory.Store, batches []readmodel.Batch, workers int) {
+	t.Helper()
+	got := make([]readmodel.ApplyResult, len(batches))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(batches); i += workers {
+				res, err := s.Apply(context.Background(), batches[i])
+				assert.NoError(t, err)
+				got[i] = res
+			}
+		})
+	}
+	wg.Wait()
+	for i, b := range batches {
+		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
 	}
 }
 
@@ -178,35 +211,8 @@ func TestConcurrentSignalLaneEqualsSequential(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want[i], res, "batch %d, one at a time", i)
 	}
-	got := make([]readmodel.ApplyResult, len(batches))
-	var wg sync.WaitGroup
-	for w := range 5 {
-		wg.Go(func() {
-			for i := w; i < len(batches); i += 5 {
-				res, err := conc.Apply(ctx, batches[i])
-				require.NoError(t, err)
-				got[i] = res
-			}
-		})
-	}
-	wg.Wait()
-	for i, b := range batches {
-		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
-	}
-	for i := range 2 { // both sides: each extra write swaps them
-		w, err := ref.Digest(ctx)
-		require.NoError(t, err)
-		for name, s := range map[string]*memory.Store{"one at a time": seq, "concurrent": conc} {
-			g, err := s.Digest(ctx)
-			require.NoError(t, err)
-			require.Equal(t, w, g, "%s, side %d", name, i)
-		}
-		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
-		for _, s := range []*memory.Store{ref, seq, conc} {
-			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
-			require.NoError(t, err)
-		}
-	}
+	applyFrom(t, conc, batches, 5)
+	sameSides(t, ref, seq, conc) // one at a time, concurrent
 }
 
 // During a replay the signal families' batches are written by a writer
@@ -265,33 +271,8 @@ func TestReplaySignalWriterEqualsSequential(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	got := make([]readmodel.ApplyResult, len(batches))
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Go(func() {
-			for i := w; i < len(batches); i += 6 {
-				res, err := replayed.Apply(ctx, batches[i])
-				assert.NoError(t, err)
-				got[i] = res
-			}
-		})
-	}
-	wg.Wait()
-	for i, b := range batches {
-		require.Equal(t, b.Len(), got[i].Applied+got[i].Stale, "batch %d's own result", i)
-	}
+	applyFrom(t, replayed, batches, 6)
 	require.Equal(t, base+len(batches), replayed.EndReplay(), "every batch, the signal writer's too")
 	replayed.Settle()
-	for i := range 2 { // both sides: each extra write swaps them
-		w, err := ref.Digest(ctx)
-		require.NoError(t, err)
-		g, err := replayed.Digest(ctx)
-		require.NoError(t, err)
-		require.Equal(t, w, g, "side %d", i)
-		c := readmodel.CatalogEntry{State: "WA", SignalKey: fmt.Sprint("extra", i), Status: readmodel.CatalogActive, Version: 1}
-		for _, s := range []*memory.Store{ref, replayed} {
-			_, err := s.Apply(ctx, readmodel.Batch{Catalog: []readmodel.CatalogEntry{c}})
-			require.NoError(t, err)
-		}
-	}
+	sameSides(t, ref, replayed)
 }

@@ -86,8 +86,7 @@ type Store struct {
 	wmu     sync.Mutex         // one writer at a time
 	pending []*readmodel.Batch // applied to the active side, not yet to the standby one
 
-	qmu   sync.Mutex  // guards queue
-	queue []*applyReq // Apply calls waiting for the writer (apply.go)
+	queue applyQueue // Apply calls waiting for the writer (apply.go)
 
 	epoch uint64
 	seq   atomic.Uint64
@@ -113,13 +112,12 @@ type Store struct {
 	replaying atomic.Bool
 	// smu is the signal writer while a replay is open (apply.go,
 	// commitSignals): a batch of the signal families only is applied
-	// under it alone, beside the steps under wmu. sqmu guards squeue, the
-	// calls waiting for it. sigOpen (under smu) is true from BeginReplay
-	// to EndReplay, which take smu after wmu; sigBatches (under smu)
-	// counts the batches it applied, for EndReplay.
+	// under it alone, beside the steps under wmu; squeue holds the calls
+	// waiting for it. sigOpen (under smu) is true from BeginReplay to
+	// EndReplay, which take smu after wmu; sigBatches (under smu) counts
+	// the batches it applied, for EndReplay.
 	smu        sync.Mutex
-	sqmu       sync.Mutex
-	squeue     []*applyReq
+	squeue     applyQueue
 	sigOpen    bool
 	sigBatches int
 	// held keeps the batches written to the standby side only while
