@@ -82,13 +82,6 @@ func (q *applyQueue) leave(r *applyReq) {
 	q.mu.Unlock()
 }
 
-// waiting is the number of calls in the queue.
-func (q *applyQueue) waiting() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.reqs)
-}
-
 // applyReq is one Apply call waiting for the writer.
 type applyReq struct {
 	b *readmodel.Batch

@@ -466,15 +466,22 @@ func TestSignalBatchAfterTheSignalWriterClosedTakesAStep(t *testing.T) {
 		assert.NoError(t, err)
 		got <- res
 	}()
-	require.Eventually(t, func() bool { return s.squeue.waiting() == 1 }, 5*time.Second, time.Millisecond, "the call waits for the signal writer")
+	require.Eventually(t, func() bool { return waiting(&s.squeue) == 1 }, 5*time.Second, time.Millisecond, "the call waits for the signal writer")
 	s.sigOpen = false // as EndReplay closes it
 	s.smu.Unlock()
 	require.Equal(t, readmodel.ApplyResult{Applied: 1}, <-got)
-	require.Zero(t, s.squeue.waiting(), "the call left the signal writer's queue")
+	require.Zero(t, waiting(&s.squeue), "the call left the signal writer's queue")
 	require.Equal(t, 1, s.sigBatches, "the signal writer applied no other batch")
 	require.Equal(t, 1, s.replay.batches, "a step applied the second batch")
 	require.Equal(t, 2, s.EndReplay())
 	counts, err := s.Counts(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, counts[readmodel.KindLead])
+}
+
+// waiting is the number of calls in q.
+func waiting(q *applyQueue) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.reqs)
 }
