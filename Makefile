@@ -8,7 +8,7 @@ SHARED    ?= ../shared
 # load harness's floor are compiled with it too. PGO=off: without.
 PGO       ?= $(CURDIR)/cmd/permitd/default.pgo
 
-.PHONY: run test test-short bench lint build fmt fuzz load load-chaos load-ingest web pgo
+.PHONY: run test test-short bench lint build fmt fuzz load load-chaos load-ingest web pgo count bench-ab
 
 ## run: serve the API on 127.0.0.1:8080 from the bundled real data (prints a development API key)
 run:
@@ -51,6 +51,10 @@ bench:
 AB_FLAGS ?=
 bench-ab:
 	$(GO) run ./test/benchab -pgo $(PGO) $(AB_FLAGS)
+
+## count: the mix's replay counted under valgrind (instructions, data references and simulated cache misses an event, until the store settles), COUNT_BASE (default HEAD) against the work tree; COUNT_FLAGS: -pairs, -permits; deterministic to about 0.1%, where timed pairs move by a third (not part of test)
+count:
+	GO=$(GO) sh tools/count.sh
 
 ## pgo: regenerate cmd/permitd/default.pgo (profile-guided optimisation of the permitd binary) from CPU profiles of the mix's ingest and of every endpoint under load; commit the result
 pgo:

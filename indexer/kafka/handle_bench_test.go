@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/permitd/permitd/events"
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/internal/memstore"
+	"github.com/permitd/permitd/pipeline/mix"
 )
 
 // BenchmarkHandleMix is BenchmarkIngestMix's ingest without Kafka: the
@@ -44,32 +44,11 @@ func BenchmarkHandleMixLive(b *testing.B) { handleMix(b, false) }
 // handleMix runs BenchmarkHandleMix, in replay mode with oneSide.
 func handleMix(b *testing.B, oneSide bool) {
 	d := mixRecords(b)
-	byTopic := map[string][]indexer.Message{}
+	msgs := make([]indexer.Message, len(d.recs))
 	for i, r := range d.recs {
-		byTopic[r.Topic] = append(byTopic[r.Topic], indexer.Message{Topic: r.Topic, Offset: int64(i), Key: r.Key, Value: r.Value})
+		msgs[i] = indexer.Message{Topic: r.Topic, Offset: int64(i), Key: r.Key, Value: r.Value}
 	}
-	var order [][]indexer.Message // the batches, in the order handed over
-	batches := func(msgs []indexer.Message) (out [][]indexer.Message) {
-		for lo := 0; lo < len(msgs); lo += 2000 {
-			out = append(out, msgs[lo:min(lo+2000, len(msgs))])
-		}
-		return out
-	}
-	first := batches(byTopic[events.TopicSpecs[0].Name]) // the locations
-	var rest [][][]indexer.Message
-	for _, s := range events.TopicSpecs[1:] {
-		rest = append(rest, batches(byTopic[s.Name]))
-	}
-	for more := true; more; {
-		more = false
-		for k := range rest {
-			if len(rest[k]) > 0 {
-				order = append(order, rest[k][0])
-				rest[k] = rest[k][1:]
-				more = true
-			}
-		}
-	}
+	first, order := mix.HandleOrder(msgs, func(m indexer.Message) string { return m.Topic }, 2000)
 	ctx := context.Background()
 	n := len(d.recs)
 	var cpu time.Duration

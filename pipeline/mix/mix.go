@@ -56,3 +56,40 @@ func Events(ctx context.Context, p Params, emit func(events.Envelope) error) err
 	_, err = sig.Finish(ctx)
 	return err
 }
+
+// HandleOrder splits recs (of the entity topics, topic giving each one's)
+// into batches as a consumer hands them to the indexer: at most size
+// records of one topic each, in the order recs have within their topic.
+// locations holds the locations topic's batches (handed over first, then
+// settled); rest the other topics' batches taking turns, one of each
+// topic in events.TopicSpecs order until every topic is done. A record of
+// a topic that is not an entity topic is left out.
+// BenchmarkHandleMix and test/handlecount hand the mix over in this order.
+func HandleOrder[T any](recs []T, topic func(T) string, size int) (locations, rest [][]T) {
+	byTopic := map[string][]T{}
+	for _, r := range recs {
+		byTopic[topic(r)] = append(byTopic[topic(r)], r)
+	}
+	batches := func(rs []T) (out [][]T) {
+		for lo := 0; lo < len(rs); lo += size {
+			out = append(out, rs[lo:min(lo+size, len(rs))])
+		}
+		return out
+	}
+	locations = batches(byTopic[events.TopicSpecs[0].Name])
+	var others [][][]T
+	for _, s := range events.TopicSpecs[1:] {
+		others = append(others, batches(byTopic[s.Name]))
+	}
+	for more := true; more; {
+		more = false
+		for k := range others {
+			if len(others[k]) > 0 {
+				rest = append(rest, others[k][0])
+				others[k] = others[k][1:]
+				more = true
+			}
+		}
+	}
+	return locations, rest
+}
