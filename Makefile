@@ -52,7 +52,7 @@ AB_FLAGS ?=
 bench-ab:
 	$(GO) run ./test/benchab -pgo $(PGO) $(AB_FLAGS)
 
-## count: the mix's replay counted under valgrind (instructions, data references and simulated cache misses an event, until the store settles), COUNT_BASE (default HEAD) against the work tree; COUNT_FLAGS: -pairs, -permits; deterministic to about 0.1%, where timed pairs move by a third (not part of test)
+## count: the mix's replay counted under valgrind (instructions, data references and simulated cache misses an event, to ready; -settled: until the store settles), COUNT_BASE (default HEAD) against the work tree; COUNT_FLAGS: -pairs, -permits, -settled; deterministic to about 0.1%, where timed pairs move by a third (not part of test)
 count:
 	GO=$(GO) sh tools/count.sh
 

@@ -3,8 +3,8 @@
 # (COUNT_BASE, default HEAD, built in a temporary worktree) and the work
 # tree as it is: test/handlecount built at each, with the binary's PGO
 # profile, counted under valgrind's cachegrind (instructions and
-# simulated cache misses an event; COUNT_FLAGS passes -pairs and
-# -permits). Run it from the repository's root (make count). It needs
+# simulated cache misses an event; COUNT_FLAGS passes -pairs,
+# -permits and -settled). Run it from the repository's root (make count). It needs
 # valgrind (Debian's valgrind package) and takes about 12 minutes for
 # the default mix and two runs of each build.
 set -eu

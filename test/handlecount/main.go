@@ -13,32 +13,38 @@
 // in each tree; `make count` builds HEAD and the work tree). Each run
 // replays the mix as BenchmarkHandleMix does (the consumer's batches of
 // 2,000 messages of one topic, the locations first, then the other topics
-// taking turns, into an empty memory store in replay mode) until the
-// store has settled: what EndReplay starts in the background (the place
-// index, the second side) is counted too, for a count that stopped at
-// ready would hold whatever part of it the scheduler had run (with the
-// collector off, two runs of one binary that stopped at ready counted
-// 15.92 and 16.18 billion instructions). The
-// mix is written to a file once (-file) and read by every run; a run
-// that only reads it, of each binary, is the baseline taken off. Runs
-// have GOMAXPROCS=1, since valgrind runs one thread at a time and a
-// second P would add the scheduler's spinning to the count, and GOGC=off:
-// with the collector on, how long its write barriers stay on depends on
-// the scheduling too (34.8 against 37.4 billion instructions, two runs
-// of one binary until settled). With both, two runs of one binary counted 25,965 and
-// 25,955 million instructions (0.04% apart).
+// taking turns, into an empty memory store in replay mode) to ready:
+// until EndReplay has returned and the place index it starts beside the
+// readers is built (a place search waits for it). The second side's
+// build after ready is not started (-settled counts it too, about as
+// much work again). A count that stopped when EndReplay returned would
+// hold whatever part of the background work the scheduler had run (with
+// the collector off, two runs of one binary counted 15.92 and 16.18
+// billion instructions that way). The mix is written to a file once
+// (-file) and read by every run; a run that only reads it, of each
+// binary, is the baseline taken off. Runs have GOMAXPROCS=1, since
+// valgrind runs one thread at a time and a second P would add the
+// scheduler's spinning to the count, and GOGC=off: with the collector
+// on, how long its write barriers stay on depends on the scheduling too
+// (34.8 against 37.4 billion instructions, two runs of one binary until
+// settled). With both, two runs of one binary until settled counted
+// 25,965 and 25,955 million instructions (0.04% apart).
 //
 // What it does not measure: time. Memory latency is counted only as
 // simulated misses (valgrind's model of this machine's caches), the two
 // cores' overlap not at all, and the collector's work not at all (its
-// allocations' cost is). A change that executes fewer
+// allocations' cost is). Valgrind hides some of the machine's
+// instructions from the program (SHA-NI: SHA-256 runs the AVX2 code,
+// about 1,500 instructions a block), so those paths count more than
+// they cost. A change that executes fewer
 // instructions and takes no more misses does less work; whether that
 // moves the ingest's rate is for BenchmarkIngestMix to show.
 //
 // The other modes are what the comparison runs:
 //
 //	handlecount -write FILE [-permits N]   build the mix and write it
-//	handlecount -read FILE [-handle=false] replay it (or only read it)
+//	handlecount -read FILE [-handle=false] [-settled]
+//	                                       replay it (or only read it)
 package main
 
 import (
@@ -63,6 +69,7 @@ import (
 	"github.com/permitd/permitd/indexer"
 	"github.com/permitd/permitd/internal/memstore"
 	"github.com/permitd/permitd/pipeline/mix"
+	"github.com/permitd/permitd/readmodel"
 )
 
 func main() {
@@ -77,6 +84,7 @@ func run(args []string, out io.Writer) error {
 	write := fs.String("write", "", "build the mix and write it to this file")
 	read := fs.String("read", "", "replay the mix in this file")
 	handle := fs.Bool("handle", true, "with -read: replay the mix (false: only read it, the baseline)")
+	settled := fs.Bool("settled", false, "count the second side's build after ready too (the store settled)")
 	a := fs.String("A", "", "build A of this command (the base)")
 	b := fs.String("B", "", "build B of this command")
 	file := fs.String("file", "", "the mix's file for -A and -B (default: in the temporary directory, by -permits; written when missing)")
@@ -89,7 +97,7 @@ func run(args []string, out io.Writer) error {
 	case *write != "":
 		return writeMix(*write, *permits)
 	case *read != "":
-		n, err := replay(*read, *handle)
+		n, err := replay(*read, *handle, *settled)
 		if err != nil {
 			return err
 		}
@@ -102,7 +110,7 @@ func run(args []string, out io.Writer) error {
 		if *file == "" {
 			*file = filepath.Join(os.TempDir(), fmt.Sprintf("permitd-mix-%d.bin", *permits))
 		}
-		return compare(out, [2]string{*a, *b}, *file, *permits, *pairs)
+		return compare(out, [2]string{*a, *b}, *file, *permits, *pairs, *settled)
 	}
 	return errors.New("say -write FILE, -read FILE, or -A BIN -B BIN")
 }
@@ -172,8 +180,10 @@ func readMix(path string) ([]record, error) {
 }
 
 // replay reads the mix and, with handle, replays it as BenchmarkHandleMix
-// does, returning once EndReplay has; it returns the events read.
-func replay(path string, handle bool) (int, error) {
+// does, returning once EndReplay has and the place index is built (with
+// settled, once the second side is in place too); it returns the events
+// read.
+func replay(path string, handle, settled bool) (int, error) {
 	recs, err := readMix(path)
 	if err != nil {
 		return 0, err
@@ -210,12 +220,20 @@ func replay(path string, handle bool) (int, error) {
 			return 0, err
 		}
 	}
+	if !settled {
+		store.StopBuilding() // no second side: EndReplay starts none
+	}
 	store.EndReplay()
-	// What EndReplay starts beside the readers (the place index, the
-	// second side) runs in the background; a count that stopped at ready
-	// would take a part of it that the scheduler decides. Settle counts
-	// all of it, as a constant of the mix's.
-	store.Settle()
+	// What EndReplay starts beside the readers runs in the background; a
+	// count that stopped at ready would take the part of it the scheduler
+	// had run. The place index's build is counted whole (a place search
+	// waits for it), and with settled the second side's too.
+	if _, err := store.ResolveCandidates(ctx, readmodel.ResolveQuery{Text: "seattle", Limit: 1}); err != nil {
+		return 0, err
+	}
+	if settled {
+		store.Settle()
+	}
 	if dead > 0 {
 		return 0, fmt.Errorf("%d dead letters in the mix", dead)
 	}
@@ -232,9 +250,9 @@ type counts struct {
 var cgLine = regexp.MustCompile(`(?m)^==\d+== (I|I1|D|D1|LLd|LL)\s+(refs|misses):\s+([\d,]+)`)
 
 // once runs bin under cachegrind on the mix and returns its counts.
-func once(bin, file string, handle bool) (counts, error) {
+func once(bin, file string, handle, settled bool) (counts, error) {
 	cmd := exec.Command("valgrind", "--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=/dev/null",
-		bin, "-read", file, "-handle="+strconv.FormatBool(handle))
+		bin, "-read", file, "-handle="+strconv.FormatBool(handle), "-settled="+strconv.FormatBool(settled))
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=off")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -300,7 +318,7 @@ func (c counts) perEvent() string {
 		c.ir/n, c.dr/n, c.d1/n, c.lld/n)
 }
 
-func compare(out io.Writer, bins [2]string, file string, permits, pairs int) error {
+func compare(out io.Writer, bins [2]string, file string, permits, pairs int, settled bool) error {
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(out, "writing the mix (%d generated permits) to %s\n", permits, file)
 		if err := writeMix(file, permits); err != nil {
@@ -309,7 +327,7 @@ func compare(out io.Writer, bins [2]string, file string, permits, pairs int) err
 	}
 	var base [2]counts
 	for i, bin := range bins {
-		c, err := once(bin, file, false)
+		c, err := once(bin, file, false, false)
 		if err != nil {
 			return err
 		}
@@ -323,7 +341,7 @@ func compare(out io.Writer, bins [2]string, file string, permits, pairs int) err
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			c, err := once(bins[i], file, true)
+			c, err := once(bins[i], file, true, settled)
 			if err != nil {
 				return err
 			}
