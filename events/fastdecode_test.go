@@ -743,8 +743,9 @@ func TestLentListsFromBlocks(t *testing.T) {
 }
 
 // TestStrEveryPlace: decoder.str passes eight bytes at a time until a
-// word holds a quote, a backslash or a control character, and goes on a
-// byte at a time from there. For strings of every length up to three words, read
+// word holds a quote, a backslash or a control character, and stops at
+// the first of them in that word (the last bytes, fewer than eight, one
+// at a time). For strings of every length up to three words, read
 // from every alignment, with one byte of each kind that matters at every
 // place (a quote that ends the string early, a backslash, control
 // characters, bytes that are not valid UTF-8 and a valid two-byte one), it

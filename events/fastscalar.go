@@ -169,16 +169,32 @@ func (d *decoder) str() (s []byte, ok bool) {
 	d.i++
 	start := d.i
 	var high uint64 // the bytes passed over, or'ed: a non-ASCII byte sets a top bit
-	// Eight bytes at a time while none is a quote, a backslash or a
-	// control character.
+	// Eight bytes at a time, to the first quote, backslash or control
+	// character.
 	for d.i+8 <= len(d.b) {
 		x := binary.LittleEndian.Uint64(d.b[d.i:])
-		if hasZeroByte(x^(lsb*'"'))|hasZeroByte(x^(lsb*'\\'))|((x-lsb*0x20)&^x&msb) != 0 {
-			break
+		m := hasZeroByte(x^(lsb*'"')) | hasZeroByte(x^(lsb*'\\')) | ((x - lsb*0x20) &^ x & msb)
+		if m == 0 {
+			high |= x
+			d.i += 8
+			continue
 		}
-		high |= x
-		d.i += 8
+		// The lowest byte flagged is the first special one: a borrow can
+		// flag a byte only above one that is.
+		k := bits.TrailingZeros64(m) >> 3
+		high |= x & (1<<(8*k) - 1)
+		d.i += k
+		if d.b[d.i] != '"' {
+			return nil, false // an escape or a control character
+		}
+		d.i++
+		s = d.b[start : d.i-1]
+		if high&msb != 0 && !utf8.Valid(s) {
+			return nil, false
+		}
+		return s, true
 	}
+	// The last bytes, fewer than eight, one at a time.
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		if c == '"' {
