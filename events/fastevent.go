@@ -24,7 +24,7 @@ func fastEvent(raw []byte, pooled bool) (Envelope, bool) {
 
 func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 	env := &strs.env
-	s, dataField := envelopeShape(), envelopeData()
+	s, dataField, eventIDField := envelopeShape(), envelopeData(), envelopeEventID()
 	d := decoder{b: raw, strs: strs, lent: pooled}
 	d.ws()
 	if d.peek() != '{' {
@@ -55,7 +55,7 @@ func (strs *strCache) event(raw []byte, pooled bool) (Envelope, bool) {
 				return Envelope{}, false
 			}
 			dataEnd = d.i
-		} else if f == envelopeEventID() && pooled && d.aliased(&env.EventID) {
+		} else if f == eventIDField && pooled && d.aliased(&env.EventID) {
 			// Lent: the event id aliases raw, as Data does. Nothing reads
 			// it but the check that it is there: a string of its own was
 			// one allocation of every event (ids are longer than the

@@ -25,8 +25,23 @@ type shape struct {
 type fieldShape struct {
 	name   string // exact JSON name
 	member string // the name as a JSON string, and a colon: how an object member starts
-	offset uintptr
-	shape  *shape
+	// member's first sixteen bytes as two little-endian words (zero past
+	// its end) and the masks of its bytes in them, when it has at most
+	// sixteen (decoder.member compares them without a call).
+	word, mask [2]uint64
+	offset     uintptr
+	shape      *shape
+}
+
+// memberWords sets f's word and mask from f.member.
+func (f *fieldShape) memberWords() {
+	if len(f.member) > 16 {
+		return
+	}
+	for i := range len(f.member) {
+		f.word[i/8] |= uint64(f.member[i]) << (8 * (i % 8))
+		f.mask[i/8] |= 0xff << (8 * (i % 8))
+	}
 }
 
 // field finds the field named key, trying hint (the field after the
@@ -155,7 +170,9 @@ func buildShape(t reflect.Type, seen map[reflect.Type]*shape) *shape {
 			if slices.ContainsFunc(fields, func(f fieldShape) bool { return f.name == name }) || len(fields) == maxFields {
 				return s
 			}
-			fields = append(fields, fieldShape{name: name, member: strconv.Quote(name) + ":", offset: f.Offset, shape: buildShape(f.Type, seen)})
+			fs := fieldShape{name: name, member: strconv.Quote(name) + ":", offset: f.Offset, shape: buildShape(f.Type, seen)}
+			fs.memberWords()
+			fields = append(fields, fs)
 		}
 		s.kind, s.fields = shapeStruct, fields
 	}
