@@ -40,11 +40,46 @@ func DayNumber(s string) (day int32, ok bool) {
 	if y < 0 || m < 1 || m > 12 || d < 1 || d > 31 {
 		return 0, false
 	}
-	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
-	if t.Day() != d { // past the month's end
+	if d > monthDays(y, m) {
 		return 0, false
 	}
-	return int32(t.Unix() / 86400), true
+	return civilDay(y, m, d), true
+}
+
+// monthDays is the number of days of month m (1 to 12) of year y, in
+// the proleptic Gregorian calendar (time's).
+func monthDays(y, m int) int {
+	if m == 2 {
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	return 30 + (m+m/8)&1 // 31 for January, March, May, July, August, October, December
+}
+
+// civilDay is the number of days from 1970-01-01 to the date y-m-d (y
+// 0 to 9999, a real date), as time.Date(y, m, d, 0, 0, 0, 0,
+// time.UTC).Unix()/86400 counts them, by arithmetic: years from March,
+// so that the leap day ends a year, in eras of 400 years (146,097 days).
+// Each event's dates are counted: time.Date and Day were about 250
+// instructions a date.
+func civilDay(y, m, d int) int32 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400 // 0 to 399
+	mp := m - 3        // the month from March, 0 to 11
+	if m <= 2 {
+		mp = m + 9
+	}
+	doy := (153*mp+2)/5 + d - 1 // the day of the year from March 1st
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int32(era*146097 + doe - 719468) // 719,468 days from 0000-03-01 to 1970-01-01
 }
 
 func invalidQuery(format string, args ...any) error {

@@ -83,3 +83,29 @@ func TestDayNumberIsTimeParse(t *testing.T) {
 		}
 	}
 }
+
+// civilDay and monthDays agree with time over every year DayNumber
+// reads (0000 to 9999): each month's length (a day past it normalises
+// into the next month in time.Date), and each month's first and last
+// day counted as time counts them; every day of 1900 to 2100 through
+// DayNumber.
+func TestCivilDayIsTime(t *testing.T) {
+	for y := 0; y <= 9999; y++ {
+		for m := 1; m <= 12; m++ {
+			n := monthDays(y, m)
+			if last := time.Date(y, time.Month(m), n, 0, 0, 0, 0, time.UTC); last.Day() != n || time.Date(y, time.Month(m), n+1, 0, 0, 0, 0, time.UTC).Day() == n+1 {
+				t.Fatalf("monthDays(%d, %d) = %d, time disagrees", y, m, n)
+			}
+			for _, d := range []int{1, n} {
+				if got, want := int64(civilDay(y, m, d)), time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix()/86400; got != want {
+					t.Fatalf("civilDay(%d, %d, %d) = %d, time says %d", y, m, d, got, want)
+				}
+			}
+		}
+	}
+	for tm := time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC); tm.Year() <= 2100; tm = tm.AddDate(0, 0, 1) {
+		if day, ok := DayNumber(tm.Format(time.DateOnly)); !ok || int64(day) != tm.Unix()/86400 {
+			t.Fatalf("DayNumber(%s) = %d, %v; want %d", tm.Format(time.DateOnly), day, ok, tm.Unix()/86400)
+		}
+	}
+}
