@@ -252,6 +252,18 @@ func matchZip(ctx context.Context, look Lookup, links []readmodel.GeoLink, zip, 
 // sameName compares place names ignoring case, dots and runs of spaces
 // ("St. Paul" = "ST PAUL"), without allocating for ASCII names.
 func sameName(a, b string) bool {
+	// Names that differ at most in the case of ASCII letters, byte for
+	// byte ("SEATTLE" and "Seattle", the common case), are the same name
+	// however it is normalised: one pass, no skipping.
+	if len(a) == len(b) {
+		k := 0
+		for k < len(a) && upper(a[k]) == upper(b[k]) {
+			k++
+		}
+		if k == len(a) {
+			return true
+		}
+	}
 	i, j := 0, 0
 	for {
 		i, j = skipName(a, i), skipName(b, j)
