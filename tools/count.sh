@@ -5,7 +5,7 @@
 # profile, counted under valgrind's cachegrind (instructions and
 # simulated cache misses an event; COUNT_FLAGS passes -pairs,
 # -permits and -settled). Run it from the repository's root (make count). It needs
-# valgrind (Debian's valgrind package) and takes about 12 minutes for
+# valgrind (Debian's valgrind package) and takes about 10 minutes for
 # the default mix and two runs of each build.
 set -eu
 GO=${GO:-go}
