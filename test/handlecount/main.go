@@ -64,6 +64,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/permitd/permitd/indexer"
@@ -87,7 +88,7 @@ func run(args []string, out io.Writer) error {
 	settled := fs.Bool("settled", false, "count the second side's build after ready too (the store settled)")
 	a := fs.String("A", "", "build A of this command (the base)")
 	b := fs.String("B", "", "build B of this command")
-	file := fs.String("file", "", "the mix's file for -A and -B (default: in the temporary directory, by -permits; written when missing)")
+	file := fs.String("file", "", "the mix's file for -A and -B (default: in the temporary directory, named by -permits; written when missing: remove it after a change to the mix's producers)")
 	permits := fs.Int("permits", 100_000, "the mix's generated permits (as BenchmarkHandleMix's PERMITD_BENCH_MIX_PERMITS)")
 	pairs := fs.Int("pairs", 2, "runs of each build, alternated")
 	if err := fs.Parse(args); err != nil {
@@ -201,9 +202,9 @@ func replay(path string, handle, settled bool) (int, error) {
 	if !store.BeginReplay() {
 		return 0, errors.New("the store would not begin a replay")
 	}
-	var dead int
+	var dead atomic.Int64
 	ix, err := indexer.New(indexer.Params{Writer: store, Logger: slog.New(slog.DiscardHandler),
-		DeadLetter: func(context.Context, indexer.Message, error) error { dead++; return nil }})
+		DeadLetter: func(context.Context, indexer.Message, error) error { dead.Add(1); return nil }})
 	if err != nil {
 		return 0, err
 	}
@@ -234,8 +235,8 @@ func replay(path string, handle, settled bool) (int, error) {
 	if settled {
 		store.Settle()
 	}
-	if dead > 0 {
-		return 0, fmt.Errorf("%d dead letters in the mix", dead)
+	if n := dead.Load(); n > 0 {
+		return 0, fmt.Errorf("%d dead letters in the mix", n)
 	}
 	return len(msgs), nil
 }
