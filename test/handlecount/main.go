@@ -273,24 +273,15 @@ func once(bin, file string, handle, settled bool) (counts, error) {
 // parseCounts reads cachegrind's summary (its lines on standard error).
 func parseCounts(stderr string) (counts, error) {
 	var c counts
+	into := map[string]*float64{"I refs": &c.ir, "I1 misses": &c.instrMisses, "D refs": &c.dr,
+		"D1 misses": &c.d1, "LLd misses": &c.lld, "LL misses": &c.llMisses}
 	for _, m := range cgLine.FindAllStringSubmatch(stderr, -1) {
 		v, err := strconv.ParseFloat(strings.ReplaceAll(m[3], ",", ""), 64)
 		if err != nil {
 			return counts{}, err
 		}
-		switch m[1] + " " + m[2] {
-		case "I refs":
-			c.ir = v
-		case "I1 misses":
-			c.instrMisses = v
-		case "D refs":
-			c.dr = v
-		case "D1 misses":
-			c.d1 = v
-		case "LLd misses":
-			c.lld = v
-		case "LL misses":
-			c.llMisses = v
+		if p := into[m[1]+" "+m[2]]; p != nil { // not "LL refs"
+			*p = v
 		}
 	}
 	if c.ir == 0 {
