@@ -48,7 +48,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -243,12 +242,11 @@ func replay(path string, handle, settled bool) (int, error) {
 
 // counts is what cachegrind printed for a run.
 type counts struct {
-	events                    int
-	ir, dr, d1, lld, llMisses float64 // instructions, data refs, D1 and LL data misses, LL misses
-	instrMisses               float64 // I1 misses
+	events          int
+	ir, dr, d1, lld float64 // instructions, data references, D1 and last-level data misses
 }
 
-var cgLine = regexp.MustCompile(`(?m)^==\d+== (I|I1|D|D1|LLd|LL)\s+(refs|misses):\s+([\d,]+)`)
+var cgLine = regexp.MustCompile(`(?m)^==\d+== (I|D|D1|LLd)\s+(refs|misses):\s+([\d,]+)`)
 
 // once runs bin under cachegrind on the mix and returns its counts.
 func once(bin, file string, handle, settled bool) (counts, error) {
@@ -273,14 +271,13 @@ func once(bin, file string, handle, settled bool) (counts, error) {
 // parseCounts reads cachegrind's summary (its lines on standard error).
 func parseCounts(stderr string) (counts, error) {
 	var c counts
-	into := map[string]*float64{"I refs": &c.ir, "I1 misses": &c.instrMisses, "D refs": &c.dr,
-		"D1 misses": &c.d1, "LLd misses": &c.lld, "LL misses": &c.llMisses}
+	into := map[string]*float64{"I refs": &c.ir, "D refs": &c.dr, "D1 misses": &c.d1, "LLd misses": &c.lld}
 	for _, m := range cgLine.FindAllStringSubmatch(stderr, -1) {
 		v, err := strconv.ParseFloat(strings.ReplaceAll(m[3], ",", ""), 64)
 		if err != nil {
 			return counts{}, err
 		}
-		if p := into[m[1]+" "+m[2]]; p != nil { // not "LL refs"
+		if p := into[m[1]+" "+m[2]]; p != nil { // nil for a pair cachegrind does not print
 			*p = v
 		}
 	}
@@ -299,8 +296,7 @@ func tail(s string) string {
 
 // less is c's counts with the baseline's taken off.
 func (c counts) less(base counts) counts {
-	return counts{events: c.events, ir: c.ir - base.ir, dr: c.dr - base.dr, d1: c.d1 - base.d1,
-		lld: c.lld - base.lld, llMisses: c.llMisses - base.llMisses, instrMisses: c.instrMisses - base.instrMisses}
+	return counts{events: c.events, ir: c.ir - base.ir, dr: c.dr - base.dr, d1: c.d1 - base.d1, lld: c.lld - base.lld}
 }
 
 // perEvent formats c per event.
@@ -365,9 +361,8 @@ func summary(runs [2][]counts) string {
 		spread[i] = (hi - lo) / mean[i].ir
 	}
 	var s strings.Builder
-	w := bufio.NewWriter(&s)
 	for i := range mean {
-		fmt.Fprintf(w, "%c mean: %s (instructions within %.2f%% across runs)\n", 'A'+i, mean[i].perEvent(), 100*spread[i])
+		fmt.Fprintf(&s, "%c mean: %s (instructions within %.2f%% across runs)\n", 'A'+i, mean[i].perEvent(), 100*spread[i])
 	}
 	ratio := func(b, a float64) string {
 		if a == 0 {
@@ -375,8 +370,7 @@ func summary(runs [2][]counts) string {
 		}
 		return strconv.FormatFloat(b/a, 'f', 4, 64)
 	}
-	fmt.Fprintf(w, "B/A: instructions %s, data refs %s, D1 misses %s, LL data misses %s\n",
+	fmt.Fprintf(&s, "B/A: instructions %s, data refs %s, D1 misses %s, LL data misses %s\n",
 		ratio(mean[1].ir, mean[0].ir), ratio(mean[1].dr, mean[0].dr), ratio(mean[1].d1, mean[0].d1), ratio(mean[1].lld, mean[0].lld))
-	w.Flush()
 	return s.String()
 }
